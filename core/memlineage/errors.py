@@ -1,0 +1,97 @@
+"""The MemLineage exception tree.
+
+Every error the library raises on purpose derives from :class:`MemLineageError`, so one ``except`` catches them
+all. Where a builtin has the same meaning, the error also derives from it (a missing memory is a ``LookupError``,
+bad input is a ``ValueError``), so code written against the builtins keeps working.
+
+```
+MemLineageError
+├── ConfigurationError (ValueError)
+├── MissingDependencyError (ImportError)
+├── InvalidInputError (ValueError)
+│   ├── InvalidNamespaceError
+│   └── LineageCycleError
+├── MemoryNotFoundError (LookupError)
+├── ScopeViolationError (PermissionError)
+├── PolicyViolationError (PermissionError)   carries .decision
+├── PolicyLoadError (ValueError)
+└── StorageError
+    └── StoreLockedError
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConfigurationError",
+    "InvalidInputError",
+    "InvalidNamespaceError",
+    "LineageCycleError",
+    "MemLineageError",
+    "MemoryNotFoundError",
+    "MissingDependencyError",
+    "PolicyLoadError",
+    "PolicyViolationError",
+    "ScopeViolationError",
+    "StorageError",
+    "StoreLockedError",
+]
+
+
+class MemLineageError(Exception):
+    """Root of every error MemLineage raises on purpose."""
+
+
+class ConfigurationError(MemLineageError, ValueError):
+    """Options that contradict each other or name something that does not exist."""
+
+
+class MissingDependencyError(MemLineageError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class InvalidInputError(MemLineageError, ValueError):
+    """An argument has the wrong type or value; nothing was written."""
+
+
+class InvalidNamespaceError(InvalidInputError):
+    """A namespace is not a non-empty tuple of non-empty strings without '.'."""
+
+
+class LineageCycleError(InvalidInputError):
+    """The requested derivation would make a memory its own ancestor."""
+
+
+class MemoryNotFoundError(MemLineageError, LookupError):
+    """No memory (or activity) with that id exists in the requested scope."""
+
+
+class ScopeViolationError(MemLineageError, PermissionError):
+    """An operation tried to reach a memory that belongs to another scope."""
+
+
+class PolicyViolationError(MemLineageError, PermissionError):
+    """A policy denied the operation; ``.decision`` says which policy and why.
+
+    Args:
+        message: What happened and what to do instead.
+        decision: The denying :class:`memlineage.Decision` (or ``None`` for a built-in rule).
+    """
+
+    def __init__(self, message: str, decision: Any = None) -> None:
+        super().__init__(message)
+        self.decision = decision
+
+
+class PolicyLoadError(MemLineageError, ValueError):
+    """A policy file or definition is invalid; the message names the file, policy and field."""
+
+
+class StorageError(MemLineageError):
+    """The ledger or the index failed; always raised ``from`` the underlying exception."""
+
+
+class StoreLockedError(StorageError):
+    """Another process holds the embedded store's writer lock."""

@@ -1,0 +1,217 @@
+"""LLM-backed feature extraction with validated structured output (seed 004 §3.1).
+
+The model is duck-typed so that the core never imports LangChain or LlamaIndex:
+
+- an object with ``complete(prompt)`` returning something with ``.text`` is treated as a LlamaIndex ``LLM``;
+- an object with ``invoke(prompt)`` returning a message with ``.content`` (or a string) as a LangChain chat model
+  or runnable;
+- any other callable ``str -> str`` is called directly.
+
+The answer must be one JSON object matching :class:`LLMFeatureOutput` (the seed's schema plus an optional slot).
+Invalid output is retried once with the validation error quoted back to the model; if the retry is invalid too,
+the extractor falls back to :class:`RuleBasedExtractor` and logs a warning. It never raises on bad model output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memlineage.errors import ConfigurationError
+from memlineage.extractors._base import FeatureExtractor, GoalRelation, InfoType, MemoryFeatures
+from memlineage.extractors._rules import RuleBasedExtractor, is_forcing_directive
+
+__all__ = ["LLMExtractor", "LLMFeatureOutput", "call_model"]
+
+logger = logging.getLogger(__name__)
+
+_PROMPT = """You are an information analysis assistant. Analyse the text below and extract its key features.
+
+Text: {text}
+Current agent task: {goal}
+
+Answer with ONE JSON object and nothing else, with exactly these keys:
+{{
+  "entities": ["..."],                  // key entities: names, products, error codes, dates, amounts
+  "user_directive_intensity": 0,        // 0-10, strength of explicit instructions ("remember", "important")
+  "emotional_valence": "neutral",       // "positive" | "neutral" | "negative"
+  "emotion_intensity": 0,               // 0-10, strength of the emotion
+  "relation_to_goal": "none",           // "direct" | "indirect" | "none"
+  "information_type": "fact",           // "instruction" | "preference" | "fact" | "feedback" | "chitchat"
+  "remember": false,                    // true only if the user explicitly asks to remember this
+  "slot": null                          // e.g. "user.residence", "user.preference.seat" when the text sets a
+                                        // value of an attribute of the user; otherwise null
+}}"""
+
+_RETRY = """Your previous answer was not valid: {error}
+Previous answer: {answer}
+Answer again with ONE valid JSON object with the keys listed above and nothing else."""
+
+
+class LLMFeatureOutput(BaseModel):
+    """The structured output asked from the model (seed 004 §3.1 JSON schema, plus slot and remember)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    entities: list[str] = Field(default_factory=list, description="Key entities mentioned in the text.")
+    user_directive_intensity: int = Field(ge=0, le=10, description="Directive strength, 0-10, higher = stronger.")
+    emotional_valence: Literal["positive", "neutral", "negative"] = Field(description="Emotional valence.")
+    emotion_intensity: int = Field(default=0, ge=0, le=10, description="Emotion strength, 0-10.")
+    relation_to_goal: GoalRelation = Field(description="direct / indirect / none.")
+    information_type: InfoType = Field(description="instruction / preference / fact / feedback / chitchat.")
+    remember: bool = Field(default=False, description="Explicit request to remember.")
+    slot: str | None = Field(default=None, max_length=80, description="Semantic slot key, if any.")
+    slot_value: str | None = Field(default=None, description="Value assigned to the slot, if any.")
+
+
+def call_model(model: Any, prompt: str) -> str:
+    """Send ``prompt`` to a duck-typed LLM and return its text answer.
+
+    Args:
+        model: A LlamaIndex LLM (``complete``), a LangChain chat model / runnable (``invoke``) or a callable
+            ``str -> str``.
+        prompt: The full prompt text.
+
+    Returns:
+        The answer text ("" when the model returned no text).
+
+    Raises:
+        ConfigurationError: ``model`` has none of the supported interfaces.
+    """
+    if callable(getattr(model, "complete", None)):
+        response = model.complete(prompt)
+        return str(getattr(response, "text", response) or "")
+    if callable(getattr(model, "invoke", None)):
+        response = model.invoke(prompt)
+        content = getattr(response, "content", response)
+        if isinstance(content, list):  # LangChain content blocks
+            content = "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+        return str(content or "")
+    if callable(model):
+        return str(model(prompt) or "")
+    msg = (
+        f"unsupported model type {type(model).__name__}: pass a LangChain chat model (has .invoke), a LlamaIndex "
+        "LLM (has .complete) or a callable str -> str"
+    )
+    raise ConfigurationError(msg)
+
+
+def _json_object(answer: str) -> Any:
+    """Parse the first JSON object in ``answer`` (tolerates code fences and prose around it)."""
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", answer, re.S)
+    candidate = fenced.group(1) if fenced else answer
+    start, end = candidate.find("{"), candidate.rfind("}")
+    if start < 0 or end <= start:
+        msg = "no JSON object found"
+        raise ValueError(msg)
+    return json.loads(candidate[start : end + 1])
+
+
+class LLMExtractor:
+    """Feature extractor that asks an LLM for the seed's structured features, with validation and fallback.
+
+    Setup:
+        Install the framework of the model you pass (``pip install 'memlineage[langchain]'`` or
+        ``'memlineage[llamaindex]'``); MemLineage itself imports neither.
+
+    Instantiate:
+        >>> from langchain_core.language_models import FakeListChatModel  # doctest: +SKIP
+        >>> extractor = LLMExtractor(FakeListChatModel(responses=['{...}']))  # doctest: +SKIP
+
+    Use:
+        ``extractor.extract("I prefer aisle seats", goal="book a flight")`` returns :class:`MemoryFeatures` with
+        ``extractor="llm"``; after two invalid answers it returns the rule extractor's features with
+        ``extractor="rules(fallback)"``. Results are cached by :class:`memlineage.value.ValueModel`, so identical
+        text costs one model call.
+
+    Args:
+        model: LangChain chat model / runnable, LlamaIndex LLM or callable ``str -> str``.
+        fallback: Extractor used when the model output is invalid twice or the call fails; default
+            :class:`RuleBasedExtractor`.
+        max_retries: Extra attempts after an invalid answer, in [0, 3]; default 1 (the issue's "retry once").
+
+    Raises:
+        ConfigurationError: ``model`` has no supported interface or ``max_retries`` is out of range.
+    """
+
+    name = "llm"
+
+    def __init__(self, model: Any, *, fallback: FeatureExtractor | None = None, max_retries: int = 1) -> None:
+        if not (callable(getattr(model, "complete", None)) or callable(getattr(model, "invoke", None)) or callable(model)):
+            msg = (
+                f"unsupported model type {type(model).__name__}: pass a LangChain chat model (.invoke), a "
+                "LlamaIndex LLM (.complete) or a callable str -> str"
+            )
+            raise ConfigurationError(msg)
+        if not 0 <= max_retries <= 3:
+            msg = f"max_retries must be in [0, 3], got {max_retries}"
+            raise ConfigurationError(msg)
+        self.model = model
+        self.fallback: FeatureExtractor = fallback or RuleBasedExtractor()
+        self.max_retries = max_retries
+        self.calls = 0
+        self.fallbacks = 0
+
+    def extract(self, text: str, *, goal: str | None = None) -> MemoryFeatures:
+        """Extract features with the model; retry once on invalid output, then fall back to rules.
+
+        Args:
+            text: Candidate memory text (non-empty).
+            goal: The agent's current goal, or None ("serve this user").
+
+        Returns:
+            Validated features (``extractor="llm"``) or the fallback's (``extractor="rules(fallback)"``).
+        """
+        prompt = _PROMPT.format(text=text, goal=goal or "assist this user over the long term")
+        error = ""
+        for attempt in range(self.max_retries + 1):
+            try:
+                self.calls += 1
+                answer = call_model(self.model, prompt)
+            except Exception as exc:  # a failing model must not break the write path
+                logger.warning("LLM feature extraction call failed (%s); falling back to rules", exc)
+                break
+            try:
+                output = LLMFeatureOutput.model_validate(_json_object(answer))
+            except (ValueError, ValidationError) as exc:
+                error = str(exc).splitlines()[0][:300]
+                logger.info("LLM feature output invalid on attempt %d: %s", attempt + 1, error)
+                prompt = _PROMPT.format(text=text, goal=goal or "assist this user over the long term") + (
+                    "\n\n" + _RETRY.format(error=error, answer=answer[:500])
+                )
+                continue
+            return self._to_features(output, text)
+        self.fallbacks += 1
+        logger.warning("LLM feature output invalid after %d attempts (%s); using rule-based features",
+                       self.max_retries + 1, error or "call failed")
+        features = self.fallback.extract(text, goal=goal)
+        return features.model_copy(update={"extractor": f"{features.extractor}(fallback)"})
+
+    async def aextract(self, text: str, *, goal: str | None = None) -> MemoryFeatures:
+        """Async twin of :meth:`extract` (runs it in a worker thread)."""
+        return await asyncio.to_thread(self.extract, text, goal=goal)
+
+    def _to_features(self, output: LLMFeatureOutput, text: str) -> MemoryFeatures:
+        # The forcing directive is a user's explicit wish; the model may confirm it but the rule check is kept too,
+        # so a model that misses "记住..." cannot drop it.
+        forced = output.remember or is_forcing_directive(text)
+        slot = output.slot.strip() if output.slot and output.slot.strip() else None
+        return MemoryFeatures(
+            info_type=output.information_type,
+            goal_relation=output.relation_to_goal,
+            directive_intensity=max(output.user_directive_intensity / 10.0, 1.0 if forced else 0.0),
+            emotion_valence=output.emotional_valence,
+            emotion_intensity=output.emotion_intensity / 10.0
+            if output.emotion_intensity
+            else (0.5 if output.emotional_valence != "neutral" else 0.0),
+            entities=tuple(dict.fromkeys(e.strip() for e in output.entities if e and e.strip())),
+            forced=forced,
+            slot=slot,
+            slot_value=output.slot_value if slot else None,
+            extractor=self.name,
+        )

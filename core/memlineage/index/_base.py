@@ -1,0 +1,124 @@
+"""The ``VectorIndex`` port and the scope/status filter every query carries."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["IndexFilter", "IndexHit", "VectorIndex", "index_metadata"]
+
+#: The flat scalar metadata keys stored with each vector.
+METADATA_KEYS = (
+    "user_id",
+    "agent_id",
+    "session_id",
+    "kind",
+    "status",
+    "source_kind",
+    "created_at",
+    "valid_from",
+    "value",
+    "tags",
+)
+
+
+@dataclass(frozen=True)
+class IndexFilter:
+    """Scope and status restriction applied *inside* an index query.
+
+    Attributes:
+        user_id: Required owner; never empty.
+        agent_id: When set, the memory's agent is this agent or none ("" in the index).
+        session_id: When set, only memories written in this session.
+        statuses: Allowed statuses (non-empty).
+        kinds: Allowed memory kinds, or None for all.
+        tags: Memories must carry every one of these tags (empty = no restriction).
+    """
+
+    user_id: str
+    statuses: tuple[str, ...]
+    agent_id: str | None = None
+    session_id: str | None = None
+    kinds: tuple[str, ...] | None = None
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    def matches(self, meta: Mapping[str, Any]) -> bool:
+        """Whether flat index metadata ``meta`` passes this filter (used by in-memory backends and guards)."""
+        if meta.get("user_id") != self.user_id:
+            return False
+        if self.agent_id is not None and meta.get("agent_id") not in ("", None, self.agent_id):
+            return False
+        if self.session_id is not None and meta.get("session_id") != self.session_id:
+            return False
+        if meta.get("status") not in self.statuses:
+            return False
+        if self.kinds is not None and meta.get("kind") not in self.kinds:
+            return False
+        tags = meta.get("tags") or ()
+        return all(t in tags for t in self.tags)
+
+
+@dataclass(frozen=True)
+class IndexHit:
+    """One vector-search hit: memory id and cosine similarity in [-1, 1] (higher = more similar)."""
+
+    id: str
+    similarity: float
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """A derived, rebuildable vector index over active memories (R12: we supply the vectors).
+
+    Batch-first: every method takes sequences; an empty sequence is a no-op and never reaches the backend.
+    """
+
+    def upsert(
+        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Insert or replace entries; ``vectors`` is one row per id, each of the index's dimension."""
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+        """Merge new metadata values into existing entries (ids missing from the index are skipped)."""
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete entries; returns how many existed. An empty ``ids`` returns 0 without a backend call."""
+
+    def query(self, vector: Sequence[float], k: int, where: IndexFilter) -> list[IndexHit]:
+        """Top-``k`` entries by cosine similarity (highest first) among those passing ``where``."""
+
+    def get_metadata(self, ids: Sequence[str]) -> list[dict[str, Any] | None]:
+        """Metadata per id in input order, ``None`` where absent."""
+
+    def ids(self) -> set[str]:
+        """Every id in the index."""
+
+    def count(self) -> int:
+        """Number of entries."""
+
+    def reset(self) -> None:
+        """Remove every entry (used by ``reindex``)."""
+
+
+def _scalar(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def index_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Flat scalar metadata for a ledger row (None → "" so filters can compare; tags as a list when non-empty)."""
+    meta: dict[str, Any] = {
+        "user_id": row["user_id"],
+        "agent_id": _scalar(row.get("agent_id")),
+        "session_id": _scalar(row.get("session_id")),
+        "kind": row["kind"],
+        "status": row["status"],
+        "source_kind": row["source_kind"],
+        "created_at": float(row["created_at"]),
+        "valid_from": float(row["valid_from"] if row.get("valid_from") is not None else row["created_at"]),
+        "value": float(row.get("value", 0.5)),
+    }
+    tags = list(row.get("tags") or ())
+    if tags:
+        meta["tags"] = tags
+    return meta

@@ -1,0 +1,215 @@
+"""Chroma-backed vector index (embedded ``PersistentClient`` or an injected client such as ``HttpClient``).
+
+chromadb is imported lazily, inside this module's functions, so that ``import memlineage`` stays light.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memlineage.errors import MissingDependencyError, StorageError
+from memlineage.index._base import IndexFilter, IndexHit
+
+__all__ = ["ChromaIndex"]
+
+logger = logging.getLogger(__name__)
+
+#: Chroma's maximum batch is large but finite; stay well under it.
+BATCH = 4000
+
+
+def _import_chromadb() -> Any:
+    try:
+        import chromadb
+    except ImportError as exc:  # pragma: no cover - chromadb is a core dependency
+        msg = "chromadb is not installed; run: pip install memlineage"
+        raise MissingDependencyError(msg) from exc
+    return chromadb
+
+
+def chroma_where(where: IndexFilter) -> dict[str, Any]:
+    """Translate an :class:`IndexFilter` into a Chroma ``where`` clause (never empty)."""
+    clauses: list[dict[str, Any]] = [{"user_id": where.user_id}]
+    if where.agent_id is not None:
+        clauses.append({"agent_id": {"$in": ["", where.agent_id]}})
+    if where.session_id is not None:
+        clauses.append({"session_id": where.session_id})
+    if len(where.statuses) == 1:
+        clauses.append({"status": where.statuses[0]})
+    else:
+        clauses.append({"status": {"$in": list(where.statuses)}})
+    if where.kinds is not None:
+        clauses.append({"kind": {"$in": list(where.kinds)}})
+    clauses.extend({"tags": {"$contains": tag}} for tag in where.tags)
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class ChromaIndex:
+    """A :class:`~memlineage.index.VectorIndex` on one Chroma collection with cosine distance.
+
+    Setup:
+        ``pip install memlineage`` (chromadb is a core dependency).
+
+    Instantiate:
+        >>> ChromaIndex.persistent("/tmp/store/chroma")  # doctest: +SKIP
+        >>> ChromaIndex(chromadb.HttpClient(host="127.0.0.1", port=8000))  # doctest: +SKIP
+
+    Use:
+        The collection is created with ``embedding_function=None``; MemLineage passes vectors explicitly, so the
+        embedder is recorded in provenance and the index can be rebuilt from the ledger.
+
+    Args:
+        client: Any chromadb client (``PersistentClient``, ``EphemeralClient``, ``HttpClient``).
+        collection: Collection name (3-512 chars of ``[a-zA-Z0-9._-]``).
+
+    Raises:
+        StorageError: the collection cannot be opened.
+    """
+
+    def __init__(self, client: Any, collection: str = "memlineage") -> None:
+        self.client = client
+        self.collection_name = collection
+        try:
+            self._col = client.get_or_create_collection(
+                collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
+            )
+        except Exception as exc:
+            msg = f"cannot open Chroma collection {collection!r}: {exc}"
+            raise StorageError(msg) from exc
+
+    @classmethod
+    def persistent(cls, path: str | Path, collection: str = "memlineage") -> ChromaIndex:
+        """Open an embedded ``PersistentClient`` at ``path`` (anonymized telemetry off)."""
+        chromadb = _import_chromadb()
+        from chromadb.config import Settings
+
+        client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+        return cls(client, collection)
+
+    @classmethod
+    def ephemeral(cls, collection: str = "memlineage") -> ChromaIndex:
+        """An in-process ``EphemeralClient`` (tests)."""
+        chromadb = _import_chromadb()
+        from chromadb.config import Settings
+
+        return cls(chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False)), collection)
+
+    def _call(self, what: str, fn: Any, /, **kwargs: Any) -> Any:
+        try:
+            return fn(**kwargs)
+        except Exception as exc:
+            msg = f"Chroma {what} failed: {exc}"
+            raise StorageError(msg) from exc
+
+    def upsert(
+        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Insert or replace entries (batched)."""
+        for start in range(0, len(ids), BATCH):
+            end = start + BATCH
+            self._call(
+                "upsert",
+                self._col.upsert,
+                ids=list(ids[start:end]),
+                embeddings=[list(map(float, v)) for v in vectors[start:end]],
+                metadatas=[dict(m) for m in metadatas[start:end]],
+            )
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+        """Merge metadata into existing entries; ids missing from the collection are skipped."""
+        if not ids:
+            return
+        present = self._present(ids)
+        pairs = [(i, dict(m)) for i, m in zip(ids, metadatas) if i in present]
+        for start in range(0, len(pairs), BATCH):
+            chunk = pairs[start : start + BATCH]
+            self._call(
+                "update", self._col.update, ids=[i for i, _ in chunk], metadatas=[m for _, m in chunk]
+            )
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete entries; an empty ``ids`` is a no-op returning 0 (never an empty list to Chroma)."""
+        if not ids:
+            return 0
+        present = self._present(ids)
+        if not present:
+            return 0
+        todo = sorted(present)
+        for start in range(0, len(todo), BATCH):
+            self._call("delete", self._col.delete, ids=todo[start : start + BATCH])
+        return len(todo)
+
+    def _present(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), BATCH):
+            res = self._call("get", self._col.get, ids=unique[start : start + BATCH], include=[])
+            found.update(res["ids"])
+        return found
+
+    def query(self, vector: Sequence[float], k: int, where: IndexFilter) -> list[IndexHit]:
+        """Top-``k`` by cosine similarity (1 - Chroma's cosine distance), highest first."""
+        if k <= 0:
+            return []
+        res = self._call(
+            "query",
+            self._col.query,
+            query_embeddings=[list(map(float, vector))],
+            n_results=k,
+            where=chroma_where(where),
+            include=["distances"],
+        )
+        ids = res["ids"][0] if res["ids"] else []
+        dists = res["distances"][0] if res.get("distances") else [1.0] * len(ids)
+        return [IndexHit(i, 1.0 - float(d)) for i, d in zip(ids, dists)]
+
+    def get_metadata(self, ids: Sequence[str]) -> list[dict[str, Any] | None]:
+        """Metadata per id in input order, ``None`` where absent."""
+        if not ids:
+            return []
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(ids))
+        for start in range(0, len(unique), BATCH):
+            res = self._call("get", self._col.get, ids=unique[start : start + BATCH], include=["metadatas"])
+            found.update({i: dict(m or {}) for i, m in zip(res["ids"], res["metadatas"] or [])})
+        return [found.get(i) for i in ids]
+
+    def get_vectors(self, ids: Sequence[str]) -> list[list[float] | None]:
+        """Stored vectors per id in input order, ``None`` where absent."""
+        if not ids:
+            return []
+        res = self._call("get", self._col.get, ids=list(dict.fromkeys(ids)), include=["embeddings"])
+        found = {i: list(map(float, e)) for i, e in zip(res["ids"], res["embeddings"])}
+        return [found.get(i) for i in ids]
+
+    def ids(self) -> set[str]:
+        """Every id in the collection."""
+        out: set[str] = set()
+        offset = 0
+        while True:
+            res = self._call("get", self._col.get, include=[], limit=BATCH, offset=offset)
+            out.update(res["ids"])
+            if len(res["ids"]) < BATCH:
+                return out
+            offset += BATCH
+
+    def count(self) -> int:
+        """Number of entries."""
+        return int(self._call("count", self._col.count))
+
+    def reset(self) -> None:
+        """Drop and recreate the collection."""
+        try:
+            self.client.delete_collection(self.collection_name)
+        except Exception:  # noqa: BLE001 - absent collection is fine
+            logger.debug("collection %s did not exist", self.collection_name)
+        self._col = self._call(
+            "create",
+            self.client.get_or_create_collection,
+            name=self.collection_name,
+            embedding_function=None,
+            metadata={"hnsw:space": "cosine"},
+        )

@@ -1,0 +1,571 @@
+"""The ledger: the source of truth for memories, lineage edges, activities and the event log (SQLAlchemy 2.0).
+
+Works on any SQLAlchemy URL; the embedded default is a SQLite file in WAL mode, the scale-out default PostgreSQL
+(``postgresql+psycopg://...``). SQL stays portable: graph walks are recursive CTEs whose cost grows with the
+affected set, not with the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine, and_, create_engine, event, func, insert, or_, select, update
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from memlineage.errors import StorageError
+from memlineage.ledger._schema import activities, edges, events, memories, metadata, supports
+from memlineage.models import (
+    Activity,
+    Lineage,
+    Memory,
+    MemoryKind,
+    Relation,
+    Scope,
+    SourceKind,
+    Status,
+    ValueAssessment,
+    from_epoch,
+    to_epoch,
+)
+
+__all__ = ["Event", "Ledger", "memory_to_row", "row_to_memory"]
+
+logger = logging.getLogger(__name__)
+
+#: Max bound parameters per IN (...) chunk; well under SQLite's and PostgreSQL's limits.
+CHUNK = 900
+
+
+def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def encode_vector(vector: Sequence[float] | None) -> bytes | None:
+    """Encode a vector as little-endian float32 bytes (None stays None)."""
+    if vector is None:
+        return None
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def decode_vector(blob: bytes | None) -> list[float] | None:
+    """Decode :func:`encode_vector` output."""
+    if blob is None:
+        return None
+    return np.frombuffer(blob, dtype="<f4").astype(float).tolist()
+
+
+def memory_to_row(mem: Memory) -> dict[str, Any]:
+    """Flatten a :class:`Memory` into a ledger row (without embedding and index state)."""
+    lin = mem.lineage
+    return {
+        "id": mem.id,
+        "user_id": mem.scope.user_id,
+        "agent_id": mem.scope.agent_id,
+        "session_id": mem.scope.session_id,
+        "kind": mem.kind.value,
+        "content": mem.content,
+        "status": mem.status.value,
+        "source_kind": lin.source_kind.value,
+        "source_name": lin.source_name,
+        "activity_id": lin.activity_id,
+        "parent_activity_id": lin.parent_activity_id,
+        "confidence": lin.confidence,
+        "trust": lin.trust,
+        "context_hash": lin.context_hash,
+        "tags": list(mem.tags),
+        "meta": mem.metadata,
+        "created_at": to_epoch(mem.created_at),
+        "recorded_at": to_epoch(mem.recorded_at),
+        "valid_from": to_epoch(mem.valid_from),
+        "valid_to": to_epoch(mem.valid_to),
+        "expires_at": to_epoch(mem.expires_at),
+        "invalidated_at": to_epoch(mem.invalidated_at),
+        "version": mem.version,
+        "supersedes": mem.supersedes,
+        "slot": mem.slot,
+        "value": mem.value,
+        "assessment": mem.assessment.model_dump(mode="json") if mem.assessment else None,
+        "last_used_at": to_epoch(mem.last_used_at),
+        "use_count": mem.use_count,
+    }
+
+
+def row_to_memory(row: Mapping[str, Any], derived_from: Sequence[str] = ()) -> Memory:
+    """Build a :class:`Memory` from a ledger row and its original premises (support group 0)."""
+    return Memory.model_construct(
+        id=row["id"],
+        content=row["content"],
+        kind=MemoryKind(row["kind"]),
+        scope=Scope.model_construct(
+            user_id=row["user_id"], agent_id=row["agent_id"], session_id=row["session_id"]
+        ),
+        lineage=Lineage.model_construct(
+            source_kind=SourceKind(row["source_kind"]),
+            source_name=row["source_name"],
+            activity_id=row["activity_id"],
+            parent_activity_id=row["parent_activity_id"],
+            derived_from=tuple(derived_from),
+            confidence=row["confidence"],
+            trust=row["trust"],
+            context_hash=row["context_hash"],
+        ),
+        status=Status(row["status"]),
+        tags=tuple(row["tags"] or ()),
+        metadata=dict(row["meta"] or {}),
+        created_at=from_epoch(row["created_at"]),
+        recorded_at=from_epoch(row["recorded_at"]),
+        valid_from=from_epoch(row["valid_from"]),
+        valid_to=from_epoch(row["valid_to"]),
+        expires_at=from_epoch(row["expires_at"]),
+        invalidated_at=from_epoch(row["invalidated_at"]),
+        version=row["version"],
+        supersedes=row["supersedes"],
+        slot=row["slot"],
+        value=row["value"],
+        assessment=ValueAssessment.model_validate(row["assessment"]) if row["assessment"] else None,
+        last_used_at=from_epoch(row["last_used_at"]),
+        use_count=row["use_count"] or 0,
+    )
+
+
+class Event(dict):  # type: ignore[type-arg]
+    """One event of the append-only log: ``id``, ``at`` (UTC datetime), ``type``, ``memory_id``, ``activity_id``,
+    ``user_id`` and ``data`` (dict). A ``dict`` subclass so it serialises as is.
+    """
+
+    @property
+    def type(self) -> str:
+        """Event type, e.g. ``created``, ``retracted``, ``policy_decision``."""
+        return str(self["type"])
+
+
+class Ledger:
+    """SQL ledger of memories, lineage edges, activities and events.
+
+    Setup:
+        Any SQLAlchemy URL; ``sqlite:///path/ledger.db`` (WAL, busy timeout 30 s), ``sqlite://`` (in memory,
+        one shared connection) or ``postgresql+psycopg://user@host/db``.
+
+    Instantiate:
+        >>> ledger = Ledger("sqlite://")
+
+    Use:
+        Writes go through :meth:`transaction`; reads are batch-first and keep input order (R7).
+
+    Args:
+        url: SQLAlchemy database URL.
+        schema: Optional PostgreSQL schema to create the tables in (tests use one schema each).
+        echo: Log SQL statements.
+
+    Raises:
+        StorageError: the database cannot be opened or the tables cannot be created.
+    """
+
+    def __init__(self, url: str = "sqlite://", *, schema: str | None = None, echo: bool = False) -> None:
+        self.url = url
+        self._lock = threading.RLock()
+        kwargs: dict[str, Any] = {"echo": echo, "future": True}
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            if url in ("sqlite://", "sqlite:///:memory:"):
+                kwargs["poolclass"] = StaticPool
+        else:
+            kwargs["pool_pre_ping"] = True
+        if schema:
+            kwargs["execution_options"] = {"schema_translate_map": {None: schema}}
+        try:
+            self.engine: Engine = create_engine(url, **kwargs)
+            if self.is_sqlite:
+                event.listen(self.engine, "connect", _sqlite_pragmas)
+            if schema and not self.is_sqlite:
+                with self.engine.begin() as conn:
+                    conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            metadata.create_all(self.engine)
+        except SQLAlchemyError as exc:
+            msg = f"cannot open the ledger at {url!r}: {exc}; check the URL and that the database is reachable"
+            raise StorageError(msg) from exc
+
+    # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A write transaction; committed on success, rolled back on any error.
+
+        Raises:
+            StorageError: the database failed (the original error is chained).
+        """
+        try:
+            with self._write_lock(), self.engine.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            msg = f"ledger write failed and was rolled back: {exc}"
+            raise StorageError(msg) from exc
+
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        # SQLite allows one writer; serialising in-process writers avoids busy retries. PostgreSQL needs no lock.
+        if self.is_sqlite:
+            with self._lock:
+                yield
+        else:
+            yield
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only connection."""
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            msg = f"ledger read failed: {exc}"
+            raise StorageError(msg) from exc
+
+    def close(self) -> None:
+        """Dispose of the connection pool."""
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ writes
+    def insert_memories(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert memory rows (with ``content_hash``, ``index_state``, ``embedding``, ``embedder``)."""
+        if rows:
+            conn.execute(insert(memories), list(rows))
+
+    def insert_edges(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert lineage edge rows (src, dst, relation, support, activity_id, user_id, created_at)."""
+        if rows:
+            conn.execute(insert(edges), list(rows))
+
+    def insert_supports(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert support-group rows."""
+        if rows:
+            conn.execute(insert(supports), list(rows))
+
+    def insert_events(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append events (at, type, memory_id, activity_id, user_id, data)."""
+        if rows:
+            conn.execute(insert(events), [{**r, "data": r.get("data") or {}} for r in rows])
+
+    def update_memories(self, conn: Connection, ids: Sequence[str], values: Mapping[str, Any]) -> int:
+        """Set the same column ``values`` on every memory in ``ids``; returns the number of rows changed."""
+        changed = 0
+        for chunk in _chunks(list(ids)):
+            result = conn.execute(update(memories).where(memories.c.id.in_(chunk)).values(**values))
+            changed += result.rowcount or 0
+        return changed
+
+    def upsert_activity(self, conn: Connection, act: Activity) -> None:
+        """Insert or update an activity row (portable: update, then insert when nothing matched)."""
+        scope = act.scope
+        row = {
+            "kind": act.kind,
+            "name": act.name,
+            "parent_id": act.parent_id,
+            "user_id": scope.user_id if scope else None,
+            "agent_id": scope.agent_id if scope else None,
+            "session_id": scope.session_id if scope else None,
+            "started_at": to_epoch(act.started_at),
+            "ended_at": to_epoch(act.ended_at),
+            "outcome": act.outcome,
+            "meta": act.metadata,
+        }
+        result = conn.execute(update(activities).where(activities.c.id == act.id).values(**row))
+        if not result.rowcount:
+            conn.execute(insert(activities).values(id=act.id, **row))
+
+    # ------------------------------------------------------------------ reads
+    def memory_rows(self, ids: Sequence[str], conn: Connection | None = None) -> list[dict[str, Any] | None]:
+        """Rows for ``ids`` in input order; ``None`` for ids that do not exist."""
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(ids))
+        with self._maybe(conn) as c:
+            for chunk in _chunks(unique):
+                for row in c.execute(select(memories).where(memories.c.id.in_(chunk))).mappings():
+                    found[row["id"]] = dict(row)
+        return [found.get(i) for i in ids]
+
+    def memories(self, ids: Sequence[str], conn: Connection | None = None) -> list[Memory | None]:
+        """Memories for ``ids`` in input order (``None`` for misses), with their original premises."""
+        rows = self.memory_rows(ids, conn)
+        present = [r["id"] for r in rows if r is not None]
+        premises = self.premises(present, conn, support=0)
+        return [row_to_memory(r, premises.get(r["id"], ())) if r is not None else None for r in rows]
+
+    def premises(
+        self, ids: Sequence[str], conn: Connection | None = None, *, support: int | None = None
+    ) -> dict[str, tuple[str, ...]]:
+        """``wasDerivedFrom`` targets of each id (optionally one support group only), in insertion order."""
+        out: dict[str, list[str]] = {}
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                cond = and_(edges.c.src.in_(chunk), edges.c.relation == Relation.WAS_DERIVED_FROM.value)
+                if support is not None:
+                    cond = and_(cond, edges.c.support == support)
+                query = select(edges.c.src, edges.c.dst).where(cond).order_by(edges.c.id)
+                for src, dst in c.execute(query):
+                    out.setdefault(src, []).append(dst)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def derivation_edges(self, ids: Sequence[str], conn: Connection | None = None) -> list[tuple[str, str, int]]:
+        """``(derived, premise, support_group)`` for every wasDerivedFrom edge whose derived side is in ``ids``."""
+        rows: list[tuple[str, str, int]] = []
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(ids)):
+                query = select(edges.c.src, edges.c.dst, edges.c.support).where(
+                    edges.c.src.in_(chunk), edges.c.relation == Relation.WAS_DERIVED_FROM.value
+                )
+                rows.extend((s, d, g) for s, d, g in c.execute(query))
+        return rows
+
+    def support_groups(self, ids: Sequence[str], conn: Connection | None = None) -> dict[str, dict[int, int]]:
+        """For each memory, ``{support_group: number_of_premises}``."""
+        out: dict[str, dict[int, int]] = {}
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(ids)):
+                query = select(supports.c.memory_id, supports.c.support, supports.c.premises).where(
+                    supports.c.memory_id.in_(chunk)
+                )
+                for mid, group, count in c.execute(query):
+                    out.setdefault(mid, {})[group] = count
+        return out
+
+    def support_rows(self, memory_id: str, conn: Connection | None = None) -> list[dict[str, Any]]:
+        """All support groups of one memory, oldest first."""
+        with self._maybe(conn) as c:
+            query = select(supports).where(supports.c.memory_id == memory_id).order_by(supports.c.support)
+            return [dict(r) for r in c.execute(query).mappings()]
+
+    def statuses(self, ids: Sequence[str], conn: Connection | None = None) -> dict[str, str]:
+        """Status of each existing id."""
+        out: dict[str, str] = {}
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                query = select(memories.c.id, memories.c.status).where(memories.c.id.in_(chunk))
+                out.update({i: s for i, s in c.execute(query)})
+        return out
+
+    def walk(
+        self, ids: Sequence[str], *, direction: str, conn: Connection | None = None, max_depth: int | None = None
+    ) -> dict[str, int]:
+        """Transitive ``wasDerivedFrom`` closure by a recursive CTE, cost proportional to the result.
+
+        Args:
+            ids: Start memory ids (not included in the result unless reachable through a cycle).
+            direction: ``"descendants"`` (memories derived from ``ids``) or ``"ancestors"`` (their premises).
+            conn: Optional connection to run in (to see uncommitted writes).
+            max_depth: Stop after this many hops (None = unlimited).
+
+        Returns:
+            ``{memory_id: depth}`` with the smallest depth at which each was reached (1 = direct).
+        """
+        if not ids:
+            return {}
+        near, far = (edges.c.dst, edges.c.src) if direction == "descendants" else (edges.c.src, edges.c.dst)
+        rel = edges.c.relation == Relation.WAS_DERIVED_FROM.value
+        result: dict[str, int] = {}
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                seed = select(far.label("id"), func.cast(1, edges.c.support.type).label("depth")).where(
+                    near.in_(chunk), rel
+                )
+                cte = seed.cte("walk", recursive=True)
+                step = select(far.label("id"), (cte.c.depth + 1).label("depth")).where(near == cte.c.id, rel)
+                if max_depth is not None:
+                    step = step.where(cte.c.depth < max_depth)
+                else:
+                    # Cycles are refused on write; the bound is a guard against corrupted data.
+                    step = step.where(cte.c.depth < 10_000)
+                cte = cte.union(step)
+                query = select(cte.c.id, func.min(cte.c.depth)).group_by(cte.c.id)
+                for mid, depth in c.execute(query):
+                    if mid not in result or depth < result[mid]:
+                        result[mid] = depth
+        return result
+
+    def find_duplicates(
+        self, user_id: str, agent_id: str | None, pairs: Iterable[tuple[str, str]], conn: Connection | None = None
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        """Live memories in the scope with the same ``(kind, content_hash)`` (newest first wins)."""
+        wanted = list(dict.fromkeys(pairs))
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        if not wanted:
+            return out
+        live = [Status.ACTIVE.value, Status.SUSPECT.value]
+        with self._maybe(conn) as c:
+            for chunk in _chunks(wanted):
+                hashes = list({h for _, h in chunk})
+                query = (
+                    select(memories)
+                    .where(
+                        memories.c.user_id == user_id,
+                        _agent_eq(agent_id),
+                        memories.c.content_hash.in_(hashes),
+                        memories.c.status.in_(live),
+                    )
+                    .order_by(memories.c.recorded_at)
+                )
+                for row in c.execute(query).mappings():
+                    key = (row["kind"], row["content_hash"])
+                    if key in chunk or key in wanted:
+                        out[key] = dict(row)
+        return out
+
+    def slot_versions(
+        self, user_id: str, agent_id: str | None, slot: str, conn: Connection | None = None
+    ) -> list[dict[str, Any]]:
+        """Every version that ever held ``slot`` in the scope, oldest first."""
+        with self._maybe(conn) as c:
+            query = (
+                select(memories)
+                .where(memories.c.user_id == user_id, _agent_eq(agent_id), memories.c.slot == slot)
+                .order_by(memories.c.recorded_at)
+            )
+            return [dict(r) for r in c.execute(query).mappings()]
+
+    def ids_in_scope(
+        self,
+        scope: Scope,
+        *,
+        statuses: Iterable[str] | None = None,
+        conn: Connection | None = None,
+        session_only: bool = False,
+    ) -> list[str]:
+        """Ids of memories readable in ``scope`` (optionally restricted to some statuses), oldest first."""
+        cond = [memories.c.user_id == scope.user_id]
+        if scope.agent_id is not None:
+            cond.append(or_(memories.c.agent_id.is_(None), memories.c.agent_id == scope.agent_id))
+        if session_only and scope.session_id is not None:
+            cond.append(memories.c.session_id == scope.session_id)
+        if statuses is not None:
+            cond.append(memories.c.status.in_(list(statuses)))
+        with self._maybe(conn) as c:
+            query = select(memories.c.id).where(*cond).order_by(memories.c.recorded_at, memories.c.id)
+            return [r[0] for r in c.execute(query)]
+
+    def index_backlog(self, conn: Connection | None = None) -> list[dict[str, Any]]:
+        """Rows whose index state is not settled ('pending', 'stale' or 'removing')."""
+        with self._maybe(conn) as c:
+            query = select(memories).where(memories.c.index_state.in_(["pending", "stale", "removing"]))
+            return [dict(r) for r in c.execute(query).mappings()]
+
+    def all_index_rows(self, conn: Connection | None = None) -> list[dict[str, Any]]:
+        """Every row that belongs in the index (index state not 'removed')."""
+        with self._maybe(conn) as c:
+            query = select(memories).where(memories.c.index_state != "removed")
+            return [dict(r) for r in c.execute(query).mappings()]
+
+    def events(
+        self,
+        *,
+        user_id: str | None,
+        memory_id: str | None = None,
+        types: Iterable[str] | None = None,
+        limit: int | None = None,
+        conn: Connection | None = None,
+    ) -> list[Event]:
+        """Events, oldest first, for one user (``None`` = every user: admin only) and optionally one memory."""
+        cond = []
+        if user_id is not None:
+            cond.append(events.c.user_id == user_id)
+        if memory_id is not None:
+            cond.append(events.c.memory_id == memory_id)
+        if types is not None:
+            cond.append(events.c.type.in_(list(types)))
+        query = select(events).where(*cond).order_by(events.c.id)
+        if limit is not None:
+            query = query.order_by(None).order_by(events.c.id.desc()).limit(limit)
+        with self._maybe(conn) as c:
+            rows = [dict(r) for r in c.execute(query).mappings()]
+        if limit is not None:
+            rows.reverse()
+        return [Event({**r, "at": from_epoch(r["at"])}) for r in rows]
+
+    def activity_rows(self, ids: Sequence[str], conn: Connection | None = None) -> list[dict[str, Any] | None]:
+        """Activity rows in input order, ``None`` for misses."""
+        found: dict[str, dict[str, Any]] = {}
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                for row in c.execute(select(activities).where(activities.c.id.in_(chunk))).mappings():
+                    found[row["id"]] = dict(row)
+        return [found.get(i) for i in ids]
+
+    def edges_touching(self, ids: Sequence[str], conn: Connection | None = None) -> list[dict[str, Any]]:
+        """Every edge whose ``src`` is in ``ids``."""
+        out: list[dict[str, Any]] = []
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                query = select(edges).where(edges.c.src.in_(chunk)).order_by(edges.c.id)
+                out.extend(dict(r) for r in c.execute(query).mappings())
+        return out
+
+    def counts(self, user_id: str | None = None) -> dict[str, Any]:
+        """Row counts per status / kind / source kind, plus edges, activities and events."""
+        with self.read() as c:
+            cond = [memories.c.user_id == user_id] if user_id else []
+            by_status = dict(
+                c.execute(select(memories.c.status, func.count()).where(*cond).group_by(memories.c.status)).all()
+            )
+            by_kind = dict(
+                c.execute(select(memories.c.kind, func.count()).where(*cond).group_by(memories.c.kind)).all()
+            )
+            by_source = dict(
+                c.execute(
+                    select(memories.c.source_kind, func.count()).where(*cond).group_by(memories.c.source_kind)
+                ).all()
+            )
+            ecount = c.execute(
+                select(func.count()).select_from(edges).where(*([edges.c.user_id == user_id] if user_id else []))
+            ).scalar_one()
+            acount = c.execute(
+                select(func.count())
+                .select_from(activities)
+                .where(*([activities.c.user_id == user_id] if user_id else []))
+            ).scalar_one()
+            evcount = c.execute(
+                select(func.count()).select_from(events).where(*([events.c.user_id == user_id] if user_id else []))
+            ).scalar_one()
+            pending = c.execute(
+                select(func.count()).select_from(memories).where(
+                    memories.c.index_state.in_(["pending", "stale", "removing"]), *cond
+                )
+            ).scalar_one()
+        return {
+            "memories": sum(by_status.values()),
+            "by_status": by_status,
+            "by_kind": by_kind,
+            "by_source": by_source,
+            "edges": ecount,
+            "activities": acount,
+            "events": evcount,
+            "index_pending": pending,
+        }
+
+    @contextmanager
+    def _maybe(self, conn: Connection | None) -> Iterator[Connection]:
+        if conn is not None:
+            yield conn
+        else:
+            with self.read() as c:
+                yield c
+
+
+def _agent_eq(agent_id: str | None) -> Any:
+    return memories.c.agent_id.is_(None) if agent_id is None else memories.c.agent_id == agent_id
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    try:
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA secure_delete=ON")
+    finally:
+        cur.close()

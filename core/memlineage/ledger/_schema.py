@@ -1,0 +1,133 @@
+"""SQLAlchemy table definitions of the ledger.
+
+Timestamps are stored as epoch seconds (``DOUBLE PRECISION``) so that SQLite and PostgreSQL compare them the same
+way; the model layer converts them to timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Double,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+#: One row per memory version (PROV entity). Content is never edited in place except by erasure.
+memories = Table(
+    "ml_memories",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("user_id", String(255), nullable=False),
+    Column("agent_id", String(255), nullable=True),
+    Column("session_id", String(255), nullable=True),
+    Column("kind", String(16), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("source_kind", String(16), nullable=False),
+    Column("source_name", String(255), nullable=True),
+    Column("activity_id", String(255), nullable=True),
+    Column("parent_activity_id", String(255), nullable=True),
+    Column("confidence", Double, nullable=False),
+    Column("trust", Double, nullable=False),
+    Column("context_hash", String(64), nullable=True),
+    Column("tags", JSON, nullable=False),
+    Column("meta", JSON, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Column("recorded_at", Double, nullable=False),
+    Column("valid_from", Double, nullable=True),
+    Column("valid_to", Double, nullable=True),
+    Column("expires_at", Double, nullable=True),
+    Column("invalidated_at", Double, nullable=True),
+    Column("version", Integer, nullable=False),
+    Column("supersedes", String(64), nullable=True),
+    Column("slot", String(255), nullable=True),
+    Column("value", Double, nullable=False),
+    Column("assessment", JSON, nullable=True),
+    # float32 little-endian vector and the embedder that made it; the index is rebuilt from these.
+    Column("embedding", LargeBinary, nullable=True),
+    Column("embedder", String(255), nullable=True),
+    Column("last_used_at", Double, nullable=True),
+    Column("use_count", Integer, nullable=False, default=0),
+    # Index sync state: 'pending' (needs a full upsert), 'stale' (metadata changed), 'indexed', 'removing' (must be
+    # deleted from the index), 'removed' (not in the index by design). Repaired on open.
+    Column("index_state", String(16), nullable=False),
+    Index("ix_ml_memories_scope", "user_id", "status"),
+    Index("ix_ml_memories_dedup", "user_id", "kind", "content_hash"),
+    Index("ix_ml_memories_slot", "user_id", "slot"),
+    Index("ix_ml_memories_index_state", "index_state"),
+)
+
+#: Lineage edges between memories: ``src`` <relation> ``dst`` in PROV's argument order (generated, used).
+#: For wasDerivedFrom, ``src`` is the derived memory and ``dst`` its premise. ``support`` groups premises into
+#: alternative supports: a memory stays valid while all premises of at least one group are valid.
+edges = Table(
+    "ml_edges",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("src", String(64), nullable=False),
+    Column("dst", String(255), nullable=False),
+    Column("relation", String(32), nullable=False),
+    Column("support", Integer, nullable=False, default=0),
+    Column("activity_id", String(255), nullable=True),
+    Column("user_id", String(255), nullable=False),
+    Column("created_at", Double, nullable=False),
+    Index("ix_ml_edges_src", "src", "relation"),
+    Index("ix_ml_edges_dst", "dst", "relation"),
+)
+
+#: Support groups of each memory: one row per group; ``independent`` groups have no premises (a direct assertion).
+supports = Table(
+    "ml_supports",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("memory_id", String(64), nullable=False),
+    Column("support", Integer, nullable=False),
+    Column("source_kind", String(16), nullable=False),
+    Column("source_name", String(255), nullable=True),
+    Column("activity_id", String(255), nullable=True),
+    Column("premises", Integer, nullable=False),
+    Column("created_at", Double, nullable=False),
+    Index("ix_ml_supports_memory", "memory_id"),
+)
+
+activities = Table(
+    "ml_activities",
+    metadata,
+    Column("id", String(255), primary_key=True),
+    Column("kind", String(64), nullable=False),
+    Column("name", String(255), nullable=True),
+    Column("parent_id", String(255), nullable=True),
+    Column("user_id", String(255), nullable=True),
+    Column("agent_id", String(255), nullable=True),
+    Column("session_id", String(255), nullable=True),
+    Column("started_at", Double, nullable=False),
+    Column("ended_at", Double, nullable=True),
+    Column("outcome", String(32), nullable=True),
+    Column("meta", JSON, nullable=False),
+    Index("ix_ml_activities_parent", "parent_id"),
+)
+
+#: Append-only event log.
+events = Table(
+    "ml_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", Double, nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("memory_id", String(64), nullable=True),
+    Column("activity_id", String(255), nullable=True),
+    Column("user_id", String(255), nullable=True),
+    Column("data", JSON, nullable=False),
+    Index("ix_ml_events_user", "user_id", "id"),
+    Index("ix_ml_events_memory", "memory_id"),
+)

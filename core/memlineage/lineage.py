@@ -1,0 +1,266 @@
+"""Lineage DAG operations: cascade evaluation, provenance explanation and exports (PROV-JSON, Mermaid, DOT).
+
+Cascade rule (the seed's dependency consistency): a memory is derived from one or more *support groups*; the
+premises of a group are conjunctive (a conclusion needs all of them), the groups are alternatives (a fact
+corroborated by several independent sources stays valid while one of them remains). A memory whose every group has
+an invalid premise becomes ``suspect``; suspicion propagates down the DAG in topological order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlineage.models import INVALIDATING_STATUSES, Activity, Memory, Status
+
+__all__ = ["CascadeReport", "ErasureReceipt", "Explanation", "evaluate_cascade"]
+
+#: Statuses that make a premise invalid for what derives from it (suspect propagates).
+_BAD_PREMISE = frozenset(s.value for s in INVALIDATING_STATUSES) | {Status.SUSPECT.value}
+
+
+def evaluate_cascade(
+    roots: Iterable[str],
+    descendants: Iterable[str],
+    edges: Iterable[tuple[str, str, int]],
+    groups: Mapping[str, Mapping[int, int]],
+    statuses: Mapping[str, str],
+) -> list[str]:
+    """Decide which descendants become suspect after ``roots`` were invalidated.
+
+    Args:
+        roots: Ids that were just retracted / superseded / expired / erased.
+        descendants: Every id reachable from ``roots`` through wasDerivedFrom (the affected set).
+        edges: ``(derived, premise, support_group)`` for every derivation edge of the descendants.
+        groups: ``{memory_id: {support_group: n_premises}}``; a group with 0 premises is an independent
+            assertion that keeps the memory valid on its own.
+        statuses: Current status of every id involved (descendants and their premises).
+
+    Returns:
+        Descendant ids that must become ``suspect``, in topological order (premises first). Descendants that are
+        already suspect or otherwise not active are not listed.
+    """
+    roots = set(roots)
+    affected = set(descendants) - roots
+    premises: dict[str, dict[int, list[str]]] = defaultdict(lambda: defaultdict(list))
+    children: dict[str, list[str]] = defaultdict(list)
+    indegree: dict[str, int] = {m: 0 for m in affected}
+    for derived, premise, group in edges:
+        if derived not in affected:
+            continue
+        premises[derived][group].append(premise)
+        if premise in affected:
+            children[premise].append(derived)
+            indegree[derived] += 1
+    invalid = set(roots)
+    queue = deque(sorted(m for m, d in indegree.items() if d == 0))
+    newly: list[str] = []
+    while queue:
+        mid = queue.popleft()
+        status = statuses.get(mid, Status.ACTIVE.value)
+        if status in _BAD_PREMISE:
+            invalid.add(mid)
+        elif status == Status.ACTIVE.value and _unsupported(mid, premises[mid], groups.get(mid, {}), invalid, statuses):
+            invalid.add(mid)
+            newly.append(mid)
+        for child in children[mid]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                queue.append(child)
+    return newly
+
+
+def _unsupported(
+    mid: str,
+    by_group: Mapping[int, list[str]],
+    groups: Mapping[int, int],
+    invalid: set[str],
+    statuses: Mapping[str, str],
+) -> bool:
+    group_ids = set(groups) | set(by_group)
+    if not group_ids:
+        return False
+    for group in group_ids:
+        members = by_group.get(group, [])
+        if not members:
+            return False  # an independent assertion with no premises
+        if all(p not in invalid and statuses.get(p, Status.ACTIVE.value) not in _BAD_PREMISE for p in members):
+            return False
+    return True
+
+
+class CascadeReport(BaseModel):
+    """Result of ``retract`` / ``supersede`` / ``impact``.
+
+    ``suspect`` lists the ids marked suspect (for ``impact``: that would be marked), in topological order.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    target: str = Field(description="Id of the retracted / superseded memory.")
+    action: str = Field(description="'retract', 'supersede', 'expire' or 'impact'.")
+    suspect: list[str] = Field(default_factory=list, description="Descendants marked (or that would be) suspect.")
+    unaffected: list[str] = Field(
+        default_factory=list, description="Descendants that stay valid (corroborated or already inactive)."
+    )
+    memory: Memory | None = Field(default=None, description="The new version, for supersede.")
+    dry_run: bool = Field(default=False, description="True for impact(): nothing was changed.")
+
+
+class ErasureReceipt(BaseModel):
+    """What ``erase`` touched: every memory version, edge count, event count and index entry."""
+
+    user_id: str = Field(description="Scope owner the erasure ran for.")
+    memory_ids: list[str] = Field(default_factory=list, description="Memory versions whose content was redacted.")
+    index_entries_removed: int = Field(default=0, description="Vectors deleted from the index.")
+    events_redacted: int = Field(default=0, description="Event payloads scrubbed of content.")
+    activities_redacted: int = Field(default=0, description="Activities whose metadata was scrubbed.")
+    suspect: list[str] = Field(default_factory=list, description="Descendants outside the erasure now suspect.")
+    erased_at: str = Field(description="ISO-8601 UTC time of the erasure.")
+
+
+@dataclass
+class Explanation:
+    """The provenance chain of a memory down to its source activities.
+
+    Attributes:
+        memory: The explained memory.
+        ancestors: Every premise reachable through wasDerivedFrom, nearest first.
+        edges: ``(src, relation, dst)`` triples among the memories and activities shown (PROV argument order).
+        activities: Activities that generated the memories shown.
+        depth: ``{memory_id: hops from the explained memory}``.
+    """
+
+    memory: Memory
+    ancestors: list[Memory] = field(default_factory=list)
+    edges: list[tuple[str, str, str]] = field(default_factory=list)
+    activities: list[Activity] = field(default_factory=list)
+    depth: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def memories(self) -> list[Memory]:
+        """The explained memory followed by its ancestors."""
+        return [self.memory, *self.ancestors]
+
+    def sources(self) -> list[Memory]:
+        """Ancestors (or the memory itself) with no premises: the original statements and tool results."""
+        derived = {src for src, rel, _ in self.edges if rel == "wasDerivedFrom"}
+        return [m for m in self.memories if m.id not in derived]
+
+    def to_text(self) -> str:
+        """An indented tree, one line per memory: ``[status] source: content``."""
+        by_id = {m.id: m for m in self.memories}
+        kids: dict[str, list[str]] = defaultdict(list)
+        for src, rel, dst in self.edges:
+            if rel == "wasDerivedFrom" and dst in by_id:
+                kids[src].append(dst)
+        lines: list[str] = []
+
+        def walk(mid: str, level: int, seen: frozenset[str]) -> None:
+            mem = by_id[mid]
+            lines.append(f"{'  ' * level}- [{mem.status.value}] {mem.source}: {_short(mem.content, 80)} ({mid[:8]})")
+            for child in kids.get(mid, []):
+                if child not in seen:
+                    walk(child, level + 1, seen | {child})
+
+        walk(self.memory.id, 0, frozenset({self.memory.id}))
+        return "\n".join(lines)
+
+    def to_mermaid(self) -> str:
+        """A Mermaid ``flowchart`` of the chain (memories as boxes, activities as rounded nodes)."""
+        out = ["flowchart BT"]
+        for mem in self.memories:
+            label = f"{mem.source}<br/>{_escape(_short(mem.content, 48))}<br/><i>{mem.status.value}</i>"
+            out.append(f'  {_node(mem.id)}["{label}"]')
+            if mem.status is not Status.ACTIVE:
+                out.append(f"  style {_node(mem.id)} stroke-dasharray: 5 5")
+        for act in self.activities:
+            out.append(f'  {_node(act.id)}(["{_escape(act.kind)}: {_escape(act.name or act.id[:8])}"])')
+        for src, rel, dst in self.edges:
+            out.append(f"  {_node(src)} -->|{rel}| {_node(dst)}")
+        return "\n".join(out)
+
+    def to_dot(self) -> str:
+        """A Graphviz DOT digraph of the chain."""
+        out = ["digraph lineage {", "  rankdir=BT; node [shape=box, fontsize=10];"]
+        for mem in self.memories:
+            label = f"{mem.source}\\n{_short(mem.content, 40)}\\n{mem.status.value}".replace('"', "'")
+            style = ', style="dashed"' if mem.status is not Status.ACTIVE else ""
+            out.append(f'  "{mem.id}" [label="{label}"{style}];')
+        for act in self.activities:
+            out.append(f'  "{act.id}" [shape=ellipse, label="{act.kind}: {(act.name or act.id[:8])}"];')
+        for src, rel, dst in self.edges:
+            out.append(f'  "{src}" -> "{dst}" [label="{rel}"];')
+        out.append("}")
+        return "\n".join(out)
+
+    def to_prov_json(self) -> dict[str, Any]:
+        """A W3C PROV-JSON document (``entity``, ``activity``, ``agent`` and relation sections)."""
+        doc: dict[str, Any] = {
+            "prefix": {"ml": "https://memlineage.dev/ns#", "prov": "http://www.w3.org/ns/prov#"},
+            "entity": {},
+            "activity": {},
+            "agent": {},
+            "wasDerivedFrom": {},
+            "wasGeneratedBy": {},
+            "wasAttributedTo": {},
+            "wasRevisionOf": {},
+            "wasInformedBy": {},
+        }
+        for mem in self.memories:
+            doc["entity"][f"ml:{mem.id}"] = {
+                "prov:value": mem.content,
+                "ml:kind": mem.kind.value,
+                "ml:status": mem.status.value,
+                "ml:trust": mem.trust,
+                "ml:confidence": mem.confidence,
+                "prov:generatedAtTime": mem.created_at.isoformat(),
+            }
+            agent = f"ml:agent/{mem.source}"
+            doc["agent"].setdefault(agent, {"prov:type": mem.source.kind.value})
+            doc["wasAttributedTo"][f"_:attr-{mem.id}"] = {"prov:entity": f"ml:{mem.id}", "prov:agent": agent}
+        for act in self.activities:
+            entry: dict[str, Any] = {"prov:type": act.kind, "prov:startTime": act.started_at.isoformat()}
+            if act.name:
+                entry["prov:label"] = act.name
+            if act.ended_at:
+                entry["prov:endTime"] = act.ended_at.isoformat()
+            doc["activity"][f"ml:{act.id}"] = entry
+        for n, (src, rel, dst) in enumerate(self.edges):
+            key = f"_:e{n}"
+            if rel == "wasDerivedFrom":
+                doc[rel][key] = {"prov:generatedEntity": f"ml:{src}", "prov:usedEntity": f"ml:{dst}"}
+            elif rel == "wasRevisionOf":
+                doc[rel][key] = {"prov:generatedEntity": f"ml:{src}", "prov:usedEntity": f"ml:{dst}"}
+            elif rel == "wasGeneratedBy":
+                doc[rel][key] = {"prov:entity": f"ml:{src}", "prov:activity": f"ml:{dst}"}
+            elif rel == "wasInformedBy":
+                doc[rel][key] = {"prov:informed": f"ml:{src}", "prov:informant": f"ml:{dst}"}
+        return {k: v for k, v in doc.items() if v}
+
+    def to_json(self) -> str:
+        """PROV-JSON as a string."""
+        return json.dumps(self.to_prov_json(), ensure_ascii=False, indent=2)
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _escape(text: str) -> str:
+    return text.replace('"', "&quot;").replace("[", "(").replace("]", ")")
+
+
+def _node(mid: str) -> str:
+    return "n" + "".join(ch for ch in mid if ch.isalnum())[:32]
+
+
+def ordered_unique(items: Sequence[str]) -> list[str]:
+    """De-duplicate keeping first occurrences."""
+    return list(dict.fromkeys(items))

@@ -1,0 +1,1599 @@
+"""``MemoryManager``: the facade that speaks the seeds' verbs over the ledger, the index and the lineage DAG.
+
+remember / recall / get / revise / supersede / retract / impact / revalidate / forget / erase / explain / audit,
+each with an ``a``-prefixed async twin that offloads the sync implementation to a thread (STYLE R6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection
+
+from memlineage.errors import (
+    ConfigurationError,
+    InvalidInputError,
+    LineageCycleError,
+    MemoryNotFoundError,
+    ScopeViolationError,
+    StorageError,
+    StoreLockedError,
+)
+from memlineage.index import Embedder, IndexFilter, VectorIndex, ensure_embedder, index_metadata
+from memlineage.ledger import Event, Ledger, encode_vector, memory_to_row, row_to_memory
+from memlineage.lineage import CascadeReport, ErasureReceipt, Explanation, evaluate_cascade
+from memlineage.models import (
+    DEFAULT_TRUST,
+    Activity,
+    Lineage,
+    Memory,
+    MemoryKind,
+    Relation,
+    Scope,
+    Source,
+    Status,
+    check_text,
+    content_hash,
+    from_epoch,
+    new_id,
+    normalize_metadata,
+    normalize_tags,
+    to_epoch,
+    utcnow,
+)
+from memlineage.retrieval import Exclusion, RecallHit, RecallResult, Trace
+
+__all__ = ["MemoryManager"]
+
+logger = logging.getLogger(__name__)
+
+#: Where ``MemoryManager.open()`` keeps its files when no path is given: ``$MEMLINEAGE_HOME`` or ``./.memlineage``.
+ENV_HOME = "MEMLINEAGE_HOME"
+DEFAULT_DIR = ".memlineage"
+
+_LIVE = (Status.ACTIVE.value, Status.SUSPECT.value)
+
+
+@dataclass
+class _Draft:
+    """A validated write request, before dedup and persistence."""
+
+    content: str
+    scope: Scope
+    source: Source
+    kind: MemoryKind
+    tags: tuple[str, ...]
+    metadata: dict[str, Any]
+    derived_from: tuple[str, ...]
+    confidence: float
+    trust: float
+    activity_id: str | None
+    parent_activity_id: str | None
+    valid_from: datetime | None
+    expires_at: datetime | None
+    slot: str | None
+    context_hash: str | None
+    hash: str = ""
+    embedding: list[float] | None = None
+    supersedes: dict[str, Any] | None = None
+    extra_rows: dict[str, Any] = field(default_factory=dict)
+
+
+class MemoryManager:
+    """Agent memory with lineage: a SQL ledger (source of truth) plus a derived vector index.
+
+    Setup:
+        ``pip install memlineage``. The default embedder reads all-MiniLM-L6-v2's ONNX files (see
+        :class:`~memlineage.index.OnnxMiniLMEmbedder`); offline, set ``MEMLINEAGE_EMBEDDING_MODEL_DIR``.
+
+    Instantiate:
+        >>> mm = MemoryManager.open("/tmp/my-store")  # doctest: +SKIP
+        >>> from memlineage.testing import make_manager
+        >>> mm = make_manager()  # in-memory, fake embedder
+
+    Use:
+        >>> alice = Scope(user_id="alice")
+        >>> city = mm.remember("I live in Paris", scope=alice, source="user", kind="semantic")
+        >>> hotel = mm.remember("Book Hotel Lumière", scope=alice, source="reasoning", derived_from=[city.id])
+        >>> mm.retract(city.id, scope=alice, reason="moved").suspect == [hotel.id]
+        True
+
+    Args:
+        ledger: The SQL ledger.
+        index: The vector index (Chroma or in-memory).
+        embedder: Embedder, LangChain ``Embeddings``, LlamaIndex embedding or callable; None = default ONNX.
+        clock: Returns "now" (timezone-aware UTC); inject one to simulate time.
+        trust_by_source: Base trust per source kind, in [0, 1]; defaults to ``models.DEFAULT_TRUST``.
+        lock: A held cross-process lock released by :meth:`close` (set by :meth:`open`).
+        path: The store directory, when embedded.
+
+    Raises:
+        ConfigurationError: collaborators are missing or inconsistent.
+    """
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        index: VectorIndex,
+        embedder: Any = None,
+        clock: Callable[[], datetime] | None = None,
+        trust_by_source: Mapping[str, float] | None = None,
+        policy: Any = None,
+        value_model: Any = None,
+        lock: Any = None,
+        path: Path | None = None,
+        repair_on_open: bool = True,
+    ) -> None:
+        if ledger is None or index is None:
+            msg = "MemoryManager needs a ledger and an index; use MemoryManager.open() for the defaults"
+            raise ConfigurationError(msg)
+        self.ledger = ledger
+        self.index = index
+        self.embedder: Embedder = ensure_embedder(embedder)
+        self.clock = clock or utcnow
+        self.trust_by_source = {str(k): float(v) for k, v in (trust_by_source or DEFAULT_TRUST).items()}
+        self.policy = policy
+        self.value_model = value_model
+        self.path = path
+        self._lock = lock
+        self._closed = False
+        if repair_on_open:
+            self.repair()
+
+    # ================================================================== construction
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None = None,
+        *,
+        ledger_url: str | None = None,
+        chroma_client: Any = None,
+        index: VectorIndex | None = None,
+        embedder: Any = None,
+        collection: str = "memlineage",
+        clock: Callable[[], datetime] | None = None,
+        lock_timeout: float = 0.0,
+        **kwargs: Any,
+    ) -> MemoryManager:
+        """Open (or create) a store.
+
+        Embedded default: ``path`` (default ``$MEMLINEAGE_HOME`` or ``./.memlineage``) holds ``ledger.db``
+        (SQLite, WAL) and ``chroma/`` (Chroma ``PersistentClient``), guarded by a cross-process writer lock
+        (``.writer.lock``; one writer process at a time, use server mode for more). Server mode: pass
+        ``ledger_url="postgresql+psycopg://..."`` and ``chroma_client=chromadb.HttpClient(...)``; no lock is taken
+        then unless some part still lives in ``path``.
+
+        Args:
+            path: Store directory for the embedded parts.
+            ledger_url: SQLAlchemy URL of the ledger; default SQLite in ``path``.
+            chroma_client: A chromadb client to use instead of the embedded ``PersistentClient``.
+            index: A ready :class:`~memlineage.index.VectorIndex` (overrides ``chroma_client``).
+            embedder: See :class:`MemoryManager`.
+            collection: Chroma collection name.
+            clock: See :class:`MemoryManager`.
+            lock_timeout: Seconds to wait for the writer lock (0 = fail at once).
+            **kwargs: Passed to the constructor (``policy``, ``value_model``, ``trust_by_source``...).
+
+        Raises:
+            StoreLockedError: another process holds the embedded store.
+            StorageError: the ledger or index cannot be opened.
+        """
+        from memlineage.index import ChromaIndex
+
+        embedded_ledger = ledger_url is None
+        embedded_index = index is None and chroma_client is None
+        store = Path(path or os.environ.get(ENV_HOME) or DEFAULT_DIR).expanduser()
+        lock = None
+        if embedded_ledger or embedded_index:
+            store.mkdir(parents=True, exist_ok=True)
+            lock = _acquire_lock(store, lock_timeout)
+        try:
+            ledger = Ledger(ledger_url or f"sqlite:///{store / 'ledger.db'}")
+            if index is None:
+                index = (
+                    ChromaIndex(chroma_client, collection)
+                    if chroma_client is not None
+                    else ChromaIndex.persistent(store / "chroma", collection)
+                )
+            return cls(
+                ledger=ledger,
+                index=index,
+                embedder=embedder,
+                clock=clock,
+                lock=lock,
+                path=store if (embedded_ledger or embedded_index) else None,
+                **kwargs,
+            )
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    @classmethod
+    def from_settings(cls, settings: Any = None, **kwargs: Any) -> MemoryManager:
+        """Open from :class:`~memlineage.settings.MemLineageSettings` (environment variables ``MEMLINEAGE_*``)."""
+        from memlineage.settings import MemLineageSettings
+
+        s = settings or MemLineageSettings()
+        client = None
+        if s.chroma_host:
+            import chromadb
+
+            client = chromadb.HttpClient(host=s.chroma_host, port=s.chroma_port)
+        embedder = kwargs.pop("embedder", None)
+        if embedder is None and s.embedding_model_dir:
+            from memlineage.index import OnnxMiniLMEmbedder
+
+            embedder = OnnxMiniLMEmbedder(s.embedding_model_dir)
+        return cls.open(
+            s.home, ledger_url=s.ledger_url, chroma_client=client, embedder=embedder, collection=s.collection, **kwargs
+        )
+
+    def close(self) -> None:
+        """Release the connection pool and the writer lock. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self.ledger.close()
+        if self._lock is not None:
+            self._lock.release()
+
+    def __enter__(self) -> MemoryManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ================================================================== write path
+    def remember(
+        self,
+        content: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        source: Source | str = "user",
+        kind: MemoryKind | str = MemoryKind.EPISODIC,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        derived_from: Iterable[str] = (),
+        confidence: float = 1.0,
+        activity_id: str | None = None,
+        parent_activity_id: str | None = None,
+        valid_from: datetime | None = None,
+        ttl: timedelta | float | None = None,
+        slot: str | None = None,
+        trust: float | None = None,
+        context_hash: str | None = None,
+        embedding: Sequence[float] | None = None,
+    ) -> Memory:
+        """Store one memory with its lineage (the write gate).
+
+        An exact duplicate (same normalised content, scope and kind among live memories) is a no-op that returns
+        the existing memory and records ``seen_again``; when it comes from another source or other premises it is
+        recorded as an independent support (corroboration). A ``slot`` already held by another live memory in the
+        scope is superseded by this one.
+
+        Args:
+            content: The text; non-empty after strip.
+            scope: Owner; required.
+            source: ``Source`` or ``"user"``, ``"tool:flight_api"``, ``"reasoning"``, ``"agent"``...
+            kind: ``episodic`` (default), ``semantic``, ``procedural`` or ``working``.
+            tags: Labels for policies and filters.
+            metadata: JSON-like dict; ``None`` = ``{}``; NaN/inf and keys starting with ``_ml_`` are refused.
+            derived_from: Premise memory ids (wasDerivedFrom); must exist in the same scope.
+            confidence: Source confidence in [0, 1].
+            activity_id: The activity that generated it (wasGeneratedBy), e.g. a LangChain run id.
+            parent_activity_id: That activity's parent run.
+            valid_from: When the event happened / the fact became true (default: now).
+            ttl: Time to live (``timedelta`` or seconds); after it the memory expires.
+            slot: Semantic slot key (e.g. ``"user/seat_preference"``); a new value supersedes the old.
+            trust: Trust in [0, 1]; default from the source kind times confidence; always capped by premises.
+            context_hash: Hash of the producing context.
+            embedding: Precomputed vector (skips the embedder).
+
+        Returns:
+            The stored (or existing duplicate) memory.
+
+        Raises:
+            InvalidInputError: bad content, scope, source, metadata, confidence or premises.
+            ScopeViolationError: a premise belongs to another scope.
+            MemoryNotFoundError: a premise does not exist.
+            PolicyViolationError: a write policy denied it.
+            StorageError: the ledger failed (nothing was written).
+        """
+        item = dict(
+            content=content, scope=scope, source=source, kind=kind, tags=tags, metadata=metadata,
+            derived_from=derived_from, confidence=confidence, activity_id=activity_id,
+            parent_activity_id=parent_activity_id, valid_from=valid_from, ttl=ttl, slot=slot, trust=trust,
+            context_hash=context_hash, embedding=embedding,
+        )  # fmt: skip
+        return self.remember_many([item])[0]
+
+    def remember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """Batch :meth:`remember`: one ledger transaction and one index write for all items.
+
+        Args:
+            items: Mappings with :meth:`remember`'s keyword arguments (``content`` and ``scope`` required).
+
+        Returns:
+            One memory per item, in input order.
+
+        Raises:
+            Same as :meth:`remember`; on any error nothing is written.
+        """
+        if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
+            msg = "remember_many() takes a list of dicts with remember()'s keyword arguments"
+            raise InvalidInputError(msg)
+        drafts = [self._draft(**_check_item(item)) for item in items]
+        if not drafts:
+            return []
+        now = self.clock()
+        with self.ledger.read() as conn:
+            self._check_premises(drafts, conn)
+        self._before_write(drafts)
+        results: list[Memory | None] = [None] * len(drafts)
+        todo, batch_dups = self._dedupe(drafts, results, now)
+        missing = [d for d in todo if d.embedding is None]
+        if missing:
+            vectors = self._embed([d.content for d in missing])
+            for d, v in zip(missing, vectors):
+                d.embedding = v
+        created, _ = self._persist(todo, now)
+        by_draft = {id(d): m for d, m in zip(todo, created)}
+        for i, d in enumerate(drafts):
+            if id(d) in by_draft:
+                results[i] = by_draft[id(d)]
+        for i, first in batch_dups:
+            results[i] = results[first]
+        self._sync_index([m.id for m in created])
+        return [r for r in results if r is not None]
+
+    def _draft(
+        self,
+        content: Any,
+        scope: Any,
+        source: Any = "user",
+        kind: Any = MemoryKind.EPISODIC,
+        tags: Any = (),
+        metadata: Any = None,
+        derived_from: Any = (),
+        confidence: Any = 1.0,
+        activity_id: Any = None,
+        parent_activity_id: Any = None,
+        valid_from: Any = None,
+        ttl: Any = None,
+        slot: Any = None,
+        trust: Any = None,
+        context_hash: Any = None,
+        embedding: Any = None,
+    ) -> _Draft:
+        content = check_text(content)
+        scope = Scope.coerce(scope)
+        src = Source.parse(source)
+        try:
+            mkind = MemoryKind(kind)
+        except ValueError as exc:
+            msg = f"unknown memory kind {kind!r}; use one of {[k.value for k in MemoryKind]}"
+            raise InvalidInputError(msg) from exc
+        conf = _unit_float(confidence, "confidence")
+        base = self.trust_by_source.get(src.kind.value, 0.5) * conf
+        trust_value = min(base, _unit_float(trust, "trust")) if trust is not None else base
+        premises = _ids(derived_from, "derived_from")
+        expires = None
+        now = self.clock()
+        if ttl is not None:
+            seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+                msg = f"ttl must be a positive timedelta or number of seconds, got {ttl!r}"
+                raise InvalidInputError(msg)
+            expires = now + timedelta(seconds=float(seconds))
+        if valid_from is not None and not isinstance(valid_from, datetime):
+            msg = f"valid_from must be a datetime, got {type(valid_from).__name__}"
+            raise InvalidInputError(msg)
+        for name, value in (("activity_id", activity_id), ("parent_activity_id", parent_activity_id), ("slot", slot)):
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                msg = f"{name} must be None or a non-empty string, got {value!r}"
+                raise InvalidInputError(msg)
+        vec = None
+        if embedding is not None:
+            vec = [float(x) for x in embedding]
+        return _Draft(
+            content=content,
+            scope=scope,
+            source=src,
+            kind=mkind,
+            tags=normalize_tags(tags),
+            metadata=normalize_metadata(metadata),
+            derived_from=premises,
+            confidence=conf,
+            trust=trust_value,
+            activity_id=activity_id,
+            parent_activity_id=parent_activity_id,
+            valid_from=valid_from,
+            expires_at=expires,
+            slot=slot,
+            context_hash=context_hash,
+            hash=content_hash(content),
+            embedding=vec,
+        )
+
+    def _check_premises(self, drafts: Sequence[_Draft], conn: Connection) -> None:
+        wanted = sorted({p for d in drafts for p in d.derived_from})
+        rows = dict(zip(wanted, self.ledger.memory_rows(wanted, conn)))
+        for d in drafts:
+            for p in d.derived_from:
+                row = rows.get(p)
+                if row is None:
+                    msg = f"premise {p!r} does not exist; remember it first or drop it from derived_from"
+                    raise MemoryNotFoundError(msg)
+                if not d.scope.contains(_row_scope(row)):
+                    msg = f"premise {p!r} belongs to another scope; a memory can only derive from its own scope"
+                    raise ScopeViolationError(msg)
+                if row["status"] == Status.ERASED.value:
+                    msg = f"premise {p!r} was erased and cannot support new memories"
+                    raise InvalidInputError(msg)
+            if d.derived_from:
+                d.trust = min([d.trust] + [rows[p]["trust"] for p in d.derived_from])
+
+    def _before_write(self, drafts: Sequence[_Draft]) -> None:
+        """Hook for write policies and the value gate (no-op in the core store)."""
+
+    def _dedupe(
+        self, drafts: list[_Draft], results: list[Memory | None], now: datetime
+    ) -> tuple[list[_Draft], list[tuple[int, int]]]:
+        """Resolve exact duplicates and slot supersession.
+
+        Returns:
+            The drafts to persist, and ``(index, first_index)`` pairs for in-batch duplicates.
+        """
+        todo: list[_Draft] = []
+        seen: dict[tuple[str, str | None, str, str], int] = {}
+        groups: dict[tuple[str, str | None], list[int]] = {}
+        for i, d in enumerate(drafts):
+            groups.setdefault((d.scope.user_id, d.scope.agent_id), []).append(i)
+        existing: dict[tuple[str, str | None, str, str], dict[str, Any]] = {}
+        with self.ledger.read() as conn:
+            for (user, agent), idx in groups.items():
+                found = self.ledger.find_duplicates(
+                    user, agent, [(drafts[i].kind.value, drafts[i].hash) for i in idx], conn
+                )
+                for (kind, h), row in found.items():
+                    existing[(user, agent, kind, h)] = row
+            for d in drafts:
+                if d.slot:
+                    live = [
+                        r
+                        for r in self.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot, conn)
+                        if r["status"] in _LIVE
+                    ]
+                    if live and live[-1]["content_hash"] != d.hash:
+                        d.supersedes = live[-1]
+        merges: list[tuple[int, dict[str, Any], _Draft]] = []
+        batch_dups: list[tuple[int, int]] = []
+        for i, d in enumerate(drafts):
+            key = (d.scope.user_id, d.scope.agent_id, d.kind.value, d.hash)
+            if key in existing:
+                merges.append((i, existing[key], d))
+            elif key in seen:
+                batch_dups.append((i, seen[key]))
+            else:
+                seen[key] = i
+                todo.append(d)
+        if merges:
+            self._merge_duplicates(merges, results, now)
+        return todo, batch_dups
+
+    def _merge_duplicates(
+        self, merges: list[tuple[int, dict[str, Any], _Draft]], results: list[Memory | None], now: datetime
+    ) -> None:
+        """Record ``seen_again`` or a corroborating support for duplicates of live ledger rows."""
+        with self.ledger.transaction() as conn:
+            for _, row, d in merges:
+                self._corroborate(conn, row, d, now)
+        fresh = self.ledger.memories([row["id"] for _, row, _ in merges])
+        for (i, _, _), mem in zip(merges, fresh):
+            results[i] = mem
+        self._sync_index([row["id"] for _, row, _ in merges])
+
+    def _corroborate(self, conn: Connection, row: dict[str, Any], d: _Draft, now: datetime) -> None:
+        mid = row["id"]
+        t = to_epoch(now)
+        groups = self.ledger.support_rows(mid, conn)
+        same = any(
+            g["source_kind"] == d.source.kind.value
+            and g["source_name"] == d.source.name
+            and set(self.ledger.premises([mid], conn, support=g["support"]).get(mid, ())) == set(d.derived_from)
+            for g in groups
+        )
+        if same:
+            self.ledger.insert_events(
+                conn, [_event(t, "seen_again", mid, d.activity_id, row["user_id"], {"source": str(d.source)})]
+            )
+            return
+        if d.derived_from:
+            descendants = self.ledger.walk([mid], direction="descendants", conn=conn)
+            if mid in d.derived_from or descendants.keys() & set(d.derived_from):
+                msg = f"corroborating {mid!r} with premises {list(d.derived_from)} would create a lineage cycle"
+                raise LineageCycleError(msg)
+        group = max((g["support"] for g in groups), default=-1) + 1
+        self.ledger.insert_supports(
+            conn,
+            [
+                {
+                    "memory_id": mid,
+                    "support": group,
+                    "source_kind": d.source.kind.value,
+                    "source_name": d.source.name,
+                    "activity_id": d.activity_id,
+                    "premises": len(d.derived_from),
+                    "created_at": t,
+                }
+            ],
+        )
+        self.ledger.insert_edges(
+            conn,
+            [_edge(mid, p, Relation.WAS_DERIVED_FROM, t, row["user_id"], group, d.activity_id) for p in d.derived_from],
+        )
+        values: dict[str, Any] = {"trust": max(row["trust"], d.trust)}
+        if row["status"] == Status.SUSPECT.value:
+            values["status"] = Status.ACTIVE.value  # an independent valid source supports it again
+            values["index_state"] = "stale"
+        self.ledger.update_memories(conn, [mid], values)
+        self.ledger.insert_events(
+            conn,
+            [_event(t, "corroborated", mid, d.activity_id, row["user_id"], {"source": str(d.source), "group": group})],
+        )
+
+    def _persist(self, drafts: list[_Draft], now: datetime) -> tuple[list[Memory], list[str]]:
+        """Write new memories, their supports, edges and events in one transaction.
+
+        Returns:
+            The new memories, and the ids made suspect by superseding old slot values / versions.
+        """
+        if not drafts:
+            return [], []
+        t = to_epoch(now)
+        mems: list[Memory] = []
+        rows: list[dict[str, Any]] = []
+        edge_rows: list[dict[str, Any]] = []
+        support_rows: list[dict[str, Any]] = []
+        event_rows: list[dict[str, Any]] = []
+        superseded: list[str] = []
+        activity_ids = {d.activity_id for d in drafts if d.activity_id}
+        for d in drafts:
+            old = d.supersedes
+            mem = Memory(
+                content=d.content,
+                kind=d.kind,
+                scope=d.scope,
+                lineage=Lineage(
+                    source_kind=d.source.kind,
+                    source_name=d.source.name,
+                    activity_id=d.activity_id,
+                    parent_activity_id=d.parent_activity_id,
+                    derived_from=d.derived_from,
+                    confidence=d.confidence,
+                    trust=d.trust,
+                    context_hash=d.context_hash,
+                ),
+                tags=d.tags,
+                metadata=d.metadata,
+                created_at=now,
+                recorded_at=now,
+                valid_from=d.valid_from or now,
+                expires_at=d.expires_at,
+                version=(old["version"] + 1) if old else 1,
+                supersedes=old["id"] if old else None,
+                slot=d.slot,
+                **d.extra_rows,
+            )
+            mems.append(mem)
+            row = memory_to_row(mem)
+            row.update(
+                content_hash=d.hash, index_state="pending", embedding=encode_vector(d.embedding),
+                embedder=self.embedder.name,
+            )  # fmt: skip
+            rows.append(row)
+            user = d.scope.user_id
+            support_rows.append(
+                {
+                    "memory_id": mem.id, "support": 0, "source_kind": d.source.kind.value,
+                    "source_name": d.source.name, "activity_id": d.activity_id,
+                    "premises": len(d.derived_from), "created_at": t,
+                }
+            )  # fmt: skip
+            edge_rows.extend(
+                _edge(mem.id, p, Relation.WAS_DERIVED_FROM, t, user, 0, d.activity_id) for p in d.derived_from
+            )
+            if d.activity_id:
+                edge_rows.append(_edge(mem.id, d.activity_id, Relation.WAS_GENERATED_BY, t, user))
+            edge_rows.append(_edge(mem.id, f"agent:{d.source}", Relation.WAS_ATTRIBUTED_TO, t, user))
+            data: dict[str, Any] = {"source": str(d.source), "kind": d.kind.value}
+            if old:
+                edge_rows.append(_edge(mem.id, old["id"], Relation.WAS_REVISION_OF, t, user))
+                superseded.append(old["id"])
+                data["supersedes"] = old["id"]
+            event_rows.append(_event(t, "created", mem.id, d.activity_id, user, data))
+        with self.ledger.transaction() as conn:
+            known = {r["id"] for r in self.ledger.activity_rows(sorted(activity_ids), conn) if r}
+            for d in drafts:
+                if d.activity_id and d.activity_id not in known:
+                    known.add(d.activity_id)
+                    self.ledger.upsert_activity(
+                        conn,
+                        Activity(
+                            id=d.activity_id, kind="run", parent_id=d.parent_activity_id, scope=d.scope,
+                            started_at=now,
+                        ),
+                    )  # fmt: skip
+            self.ledger.insert_memories(conn, rows)
+            self.ledger.insert_supports(conn, support_rows)
+            self.ledger.insert_edges(conn, edge_rows)
+            self.ledger.insert_events(conn, event_rows)
+            suspects: list[str] = []
+            for old_id in superseded:
+                s, _ = self._invalidate(conn, old_id, Status.SUPERSEDED, now, reason="superseded by a new version")
+                suspects.extend(s)
+        if superseded:
+            self._sync_index(superseded + suspects)
+        return mems, suspects
+
+    # ================================================================== cascade
+    def _invalidate(
+        self,
+        conn: Connection,
+        mid: str,
+        status: Status,
+        now: datetime,
+        *,
+        reason: str,
+        activity_id: str | None = None,
+        dry_run: bool = False,
+    ) -> tuple[list[str], list[str]]:
+        """Set ``mid`` to an invalidating status and mark unsupported descendants suspect (in ``conn``).
+
+        Returns:
+            ``(suspect_ids, unaffected_descendant_ids)``.
+        """
+        t = to_epoch(now)
+        row = self.ledger.memory_rows([mid], conn)[0]
+        if row is None:  # pragma: no cover - callers check
+            raise MemoryNotFoundError(mid)
+        desc = self.ledger.walk([mid], direction="descendants", conn=conn)
+        edges = self.ledger.derivation_edges(list(desc), conn) if desc else []
+        groups = self.ledger.support_groups(list(desc), conn) if desc else {}
+        involved = set(desc) | {p for _, p, _ in edges} | {mid}
+        statuses = self.ledger.statuses(sorted(involved), conn)
+        statuses[mid] = status.value
+        suspect = evaluate_cascade([mid], desc, edges, groups, statuses)
+        unaffected = sorted(set(desc) - set(suspect))
+        if dry_run:
+            return suspect, unaffected
+        inv_activity = activity_id or new_id()
+        self.ledger.upsert_activity(
+            conn,
+            Activity(
+                id=inv_activity, kind="invalidation", name=status.value, started_at=now, ended_at=now,
+                scope=_row_scope(row), metadata={"reason": reason, "target": mid},
+            ),
+        )  # fmt: skip
+        self.ledger.update_memories(
+            conn, [mid], {"status": status.value, "invalidated_at": t, "index_state": "stale"}
+        )
+        edge_rows = [_edge(mid, inv_activity, Relation.WAS_INVALIDATED_BY, t, row["user_id"])]
+        events = [_event(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})]
+        if suspect:
+            self.ledger.update_memories(conn, suspect, {"status": Status.SUSPECT.value, "index_state": "stale"})
+            cause = {"reason": f"premise {mid} {status.value}", "cause": mid}
+            events.extend(_event(t, "suspect", s, inv_activity, row["user_id"], cause) for s in suspect)
+        self.ledger.insert_edges(conn, edge_rows)
+        self.ledger.insert_events(conn, events)
+        return suspect, unaffected
+
+    def retract(
+        self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "retracted",
+        activity_id: str | None = None,
+    ) -> CascadeReport:  # fmt: skip
+        """Withdraw a memory; every descendant left without a valid support becomes ``suspect``.
+
+        A conclusion needs all its premises, so one withdrawn premise is enough; a fact corroborated by another
+        independent source stays active.
+
+        Args:
+            memory_id: The memory to retract.
+            scope: Caller's scope; must contain the memory.
+            reason: Why (kept in the event log).
+            activity_id: The activity that caused it (wasInvalidatedBy); default a new invalidation activity.
+
+        Returns:
+            A report whose ``suspect`` lists the ids marked suspect.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+            PolicyViolationError: a delete policy denied it.
+        """
+        scope = Scope.coerce(scope)
+        mem = self.require(memory_id, scope=scope)
+        self._check_operation("delete", [mem], scope=scope)
+        if mem.status in (Status.RETRACTED, Status.ERASED):
+            return CascadeReport(target=memory_id, action="retract")
+        with self.ledger.transaction() as conn:
+            suspect, unaffected = self._invalidate(
+                conn, memory_id, Status.RETRACTED, self.clock(), reason=reason, activity_id=activity_id
+            )
+        self._sync_index([memory_id, *suspect])
+        return CascadeReport(target=memory_id, action="retract", suspect=suspect, unaffected=unaffected)
+
+    def impact(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> CascadeReport:
+        """Dry run of :meth:`retract`: which descendants would become suspect. Changes nothing.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+        """
+        scope = Scope.coerce(scope)
+        self.require(memory_id, scope=scope)
+        with self.ledger.read() as conn:
+            suspect, unaffected = self._invalidate(
+                conn, memory_id, Status.RETRACTED, self.clock(), reason="impact", dry_run=True
+            )
+        return CascadeReport(
+            target=memory_id, action="impact", suspect=suspect, unaffected=unaffected, dry_run=True
+        )
+
+    def supersede(
+        self,
+        old_id: str,
+        new_content: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        source: Source | str = "user",
+        **kwargs: Any,
+    ) -> CascadeReport:
+        """Store a new value and keep the old one as ``superseded`` (never delete-without-add).
+
+        The new version records ``wasRevisionOf`` the old; the old one's descendants become suspect.
+        Keyword arguments are those of :meth:`remember`; kind, tags, slot and metadata default to the old ones.
+
+        Returns:
+            A report with ``memory`` (the new version) and ``suspect``.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+            InvalidInputError: the old memory is not live (already superseded, retracted, erased...).
+            PolicyViolationError: an update policy denied it (e.g. a tool overwriting a user assertion).
+        """
+        scope = Scope.coerce(scope)
+        old = self.require(old_id, scope=scope)
+        if old.status.value not in _LIVE:
+            msg = f"memory {old_id!r} is {old.status.value}; supersede its newest version instead"
+            raise InvalidInputError(msg)
+        params = {
+            "kind": old.kind,
+            "tags": old.tags,
+            "metadata": old.metadata,
+            "slot": old.slot,
+            "valid_from": None,
+            **kwargs,
+        }
+        d = self._draft(content=new_content, scope=_write_scope(scope, old.scope), source=source, **params)
+        self._check_operation("update", [old], scope=scope, source=d.source)
+        with self.ledger.read() as conn:
+            self._check_premises([d], conn)
+            if d.derived_from:
+                desc = self.ledger.walk([old_id], direction="descendants", conn=conn)
+                if old_id in d.derived_from or desc.keys() & set(d.derived_from):
+                    msg = f"the new version of {old_id!r} cannot derive from the old one or its descendants"
+                    raise LineageCycleError(msg)
+            d.supersedes = self.ledger.memory_rows([old_id], conn)[0]
+        if d.embedding is None:
+            d.embedding = self._embed([d.content])[0]
+        (new,), suspect = self._persist([d], self.clock())
+        self._sync_index([new.id])
+        return CascadeReport(
+            target=old_id, action="supersede", suspect=suspect, memory=self.get(new.id, scope=scope)
+        )
+
+    def revise(
+        self,
+        memory_id: str,
+        content: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        source: Source | str = "user",
+        **kwargs: Any,
+    ) -> Memory:
+        """Write a new version of a memory (``wasRevisionOf``); same as :meth:`supersede` but returns the memory.
+
+        Raises:
+            See :meth:`supersede`.
+        """
+        report = self.supersede(memory_id, content, scope=scope, source=source, **kwargs)
+        assert report.memory is not None
+        return report.memory
+
+    def revalidate(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "revalidated") -> Memory:
+        """Mark a ``suspect`` (or ``expired``) memory active again after it was checked.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+            InvalidInputError: the memory is not suspect or expired.
+        """
+        scope = Scope.coerce(scope)
+        mem = self.require(memory_id, scope=scope)
+        if mem.status not in (Status.SUSPECT, Status.EXPIRED):
+            msg = f"memory {memory_id!r} is {mem.status.value}; only suspect or expired memories can be revalidated"
+            raise InvalidInputError(msg)
+        self._check_operation("update", [mem], scope=scope)
+        t = to_epoch(self.clock())
+        with self.ledger.transaction() as conn:
+            self.ledger.update_memories(
+                conn, [memory_id], {"status": Status.ACTIVE.value, "invalidated_at": None, "index_state": "stale"}
+            )
+            self.ledger.insert_events(
+                conn, [_event(t, "revalidated", memory_id, None, mem.scope.user_id, {"reason": reason})]
+            )
+        self._sync_index([memory_id])
+        return self.require(memory_id, scope=scope)
+
+    def forget(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "forgotten") -> Memory:
+        """Archive a memory: out of the index, kept in the ledger (its descendants are not affected).
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+            PolicyViolationError: a delete policy denied it.
+        """
+        scope = Scope.coerce(scope)
+        mem = self.require(memory_id, scope=scope)
+        self._check_operation("delete", [mem], scope=scope)
+        self._archive([memory_id], reason)
+        return self.require(memory_id, scope=scope)
+
+    def _archive(self, ids: Sequence[str], reason: str) -> None:
+        if not ids:
+            return
+        t = to_epoch(self.clock())
+        rows = [r for r in self.ledger.memory_rows(list(ids)) if r]
+        with self.ledger.transaction() as conn:
+            self.ledger.update_memories(
+                conn, [r["id"] for r in rows], {"status": Status.ARCHIVED.value, "index_state": "removing"}
+            )
+            self.ledger.insert_events(
+                conn, [_event(t, "archived", r["id"], None, r["user_id"], {"reason": reason}) for r in rows]
+            )
+        self._sync_index([r["id"] for r in rows])
+
+    def erase(
+        self, memory_id: str | None = None, *, scope: Scope | Mapping[str, Any] | str, reason: str = "erasure request"
+    ) -> ErasureReceipt:
+        """Redact content in the ledger and the index; keep the events (without content) and return a receipt.
+
+        With ``memory_id``: that memory and every version in its revision chain. Without: every memory in
+        ``scope`` (all of the user's memories, or one agent's / session's when the scope names one), plus the
+        scope's activity metadata. Descendants outside the erased set become suspect.
+
+        Raises:
+            MemoryNotFoundError: ``memory_id`` is not in the scope.
+            PolicyViolationError: a delete policy denied it.
+        """
+        scope = Scope.coerce(scope)
+        now = self.clock()
+        t = to_epoch(now)
+        if memory_id is not None:
+            mem = self.require(memory_id, scope=scope)
+            ids = self._revision_chain(mem.id)
+        else:
+            with self.ledger.read() as conn:
+                ids = self.ledger.ids_in_scope(scope, conn=conn, session_only=scope.session_id is not None)
+                if scope.agent_id is not None:
+                    rows = self.ledger.memory_rows(ids, conn)
+                    ids = [r["id"] for r in rows if r and r["agent_id"] == scope.agent_id]
+        mems = [m for m in self.ledger.memories(ids) if m is not None]
+        self._check_operation("delete", mems, scope=scope)
+        suspects: list[str] = []
+        acts = 0
+        with self.ledger.transaction() as conn:
+            for m in mems:
+                if m.status is not Status.ERASED:
+                    s, _ = self._invalidate(conn, m.id, Status.ERASED, now, reason=reason)
+                    suspects.extend(x for x in s if x not in ids)
+            self.ledger.update_memories(
+                conn,
+                ids,
+                {
+                    "content": "", "content_hash": "erased", "meta": {}, "tags": [], "embedding": None,
+                    "assessment": None, "slot": None, "status": Status.ERASED.value, "index_state": "removing",
+                    "context_hash": None,
+                },
+            )  # fmt: skip
+            redacted = self._redact_events(conn, ids)
+            if memory_id is None:
+                acts = self._redact_activities(conn, scope)
+            self.ledger.insert_events(
+                conn, [_event(t, "erasure_receipt", None, None, scope.user_id, {"memories": len(ids), "reason": reason})]
+            )
+        removed = self._sync_index(list(ids))
+        self._compact()
+        return ErasureReceipt(
+            user_id=scope.user_id,
+            memory_ids=list(ids),
+            index_entries_removed=removed,
+            events_redacted=redacted,
+            activities_redacted=acts,
+            suspect=sorted(set(suspects)),
+            erased_at=now.isoformat(),
+        )
+
+    def _revision_chain(self, mid: str) -> list[str]:
+        chain = [mid]
+        rows = self.ledger.memory_rows([mid])
+        row = rows[0]
+        while row and row["supersedes"]:
+            chain.append(row["supersedes"])
+            row = self.ledger.memory_rows([row["supersedes"]])[0]
+        from sqlalchemy import select
+
+        from memlineage.ledger._schema import memories
+
+        frontier = [mid]
+        with self.ledger.read() as conn:
+            while frontier:
+                nxt = [r[0] for r in conn.execute(select(memories.c.id).where(memories.c.supersedes.in_(frontier)))]
+                nxt = [n for n in nxt if n not in chain]
+                chain.extend(nxt)
+                frontier = nxt
+        return chain
+
+    def _redact_events(self, conn: Connection, ids: Sequence[str]) -> int:
+        from sqlalchemy import update
+
+        from memlineage.ledger._schema import events
+
+        n = 0
+        for start in range(0, len(ids), 900):
+            chunk = list(ids[start : start + 900])
+            res = conn.execute(update(events).where(events.c.memory_id.in_(chunk)).values(data={"redacted": True}))
+            n += res.rowcount or 0
+        return n
+
+    def _redact_activities(self, conn: Connection, scope: Scope) -> int:
+        from sqlalchemy import update
+
+        from memlineage.ledger._schema import activities
+
+        cond = [activities.c.user_id == scope.user_id]
+        if scope.agent_id is not None:
+            cond.append(activities.c.agent_id == scope.agent_id)
+        if scope.session_id is not None:
+            cond.append(activities.c.session_id == scope.session_id)
+        res = conn.execute(update(activities).where(*cond).values(meta={"redacted": True}))
+        return res.rowcount or 0
+
+    def _compact(self) -> None:
+        """Make redactions physical: checkpoint and truncate SQLite's WAL (secure_delete zeroes freed cells)."""
+        if self.ledger.is_sqlite:
+            with self.ledger.transaction() as conn:
+                conn.exec_driver_sql("SELECT 1")
+            with self.ledger.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def expire_due(self, *, scope: Scope | Mapping[str, Any] | str | None = None) -> list[str]:
+        """Mark memories whose TTL has passed as ``expired`` (descendants become suspect).
+
+        Args:
+            scope: Only this scope's memories; ``None`` = every scope (maintenance jobs).
+
+        Returns:
+            The ids that expired now.
+        """
+        from sqlalchemy import select
+
+        from memlineage.ledger._schema import memories
+
+        t = to_epoch(self.clock())
+        cond = [memories.c.expires_at.is_not(None), memories.c.expires_at <= t, memories.c.status.in_(_LIVE)]
+        if scope is not None:
+            cond.append(memories.c.user_id == Scope.coerce(scope).user_id)
+        with self.ledger.read() as conn:
+            due = [r[0] for r in conn.execute(select(memories.c.id).where(*cond))]
+        return self._expire(due)
+
+    def _expire(self, ids: Sequence[str], reason: str = "ttl elapsed") -> list[str]:
+        if not ids:
+            return []
+        now = self.clock()
+        touched: list[str] = []
+        with self.ledger.transaction() as conn:
+            for mid in ids:
+                suspect, _ = self._invalidate(conn, mid, Status.EXPIRED, now, reason=reason)
+                touched.extend([mid, *suspect])
+        self._sync_index(touched)
+        return list(ids)
+
+    # ================================================================== reads
+    def get(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Memory | None:
+        """The memory version with this id, or ``None`` when absent or in another scope.
+
+        Raises:
+            InvalidInputError: bad id or scope.
+        """
+        return self.get_many([memory_id], scope=scope)[0]
+
+    def get_many(self, ids: Sequence[str], *, scope: Scope | Mapping[str, Any] | str) -> list[Memory | None]:
+        """Batch :meth:`get`, aligned with ``ids`` (``None`` for misses and other scopes' memories)."""
+        scope = Scope.coerce(scope)
+        ids = list(_ids(ids, "ids"))
+        mems = self.ledger.memories(ids)
+        return [m if m is not None and scope.contains(m.scope) else None for m in mems]
+
+    def require(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Memory:
+        """Like :meth:`get` but raises.
+
+        Raises:
+            MemoryNotFoundError: no memory with that id in the scope (other scopes' memories are reported as
+                not found, never as existing).
+        """
+        mem = self.get(memory_id, scope=scope)
+        if mem is None:
+            msg = f"no memory {memory_id!r} in this scope; check the id and the scope's user_id"
+            raise MemoryNotFoundError(msg)
+        return mem
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        k: int = 5,
+        kinds: Iterable[MemoryKind | str] | None = None,
+        tags: Iterable[str] | None = None,
+        include_suspect: bool = False,
+        purpose: str | None = None,
+        session_only: bool = False,
+        activity_id: str | None = None,
+        trace: bool = False,
+        reinforce: bool = True,
+    ) -> RecallResult:
+        """Retrieve the ``k`` best memories for ``query`` within ``scope`` (the retrieval gate).
+
+        Candidates come from the index filtered by scope and status inside the query; read policies run before
+        the top-k cut (so ``k`` results come back whenever ``k`` eligible memories exist); a final guard re-checks
+        scope and status against the ledger; served memories are reinforced.
+
+        Args:
+            query: Query text; non-empty.
+            scope: Caller's scope; only its memories are considered.
+            k: Number of results, >= 0.
+            kinds: Restrict to these memory kinds.
+            tags: Memories must carry all these tags.
+            include_suspect: Also serve ``suspect`` memories (flagged); ignored for ``purpose="decision"``.
+            purpose: ``"decision"`` asks for decision-grade memories only (policies may be stricter).
+            session_only: Only memories written in ``scope.session_id``.
+            activity_id: The run that reads; records ``used`` edges from it to every served memory.
+            trace: Keep timings and full exclusion details (off by default in hot paths).
+            reinforce: Update last use and use count of served memories.
+
+        Returns:
+            A :class:`~memlineage.retrieval.RecallResult`, best first; ``hit.score`` in [0, 1], higher = better.
+
+        Raises:
+            InvalidInputError: bad query, k, kinds or scope.
+        """
+        query = check_text(query, "query")
+        scope = Scope.coerce(scope)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            msg = f"k must be a non-negative int, got {k!r}"
+            raise InvalidInputError(msg)
+        try:
+            kind_values = tuple(MemoryKind(x).value for x in kinds) if kinds is not None else None
+        except ValueError as exc:
+            msg = f"unknown memory kind in {kinds!r}"
+            raise InvalidInputError(msg) from exc
+        statuses = [Status.ACTIVE.value]
+        if include_suspect and purpose != "decision":
+            statuses.append(Status.SUSPECT.value)
+        where = IndexFilter(
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id if session_only else None,
+            statuses=tuple(statuses),
+            kinds=kind_values,
+            tags=normalize_tags(tags),
+        )
+        tr = Trace(query=query, k=k)
+        if k == 0:
+            return RecallResult([], tr)
+        t0 = time.perf_counter()
+        qvec = self._embed([query])[0]
+        tr.timings_ms["embed"] = (time.perf_counter() - t0) * 1000
+        now = self.clock()
+        fetch = max(4 * k, 20)
+        hits: list[RecallHit] = []
+        seen: set[str] = set()
+        while True:
+            t1 = time.perf_counter()
+            raw = self.index.query(qvec, fetch, where)
+            tr.legs["vector"] = len(raw)
+            fresh = [h for h in raw if h.id not in seen]
+            seen.update(h.id for h in raw)
+            mems = self.ledger.memories([h.id for h in fresh])
+            cands: list[tuple[Memory, float]] = []
+            expired: list[str] = []
+            for h, m in zip(fresh, mems):
+                if m is None or not scope.contains(m.scope):
+                    tr.excluded.append(Exclusion(h.id, "scope guard: not in the caller's scope", None, "guard"))
+                    continue
+                if m.status.value not in statuses:
+                    tr.excluded.append(Exclusion(h.id, f"status {m.status.value}", None, "guard"))
+                    continue
+                if m.expires_at is not None and m.expires_at <= now:
+                    expired.append(m.id)
+                    tr.excluded.append(Exclusion(h.id, "expired: ttl elapsed", None, "ttl"))
+                    continue
+                cands.append((m, max(0.0, min(1.0, h.similarity))))
+            if expired:
+                self._expire(expired)
+            tr.candidates += len(cands)
+            kept = self._filter_read(cands, scope=scope, purpose=purpose, query=query, trace=tr)
+            hits.extend(
+                RecallHit(
+                    memory=m,
+                    score=s,
+                    scores={"vector": s, "final": s},
+                    lineage=m.summary(),
+                    flags=("suspect",) if m.status is Status.SUSPECT else (),
+                )
+                for m, s in kept
+            )
+            tr.timings_ms["candidates"] = tr.timings_ms.get("candidates", 0.0) + (time.perf_counter() - t1) * 1000
+            if len(hits) >= k or len(raw) < fetch:
+                break
+            fetch *= 2
+        hits.sort(key=lambda h: (-h.score, h.memory.id))
+        hits = hits[:k]
+        if hits and (reinforce or activity_id):
+            self._mark_used([h.memory for h in hits], activity_id, now)
+        return RecallResult(hits, tr)
+
+    def _filter_read(
+        self,
+        candidates: list[tuple[Memory, float]],
+        *,
+        scope: Scope,
+        purpose: str | None,
+        query: str,
+        trace: Trace,
+    ) -> list[tuple[Memory, float]]:
+        """Hook: read policies drop or flag candidates before the top-k cut (no policy engine: keep all)."""
+        return candidates
+
+    def _check_operation(self, operation: str, memories: Sequence[Memory], *, scope: Scope, source: Source | None = None) -> None:
+        """Hook: update / delete policies (no policy engine: allow)."""
+
+    def _mark_used(self, mems: Sequence[Memory], activity_id: str | None, now: datetime) -> None:
+        from sqlalchemy import update
+
+        from memlineage.ledger._schema import memories
+
+        t = to_epoch(now)
+        ids = [m.id for m in mems]
+        with self.ledger.transaction() as conn:
+            conn.execute(
+                update(memories)
+                .where(memories.c.id.in_(ids))
+                .values(use_count=memories.c.use_count + 1, last_used_at=t)
+            )
+            if activity_id:
+                user = mems[0].scope.user_id
+                self.ledger.insert_edges(conn, [_edge(activity_id, m.id, Relation.USED, t, user) for m in mems])
+
+    def ancestors(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
+        """Every premise of the memory, transitively, nearest first.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+        """
+        scope = Scope.coerce(scope)
+        self.require(memory_id, scope=scope)
+        depth = self.ledger.walk([memory_id], direction="ancestors")
+        ordered = sorted(depth, key=lambda i: (depth[i], i))
+        return [m for m in self.ledger.memories(ordered) if m is not None and scope.contains(m.scope)]
+
+    def descendants(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
+        """Every memory derived from this one, transitively, nearest first.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+        """
+        scope = Scope.coerce(scope)
+        self.require(memory_id, scope=scope)
+        depth = self.ledger.walk([memory_id], direction="descendants")
+        ordered = sorted(depth, key=lambda i: (depth[i], i))
+        return [m for m in self.ledger.memories(ordered) if m is not None and scope.contains(m.scope)]
+
+    def explain(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Explanation:
+        """The provenance chain of a memory down to its source memories and activities.
+
+        Returns:
+            An :class:`~memlineage.lineage.Explanation` with ``to_text()``, ``to_mermaid()``, ``to_dot()`` and
+            ``to_prov_json()``.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+        """
+        scope = Scope.coerce(scope)
+        mem = self.require(memory_id, scope=scope)
+        depth = self.ledger.walk([memory_id], direction="ancestors")
+        ordered = sorted(depth, key=lambda i: (depth[i], i))
+        ancestors = [m for m in self.ledger.memories(ordered) if m is not None and scope.contains(m.scope)]
+        shown = {mem.id, *(a.id for a in ancestors)}
+        edges: list[tuple[str, str, str]] = []
+        act_ids: list[str] = []
+        for e in self.ledger.edges_touching(sorted(shown)):
+            rel = e["relation"]
+            if rel in (Relation.WAS_DERIVED_FROM.value, Relation.WAS_REVISION_OF.value) and e["dst"] in shown:
+                edges.append((e["src"], rel, e["dst"]))
+            elif rel == Relation.WAS_GENERATED_BY.value:
+                edges.append((e["src"], rel, e["dst"]))
+                act_ids.append(e["dst"])
+        activities: list[Activity] = []
+        seen: set[str] = set()
+        frontier = list(dict.fromkeys(act_ids))
+        while frontier:
+            rows = [r for r in self.ledger.activity_rows(frontier) if r and r["id"] not in seen]
+            frontier = []
+            for r in rows:
+                if r["user_id"] not in (None, scope.user_id):
+                    continue
+                seen.add(r["id"])
+                activities.append(_row_activity(r))
+                if r["parent_id"]:
+                    edges.append((r["id"], Relation.WAS_INFORMED_BY.value, r["parent_id"]))
+                    if r["parent_id"] not in seen:
+                        frontier.append(r["parent_id"])
+        known = shown | seen
+        edges = [e for e in dict.fromkeys(edges) if e[2] in known]
+        return Explanation(memory=mem, ancestors=ancestors, edges=edges, activities=activities, depth=depth)
+
+    def audit(
+        self,
+        scope: Scope | Mapping[str, Any] | str,
+        *,
+        memory_id: str | None = None,
+        types: Iterable[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """The scope's events, oldest first (``created``, ``seen_again``, ``suspect``, ``retracted``, ...).
+
+        Raises:
+            MemoryNotFoundError: ``memory_id`` is not in the scope.
+        """
+        scope = Scope.coerce(scope)
+        if memory_id is not None:
+            self.require(memory_id, scope=scope)
+        return self.ledger.events(user_id=scope.user_id, memory_id=memory_id, types=types, limit=limit)
+
+    def stats(self, scope: Scope | Mapping[str, Any] | str | None = None) -> dict[str, Any]:
+        """Counts per status, kind and source, edges, activities, events and index size."""
+        user = Scope.coerce(scope).user_id if scope is not None else None
+        out = self.ledger.counts(user)
+        if user is None:
+            out["index_entries"] = self.index.count()
+        return out
+
+    # ================================================================== activities
+    def record_activity(self, activity: Activity) -> Activity:
+        """Insert or update an activity (agent run, LLM call, tool call...).
+
+        Raises:
+            InvalidInputError: ``activity`` is not an :class:`Activity`.
+        """
+        if not isinstance(activity, Activity):
+            msg = f"record_activity() takes an Activity, not {type(activity).__name__}"
+            raise InvalidInputError(msg)
+        with self.ledger.transaction() as conn:
+            self.ledger.upsert_activity(conn, activity)
+            if activity.parent_id and activity.scope is not None:
+                self.ledger.insert_edges(
+                    conn,
+                    [
+                        _edge(
+                            activity.id, activity.parent_id, Relation.WAS_INFORMED_BY,
+                            to_epoch(activity.started_at) or 0.0, activity.scope.user_id,
+                        )
+                    ],
+                )  # fmt: skip
+        return activity
+
+    def get_activity(self, activity_id: str) -> Activity | None:
+        """The activity with this id, or ``None``."""
+        row = self.ledger.activity_rows([activity_id])[0]
+        return _row_activity(row) if row else None
+
+    def end_activity(
+        self, activity_id: str, *, outcome: str = "success", metadata: Mapping[str, Any] | None = None
+    ) -> Activity:
+        """Close an activity with an outcome (``success``, ``error``, ``unknown``, ``fallback``).
+
+        Raises:
+            MemoryNotFoundError: no such activity.
+        """
+        act = self.get_activity(activity_id)
+        if act is None:
+            msg = f"no activity {activity_id!r}; record_activity() it first"
+            raise MemoryNotFoundError(msg)
+        meta = {**act.metadata, **normalize_metadata(metadata)}
+        ended = act.model_copy(update={"ended_at": self.clock(), "outcome": outcome, "metadata": meta})
+        with self.ledger.transaction() as conn:
+            self.ledger.upsert_activity(conn, ended)
+        return ended
+
+    # ================================================================== index maintenance
+    def _embed(self, texts: Sequence[str]) -> list[list[float]]:
+        try:
+            vectors = self.embedder.embed(list(texts))
+        except Exception as exc:
+            msg = f"embedder {self.embedder.name!r} failed: {exc}"
+            raise StorageError(msg) from exc
+        if len(vectors) != len(texts):
+            msg = f"embedder {self.embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts"
+            raise StorageError(msg)
+        return [list(map(float, v)) for v in vectors]
+
+    def _sync_index(self, ids: Sequence[str]) -> int:
+        """Bring index entries of ``ids`` in line with the ledger; failures leave them for :meth:`repair`.
+
+        Returns:
+            Number of index entries removed.
+        """
+        if not ids:
+            return 0
+        rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids))) if r]
+        try:
+            return self._apply_index(rows)
+        except StorageError as exc:
+            logger.warning("index update deferred (ledger is safe, repaired on next open): %s", exc)
+            return 0
+
+    def _apply_index(self, rows: Sequence[dict[str, Any]]) -> int:
+        from memlineage.ledger import decode_vector
+
+        upserts = [r for r in rows if r["index_state"] == "pending"]
+        stale = [r for r in rows if r["index_state"] == "stale"]
+        removing = [r for r in rows if r["index_state"] == "removing"]
+        need = [r for r in upserts if r["embedding"] is None]
+        if need:
+            for r, v in zip(need, self._embed([r["content"] for r in need])):
+                r["embedding"] = encode_vector(v)
+        if upserts:
+            self.index.upsert(
+                [r["id"] for r in upserts],
+                [decode_vector(r["embedding"]) or [] for r in upserts],
+                [index_metadata(r) for r in upserts],
+            )
+        if stale:
+            self.index.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
+        removed = self.index.delete([r["id"] for r in removing])
+        done = [r["id"] for r in upserts + stale]
+        with self.ledger.transaction() as conn:
+            if done:
+                self.ledger.update_memories(conn, done, {"index_state": "indexed"})
+            if removing:
+                self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
+        return removed
+
+    def repair(self) -> dict[str, int]:
+        """Finish index writes interrupted by a crash (run on open).
+
+        Returns:
+            ``{"upserted": n, "updated": n, "removed": n}``.
+        """
+        rows = self.ledger.index_backlog()
+        report = {
+            "upserted": sum(r["index_state"] == "pending" for r in rows),
+            "updated": sum(r["index_state"] == "stale" for r in rows),
+            "removed": 0,
+        }
+        if rows:
+            report["removed"] = self._apply_index(rows)
+            logger.info("index repaired: %s", report)
+        return report
+
+    def reindex(self) -> int:
+        """Rebuild the whole index from the ledger (vectors stored in the ledger; re-embedded where missing).
+
+        Returns:
+            Number of entries indexed.
+        """
+        self.index.reset()
+        rows = self.ledger.all_index_rows()
+        for r in rows:
+            r["index_state"] = "pending" if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value) else "removing"
+        live = [r for r in rows if r["index_state"] == "pending"]
+        for start in range(0, len(live), 2000):
+            self._apply_index(live[start : start + 2000])
+        return len(live)
+
+    # ================================================================== async twins (R6)
+    async def aremember(self, content: str, **kwargs: Any) -> Memory:
+        """Async :meth:`remember`."""
+        return await asyncio.to_thread(self.remember, content, **kwargs)
+
+    async def aremember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """Async :meth:`remember_many`."""
+        return await asyncio.to_thread(self.remember_many, items)
+
+    async def aget(self, memory_id: str, **kwargs: Any) -> Memory | None:
+        """Async :meth:`get`."""
+        return await asyncio.to_thread(self.get, memory_id, **kwargs)
+
+    async def arequire(self, memory_id: str, **kwargs: Any) -> Memory:
+        """Async :meth:`require`."""
+        return await asyncio.to_thread(self.require, memory_id, **kwargs)
+
+    async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
+        """Async :meth:`recall`."""
+        return await asyncio.to_thread(self.recall, query, **kwargs)
+
+    async def arevise(self, memory_id: str, content: str, **kwargs: Any) -> Memory:
+        """Async :meth:`revise`."""
+        return await asyncio.to_thread(self.revise, memory_id, content, **kwargs)
+
+    async def asupersede(self, old_id: str, new_content: str, **kwargs: Any) -> CascadeReport:
+        """Async :meth:`supersede`."""
+        return await asyncio.to_thread(self.supersede, old_id, new_content, **kwargs)
+
+    async def aretract(self, memory_id: str, **kwargs: Any) -> CascadeReport:
+        """Async :meth:`retract`."""
+        return await asyncio.to_thread(self.retract, memory_id, **kwargs)
+
+    async def aimpact(self, memory_id: str, **kwargs: Any) -> CascadeReport:
+        """Async :meth:`impact`."""
+        return await asyncio.to_thread(self.impact, memory_id, **kwargs)
+
+    async def arevalidate(self, memory_id: str, **kwargs: Any) -> Memory:
+        """Async :meth:`revalidate`."""
+        return await asyncio.to_thread(self.revalidate, memory_id, **kwargs)
+
+    async def aforget(self, memory_id: str, **kwargs: Any) -> Memory:
+        """Async :meth:`forget`."""
+        return await asyncio.to_thread(self.forget, memory_id, **kwargs)
+
+    async def aerase(self, memory_id: str | None = None, **kwargs: Any) -> ErasureReceipt:
+        """Async :meth:`erase`."""
+        return await asyncio.to_thread(self.erase, memory_id, **kwargs)
+
+    async def aexplain(self, memory_id: str, **kwargs: Any) -> Explanation:
+        """Async :meth:`explain`."""
+        return await asyncio.to_thread(self.explain, memory_id, **kwargs)
+
+    async def aaudit(self, scope: Scope | Mapping[str, Any] | str, **kwargs: Any) -> list[Event]:
+        """Async :meth:`audit`."""
+        return await asyncio.to_thread(self.audit, scope, **kwargs)
+
+    async def arecord_activity(self, activity: Activity) -> Activity:
+        """Async :meth:`record_activity`."""
+        return await asyncio.to_thread(self.record_activity, activity)
+
+    async def aend_activity(self, activity_id: str, **kwargs: Any) -> Activity:
+        """Async :meth:`end_activity`."""
+        return await asyncio.to_thread(self.end_activity, activity_id, **kwargs)
+
+
+# ====================================================================== helpers
+def _check_item(item: Any) -> dict[str, Any]:
+    if not isinstance(item, Mapping):
+        msg = f"each item must be a dict of remember() arguments, not {type(item).__name__}"
+        raise InvalidInputError(msg)
+    return dict(item)
+
+
+def _unit_float(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        msg = f"{name} must be a number in [0, 1], got {value!r}"
+        raise InvalidInputError(msg)
+    return float(value)
+
+
+def _ids(values: Any, name: str) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = (values,)
+    try:
+        items = tuple(values)
+    except TypeError as exc:
+        msg = f"{name} must be a list of memory ids, not {type(values).__name__}"
+        raise InvalidInputError(msg) from exc
+    for v in items:
+        if not isinstance(v, str) or not v.strip():
+            msg = f"{name} must contain non-empty string ids, got {v!r}"
+            raise InvalidInputError(msg)
+    return tuple(dict.fromkeys(items))
+
+
+def _row_scope(row: Mapping[str, Any]) -> Scope:
+    return Scope.model_construct(user_id=row["user_id"], agent_id=row["agent_id"], session_id=row["session_id"])
+
+
+def _write_scope(request: Scope, original: Scope) -> Scope:
+    """A new version keeps the original's agent and takes the request's session when given."""
+    return Scope(
+        user_id=original.user_id,
+        agent_id=original.agent_id,
+        session_id=request.session_id or original.session_id,
+    )
+
+
+def _row_activity(row: Mapping[str, Any]) -> Activity:
+    scope = (
+        Scope.model_construct(user_id=row["user_id"], agent_id=row["agent_id"], session_id=row["session_id"])
+        if row["user_id"]
+        else None
+    )
+    return Activity.model_construct(
+        id=row["id"],
+        kind=row["kind"],
+        name=row["name"],
+        parent_id=row["parent_id"],
+        scope=scope,
+        started_at=from_epoch(row["started_at"]),
+        ended_at=from_epoch(row["ended_at"]),
+        outcome=row["outcome"],
+        metadata=dict(row["meta"] or {}),
+    )
+
+
+def _edge(
+    src: str,
+    dst: str,
+    relation: Relation,
+    at: float | None,
+    user_id: str,
+    support: int = 0,
+    activity_id: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "src": src,
+        "dst": dst,
+        "relation": relation.value,
+        "support": support,
+        "activity_id": activity_id,
+        "user_id": user_id,
+        "created_at": at or 0.0,
+    }
+
+
+def _event(
+    at: float | None, type_: str, memory_id: str | None, activity_id: str | None, user_id: str, data: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "at": at or 0.0,
+        "type": type_,
+        "memory_id": memory_id,
+        "activity_id": activity_id,
+        "user_id": user_id,
+        "data": data,
+    }
+
+
+def _acquire_lock(store: Path, timeout: float) -> Any:
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(store / ".writer.lock"))
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout as exc:
+        msg = (
+            f"the store at {store} is open in another process (embedded mode allows one writer process); close "
+            "it first, or run in server mode (PostgreSQL ledger_url + Chroma HttpClient) for several processes"
+        )
+        raise StoreLockedError(msg) from exc
+    return lock

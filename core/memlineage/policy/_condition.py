@@ -1,0 +1,327 @@
+"""Policy conditions: CEL programs compiled once, Python callables, and the fields they can read.
+
+CEL engine choice: ``common-expression-language`` (import name ``cel``), not ``cel-python`` (``celpy``).
+Measured here on CPython 3.11 for ``memory.source_kind == "reasoning" && memory.confidence < 0.7``:
+
+==========================  ===============================  ==========================
+                            common-expression-language 0.10  cel-python 0.5.0
+==========================  ===============================  ==========================
+compile                     ~0.016 ms                        ~0.14 ms
+evaluate (prepared context)  ~0.3 µs per policy               ~140 µs
+implementation              Rust ``cel-interpreter`` (PyO3)   pure Python on ``lark``
+==========================  ===============================  ==========================
+
+Both are maintained; ``common-expression-language`` ships binary wheels for the platforms we support, releases
+often, has typed stubs, and is roughly 400x faster per evaluation once the context is built, which matters
+because read policies run over every recall candidate. The cost that remains is converting Python values into a
+CEL context (a few µs per memory), so the engine converts only the fields that the active conditions reference,
+once per candidate, and shares that context across all CEL policies.
+
+CEL variables: ``memory`` (the memory under decision), ``new`` (the incoming memory of a write or update),
+``request`` (who asks and why) and ``now`` (epoch seconds, float). Timestamps are epoch seconds; ``memory.age``
+is ``now - memory.created_at`` in seconds. Absent values are ``null``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import cel
+
+from memlineage.models import INVALIDATING_STATUSES, Memory, Status
+
+if TYPE_CHECKING:
+    from memlineage.policy._model import Operation, PolicyRequest
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "MEMORY_FIELDS",
+    "REQUEST_FIELDS",
+    "CompiledCondition",
+    "PolicyContext",
+    "check_cel",
+    "compile_condition",
+    "memory_fields",
+    "request_fields",
+]
+
+
+def _epoch(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+#: ``memory.<field>`` / ``new.<field>`` accessors: (memory, ctx) -> CEL-convertible value.
+MEMORY_FIELDS: dict[str, Callable[[Memory, PolicyContext], Any]] = {
+    "id": lambda m, c: m.id,
+    "content": lambda m, c: m.content,
+    "kind": lambda m, c: m.kind.value,
+    "status": lambda m, c: m.status.value,
+    "tags": lambda m, c: list(m.tags),
+    "source_kind": lambda m, c: m.lineage.source_kind.value,
+    "source_name": lambda m, c: m.lineage.source_name,
+    "source": lambda m, c: str(m.lineage.source),
+    "confidence": lambda m, c: m.lineage.confidence,
+    "trust": lambda m, c: m.lineage.trust,
+    "value": lambda m, c: m.value,
+    "created_at": lambda m, c: m.created_at.timestamp(),
+    "recorded_at": lambda m, c: m.recorded_at.timestamp(),
+    "valid_from": lambda m, c: _epoch(m.valid_from),
+    "valid_to": lambda m, c: _epoch(m.valid_to),
+    "expires_at": lambda m, c: _epoch(m.expires_at),
+    "last_used_at": lambda m, c: _epoch(m.last_used_at),
+    "age": lambda m, c: c.now_epoch - m.created_at.timestamp(),
+    "expired": lambda m, c: m.expires_at is not None and m.expires_at.timestamp() <= c.now_epoch,
+    "slot": lambda m, c: m.slot,
+    "version": lambda m, c: m.version,
+    "supersedes": lambda m, c: m.supersedes,
+    "use_count": lambda m, c: m.use_count,
+    "metadata": lambda m, c: m.metadata,
+    "derived_from": lambda m, c: list(m.lineage.derived_from),
+    "user_id": lambda m, c: m.scope.user_id,
+    "agent_id": lambda m, c: m.scope.agent_id,
+    "session_id": lambda m, c: m.scope.session_id,
+    "suspect": lambda m, c: c.is_suspect(m),
+    "invalid_premises": lambda m, c: list(c.invalid_premises(m)),
+}
+
+#: ``request.<field>`` accessors.
+REQUEST_FIELDS: dict[str, Callable[[PolicyRequest], Any]] = {
+    "operation": lambda r: r.operation.value,
+    "purpose": lambda r: r.purpose,
+    "user_id": lambda r: r.scope.user_id,
+    "agent_id": lambda r: r.scope.agent_id,
+    "session_id": lambda r: r.scope.session_id,
+    "source_kind": lambda r: None if r.source is None else r.source.kind.value,
+    "source_name": lambda r: None if r.source is None else r.source.name,
+    "source": lambda r: None if r.source is None else str(r.source),
+    "query": lambda r: r.query,
+    "budget": lambda r: r.budget,
+    "promote": lambda r: r.promote,
+    "admin": lambda r: r.admin is not None,
+    "attributes": lambda r: r.attributes,
+}
+
+_SAMPLE_MEMORY: dict[str, Any] = {
+    "id": "m",
+    "content": "c",
+    "kind": "semantic",
+    "status": "active",
+    "tags": ["t"],
+    "source_kind": "user",
+    "source_name": "n",
+    "source": "user:n",
+    "confidence": 1.0,
+    "trust": 1.0,
+    "value": 0.5,
+    "created_at": 1.0,
+    "recorded_at": 1.0,
+    "valid_from": 1.0,
+    "valid_to": 2.0,
+    "expires_at": 2.0,
+    "last_used_at": 1.0,
+    "age": 1.0,
+    "expired": False,
+    "slot": "s",
+    "version": 1,
+    "supersedes": "p",
+    "use_count": 0,
+    "metadata": {},
+    "derived_from": ["p"],
+    "user_id": "u",
+    "agent_id": "a",
+    "session_id": "s",
+    "suspect": False,
+    "invalid_premises": [],
+}
+_SAMPLE_REQUEST: dict[str, Any] = {
+    "operation": "read",
+    "purpose": "decision",
+    "user_id": "u",
+    "agent_id": "a",
+    "session_id": "s",
+    "source_kind": "user",
+    "source_name": "n",
+    "source": "user:n",
+    "query": "q",
+    "budget": 1.0,
+    "promote": False,
+    "admin": False,
+    "attributes": {},
+}
+assert set(_SAMPLE_MEMORY) == set(MEMORY_FIELDS) and set(_SAMPLE_REQUEST) == set(REQUEST_FIELDS)
+
+_REF_RE = re.compile(r"(?<![\w.])(memory|new|request)\s*\.\s*([A-Za-z_]\w*)")
+_MACRO_VAR_RE = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,")
+_STRING_RE = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"", re.S)
+_VARIABLES = frozenset({"memory", "new", "request", "now"})
+
+
+@functools.lru_cache(maxsize=1024)
+def _compile_cel(source: str) -> Any:
+    return cel.compile(source)
+
+
+def check_cel(source: str) -> Any:
+    """Compile a CEL condition and check what it references; return the program.
+
+    Checks: syntax; top-level variables are ``memory``, ``new``, ``request``, ``now`` (or comprehension
+    variables); every ``memory.x`` / ``new.x`` / ``request.x`` is a known field; a dry run on sample values
+    evaluates to a bool without a type error.
+
+    Raises:
+        ValueError: with a message naming the problem (wrapped into ``PolicyLoadError`` by callers).
+    """
+    try:
+        program = _compile_cel(source)
+    except Exception as exc:  # the binding raises ValueError for parse errors
+        msg = f"invalid CEL expression: {str(exc).splitlines()[0]}"
+        raise ValueError(msg) from None
+    code = _STRING_RE.sub('""', source)
+    macro_vars = set(_MACRO_VAR_RE.findall(code))
+    unknown_vars = set(program.variables()) - _VARIABLES - macro_vars
+    if unknown_vars:
+        msg = f"unknown variable(s) {sorted(unknown_vars)}; use memory, new, request or now"
+        raise ValueError(msg)
+    for var, name in _REF_RE.findall(code):
+        known = REQUEST_FIELDS if var == "request" else MEMORY_FIELDS
+        if name not in known:
+            msg = f"unknown field {var}.{name}; known {var} fields: {', '.join(sorted(known))}"
+            raise ValueError(msg)
+    try:
+        result = program.execute(
+            {"memory": _SAMPLE_MEMORY, "new": _SAMPLE_MEMORY, "request": _SAMPLE_REQUEST, "now": 2.0}
+        )
+    except (KeyError, IndexError):
+        return program  # e.g. memory.metadata.price on the empty sample metadata: fine at load time
+    except Exception as exc:
+        msg = f"CEL type error: {str(exc).splitlines()[0]}"
+        raise ValueError(msg) from None
+    if not isinstance(result, bool):
+        msg = f"condition must evaluate to a bool, got {type(result).__name__} ({result!r})"
+        raise ValueError(msg)
+    return program
+
+
+@dataclass(frozen=True)
+class CompiledCondition:
+    """A condition ready to run: a CEL program, a Python callable or nothing (always true).
+
+    Attributes:
+        kind: ``"always"``, ``"cel"``, ``"callable"`` or ``"batch"``.
+        source: The CEL source, or the callable's qualified name.
+        program: The compiled CEL program (``kind == "cel"``).
+        func: The callable (``callable`` / ``batch``).
+        memory_fields: ``memory.*`` fields a CEL condition reads.
+        new_fields: ``new.*`` fields a CEL condition reads.
+        request_fields: ``request.*`` fields a CEL condition reads.
+        inputs: Field paths recorded in decisions, e.g. ``("memory.confidence",)``.
+    """
+
+    kind: str
+    source: str | None = None
+    program: Any = None
+    func: Callable[..., Any] | None = None
+    memory_fields: frozenset[str] = frozenset()
+    new_fields: frozenset[str] = frozenset()
+    request_fields: frozenset[str] = frozenset()
+    inputs: tuple[str, ...] = ()
+
+
+def compile_condition(condition: Any, *, batch: bool = False, inputs: Sequence[str] = ()) -> CompiledCondition:
+    """Compile a policy condition once.
+
+    Args:
+        condition: CEL source, a callable or None.
+        batch: The callable takes ``(memories, ctx)`` and returns one bool per memory.
+        inputs: Field paths to record in decisions; inferred from CEL sources when empty.
+
+    Raises:
+        ValueError: invalid CEL (see :func:`check_cel`).
+    """
+    if condition is None:
+        return CompiledCondition(kind="always", inputs=tuple(inputs))
+    if callable(condition):
+        name = getattr(condition, "__qualname__", None) or type(condition).__name__
+        return CompiledCondition(
+            kind="batch" if batch else "callable", source=name, func=condition, inputs=tuple(inputs)
+        )
+    program = check_cel(condition)
+    refs = _REF_RE.findall(_STRING_RE.sub('""', condition))
+    mem = frozenset(n for v, n in refs if v == "memory")
+    new = frozenset(n for v, n in refs if v == "new")
+    req = frozenset(n for v, n in refs if v == "request")
+    inferred = tuple(dict.fromkeys(f"{v}.{n}" for v, n in refs))
+    return CompiledCondition(
+        kind="cel",
+        source=condition,
+        program=program,
+        memory_fields=mem,
+        new_fields=new,
+        request_fields=req,
+        inputs=tuple(inputs) or inferred,
+    )
+
+
+@dataclass
+class PolicyContext:
+    """What a condition sees besides the memory: the request, the time and lineage lookups.
+
+    Python callable conditions receive it as their second argument.
+
+    Attributes:
+        request: The :class:`PolicyRequest`.
+        operation: The operation being decided.
+        now: Evaluation time (UTC).
+        new: The incoming memory of a write or update, else None.
+        premise_status: Optional lookup ``ids -> {id: Status}`` used for ``suspect`` / ``invalid_premises``.
+    """
+
+    request: PolicyRequest
+    operation: Operation
+    now: datetime
+    new: Memory | None = None
+    premise_status: Callable[[Sequence[str]], Mapping[str, Status]] | None = None
+    now_epoch: float = field(init=False)
+    _statuses: dict[str, Status] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.now_epoch = self.now.timestamp()
+
+    def prefetch(self, memories: Sequence[Memory]) -> None:
+        """Look up the statuses of all premises of ``memories`` in one call (if a lookup was given)."""
+        if self.premise_status is None:
+            return
+        wanted = {p for m in memories for p in m.lineage.derived_from if p not in self._statuses}
+        if wanted:
+            found = self.premise_status(sorted(wanted))
+            self._statuses.update({k: Status(v) for k, v in found.items()})
+
+    def invalid_premises(self, memory: Memory) -> tuple[str, ...]:
+        """Ids of direct premises that are superseded, retracted, expired or erased."""
+        if not memory.lineage.derived_from or self.premise_status is None:
+            return ()
+        missing = [p for p in memory.lineage.derived_from if p not in self._statuses]
+        if missing:
+            self.prefetch([memory])
+        return tuple(p for p in memory.lineage.derived_from if self._statuses.get(p) in INVALIDATING_STATUSES)
+
+    def is_suspect(self, memory: Memory) -> bool:
+        """``suspect`` status, or an invalid direct premise (when a lookup is available)."""
+        return memory.status is Status.SUSPECT or bool(self.invalid_premises(memory))
+
+
+def memory_fields(memory: Memory, ctx: PolicyContext, names: frozenset[str] | Sequence[str]) -> dict[str, Any]:
+    """Extract the named ``memory.*`` fields of ``memory`` as CEL-ready values."""
+    return {name: MEMORY_FIELDS[name](memory, ctx) for name in names}
+
+
+def request_fields(request: PolicyRequest, names: frozenset[str] | Sequence[str]) -> dict[str, Any]:
+    """Extract the named ``request.*`` fields as CEL-ready values."""
+    return {name: REQUEST_FIELDS[name](request) for name in names}

@@ -1,0 +1,259 @@
+"""Hybrid retrieval (vector + lexical legs, fusion, re-ranking, policy hook) and the trace returned by ``recall``.
+
+Pipeline (``hybrid_recall``): both legs query with the scope/status filter inside the query; the candidates are
+fused (reciprocal rank fusion by default), re-ranked by effective value and recency, passed through the read-policy
+hook *before* the top-k cut (so ``k`` results come back whenever ``k`` eligible memories exist), re-checked against
+the scope by a final guard, and returned with their score parts. Fusion choice and defaults are justified by the
+LoCoMo dev figures in ``benchmarks/bench_locomo.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memlineage.errors import ConfigurationError
+from memlineage.models import Memory
+
+__all__ = [
+    "CandidateFilter",
+    "Exclusion",
+    "Fused",
+    "RecallHit",
+    "RecallResult",
+    "RetrievalConfig",
+    "Trace",
+    "fuse",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    """One recalled memory.
+
+    Attributes:
+        memory: The memory version served.
+        score: Final score in [0, 1], higher = more relevant.
+        scores: Score parts (``vector``, ``lexical``, ``value``, ``recency``, ``final``), each in [0, 1].
+        lineage: Short lineage summary, e.g. ``tool:flight_api ← 2 premises, trust 0.80``.
+        flags: Warnings attached by policies, e.g. ``("suspect",)`` or ``("stale",)``.
+        decisions: Policy decisions that touched this memory.
+    """
+
+    memory: Memory
+    score: float
+    scores: dict[str, float] = field(default_factory=dict)
+    lineage: str = ""
+    flags: tuple[str, ...] = ()
+    decisions: tuple[Any, ...] = ()
+
+    @property
+    def id(self) -> str:
+        """The memory id."""
+        return self.memory.id
+
+    @property
+    def content(self) -> str:
+        """The memory content."""
+        return self.memory.content
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A candidate withheld from the result and why (policy id ``None`` for built-in guards)."""
+
+    memory_id: str
+    reason: str
+    policy_id: str | None = None
+    stage: str = "filter"
+
+
+@dataclass
+class Trace:
+    """Why a recall returned what it did.
+
+    Attributes:
+        query: The query text.
+        k: Requested number of results.
+        candidates: Number of candidates considered before filtering.
+        excluded: Withheld candidates with reasons.
+        legs: Candidate count per retrieval leg (``vector``, ``lexical``).
+        timings_ms: Wall time per stage, in milliseconds.
+        decisions: Every policy decision taken during the read.
+    """
+
+    query: str
+    k: int
+    candidates: int = 0
+    excluded: list[Exclusion] = field(default_factory=list)
+    legs: dict[str, int] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    decisions: list[Any] = field(default_factory=list)
+
+    def reasons(self) -> dict[str, str]:
+        """``{memory_id: reason}`` for every excluded candidate."""
+        return {e.memory_id: e.reason for e in self.excluded}
+
+
+@dataclass
+class RecallResult:
+    """Ranked hits (best first) plus the trace. Iterable over :class:`RecallHit`."""
+
+    hits: list[RecallHit]
+    trace: Trace
+
+    def __iter__(self) -> Iterator[RecallHit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, i: int) -> RecallHit:
+        return self.hits[i]
+
+    @property
+    def memories(self) -> list[Memory]:
+        """The memories, best first."""
+        return [h.memory for h in self.hits]
+
+    @property
+    def ids(self) -> list[str]:
+        """The memory ids, best first."""
+        return [h.memory.id for h in self.hits]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Hybrid retrieval: candidate generation (vector + lexical legs), fusion, re-ranking, policy hook, trace.
+# ------------------------------------------------------------------------------------------------------------------
+
+CandidateFilter = Callable[[Memory], "str | None"]
+"""Read-policy hook applied to every candidate *before* the top-k cut.
+
+Called with the candidate memory; returns ``None`` to keep it or a short reason (e.g. ``"policy trust-floor: reasoning
+below 0.7"``) to withhold it. The policy engine plugs in here; a hook may also return a ``(reason, policy_id)``
+tuple so the trace can name the policy.
+"""
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Knobs of hybrid retrieval. Defaults were tuned on the LoCoMo dev conversations (benchmarks/bench_locomo.py).
+
+    Attributes:
+        fusion: ``"rrf"`` (reciprocal rank fusion, default) or ``"weighted"`` (min-max normalised score sum).
+        rrf_k: RRF rank constant, > 0; larger flattens the rank curve. Default 60.
+        vector_weight: Weight of the vector leg in fusion, >= 0. Default 1.0.
+        lexical_weight: Weight of the lexical leg in fusion, >= 0. Default 1.0.
+        candidates: Candidates fetched per leg, >= 1 (at least ``4 * k`` are fetched). Default 100.
+        value_weight: Share of the final score given to effective value, in [0, 1]. Default 0.05.
+        recency_weight: Share of the final score given to recency, in [0, 1]. Default 0.0 for episodic recall.
+        recency_half_life_s: Recency half-life, in seconds (> 0); default 30 days.
+        contiguity: Share of a neighbour's relevance (same session, adjacent in time) added to a candidate, in
+            [0, 1]. Models the temporal-contiguity effect of episodic memory. Default 0.
+    """
+
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    vector_weight: float = 1.0
+    lexical_weight: float = 1.0
+    candidates: int = 100
+    value_weight: float = 0.05
+    recency_weight: float = 0.0
+    recency_half_life_s: float = 30 * 86_400.0
+    contiguity: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.fusion not in ("rrf", "weighted"):
+            msg = f"fusion must be 'rrf' or 'weighted', got {self.fusion!r}"
+            raise ConfigurationError(msg)
+        if self.rrf_k <= 0 or self.candidates < 1 or self.recency_half_life_s <= 0:
+            msg = "rrf_k, candidates and recency_half_life_s must be positive"
+            raise ConfigurationError(msg)
+        for name in ("value_weight", "recency_weight", "contiguity"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                msg = f"{name} must be in [0, 1], got {getattr(self, name)}"
+                raise ConfigurationError(msg)
+        if self.value_weight + self.recency_weight > 1.0:
+            msg = "value_weight + recency_weight must be <= 1 (the rest is relevance)"
+            raise ConfigurationError(msg)
+        if self.vector_weight < 0 or self.lexical_weight < 0 or self.vector_weight + self.lexical_weight == 0:
+            msg = "leg weights must be >= 0 and not both 0"
+            raise ConfigurationError(msg)
+
+
+@dataclass
+class Fused:
+    """A fused candidate and its score parts (all in [0, 1], higher = better, except the raw leg scores).
+
+    Attributes:
+        id: Memory id.
+        vector: Cosine similarity mapped to [0, 1] (``(1 + cos) / 2``); 0 if the vector leg missed it.
+        vector_rank: 1-based rank in the vector leg, 0 if absent.
+        lexical: Lexical score normalised by the leg's best score, in [0, 1]; 0 if absent.
+        lexical_raw: Raw BM25 score, >= 0.
+        lexical_rank: 1-based rank in the lexical leg, 0 if absent.
+        relevance: Fused relevance in [0, 1].
+    """
+
+    id: str
+    vector: float = 0.0
+    vector_rank: int = 0
+    lexical: float = 0.0
+    lexical_raw: float = 0.0
+    lexical_rank: int = 0
+    relevance: float = 0.0
+
+
+def fuse(
+    vector_hits: Sequence[Any], lexical_hits: Sequence[Any], config: RetrievalConfig | None = None
+) -> list[Fused]:
+    """Fuse the two legs into one list ordered by relevance (highest first, ties by id: deterministic).
+
+    Args:
+        vector_hits: ``IndexHit``-like objects (``.id``, ``.similarity`` in [-1, 1]), best first.
+        lexical_hits: ``LexicalHit``-like objects (``.id``, ``.score`` >= 0), best first.
+        config: Fusion settings; default :class:`RetrievalConfig`.
+
+    Returns:
+        Fused candidates with ``relevance`` in [0, 1] (1 = ranked first by every leg with weight).
+
+    Example:
+        >>> from types import SimpleNamespace as H
+        >>> [f.id for f in fuse([H(id="a", similarity=0.9)], [H(id="b", score=3.0), H(id="a", score=1.0)])]
+        ['a', 'b']
+    """
+    cfg = config or RetrievalConfig()
+    by_id: dict[str, Fused] = {}
+    for rank, h in enumerate(vector_hits, start=1):
+        f = by_id.setdefault(h.id, Fused(h.id))
+        if f.vector_rank == 0:
+            f.vector_rank, f.vector = rank, max(0.0, min(1.0, (1.0 + float(h.similarity)) / 2.0))
+    best_lex = max((float(h.score) for h in lexical_hits), default=0.0)
+    for rank, h in enumerate(lexical_hits, start=1):
+        f = by_id.setdefault(h.id, Fused(h.id))
+        if f.lexical_rank == 0:
+            f.lexical_rank, f.lexical_raw = rank, float(h.score)
+            f.lexical = float(h.score) / best_lex if best_lex > 0 else 0.0
+    wv, wl = cfg.vector_weight, cfg.lexical_weight
+    if cfg.fusion == "rrf":
+        top = (wv + wl) / (cfg.rrf_k + 1)
+        for f in by_id.values():
+            s = (wv / (cfg.rrf_k + f.vector_rank) if f.vector_rank else 0.0) + (
+                wl / (cfg.rrf_k + f.lexical_rank) if f.lexical_rank else 0.0
+            )
+            f.relevance = s / top
+    else:
+        sims = [f.vector for f in by_id.values() if f.vector_rank]
+        lo, hi = (min(sims), max(sims)) if sims else (0.0, 1.0)
+        span = (hi - lo) or 1.0
+        for f in by_id.values():
+            v = (f.vector - lo) / span if f.vector_rank else 0.0
+            f.relevance = (wv * v + wl * f.lexical) / (wv + wl)
+    return sorted(by_id.values(), key=lambda f: (-f.relevance, f.id))

@@ -1,0 +1,633 @@
+"""Token-budgeted working memory: the window of chat history that reaches the model.
+
+The window is a *read-time view* over a chat history. Nothing is deleted from the history when the window is
+built; messages that no longer fit are handed (once) to an ``on_evict`` callback, which is where the write gate
+(value model, ``MemoryManager.remember``) decides what is worth keeping. Because trimming happens at read time, a
+history backend that returns copies on every read still gets a window within budget.
+
+Rules the window keeps (checked after every build):
+
+* The leading system message and the current user turn (the last ``user`` message) are pinned: they are always in
+  the window and are accounted outside the history budget. A history budget of 0 returns only the pinned items.
+* An assistant message with tool calls and all of its tool results are kept or dropped together (parallel calls
+  included), and the history part of the window never begins with a tool result.
+* The history part is the longest run of most-recent message groups that fits the budget (contiguous: an old
+  group never comes back after a newer one was dropped).
+
+Token counts come from tiktoken. The encoding files for ``cl100k_base`` and ``o200k_base`` ship inside this
+package (``memlineage/_static/tiktoken_cache``) and are verified by sha256 before tiktoken reads them; nothing is
+ever downloaded. Special-token strings such as ``<|endoftext|>`` inside text are counted as ordinary text.
+
+Example:
+    >>> wm = WorkingMemory(max_tokens=200)
+    >>> wm.add(ChatMessage(role="system", content="You are terse."))
+    >>> wm.add(ChatMessage(role="user", content="Hello"))
+    >>> [m.role for m in wm.window().messages]
+    ['system', 'user']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlineage.errors import ConfigurationError, InvalidInputError, MemLineageError
+from memlineage.models import new_id
+
+if TYPE_CHECKING:
+    import tiktoken
+
+__all__ = [
+    "ChatMessage",
+    "HistoryBackend",
+    "Rendered",
+    "ToolCall",
+    "Window",
+    "WorkingMemory",
+    "count_tokens",
+    "get_encoding",
+]
+
+logger = logging.getLogger(__name__)
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+DEFAULT_ENCODING = "o200k_base"
+"""Default tiktoken encoding (GPT-4o / o-series family)."""
+
+_CACHE_DIR = Path(__file__).parent / "_static" / "tiktoken_cache"
+
+# encoding name -> (cache file name = sha1 of tiktoken's source URL, expected sha256 of the file)
+_SHIPPED_ENCODINGS: dict[str, tuple[str, str]] = {
+    "cl100k_base": (
+        "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+    "o200k_base": (
+        "fb374d419588a4632f3f557e76b4b70aebbca790",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}
+
+_ENCODING_LOCK = threading.Lock()
+_ENCODINGS: dict[str, tiktoken.Encoding] = {}
+
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+    """Return a tiktoken encoding loaded from the files shipped with MemLineage (never from the network).
+
+    The file's sha256 is checked, then ``TIKTOKEN_CACHE_DIR`` is pointed at the shipped directory for the
+    duration of the load only (under a lock) and restored afterwards. Loaded encodings are cached per process.
+
+    Args:
+        name: ``"cl100k_base"`` or ``"o200k_base"`` (default).
+
+    Returns:
+        The ``tiktoken.Encoding``.
+
+    Raises:
+        ConfigurationError: ``name`` is not a shipped encoding, or a shipped file is missing or corrupt (the
+            message says how to repair the installation).
+    """
+    enc = _ENCODINGS.get(name)
+    if enc is not None:
+        return enc
+    if name not in _SHIPPED_ENCODINGS:
+        msg = f"unknown encoding {name!r}; MemLineage ships {sorted(_SHIPPED_ENCODINGS)} for offline counting"
+        raise ConfigurationError(msg)
+    with _ENCODING_LOCK:
+        enc = _ENCODINGS.get(name)
+        if enc is not None:
+            return enc
+        file_name, sha256 = _SHIPPED_ENCODINGS[name]
+        path = _CACHE_DIR / file_name
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            msg = f"tiktoken file for {name} is missing at {path}; reinstall memlineage (pip install --force-reinstall)"
+            raise ConfigurationError(msg) from exc
+        if hashlib.sha256(data).hexdigest() != sha256:
+            msg = f"tiktoken file for {name} at {path} fails its sha256 check; reinstall memlineage"
+            raise ConfigurationError(msg)
+        import tiktoken  # lazy: keeps `import memlineage` fast
+
+        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(_CACHE_DIR)
+        try:
+            enc = tiktoken.get_encoding(name)
+        finally:
+            if previous is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        _ENCODINGS[name] = enc
+        logger.debug("loaded tiktoken encoding %s from %s", name, _CACHE_DIR)
+        return enc
+
+
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Count the tokens of ``text``; special-token strings (``<|endoftext|>``) count as plain text.
+
+    Args:
+        text: Any text (CJK included).
+        encoding: Shipped encoding name (see :func:`get_encoding`).
+
+    Returns:
+        Number of tokens, >= 0.
+    """
+    if not text:
+        return 0
+    return len(get_encoding(encoding).encode_ordinary(text))
+
+
+class ToolCall(BaseModel):
+    """One tool call requested by an assistant message (OpenAI ``tool_calls`` item)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(description="Tool-call id; tool results refer to it by ``tool_call_id``.")
+    name: str = Field(description="Tool (function) name.")
+    arguments: str = Field(default="{}", description="Arguments as a JSON string, as sent to the model.")
+
+
+class ChatMessage(BaseModel):
+    """One chat message: role, text, tool calls or a tool result, optional reasoning text.
+
+    Immutable; the window shares instances and hands out new lists (copy-on-read).
+
+    Example:
+        >>> call = ToolCall(id="c1", name="weather", arguments='{"city": "Paris"}')
+        >>> ChatMessage(role="assistant", tool_calls=(call,)).tool_calls[0].name
+        'weather'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role = Field(description="'system', 'user', 'assistant' or 'tool'.")
+    content: str = Field(default="", description="Message text (for 'tool': the tool result).")
+    tool_calls: tuple[ToolCall, ...] = Field(default=(), description="Tool calls of an assistant message.")
+    tool_call_id: str | None = Field(default=None, description="For role 'tool': the call this result answers.")
+    name: str | None = Field(default=None, description="Optional participant or tool name.")
+    reasoning: str | None = Field(default=None, description="Reasoning text sent back to the model, if any.")
+    id: str = Field(default_factory=new_id, description="Message id, stable across copies; str(uuid4()) default.")
+
+    @classmethod
+    def from_openai(cls, data: Mapping[str, Any]) -> ChatMessage:
+        """Build a message from an OpenAI-style chat dict (``tool_calls[].function.{name,arguments}``).
+
+        Raises:
+            InvalidInputError: the dict is not a valid chat message.
+        """
+        try:
+            calls = tuple(
+                ToolCall(
+                    id=str(c["id"]),
+                    name=str(c.get("function", c).get("name", "")),
+                    arguments=str(c.get("function", c).get("arguments", "{}")),
+                )
+                for c in data.get("tool_calls") or ()
+            )
+            content = data.get("content") or ""
+            if not isinstance(content, str):  # list of content parts: keep the text parts
+                content = "".join(p.get("text", "") for p in content if isinstance(p, Mapping))
+            kwargs: dict[str, Any] = {
+                "role": data["role"],
+                "content": content,
+                "tool_calls": calls,
+                "tool_call_id": data.get("tool_call_id"),
+                "name": data.get("name"),
+                "reasoning": data.get("reasoning") or data.get("reasoning_content"),
+            }
+            if data.get("id"):
+                kwargs["id"] = str(data["id"])
+            return cls(**kwargs)
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            msg = f"not a valid chat message: {data!r} ({exc}); expected keys role, content, tool_calls..."
+            raise InvalidInputError(msg) from exc
+
+    def to_openai(self) -> dict[str, Any]:
+        """Return the OpenAI-style chat dict for this message (``id`` and ``reasoning`` omitted)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+
+@runtime_checkable
+class HistoryBackend(Protocol):
+    """Where the full chat history lives; ``messages()`` may return fresh copies on every call."""
+
+    def messages(self) -> Sequence[ChatMessage]:
+        """Return the whole history, oldest first."""
+        ...
+
+
+@dataclass(frozen=True)
+class Window:
+    """A built window: what reaches the model, in chronological order.
+
+    Attributes:
+        messages: Pinned system message, kept history, current user turn (and what follows it), oldest first.
+        tokens: Tokens of ``messages`` including per-message overhead, >= 0.
+        pinned_tokens: Tokens of the pinned part (system message + current user turn), >= 0.
+        history_tokens: Tokens of the non-pinned part; <= the history budget.
+        budget: History budget used for this build, in tokens.
+        evicted: Messages outside the window (all of them, not only the newly evicted ones), oldest first.
+    """
+
+    messages: tuple[ChatMessage, ...]
+    tokens: int
+    pinned_tokens: int
+    history_tokens: int
+    budget: int
+    evicted: tuple[ChatMessage, ...] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What :meth:`WorkingMemory.render` assembled within the model context.
+
+    Attributes:
+        messages: Final message list, oldest first: system (with the memory block), history, current user turn.
+        tokens: Total tokens of ``messages`` including overheads; <= ``context_tokens``.
+        context_tokens: Total context available for the prompt, in tokens.
+        memories_used: How many of the recalled memories fitted (they are dropped from the end, lowest rank first).
+        window: The history window that was used.
+    """
+
+    messages: tuple[ChatMessage, ...]
+    tokens: int
+    context_tokens: int
+    memories_used: int
+    window: Window
+
+
+class _ListHistory:
+    """Default in-process history: an append-only list."""
+
+    def __init__(self) -> None:
+        self.items: list[ChatMessage] = []
+
+    def messages(self) -> Sequence[ChatMessage]:
+        return self.items
+
+
+class WorkingMemory:
+    """Token-budgeted window over a chat history.
+
+    Setup:
+        Nothing to install; tiktoken files ship with MemLineage.
+
+    Instantiate:
+        ``WorkingMemory(context_window=128_000)`` gives the history 40 % of the context (``window_share``);
+        ``WorkingMemory(max_tokens=2_000)`` sets the history budget directly. Pass ``on_evict`` to hand
+        messages that fall out of the window to the write gate, and ``history`` to read from an external store.
+
+    Use:
+        ``add()`` / ``extend()`` messages, then ``window()`` for the trimmed history or ``render(memories=...)``
+        for the full prompt within the context.
+
+    Args:
+        max_tokens: History budget in tokens (>= 0); default ``floor(context_window * window_share)``.
+        encoding: Shipped tiktoken encoding, ``"o200k_base"`` (default) or ``"cl100k_base"``.
+        context_window: Model context available for the prompt, in tokens (> 0); default 128,000.
+        window_share: Share of ``context_window`` for the history, in [0, 1]; default 0.4.
+        on_evict: Called with the messages that newly fell out of the window (oldest first), each message at most
+            once after the call returns normally. If it raises, the error propagates and the same messages are
+            offered again on the next build, so nothing vanishes silently.
+        history: Optional backend holding the history; when given, ``add``/``extend`` are not available and the
+            window is computed from ``history.messages()`` on every build.
+        message_overhead: Tokens added per message for role and separators; default 3 (OpenAI chat format).
+        tool_call_overhead: Tokens added per tool call for the call wrapper; default 3.
+
+    Raises:
+        ConfigurationError: invalid budget, share, context or encoding.
+
+    Example:
+        >>> evicted = []
+        >>> wm = WorkingMemory(max_tokens=12, on_evict=evicted.extend)
+        >>> wm.extend([ChatMessage(role="user", content="first question about Paris"),
+        ...            ChatMessage(role="assistant", content="an answer about Paris"),
+        ...            ChatMessage(role="user", content="second question")])
+        >>> [m.content for m in wm.window().messages]
+        ['an answer about Paris', 'second question']
+        >>> [m.content for m in evicted]
+        ['first question about Paris']
+    """
+
+    def __init__(
+        self,
+        max_tokens: int | None = None,
+        *,
+        encoding: str = DEFAULT_ENCODING,
+        context_window: int = 128_000,
+        window_share: float = 0.4,
+        on_evict: Callable[[list[ChatMessage]], Any] | None = None,
+        history: HistoryBackend | None = None,
+        message_overhead: int = 3,
+        tool_call_overhead: int = 3,
+    ) -> None:
+        if context_window <= 0:
+            msg = f"context_window must be > 0 tokens, got {context_window}"
+            raise ConfigurationError(msg)
+        if not 0.0 <= window_share <= 1.0:
+            msg = f"window_share must be in [0, 1], got {window_share}"
+            raise ConfigurationError(msg)
+        if max_tokens is not None and max_tokens < 0:
+            msg = f"max_tokens must be >= 0, got {max_tokens}"
+            raise ConfigurationError(msg)
+        if message_overhead < 0 or tool_call_overhead < 0:
+            msg = "message_overhead and tool_call_overhead must be >= 0"
+            raise ConfigurationError(msg)
+        self._encoding_name = encoding
+        self._encoding = get_encoding(encoding)
+        self.context_window = context_window
+        self.window_share = window_share
+        self.max_tokens = max_tokens if max_tokens is not None else int(context_window * window_share)
+        self.on_evict = on_evict
+        self.message_overhead = message_overhead
+        self.tool_call_overhead = tool_call_overhead
+        self._own = history is None
+        self._history: HistoryBackend = _ListHistory() if history is None else history
+        self._counts: dict[tuple[Any, ...], int] = {}
+        self._reported: set[str] = set()
+        self._lock = threading.RLock()
+
+    # -- history -----------------------------------------------------------------------------------------------
+
+    def add(self, message: ChatMessage | Mapping[str, Any]) -> None:
+        """Append one message (a :class:`ChatMessage` or an OpenAI-style dict) and cache its token count.
+
+        Raises:
+            ConfigurationError: the history lives in an external backend (append there instead).
+            InvalidInputError: the dict is not a valid chat message.
+        """
+        self.extend((message,))
+
+    def extend(self, messages: Iterable[ChatMessage | Mapping[str, Any]]) -> None:
+        """Append messages in order; see :meth:`add`."""
+        if not self._own:
+            msg = "this WorkingMemory reads an external history backend; append to the backend instead"
+            raise ConfigurationError(msg)
+        items = [m if isinstance(m, ChatMessage) else ChatMessage.from_openai(m) for m in messages]
+        with self._lock:
+            for m in items:
+                self.tokens_of(m)
+            self._history.items.extend(items)  # type: ignore[attr-defined]
+
+    def messages(self) -> list[ChatMessage]:
+        """Return the full history (a new list; messages are immutable), oldest first."""
+        return list(self._history.messages())
+
+    def clear(self) -> None:
+        """Forget the in-process history and the eviction bookkeeping (caches of token counts are kept)."""
+        with self._lock:
+            if self._own:
+                self._history.items.clear()  # type: ignore[attr-defined]
+            self._reported.clear()
+
+    # -- counting ----------------------------------------------------------------------------------------------
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` with this window's encoding (special tokens counted as text), >= 0."""
+        return len(self._encoding.encode_ordinary(text)) if text else 0
+
+    def tokens_of(self, message: ChatMessage) -> int:
+        """Tokens one message costs in the prompt: text, reasoning, tool names, JSON arguments and overheads.
+
+        Counts are cached by message id and content, so copies of the same message are counted once.
+        """
+        key = (message.id, message.content, message.reasoning, message.tool_calls, message.name)
+        n = self._counts.get(key)
+        if n is None:
+            n = self.message_overhead + self.count(message.content)
+            if message.reasoning:
+                n += self.count(message.reasoning)
+            if message.name:
+                n += 1 + self.count(message.name)
+            for call in message.tool_calls:
+                n += self.tool_call_overhead + self.count(call.name) + self.count(call.arguments)
+            self._counts[key] = n
+        return n
+
+    # -- building ----------------------------------------------------------------------------------------------
+
+    def window(self, budget: int | None = None) -> Window:
+        """Build the window for a history budget and hand newly evicted messages to ``on_evict``.
+
+        Args:
+            budget: History budget in tokens (>= 0); default ``max_tokens``. Pinned items do not count against it.
+
+        Returns:
+            The :class:`Window`.
+
+        Raises:
+            InvalidInputError: ``budget`` is negative.
+        """
+        budget = self.max_tokens if budget is None else budget
+        if budget < 0:
+            msg = f"budget must be >= 0 tokens, got {budget}"
+            raise InvalidInputError(msg)
+        with self._lock:
+            history = list(self._history.messages())
+            win = self._build(history, budget)
+            _check_window(win.messages, history)
+            self._report(win.evicted)
+            return win
+
+    def _build(self, history: list[ChatMessage], budget: int) -> Window:
+        n = len(history)
+        tokens = [self.tokens_of(m) for m in history]
+        start = 1 if n and history[0].role == "system" else 0
+        user_idx = -1
+        for i in range(n - 1, start - 1, -1):
+            if history[i].role == "user":
+                user_idx = i
+                break
+        # Groups: each non-tool message starts one; a tool result joins the group of the assistant message that
+        # called it (merging every group in between, so a call and its results stay together); a tool result
+        # with no earlier call is an orphan and never enters the window.
+        group_start: list[int] = []  # first message index of each group
+        group_of_call: dict[str, int] = {}
+        orphans: set[int] = set()
+        member_group = [0] * n
+        for i in range(start, n):
+            m = history[i]
+            if m.role == "tool":
+                g = group_of_call.get(m.tool_call_id or "", -1)
+                if g < 0 or not group_start:
+                    orphans.add(i)
+                    member_group[i] = -1
+                    continue
+                if g < len(group_start) - 1:  # merge groups g+1.. into g
+                    del group_start[g + 1 :]
+                    for j in range(group_start[g], i):
+                        if member_group[j] >= 0:
+                            member_group[j] = g
+                    for cid, cg in group_of_call.items():
+                        if cg > g:
+                            group_of_call[cid] = g
+                member_group[i] = g
+            else:
+                group_start.append(i)
+                g = len(group_start) - 1
+                member_group[i] = g
+                for call in m.tool_calls:
+                    group_of_call[call.id] = g
+        ng = len(group_start)
+        group_tokens = [0] * ng
+        for i in range(start, n):
+            g = member_group[i]
+            if g >= 0:
+                group_tokens[g] += tokens[i]
+        pinned_group = member_group[user_idx] if user_idx >= 0 else -1
+        keep = [False] * ng
+        used = 0
+        for g in range(ng - 1, -1, -1):
+            if g == pinned_group:
+                keep[g] = True
+                continue
+            if used + group_tokens[g] > budget:
+                break
+            used += group_tokens[g]
+            keep[g] = True
+        if pinned_group >= 0:
+            # keep a pinned group that is not the user message alone (rare: a tool call spanning the user turn)
+            keep[pinned_group] = True
+        kept: list[ChatMessage] = []
+        evicted: list[ChatMessage] = []
+        pinned_tokens = 0
+        if start:
+            kept.append(history[0])
+            pinned_tokens += tokens[0]
+        for i in range(start, n):
+            g = member_group[i]
+            if g >= 0 and keep[g]:
+                kept.append(history[i])
+                if g == pinned_group:
+                    pinned_tokens += tokens[i]
+            else:
+                evicted.append(history[i])
+        return Window(
+            messages=tuple(kept),
+            tokens=pinned_tokens + used,
+            pinned_tokens=pinned_tokens,
+            history_tokens=used,
+            budget=budget,
+            evicted=tuple(evicted),
+        )
+
+    def _report(self, evicted: Sequence[ChatMessage]) -> None:
+        if self.on_evict is None:
+            return
+        fresh = [m for m in evicted if m.id not in self._reported]
+        if not fresh:
+            return
+        self.on_evict(fresh)  # may raise: then nothing is marked, and the messages are offered again
+        self._reported.update(m.id for m in fresh)
+
+    # -- rendering ---------------------------------------------------------------------------------------------
+
+    def render(
+        self,
+        memories: Sequence[str] = (),
+        *,
+        system: str | None = None,
+        context_tokens: int | None = None,
+        memory_header: str = "Relevant memories:",
+    ) -> Rendered:
+        """Assemble the prompt: system message + recalled memories, history window, current user turn.
+
+        Budget split: the history gets ``min(max_tokens, context - pinned)``; the recalled memories get what is
+        left of the context after the pinned items and the history actually used. Memories are appended to the
+        system message as a bulleted block and are dropped from the end (lowest rank first) until they fit.
+
+        Args:
+            memories: Recalled memory texts, best first.
+            system: System prompt; overrides the history's leading system message if given.
+            context_tokens: Total prompt budget in tokens; default ``context_window``.
+            memory_header: First line of the memory block.
+
+        Returns:
+            The :class:`Rendered` prompt, with ``tokens <= context_tokens``.
+
+        Raises:
+            InvalidInputError: the system prompt and the current user turn alone exceed ``context_tokens``.
+        """
+        total = self.context_window if context_tokens is None else context_tokens
+        with self._lock:
+            history = list(self._history.messages())
+            if system is not None:
+                sys_msg = ChatMessage(role="system", content=system, id="memlineage-system")
+                history = [sys_msg, *(history[1:] if history and history[0].role == "system" else history)]
+            probe = self._build(history, 0)
+            if probe.pinned_tokens > total:
+                msg = (
+                    f"the system prompt and the current user turn need {probe.pinned_tokens} tokens but the context "
+                    f"allows {total}; shorten them or raise context_tokens"
+                )
+                raise InvalidInputError(msg)
+            win = self._build(history, min(self.max_tokens, total - probe.pinned_tokens))
+            _check_window(win.messages, history)
+            self._report(win.evicted)
+        room = total - win.tokens
+        base = win.messages[0] if win.messages and win.messages[0].role == "system" else None
+        base_text = base.content if base is not None else ""
+        chosen: list[str] = []
+        block = ""
+        if memories:
+            lines = [memory_header]
+            cost_base = self.count(base_text) - (0 if base is not None else self.message_overhead)
+            for text in memories:
+                candidate = "\n".join([*lines, f"- {text}"])
+                new_sys = f"{base_text}\n\n{candidate}" if base_text else candidate
+                if self.count(new_sys) - cost_base > room:
+                    break
+                lines.append(f"- {text}")
+                chosen.append(text)
+            if chosen:
+                block = "\n".join(lines)
+        msgs = list(win.messages)
+        tokens = win.tokens
+        if block:
+            new_text = f"{base_text}\n\n{block}" if base_text else block
+            new_sys = ChatMessage(role="system", content=new_text, id=base.id if base else new_id())
+            if base is not None:
+                tokens += self.tokens_of(new_sys) - self.tokens_of(base)
+                msgs[0] = new_sys
+            else:
+                tokens += self.tokens_of(new_sys)
+                msgs.insert(0, new_sys)
+        return Rendered(
+            messages=tuple(msgs), tokens=tokens, context_tokens=total, memories_used=len(chosen), window=win
+        )
+
+
+def _check_window(window: Sequence[ChatMessage], history: Sequence[ChatMessage]) -> None:
+    """Raise if a built window breaks an invariant (a bug, never bad input)."""
+    body = list(window[1:] if window and window[0].role == "system" and history and window[0] is history[0] else window)
+    if body and body[0].role == "tool":
+        msg = "internal error: the window begins with a tool result; please report this with the history"
+        raise MemLineageError(msg)
+    calls: set[str] = set()
+    for m in body:
+        for c in m.tool_calls:
+            calls.add(c.id)
+        if m.role == "tool" and m.tool_call_id not in calls:
+            msg = "internal error: a tool result is in the window without its call; please report this"
+            raise MemLineageError(msg)

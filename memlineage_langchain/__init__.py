@@ -1,0 +1,3 @@
+"""LangChain adapters for MemLineage."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""LlamaIndex adapters for MemLineage."""
+
+__all__: list[str] = []

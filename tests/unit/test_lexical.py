@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from memlineage.index._base import IndexFilter
+from memlineage.index.lexical import LexicalIndex, date_tokens, tokenize
+
+pytestmark = pytest.mark.usefixtures("socket_disabled")
+
+
+def where(user: str = "u1", **kw: object) -> IndexFilter:
+    return IndexFilter(user_id=user, statuses=kw.pop("statuses", ("active",)), **kw)  # type: ignore[arg-type]
+
+
+def meta(user: str = "u1", status: str = "active", **kw: object) -> dict[str, object]:
+    return {"user_id": user, "status": status, "kind": "episodic", "agent_id": "", "session_id": "", **kw}
+
+
+def test_tokenize_english_stemming_and_stopwords() -> None:
+    assert tokenize("The runners were running quickly") == ["runner", "were", "run", "quick"]
+
+
+def test_tokenize_nfkc_and_mixed_identifiers() -> None:
+    toks = tokenize("Ｔｉｃｋｅｔ ＡＢＣ１２３ and order-77a on gpt-4o")
+    assert "abc123" in toks  # full-width folded, kept whole
+    assert "order-77a" in toks and "77a" in toks
+    assert "gpt-4o" in toks
+
+
+def test_tokenize_cjk_bigrams() -> None:
+    toks = tokenize("量子纠缠")
+    assert {"量子", "子纠", "纠缠", "量", "缠"} <= set(toks)
+    assert "東京" in tokenize("東京タワー")
+
+
+def test_tokenize_dates() -> None:
+    for text in ("on 8 May 2023", "May 8th, 2023", "2023-05-08", "2023年5月8日"):
+        assert "@2023-05-08" in tokenize(text), text
+    assert "@2023-05" in tokenize("in May 2023")
+    assert date_tokens(datetime(2023, 5, 8, 23, 0, tzinfo=timezone.utc))[0] == "@2023-05-08"
+
+
+def test_rare_chinese_term_ranks_first() -> None:
+    idx = LexicalIndex()
+    docs = {
+        "a": "我们今天讨论了天气和晚饭的安排",
+        "b": "量子纠缠是一种奇特的物理现象",
+        "c": "今天的会议讨论了预算和安排",
+        "d": "我喜欢吃北京烤鸭，今天天气很好",
+    }
+    idx.upsert(list(docs), list(docs.values()), [meta() for _ in docs])
+    hits = idx.query("量子纠缠", 3, where())
+    assert hits[0].id == "b"
+    assert all(h.score > 0 for h in hits)
+
+
+def test_mixed_identifier_matches_whole() -> None:
+    idx = LexicalIndex()
+    idx.upsert(
+        ["x", "y", "z"],
+        ["booking ABC123 confirmed", "booking ABC124 confirmed", "abc is a code and 123 a number"],
+        [meta(), meta(), meta()],
+    )
+    assert [h.id for h in idx.query("abc123", 5, where())] == ["x"]
+
+
+def test_scope_isolation_inside_query() -> None:
+    idx = LexicalIndex()
+    idx.upsert(["a1", "b1"], ["secret project Falcon", "secret project Falcon"], [meta("alice"), meta("bob")])
+    assert [h.id for h in idx.query("falcon", 5, where("alice"))] == ["a1"]
+    assert [h.id for h in idx.query("falcon", 5, where("bob"))] == ["b1"]
+    assert idx.query("falcon", 5, where("carol")) == []
+
+
+def test_status_kind_and_agent_filters_before_cut() -> None:
+    idx = LexicalIndex()
+    idx.upsert(
+        ["old", "new", "other"],
+        ["hotel in Paris", "hotel in Paris near the river", "hotel in Paris"],
+        [meta(status="superseded"), meta(), meta(agent_id="agent-b")],
+    )
+    hits = idx.query("paris hotel", 1, where(agent_id="agent-a"))
+    assert [h.id for h in hits] == ["new"]  # k=1 still returns the one eligible doc
+    idx.update_metadata(["new"], [{"status": "retracted"}])
+    assert idx.query("paris hotel", 5, where(agent_id="agent-a")) == []
+    assert idx.delete(["new", "missing"]) == 1
+
+
+def test_event_time_is_indexed() -> None:
+    idx = LexicalIndex()
+    idx.upsert(
+        ["m1", "m2"],
+        ["went to the support group", "went to the support group"],
+        [meta(), meta()],
+        valid_from=[datetime(2023, 5, 8, tzinfo=timezone.utc), datetime(2023, 7, 1, tzinfo=timezone.utc)],
+    )
+    assert idx.query("support group on 8 May 2023", 2, where())[0].id == "m1"
+    assert idx.query("support group in July 2023", 2, where())[0].id == "m2"
+
+
+def test_lazy_loader_and_invalidation() -> None:
+    calls: list[str] = []
+
+    def loader(user: str):  # noqa: ANN202
+        calls.append(user)
+        return [(f"{user}-1", "the blue notebook", {"status": "active"})]
+
+    idx = LexicalIndex(loader=loader)
+    assert [h.id for h in idx.query("notebook", 5, where("alice"))] == ["alice-1"]
+    idx.query("notebook", 5, where("alice"))
+    assert calls == ["alice"]
+    idx.upsert(["alice-2"], ["a red notebook"], [meta("alice")])  # write invalidates the model
+    assert {h.id for h in idx.query("notebook", 5, where("alice"))} == {"alice-1", "alice-2"}
+    idx.invalidate("alice")
+    idx.query("notebook", 5, where("alice"))
+    assert calls == ["alice", "alice"]
+
+
+def test_deterministic_ties_and_empty_queries() -> None:
+    idx = LexicalIndex()
+    ids = [f"m{i:02d}" for i in range(20)]
+    idx.upsert(ids, ["same text about tea"] * 20, [meta() for _ in ids])
+    first = [h.id for h in idx.query("tea", 5, where())]
+    assert first == ids[:5]
+    assert idx.query("the of and", 5, where()) == []
+    assert idx.query("", 5, where()) == []
+    assert idx.query("tea", 0, where()) == []

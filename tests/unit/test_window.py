@@ -1,0 +1,263 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memlineage.errors import ConfigurationError, InvalidInputError
+from memlineage.window import ChatMessage, ToolCall, WorkingMemory, count_tokens, get_encoding
+
+# --------------------------------------------------------------------------------------------- strategies
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[ChatMessage]:
+    """Random chat histories: optional system message, user/assistant turns, parallel tool calls, orphans."""
+    out: list[ChatMessage] = []
+    if draw(st.booleans()):
+        out.append(ChatMessage(role="system", content=draw(st.text(max_size=40))))
+    n_steps = draw(st.integers(0, 25))
+    call_no = 0
+    pending: list[str] = []
+    for _ in range(n_steps):
+        kind = draw(st.sampled_from(["user", "assistant", "tools", "orphan", "late_result"]))
+        text = draw(st.text(max_size=30))
+        if kind == "user":
+            out.append(ChatMessage(role="user", content=text))
+        elif kind == "assistant":
+            out.append(ChatMessage(role="assistant", content=text))
+        elif kind == "tools":
+            k = draw(st.integers(1, 3))
+            calls = []
+            for _ in range(k):
+                call_no += 1
+                calls.append(ToolCall(id=f"call{call_no}", name="t", arguments=json.dumps({"x": text})))
+            out.append(ChatMessage(role="assistant", tool_calls=tuple(calls)))
+            answered = draw(st.integers(0, k))
+            for c in calls[:answered]:
+                out.append(ChatMessage(role="tool", tool_call_id=c.id, content=draw(st.text(max_size=20))))
+            pending.extend(c.id for c in calls[answered:])
+        elif kind == "late_result" and pending:
+            cid = pending.pop(0)
+            out.append(ChatMessage(role="tool", tool_call_id=cid, content=text))
+        else:  # orphan result with an unknown call id
+            out.append(ChatMessage(role="tool", tool_call_id=f"ghost{len(out)}", content=text))
+    return out
+
+
+def check_invariants(wm: WorkingMemory, history: list[ChatMessage], budget: int) -> None:
+    win = wm.window(budget)
+    ids = [m.id for m in win.messages]
+    hist_ids = [m.id for m in history]
+    # ordered subsequence of the history, and a partition with the evicted messages
+    pos = [hist_ids.index(i) for i in ids]
+    assert pos == sorted(pos)
+    assert sorted(ids + [m.id for m in win.evicted]) == sorted(hist_ids)
+    # pinned: system message and the current user turn
+    if history and history[0].role == "system":
+        assert win.messages[0].id == history[0].id
+    users = [m for m in history[1 if history and history[0].role == "system" else 0 :] if m.role == "user"]
+    if users:
+        assert users[-1].id in ids
+    # budget
+    assert win.history_tokens <= budget
+    assert win.tokens == sum(wm.tokens_of(m) for m in win.messages)
+    # tool groups: a call's results are all in or all out, and no result without its call; no leading tool
+    body = [m for m in win.messages if not (history and history[0].role == "system" and m.id == history[0].id)]
+    if body:
+        assert body[0].role != "tool"
+    kept = set(ids)
+    for m in history:
+        for c in m.tool_calls:
+            results = [r for r in history if r.role == "tool" and r.tool_call_id == c.id]
+            states = {r.id in kept for r in results} | {m.id in kept}
+            assert len(states) == 1, "tool call and results split"
+    calls_in = {c.id for m in win.messages for c in m.tool_calls}
+    for m in win.messages:
+        if m.role == "tool":
+            assert m.tool_call_id in calls_in
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(history=histories(), budget=st.integers(0, 400))
+def test_window_invariants(history: list[ChatMessage], budget: int) -> None:
+    wm = WorkingMemory(max_tokens=budget, encoding="cl100k_base")
+    wm.extend(history)
+    check_invariants(wm, history, budget)
+
+
+@settings(max_examples=80, deadline=None)
+@given(history=histories(), budgets=st.lists(st.integers(0, 300), min_size=1, max_size=4))
+def test_evicted_messages_reach_the_write_gate_once(history: list[ChatMessage], budgets: list[int]) -> None:
+    seen: list[str] = []
+    wm = WorkingMemory(max_tokens=0, on_evict=lambda ms: seen.extend(m.id for m in ms))
+    wm.extend(history)
+    evicted_ever: set[str] = set()
+    for b in budgets:
+        evicted_ever |= {m.id for m in wm.window(b).evicted}
+    assert len(seen) == len(set(seen))
+    assert set(seen) == evicted_ever
+
+
+def test_budget_zero_returns_only_pinned() -> None:
+    wm = WorkingMemory(max_tokens=0)
+    wm.extend(
+        [
+            ChatMessage(role="system", content="sys"),
+            ChatMessage(role="user", content="old"),
+            ChatMessage(role="assistant", content="reply"),
+            ChatMessage(role="user", content="current question"),
+        ]
+    )
+    assert [m.content for m in wm.window().messages] == ["sys", "current question"]
+
+
+def test_parallel_tool_calls_kept_or_dropped_together() -> None:
+    calls = (ToolCall(id="a", name="weather", arguments='{"city":"Paris"}'), ToolCall(id="b", name="fx", arguments="{}"))
+    msgs = [
+        ChatMessage(role="user", content="plan my trip"),
+        ChatMessage(role="assistant", tool_calls=calls),
+        ChatMessage(role="tool", tool_call_id="a", content="sunny " * 20),
+        ChatMessage(role="tool", tool_call_id="b", content="1.08"),
+        ChatMessage(role="assistant", content="It is sunny."),
+        ChatMessage(role="user", content="and tomorrow?"),
+    ]
+    wm = WorkingMemory(max_tokens=10_000)
+    wm.extend(msgs)
+    group = sum(wm.tokens_of(m) for m in msgs[1:4])
+    tail = wm.tokens_of(msgs[4])
+    assert len(wm.window(tail + group).messages) == 5  # everything but the first user turn
+    win = wm.window(tail + group - 1)  # one token short: the whole group goes, never a lone result
+    assert [m.content for m in win.messages] == ["It is sunny.", "and tomorrow?"]
+
+
+def test_tool_names_arguments_and_reasoning_count() -> None:
+    wm = WorkingMemory()
+    plain = ChatMessage(role="assistant", content="ok")
+    call = ChatMessage(role="assistant", content="ok", tool_calls=(ToolCall(id="1", name="lookup", arguments='{"q": "x"}'),))
+    reasoning = ChatMessage(role="assistant", content="ok", reasoning="because the user asked twice")
+    assert wm.tokens_of(call) > wm.tokens_of(plain)
+    assert wm.tokens_of(reasoning) > wm.tokens_of(plain)
+
+
+def test_copy_on_read_backend_respects_budget() -> None:
+    stored = [ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"message number {i}") for i in range(50)]
+
+    class Backend:
+        reads = 0
+
+        def messages(self) -> list[ChatMessage]:
+            Backend.reads += 1
+            return [m.model_copy(deep=True) for m in stored]
+
+    wm = WorkingMemory(max_tokens=60, history=Backend())
+    win = wm.window()
+    assert win.history_tokens <= 60
+    assert "message number 48" in [m.content for m in win.messages]  # the current user turn
+    assert wm.window().messages == win.messages
+    with pytest.raises(ConfigurationError):
+        wm.add(ChatMessage(role="user", content="x"))
+
+
+def test_failing_write_gate_does_not_lose_messages() -> None:
+    calls = {"n": 0}
+
+    def gate(ms: list[ChatMessage]) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("ledger down")
+
+    wm = WorkingMemory(max_tokens=0, on_evict=gate)
+    wm.extend([ChatMessage(role="user", content="a"), ChatMessage(role="user", content="b")])
+    with pytest.raises(RuntimeError):
+        wm.window()
+    wm.window()
+    assert calls["n"] == 2
+
+
+def test_render_fits_context_and_drops_low_ranked_memories() -> None:
+    wm = WorkingMemory(context_window=300, window_share=0.4)
+    wm.add(ChatMessage(role="system", content="You are helpful."))
+    for i in range(30):
+        wm.add(ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"turn {i} about the trip to Lisbon"))
+    wm.add(ChatMessage(role="user", content="Where am I going?"))
+    memories = [f"memory {i}: the user likes window seats and quiet hotels" for i in range(40)]
+    out = wm.render(memories)
+    assert out.tokens <= 300
+    assert out.tokens == sum(wm.tokens_of(m) for m in out.messages)
+    assert 0 < out.memories_used < 40
+    assert out.window.history_tokens <= 120
+    assert out.messages[0].role == "system" and "memory 0" in out.messages[0].content
+    assert out.messages[-1].content == "Where am I going?"
+
+
+def test_render_raises_when_pinned_items_exceed_context() -> None:
+    wm = WorkingMemory(context_window=20)
+    wm.add(ChatMessage(role="user", content="word " * 100))
+    with pytest.raises(InvalidInputError, match="context"):
+        wm.render()
+
+
+def test_special_tokens_are_counted_as_text() -> None:
+    n = count_tokens("<|endoftext|> and <|fim_prefix|>", "cl100k_base")
+    assert n > 3
+    wm = WorkingMemory()
+    assert wm.tokens_of(ChatMessage(role="user", content="<|endoftext|>")) > wm.message_overhead + 1
+
+
+def test_cjk_counting() -> None:
+    text = "我们明天去北京看长城，天气怎么样？"
+    for name in ("cl100k_base", "o200k_base"):
+        n = count_tokens(text, name)
+        assert n == len(get_encoding(name).encode_ordinary(text))
+        assert 5 <= n <= 2 * len(text)
+    assert count_tokens("") == 0
+
+
+def test_unknown_encoding_and_bad_config() -> None:
+    with pytest.raises(ConfigurationError):
+        get_encoding("p50k_base")
+    with pytest.raises(ConfigurationError):
+        WorkingMemory(window_share=1.5)
+    with pytest.raises(InvalidInputError):
+        WorkingMemory().window(-1)
+
+
+def test_from_openai_roundtrip() -> None:
+    data = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+    }
+    m = ChatMessage.from_openai(data)
+    assert m.to_openai() == {**data, "content": ""}
+    with pytest.raises(InvalidInputError):
+        ChatMessage.from_openai({"content": "no role"})
+
+
+def test_offline_counting_with_sockets_disabled(socket_disabled: None) -> None:
+    # A fresh interpreter: sockets blocked, tiktoken's downloader replaced by a tripwire, no cache dir of our own.
+    code = textwrap.dedent(
+        """
+        import os, socket
+        os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        def _blocked(*a, **k):
+            raise RuntimeError("network used")
+        socket.socket = _blocked
+        socket.create_connection = _blocked
+        import tiktoken.load
+        tiktoken.load.read_file = _blocked
+        from memlineage.window import count_tokens
+        print(count_tokens("hello <|endoftext|> 世界", "cl100k_base"), count_tokens("hello", "o200k_base"))
+        assert "TIKTOKEN_CACHE_DIR" not in os.environ
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    a, b = map(int, out.stdout.split())
+    assert a > 5 and b == 1
