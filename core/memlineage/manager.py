@@ -85,6 +85,8 @@ class _Draft:
     embedding: list[float] | None = None
     supersedes: dict[str, Any] | None = None
     extra_rows: dict[str, Any] = field(default_factory=dict)
+    force: bool = False  # value gate: store even below the threshold
+    goal: str | None = None  # value gate: the agent's current goal, for goal relevance
 
 
 class MemoryManager:
@@ -243,6 +245,7 @@ class MemoryManager:
         if self._closed:
             return
         self._closed = True
+        self._value_flush()
         self.ledger.close()
         if self._lock is not None:
             self._lock.release()
@@ -273,6 +276,8 @@ class MemoryManager:
         trust: float | None = None,
         context_hash: str | None = None,
         embedding: Sequence[float] | None = None,
+        force: bool = False,
+        goal: str | None = None,
     ) -> Memory:
         """Store one memory with its lineage (the write gate).
 
@@ -298,9 +303,13 @@ class MemoryManager:
             trust: Trust in [0, 1]; default from the source kind times confidence; always capped by premises.
             context_hash: Hash of the producing context.
             embedding: Precomputed vector (skips the embedder).
+            force: With a value model: store even when V is below the store threshold (like "remember ...").
+            goal: With a value model: the agent's current goal in words, for the goal-relevance factor.
 
         Returns:
-            The stored (or existing duplicate) memory.
+            The stored (or existing duplicate) memory. With a value model, a candidate whose value V is below the
+            store threshold is not stored: it goes to its session's short-term buffer and the returned memory has
+            kind ``working`` and is not in the ledger (see :mod:`memlineage.value`).
 
         Raises:
             InvalidInputError: bad content, scope, source, metadata, confidence or premises.
@@ -313,7 +322,7 @@ class MemoryManager:
             content=content, scope=scope, source=source, kind=kind, tags=tags, metadata=metadata,
             derived_from=derived_from, confidence=confidence, activity_id=activity_id,
             parent_activity_id=parent_activity_id, valid_from=valid_from, ttl=ttl, slot=slot, trust=trust,
-            context_hash=context_hash, embedding=embedding,
+            context_hash=context_hash, embedding=embedding, force=force, goal=goal,
         )  # fmt: skip
         return self.remember_many([item])[0]
 
@@ -338,6 +347,7 @@ class MemoryManager:
         now = self.clock()
         with self.ledger.read() as conn:
             self._check_premises(drafts, conn)
+        self._value_prepare(drafts)
         self._before_write(drafts)
         results: list[Memory | None] = [None] * len(drafts)
         todo, batch_dups = self._dedupe(drafts, results, now)
@@ -346,6 +356,7 @@ class MemoryManager:
             vectors = self._embed([d.content for d in missing])
             for d, v in zip(missing, vectors):
                 d.embedding = v
+        todo = self._value_gate(drafts, todo, results, now)
         created, _ = self._persist(todo, now)
         by_draft = {id(d): m for d, m in zip(todo, created)}
         for i, d in enumerate(drafts):
@@ -374,6 +385,8 @@ class MemoryManager:
         trust: Any = None,
         context_hash: Any = None,
         embedding: Any = None,
+        force: Any = False,
+        goal: Any = None,
     ) -> _Draft:
         content = check_text(content)
         scope = Scope.coerce(scope)
@@ -423,6 +436,8 @@ class MemoryManager:
             context_hash=context_hash,
             hash=content_hash(content),
             embedding=vec,
+            force=bool(force),
+            goal=goal if isinstance(goal, str) and goal.strip() else None,
         )
 
     def _check_premises(self, drafts: Sequence[_Draft], conn: Connection) -> None:
@@ -1156,6 +1171,7 @@ class MemoryManager:
             if len(hits) >= k or len(raw) < fetch:
                 break
             fetch *= 2
+        hits = self._value_rerank(hits, now)
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         hits = hits[:k]
         if hits and (reinforce or activity_id):
@@ -1184,6 +1200,7 @@ class MemoryManager:
 
         t = to_epoch(now)
         ids = [m.id for m in mems]
+        self._value_reinforce(ids, now)
         with self.ledger.transaction() as conn:
             conn.execute(
                 update(memories)
@@ -1287,6 +1304,128 @@ class MemoryManager:
         if user is None:
             out["index_entries"] = self.index.count()
         return out
+
+    # ================================================================== value model (memlineage.value)
+    # Thin hooks: the logic lives in memlineage.value and memlineage.consolidation; each is a no-op without a
+    # value model, so the core store behaves as before when none is configured.
+    def _value_prepare(self, drafts: Sequence[_Draft]) -> None:
+        from memlineage import value
+
+        value.prepare_drafts(self, drafts)
+
+    def _value_gate(
+        self, drafts: Sequence[_Draft], todo: list[_Draft], results: list[Memory | None], now: datetime
+    ) -> list[_Draft]:
+        from memlineage import value
+
+        return value.gate_drafts(self, drafts, todo, results, now)
+
+    def _value_rerank(self, hits: list[RecallHit], now: datetime) -> list[RecallHit]:
+        """Retrieval hook: ``similarity·(1−w) + V_eff·w`` (w = 0.3) when a value model is set; else unchanged."""
+        from memlineage import value
+
+        return value.rerank_hits(self, hits, now)
+
+    def _value_reinforce(self, ids: Sequence[str], now: datetime) -> None:
+        from memlineage import value
+
+        value.reinforce(self, ids, now)
+
+    def _value_flush(self) -> None:
+        if self.value_model is not None:
+            from memlineage import value
+
+            value.flush(self)
+
+    def flush_reinforcement(self) -> int:
+        """Write pending value reinforcements (+0.05 per use) now; returns the number of memories written."""
+        from memlineage import value
+
+        return value.flush(self)
+
+    def buffered(self, scope: Scope | Mapping[str, Any] | str) -> list[Any]:
+        """The session's short-term buffer: candidates the write gate kept out of long-term memory, oldest first.
+
+        Returns:
+            :class:`~memlineage.value.BufferedItem` list (empty without a value model or session).
+        """
+        scope = Scope.coerce(scope)
+        if self.value_model is None:
+            return []
+        from memlineage import value
+
+        return value.runtime(self).buffer.items(scope)
+
+    def sweep(self, *, now: datetime | None = None, scope: Scope | Mapping[str, Any] | str | None = None) -> Any:
+        """The forget gate: archive memories whose decayed value ``V_eff`` fell below the forget threshold (0.2).
+
+        Archived memories leave the index and stay in the ledger with an ``archived`` event saying why. A memory
+        that live memories still derive from is kept and reported in ``protected``.
+
+        Args:
+            now: Time to evaluate decay at (default: the clock); pass a future time to simulate.
+            scope: Only this user's memories; None = all users (maintenance job).
+
+        Returns:
+            A :class:`~memlineage.value.SweepReport` (``archived`` ids with V_eff, ``protected`` ids with their
+            live dependants, ``checked``).
+        """
+        from memlineage import value
+
+        return value.sweep(self, now=now, scope=Scope.coerce(scope) if scope is not None else None)
+
+    def consolidate(
+        self,
+        scope: Scope | Mapping[str, Any] | str,
+        session_id: str | None = None,
+        summarizer: Any = None,
+        *,
+        require_overlap: bool = True,
+    ) -> Any:
+        """Summarise a session into cited semantic memories (seed 002 citation check).
+
+        Args:
+            scope: Owner; its ``session_id`` is used when ``session_id`` is None.
+            session_id: The session to consolidate.
+            summarizer: A LangChain chat model, a LlamaIndex LLM, a callable ``prompt -> str`` or an object with
+                ``summarize(messages) -> str``; None = the offline
+                :class:`~memlineage.consolidation.RuleBasedConsolidator`.
+            require_overlap: Also reject lines sharing no content term with the messages they cite.
+
+        Returns:
+            A :class:`~memlineage.consolidation.ConsolidationResult`: ``memories`` written (each
+            ``wasDerivedFrom`` the messages it cites), ``accepted`` and ``rejected`` lines with reasons.
+
+        Raises:
+            InvalidInputError: no session given.
+        """
+        from memlineage.consolidation import consolidate_session
+
+        return consolidate_session(self, scope, session_id, summarizer, require_overlap=require_overlap)
+
+    def slot_history(self, slot: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
+        """Every version that ever held a semantic slot in the scope, oldest first (superseded ones included)."""
+        scope = Scope.coerce(scope)
+        rows = self.ledger.slot_versions(scope.user_id, scope.agent_id, slot)
+        return [m for m in self.ledger.memories([r["id"] for r in rows]) if m is not None]
+
+    def slot_value(
+        self, slot: str, *, scope: Scope | Mapping[str, Any] | str, as_of: datetime | None = None
+    ) -> Memory | None:
+        """Point-in-time read of a slot: the version that held it at ``as_of`` (system time; default now).
+
+        A version holds the slot from its ``recorded_at`` until its ``invalidated_at`` (superseded, retracted...).
+
+        Returns:
+            That memory, or ``None`` when the slot was empty then.
+        """
+        at = as_of or self.clock()
+        held = None
+        for m in self.slot_history(slot, scope=scope):
+            if m.recorded_at <= at and (m.invalidated_at is None or m.invalidated_at > at):
+                if m.status not in (Status.ERASED,):
+                    held = m
+        return held
 
     # ================================================================== activities
     def record_activity(self, activity: Activity) -> Activity:
@@ -1485,6 +1624,14 @@ class MemoryManager:
     async def aend_activity(self, activity_id: str, **kwargs: Any) -> Activity:
         """Async :meth:`end_activity`."""
         return await asyncio.to_thread(self.end_activity, activity_id, **kwargs)
+
+    async def asweep(self, **kwargs: Any) -> Any:
+        """Async :meth:`sweep`."""
+        return await asyncio.to_thread(self.sweep, **kwargs)
+
+    async def aconsolidate(self, scope: Scope | Mapping[str, Any] | str, *args: Any, **kwargs: Any) -> Any:
+        """Async :meth:`consolidate`."""
+        return await asyncio.to_thread(self.consolidate, scope, *args, **kwargs)
 
 
 # ====================================================================== helpers

@@ -71,6 +71,7 @@ __all__ = [
     "ReinforcementBatch",
     "RuleBasedExtractor",
     "ShortTermBuffer",
+    "SweepReport",
     "ValueModel",
     "ValueProfile",
     "ValueWeights",
@@ -595,3 +596,241 @@ class ReinforcementBatch:
             self._writer(entries)
             self.flushes += 1
         return len(entries)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# MemoryManager integration (called through small hooks in manager.py; the manager is duck-typed here so that
+# this module does not import it).
+# --------------------------------------------------------------------------------------------------------------
+@dataclass
+class SweepReport:
+    """Outcome of :meth:`memlineage.MemoryManager.sweep` (the forget gate).
+
+    Attributes:
+        checked: Number of active memories examined.
+        archived: Ids archived (V_eff below the forget threshold), each with its V_eff in [0, 1].
+        protected: Ids below the threshold that were *not* archived because live memories still derive from them,
+            each with the ids of those dependants.
+        now: The time the sweep evaluated decay at.
+    """
+
+    checked: int = 0
+    archived: dict[str, float] = field(default_factory=dict)
+    protected: dict[str, list[str]] = field(default_factory=dict)
+    now: datetime | None = None
+
+
+@dataclass
+class _Runtime:
+    """Per-manager state of the value gate: the sessions' short-term buffers and the reinforcement batch."""
+
+    buffer: ShortTermBuffer
+    batch: ReinforcementBatch
+
+
+def runtime(mm: Any) -> _Runtime:
+    """The value-gate state attached to a manager (created on first use)."""
+    rt = getattr(mm, "_value_runtime", None)
+    if rt is None:
+        vm: ValueModel = mm.value_model
+        rt = _Runtime(
+            buffer=ShortTermBuffer(vm.profile.buffer_size),
+            batch=ReinforcementBatch(lambda entries: _write_reinforcement(mm, entries)),
+        )
+        mm._value_runtime = rt
+    return rt
+
+
+def prepare_drafts(mm: Any, drafts: Sequence[Any]) -> None:
+    """Write-path step 1: extract features and fill in detected semantic slots (before duplicate/slot resolution).
+
+    Runs only when the manager has a value model. A caller-given ``slot`` is kept; otherwise the extractor's slot
+    is used, so that "I live in Berlin" supersedes an earlier "I live in Paris" of the same user and agent.
+    """
+    vm: ValueModel | None = mm.value_model
+    if vm is None:
+        return
+    for d in drafts:
+        features = vm.extract(d.content, goal=getattr(d, "goal", None))
+        d.extra_rows["_features"] = features
+        # Derived memories (conclusions, consolidations) do not take slots: the statement they derive from holds
+        # the slot, and superseding it makes them suspect through the lineage cascade.
+        if d.slot is None and features.slot is not None and not d.derived_from:
+            d.slot = features.slot
+            d.extra_rows["_auto_slot"] = True
+
+
+def _nearest_similarity(mm: Any, d: Any) -> float | None:
+    """Cosine similarity of the nearest active memory in the draft's scope, ignoring the draft's own slot."""
+    from memlineage.index import IndexFilter  # local: keeps this module free of index imports at load time
+
+    if d.embedding is None:
+        return None
+    where = IndexFilter(user_id=d.scope.user_id, agent_id=d.scope.agent_id, statuses=("active",))
+    hits = mm.index.query(d.embedding, 3, where)
+    if not hits:
+        return None
+    if d.slot:
+        rows = mm.ledger.memory_rows([h.id for h in hits])
+        # A new value for a slot is new information even when it is worded like the old one.
+        hits = [h for h, r in zip(hits, rows) if r is None or r.get("slot") != d.slot]
+    return max((h.similarity for h in hits), default=None)
+
+
+def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[Any], now: datetime) -> list[Any]:
+    """Write-path step 3 (the write gate): score each new draft and keep only those worth long-term storage.
+
+    Every draft to persist gets its V and :class:`~memlineage.models.ValueAssessment`. A draft goes to its
+    session's short-term buffer instead (and ``results`` gets an unsaved ``working`` memory for it) when its V is
+    below the store threshold, unless storage is forced: an explicit "remember ..." directive, ``force=True``, a
+    caller-given ``slot``, or premises (``derived_from``: a derived memory must exist for its lineage to work).
+
+    Returns:
+        The drafts to persist.
+    """
+    vm: ValueModel | None = mm.value_model
+    if vm is None:
+        return todo
+    keep: list[Any] = []
+    position = {id(d): i for i, d in enumerate(drafts)}
+    for d in todo:
+        features = d.extra_rows.pop("_features", None) or vm.extract(d.content, goal=getattr(d, "goal", None))
+        auto_slot = d.extra_rows.pop("_auto_slot", False)
+        profile = vm.profile_for(d.scope)
+        assessment = vm.score(
+            features, nearest_similarity=_nearest_similarity(mm, d), trust=d.trust, profile=profile
+        )
+        forced = bool(getattr(d, "force", False)) or (d.slot is not None and not auto_slot) or bool(d.derived_from)
+        if forced and not assessment.forced:
+            assessment = assessment.model_copy(
+                update={"forced": True, "score": max(assessment.score, profile.store_threshold)}
+            )
+        d.extra_rows["value"] = assessment.score
+        d.extra_rows["assessment"] = assessment
+        if vm.should_store(assessment, profile):
+            keep.append(d)
+            continue
+        d.supersedes = None  # a buffered value never retires a stored one
+        mem = Memory(
+            content=d.content,
+            kind="working",
+            scope=d.scope,
+            lineage={
+                "source_kind": d.source.kind, "source_name": d.source.name, "activity_id": d.activity_id,
+                "parent_activity_id": d.parent_activity_id, "confidence": d.confidence, "trust": d.trust,
+            },
+            tags=d.tags,
+            metadata=d.metadata,
+            created_at=now,
+            recorded_at=now,
+            valid_from=d.valid_from or now,
+            slot=d.slot,
+            value=assessment.score,
+            assessment=assessment,
+        )  # fmt: skip
+        runtime(mm).buffer.add(
+            BufferedItem(mem.id, d.content, d.scope, assessment, now, features), capacity=profile.buffer_size
+        )
+        logger.debug("write gate: buffered %s (V=%.3f < %.2f)", mem.id, assessment.score, profile.store_threshold)
+        results[position[id(d)]] = mem
+    return keep
+
+
+def rerank_hits(mm: Any, hits: list[Any], now: datetime) -> list[Any]:
+    """Retrieval-gate hook: re-score hits as ``similarity · (1 − w) + V_eff · w`` (seed 004 §3.3, w = 0.3).
+
+    ``hit.score`` is taken as the similarity in [0, 1]; the result keeps it as ``scores["similarity"]`` and adds
+    ``scores["value"]`` (V_eff after decay) and ``scores["final"]``. No-op without a value model.
+    """
+    vm: ValueModel | None = mm.value_model
+    if vm is None or not hits:
+        return hits
+    from dataclasses import replace
+
+    out = []
+    for h in hits:
+        v_eff = vm.memory_effective_value(h.memory, now)
+        final = vm.rerank(h.score, v_eff, vm.profile_for(h.memory.scope))
+        scores = {**h.scores, "similarity": h.score, "value": round(v_eff, 6), "final": round(final, 6)}
+        out.append(replace(h, score=final, scores=scores))
+    return out
+
+
+def reinforce(mm: Any, memory_ids: Sequence[str], now: datetime) -> None:
+    """Record one use of each memory: V += 0.05 (capped at 1), written in batches (flushed by :func:`flush`)."""
+    if mm.value_model is not None and memory_ids:
+        runtime(mm).batch.add(memory_ids, now)
+
+
+def flush(mm: Any) -> int:
+    """Write pending reinforcements now; returns the number of memories written."""
+    rt = getattr(mm, "_value_runtime", None)
+    return rt.batch.flush() if rt is not None else 0
+
+
+def _write_reinforcement(mm: Any, entries: Sequence[tuple[str, int, datetime]]) -> None:
+    from sqlalchemy import case, update
+
+    from memlineage.ledger._schema import memories
+
+    vm: ValueModel = mm.value_model
+    step = vm.profile.reinforcement
+    with mm.ledger.transaction() as conn:
+        for memory_id, uses, _last in entries:
+            bump = step * uses
+            conn.execute(
+                update(memories)
+                .where(memories.c.id == memory_id)
+                .values(value=case((memories.c.value + bump > 1.0, 1.0), else_=memories.c.value + bump))
+            )
+
+
+def sweep(mm: Any, *, now: datetime | None = None, scope: Scope | None = None) -> SweepReport:
+    """The forget gate: archive active memories whose effective value fell below the forget threshold.
+
+    A memory that live (active or suspect) memories still derive from is not archived — its dependants would
+    lose their premise — and is reported in ``protected`` instead. Pending reinforcements are flushed first so
+    the decay sees the latest uses.
+
+    Args:
+        mm: The manager.
+        now: Time to evaluate decay at (default: the manager's clock).
+        scope: Only this user's (and agent's) memories; None = every user (maintenance job).
+    """
+    from sqlalchemy import select
+
+    from memlineage.ledger import row_to_memory
+    from memlineage.ledger._schema import memories
+
+    vm: ValueModel = mm.value_model or ValueModel()
+    flush(mm)
+    now = now or mm.clock()
+    cond = [memories.c.status == "active"]
+    if scope is not None:
+        cond.append(memories.c.user_id == scope.user_id)
+        if scope.agent_id is not None:
+            cond.append(memories.c.agent_id == scope.agent_id)
+    report = SweepReport(now=now)
+    low: dict[str, float] = {}
+    with mm.ledger.read() as conn:
+        for row in conn.execute(select(memories).where(*cond)).mappings():
+            report.checked += 1
+            mem = row_to_memory(row)
+            v_eff = vm.memory_effective_value(mem, now)
+            if v_eff < vm.profile_for(mem.scope).forget_threshold:
+                low[mem.id] = v_eff
+        for mid in sorted(low):
+            dependants = mm.ledger.walk([mid], direction="descendants", conn=conn)
+            statuses = mm.ledger.statuses(sorted(dependants), conn) if dependants else {}
+            live = sorted(d for d, s in statuses.items() if s in ("active", "suspect"))
+            if live:
+                report.protected[mid] = live
+            else:
+                report.archived[mid] = round(low[mid], 6)
+    for mid in report.protected:
+        logger.info("sweep: %s below the forget threshold but %d live memories derive from it; kept",
+                    mid, len(report.protected[mid]))
+    if report.archived:
+        # One batched archive; the per-memory V_eff is in the report, the threshold in the event's reason.
+        mm._archive(sorted(report.archived), f"forget gate: effective value below {vm.profile.forget_threshold:.2f}")
+    return report

@@ -20,6 +20,7 @@ METADATA_KEYS = (
     "valid_from",
     "value",
     "tags",
+    "content_hash",
 )
 
 
@@ -117,6 +118,8 @@ def index_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
         "created_at": float(row["created_at"]),
         "valid_from": float(row["valid_from"] if row.get("valid_from") is not None else row["created_at"]),
         "value": float(row.get("value", 0.5)),
+        # Lets MemoryManager.verify() prove that an entry was made from the ledger's current content.
+        "content_hash": _scalar(row.get("content_hash")),
     }
     tags = list(row.get("tags") or ())
     if tags:

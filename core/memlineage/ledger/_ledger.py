@@ -454,6 +454,12 @@ class Ledger:
             query = select(memories).where(memories.c.index_state.in_(["pending", "stale", "removing"]))
             return [dict(r) for r in c.execute(query).mappings()]
 
+    def index_summary(self, conn: Connection | None = None) -> list[dict[str, Any]]:
+        """``id``, ``user_id``, ``status``, ``content_hash`` and ``index_state`` of every memory (for verify)."""
+        cols = [memories.c.id, memories.c.user_id, memories.c.status, memories.c.content_hash, memories.c.index_state]
+        with self._maybe(conn) as c:
+            return [dict(r) for r in c.execute(select(*cols)).mappings()]
+
     def all_index_rows(self, conn: Connection | None = None) -> list[dict[str, Any]]:
         """Every row that belongs in the index (index state not 'removed')."""
         with self._maybe(conn) as c:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from enum import Enum
@@ -90,6 +91,9 @@ LAYER_RANK: dict[PolicyLayer, int] = {PolicyLayer.GLOBAL: 0, PolicyLayer.DOMAIN:
 
 #: Obligation keys a write policy may attach (applied by the manager when the policy fires).
 OBLIGATION_KEYS = frozenset({"ttl_seconds", "demote_kind"})
+
+#: Where policies being constructed come from ((source, entry index)); set by the file loader.
+LOAD_SOURCE: ContextVar[tuple[str, int | None]] = ContextVar("memlineage_policy_source", default=("<python>", None))
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]*$")
 RESERVED_PREFIX = "builtin.scope"
@@ -200,7 +204,9 @@ class Policy(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise PolicyLoadError(format_validation_error(exc, source="<python>", policy_id=data.get("id"))) from exc
+            source, index = LOAD_SOURCE.get()
+            msg = format_validation_error(exc, source=source, policy_id=data.get("id"), index=index)
+            raise PolicyLoadError(msg) from None
 
     @field_validator("id")
     @classmethod

@@ -1,0 +1,469 @@
+"""Core store behaviour: write path, lineage cascade, duplicates, isolation, erasure, explain."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memlineage import (
+    Activity,
+    InvalidInputError,
+    LineageCycleError,
+    MemLineageError,
+    MemoryKind,
+    MemoryNotFoundError,
+    Relation,
+    Scope,
+    ScopeViolationError,
+    Source,
+    SourceKind,
+    Status,
+)
+from memlineage.index import InMemoryIndex
+from memlineage.testing import FakeEmbedder, make_manager
+
+
+def test_remember_records_lineage(mm, alice):
+    act = mm.record_activity(Activity(id="run-1", kind="tool_call", name="flight_api", scope=alice))
+    city = mm.remember("I live in Paris", scope=alice, source="user", kind="semantic")
+    price = mm.remember(
+        "Flight to Paris: 120 EUR",
+        scope=alice,
+        source="tool:flight_api",
+        derived_from=[city.id],
+        activity_id=act.id,
+        confidence=0.9,
+    )
+    assert price.source == Source(kind=SourceKind.TOOL, name="flight_api")
+    assert price.derived_from == (city.id,)
+    assert price.lineage.activity_id == "run-1"
+    assert price.created_at.tzinfo is not None
+    stored = mm.require(price.id, scope=alice)
+    assert stored == mm.get(price.id, scope=alice)
+    assert stored.derived_from == (city.id,)
+    ex = mm.explain(price.id, scope=alice)
+    assert (price.id, Relation.WAS_DERIVED_FROM.value, city.id) in ex.edges
+    assert (price.id, Relation.WAS_GENERATED_BY.value, "run-1") in ex.edges
+    assert [a.id for a in ex.activities] == ["run-1"]
+
+
+def test_source_string_notation():
+    assert Source.parse("tool:flight_api").name == "flight_api"
+    assert Source.parse("reasoning").kind is SourceKind.REASONING
+    assert str(Source.parse(" TOOL : x ")) == "tool:x"
+    with pytest.raises(InvalidInputError, match="unknown source kind"):
+        Source.parse("oracle")
+
+
+def test_trust_never_exceeds_premises(mm, alice):
+    web = mm.remember("Some forum says Hotel X is great", scope=alice, source="tool:web", confidence=0.5)
+    summary = mm.remember("Hotel X is great", scope=alice, source="consolidation", derived_from=[web.id])
+    assert summary.trust <= web.trust == pytest.approx(0.4)
+    explicit = mm.remember("Hotel X is great, says I", scope=alice, source="user", derived_from=[web.id], trust=1.0)
+    assert explicit.trust == pytest.approx(web.trust)
+
+
+def test_conjunctive_premises_one_retraction_is_enough(mm, alice):
+    city = mm.remember("Destination is Paris", scope=alice)
+    dates = mm.remember("Travel 3-7 May", scope=alice)
+    plan = mm.remember("Book Hotel Lumière 3-7 May", scope=alice, source="reasoning", derived_from=[city.id, dates.id])
+    report = mm.retract(dates.id, scope=alice, reason="dates changed")
+    assert report.suspect == [plan.id]
+    assert mm.require(plan.id, scope=alice).status is Status.SUSPECT
+    assert mm.require(city.id, scope=alice).status is Status.ACTIVE
+    assert mm.require(dates.id, scope=alice).status is Status.RETRACTED
+
+
+def test_corroborated_fact_survives_one_source(mm, alice):
+    a = mm.remember("User said: I moved to Berlin", scope=alice)
+    b = mm.remember("Address change form: Berlin", scope=alice, source="tool:crm")
+    fact = mm.remember("User lives in Berlin", scope=alice, source="reasoning", derived_from=[a.id])
+    again = mm.remember("user lives in  BERLIN", scope=alice, source="tool:crm", derived_from=[b.id])
+    assert again.id == fact.id
+    types = [e.type for e in mm.audit(alice, memory_id=fact.id)]
+    assert "corroborated" in types
+    first = mm.retract(a.id, scope=alice)
+    assert first.suspect == []
+    assert mm.require(fact.id, scope=alice).status is Status.ACTIVE
+    second = mm.retract(b.id, scope=alice)
+    assert second.suspect == [fact.id]
+
+
+def test_deep_chain_cascades_transitively(mm, alice):
+    prev = mm.remember("root premise", scope=alice)
+    chain = []
+    for i in range(30):
+        prev = mm.remember(f"conclusion level {i}", scope=alice, source="reasoning", derived_from=[prev.id])
+        chain.append(prev.id)
+    root = mm.ancestors(chain[-1], scope=alice)[-1]
+    report = mm.retract(root.id, scope=alice)
+    assert report.suspect == chain
+    assert all(m.status is Status.SUSPECT for m in mm.descendants(root.id, scope=alice))
+
+
+def test_impact_is_a_dry_run(mm, alice):
+    a = mm.remember("premise", scope=alice)
+    b = mm.remember("derived", scope=alice, derived_from=[a.id])
+    before = mm.stats(alice)
+    report = mm.impact(a.id, scope=alice)
+    assert report.dry_run and report.suspect == [b.id]
+    assert mm.stats(alice) == before
+    assert mm.require(b.id, scope=alice).status is Status.ACTIVE
+
+
+def test_suspect_not_served_by_default(mm, alice):
+    city = mm.remember("Destination city is Paris", scope=alice)
+    hotel = mm.remember("Hotel Lumière Paris recommended", scope=alice, source="reasoning", derived_from=[city.id])
+    mm.retract(city.id, scope=alice)
+    assert hotel.id not in mm.recall("hotel Paris", scope=alice, k=5).ids
+    flagged = mm.recall("hotel Paris", scope=alice, k=5, include_suspect=True)
+    hit = next(h for h in flagged if h.id == hotel.id)
+    assert hit.flags == ("suspect",)
+    assert hotel.id not in mm.recall("hotel Paris", scope=alice, include_suspect=True, purpose="decision").ids
+
+
+def test_revalidate(mm, alice):
+    a = mm.remember("premise", scope=alice)
+    b = mm.remember("derived", scope=alice, derived_from=[a.id])
+    mm.retract(a.id, scope=alice)
+    assert mm.revalidate(b.id, scope=alice).status is Status.ACTIVE
+    with pytest.raises(InvalidInputError):
+        mm.revalidate(b.id, scope=alice)
+
+
+def test_cycles_refused(mm, alice):
+    a = mm.remember("A holds", scope=alice)
+    b = mm.remember("B follows from A", scope=alice, derived_from=[a.id])
+    before = mm.stats(alice)
+    with pytest.raises(LineageCycleError):
+        mm.remember("A holds", scope=alice, source="tool:x", derived_from=[b.id])
+    with pytest.raises(LineageCycleError):
+        mm.supersede(a.id, "A' holds", scope=alice, derived_from=[b.id])
+    assert mm.stats(alice) == before
+
+
+def test_exact_duplicate_is_a_noop(mm, alice):
+    m1 = mm.remember("I prefer aisle seats", scope=alice, kind="semantic")
+    m2 = mm.remember("  i prefer AISLE seats ", scope=alice, kind="semantic")
+    assert m1.id == m2.id
+    assert mm.stats(alice)["memories"] == 1
+    assert [e.type for e in mm.audit(alice)] == ["created", "seen_again"]
+    other_kind = mm.remember("I prefer aisle seats", scope=alice, kind="episodic")
+    assert other_kind.id != m1.id
+    batch = mm.remember_many([{"content": "x y", "scope": alice}, {"content": "X  Y", "scope": alice}])
+    assert batch[0].id == batch[1].id
+
+
+def test_supersede_keeps_new_value(mm, alice):
+    old = mm.remember("Seat preference: window", scope=alice, kind="semantic", slot="user/seat")
+    derived = mm.remember("Booked a window seat", scope=alice, derived_from=[old.id])
+    report = mm.supersede(old.id, "Seat preference: aisle", scope=alice)
+    new = report.memory
+    assert new is not None and new.content == "Seat preference: aisle"
+    assert new.supersedes == old.id and new.version == 2 and new.slot == "user/seat"
+    assert mm.require(old.id, scope=alice).status is Status.SUPERSEDED
+    assert report.suspect == [derived.id]
+    assert mm.recall("seat preference", scope=alice, k=3).ids[0] == new.id
+    assert old.id not in mm.recall("seat preference", scope=alice, k=5).ids
+    with pytest.raises(InvalidInputError):
+        mm.supersede(old.id, "again", scope=alice)
+
+
+def test_slot_supersedes_only_same_slot(mm, alice):
+    seat = mm.remember("I like window seats", scope=alice, kind="semantic", slot="user/seat")
+    food = mm.remember("I don't eat pork", scope=alice, kind="semantic", slot="user/diet")
+    newer = mm.remember("I like aisle seats", scope=alice, kind="semantic", slot="user/seat")
+    assert newer.supersedes == seat.id
+    assert mm.require(seat.id, scope=alice).status is Status.SUPERSEDED
+    assert mm.require(food.id, scope=alice).status is Status.ACTIVE
+
+
+def test_scope_isolation_basic(mm, alice, bob):
+    secret = mm.remember("Alice's passport number is X123", scope=alice)
+    assert mm.get(secret.id, scope=bob) is None
+    with pytest.raises(MemoryNotFoundError):
+        mm.require(secret.id, scope=bob)
+    with pytest.raises(MemoryNotFoundError):
+        mm.explain(secret.id, scope=bob)
+    with pytest.raises(MemoryNotFoundError):
+        mm.retract(secret.id, scope=bob)
+    assert mm.recall("passport number", scope=bob).hits == []
+    assert mm.audit(bob) == []
+    with pytest.raises(ScopeViolationError):
+        mm.remember("derived", scope=bob, derived_from=[secret.id])
+
+
+def test_agent_scope_narrowing(mm):
+    shared = mm.remember("User likes tea", scope=Scope(user_id="u"))
+    a1 = mm.remember("Agent one note", scope=Scope(user_id="u", agent_id="one"))
+    a2 = mm.remember("Agent two note", scope=Scope(user_id="u", agent_id="two"))
+    seen = set(mm.recall("note tea", scope=Scope(user_id="u", agent_id="one"), k=10).ids)
+    assert seen == {shared.id, a1.id}
+    assert a2.id in mm.recall("note tea", scope=Scope(user_id="u"), k=10).ids
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["u1", "u2", "u3"]),
+            st.sampled_from(["write", "recall", "retract", "get"]),
+            st.sampled_from(["apple pie", "flight price", "hotel", "苹果", "passport"]),
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_no_cross_scope_results_property(ops):
+    mm = make_manager()
+    owner: dict[str, str] = {}
+    for user, op, word in ops:
+        scope = Scope(user_id=user)
+        if op == "write":
+            m = mm.remember(f"{user} note about {word}", scope=scope)
+            owner[m.id] = user
+        elif op == "recall":
+            for hit in mm.recall(word, scope=scope, k=10, include_suspect=True):
+                assert owner[hit.id] == user
+                assert hit.memory.scope.user_id == user
+        elif op == "retract":
+            for mid, u in list(owner.items())[:1]:
+                if u != user:
+                    with pytest.raises(MemoryNotFoundError):
+                        mm.retract(mid, scope=scope)
+        else:
+            for mid, u in owner.items():
+                assert (mm.get(mid, scope=scope) is not None) == (u == user)
+    mm.close()
+
+
+def test_empty_delete_is_noop():
+    idx = InMemoryIndex()
+    assert idx.delete([]) == 0
+
+
+def test_metadata_round_trips(mm, alice):
+    meta = {
+        "n": 1,
+        "f": 2.5,
+        "none": None,
+        "list": [1, "a", None],
+        "tuple": (1, 2),
+        "nested": {"a": {"b": [1, {"c": True}]}},
+        "when": datetime(2024, 5, 1, tzinfo=timezone.utc),
+    }
+    m = mm.remember("metadata carrier", scope=alice, metadata=meta)
+    got = mm.require(m.id, scope=alice).metadata
+    assert got["nested"] == {"a": {"b": [1, {"c": True}]}}
+    assert got["tuple"] == [1, 2] and got["none"] is None and got["list"] == [1, "a", None]
+    assert got["when"] == "2024-05-01T00:00:00+00:00"
+    assert mm.remember("no metadata", scope=alice, metadata=None).metadata == {}
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"content": ""},
+        {"content": "   \n"},
+        {"content": None},
+        {"content": 42},
+        {"content": "bad \ud800 surrogate"},
+        {"metadata": {"x": float("nan")}},
+        {"metadata": {"x": float("inf")}},
+        {"metadata": {"_ml_internal": 1}},
+        {"metadata": {1: "int key"}},
+        {"metadata": {"obj": object()}},
+        {"metadata": "not a dict"},
+        {"confidence": 1.5},
+        {"confidence": "high"},
+        {"kind": "dream"},
+        {"source": "oracle"},
+        {"derived_from": [""]},
+        {"ttl": -5},
+        {"scope": None},
+        {"scope": {"user_id": ""}},
+    ],
+)
+def test_bad_input_is_typed_and_writes_nothing(mm, alice, kwargs):
+    mm.remember("existing", scope=alice)
+    before = mm.stats()
+    args = {"content": "fine text", "scope": alice, **kwargs}
+    with pytest.raises(MemLineageError):
+        mm.remember(**args)
+    assert mm.stats() == before
+
+
+def test_unknown_premise(mm, alice):
+    with pytest.raises(MemoryNotFoundError, match="does not exist"):
+        mm.remember("x", scope=alice, derived_from=["nope"])
+
+
+def test_unicode_and_cjk(mm, alice):
+    zh = mm.remember("我住在上海，喜欢吃饺子 🥟", scope=alice, kind="semantic")
+    ja = mm.remember("東京の天気は晴れです", scope=alice)
+    assert mm.require(zh.id, scope=alice).content == "我住在上海，喜欢吃饺子 🥟"
+    assert mm.recall("上海 饺子", scope=alice, k=1).ids == [zh.id]
+    assert ja.id in mm.recall("東京", scope=alice, k=2).ids
+    assert "饺子" in mm.explain(zh.id, scope=alice).to_mermaid()
+
+
+def test_explain_exports(mm, alice):
+    user = mm.remember("Going to Rome", scope=alice)
+    mm.record_activity(Activity(id="tool-9", kind="tool_call", name="hotels", scope=alice, parent_id="agent-run"))
+    mm.record_activity(Activity(id="agent-run", kind="agent_run", name="AgentExecutor", scope=alice))
+    res = mm.remember("Hotel Roma: 90 EUR", scope=alice, source="tool:hotels", derived_from=[user.id], activity_id="tool-9")
+    rec = mm.remember("Stay at Hotel Roma", scope=alice, source="agent", derived_from=[res.id])
+    ex = mm.explain(rec.id, scope=alice)
+    assert [m.id for m in ex.ancestors] == [res.id, user.id]
+    assert [m.id for m in ex.sources()] == [user.id]
+    mer = ex.to_mermaid()
+    assert mer.startswith("flowchart BT") and "wasDerivedFrom" in mer and "wasInformedBy" in mer
+    prov = ex.to_prov_json()
+    assert set(prov["entity"]) == {f"ml:{m}" for m in (rec.id, res.id, user.id)}
+    assert "ml:tool-9" in prov["activity"] and "ml:agent-run" in prov["activity"]
+    json.loads(ex.to_json())
+    assert "digraph" in ex.to_dot()
+    assert "Hotel Roma" in ex.to_text()
+
+
+def test_forget_archives_but_keeps_ledger(mm, alice):
+    m = mm.remember("ephemeral chit chat", scope=alice)
+    child = mm.remember("derived from chit chat", scope=alice, derived_from=[m.id])
+    archived = mm.forget(m.id, scope=alice)
+    assert archived.status is Status.ARCHIVED and archived.content == "ephemeral chit chat"
+    assert m.id not in mm.index.ids()
+    assert mm.require(child.id, scope=alice).status is Status.ACTIVE
+
+
+def test_erase_scope_receipt(mm, alice, bob):
+    a = mm.remember("Alice secret diary entry", scope=alice, metadata={"k": "Alice secret"})
+    b = mm.remember("Alice derived secret", scope=alice, derived_from=[a.id])
+    keep = mm.remember("Bob's note", scope=bob)
+    receipt = mm.erase(scope=Scope(user_id="alice"))
+    assert set(receipt.memory_ids) == {a.id, b.id}
+    assert receipt.index_entries_removed == 2
+    for mid in (a.id, b.id):
+        m = mm.require(mid, scope=alice)
+        assert m.status is Status.ERASED and m.content == "" and m.metadata == {}
+    assert mm.recall("secret diary", scope=alice).hits == []
+    assert mm.require(keep.id, scope=bob).status is Status.ACTIVE
+    assert any(e.type == "erasure_receipt" for e in mm.audit(alice))
+
+
+def test_erase_one_memory_and_revisions(mm, alice):
+    v1 = mm.remember("phone 123", scope=alice, slot="user/phone", kind="semantic")
+    v2 = mm.remember("phone 456", scope=alice, slot="user/phone", kind="semantic")
+    other = mm.remember("unrelated", scope=alice)
+    receipt = mm.erase(v2.id, scope=alice)
+    assert set(receipt.memory_ids) == {v1.id, v2.id}
+    assert mm.require(other.id, scope=alice).status is Status.ACTIVE
+
+
+def test_ttl_expiry(alice):
+    now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
+    mm = make_manager(clock=lambda: now[0])
+    price = mm.remember("Flight price 99 EUR", scope=alice, source="tool:flights", ttl=timedelta(hours=1))
+    plan = mm.remember("Buy the 99 EUR flight", scope=alice, derived_from=[price.id])
+    assert price.id in mm.recall("flight price", scope=alice).ids
+    now[0] += timedelta(hours=2)
+    assert price.id not in mm.recall("flight price", scope=alice).ids
+    assert mm.require(price.id, scope=alice).status is Status.EXPIRED
+    assert mm.require(plan.id, scope=alice).status is Status.SUSPECT
+
+
+def test_recall_reinforces_and_records_used(mm, alice):
+    m = mm.remember("I like green tea", scope=alice)
+    mm.recall("green tea", scope=alice, activity_id="run-7")
+    got = mm.require(m.id, scope=alice)
+    assert got.use_count == 1 and got.last_used_at is not None
+    edges = mm.ledger.edges_touching(["run-7"])
+    assert [(e["relation"], e["dst"]) for e in edges] == [("used", m.id)]
+
+
+def test_recall_returns_k_when_eligible_exist(mm, alice):
+    for i in range(30):
+        mm.remember(f"travel note number {i}", scope=alice)
+    assert len(mm.recall("travel note", scope=alice, k=25)) == 25
+    assert mm.recall("travel note", scope=alice, k=0).hits == []
+    with pytest.raises(InvalidInputError):
+        mm.recall("travel", scope=alice, k=-1)
+    with pytest.raises(InvalidInputError):
+        mm.recall("  ", scope=alice)
+
+
+def test_kinds_and_tags_filter(mm, alice):
+    sem = mm.remember("Prefers vegetarian food", scope=alice, kind=MemoryKind.SEMANTIC, tags=["diet"])
+    mm.remember("Ate vegetarian food yesterday", scope=alice, kind="episodic")
+    assert mm.recall("vegetarian food", scope=alice, kinds=["semantic"]).ids == [sem.id]
+    assert mm.recall("vegetarian food", scope=alice, tags=["diet"]).ids == [sem.id]
+
+
+class _FlakyIndex(InMemoryIndex):
+    fail = True
+
+    def upsert(self, ids, vectors, metadatas):
+        if self.fail:
+            from memlineage.errors import StorageError
+
+            raise StorageError("index down")
+        super().upsert(ids, vectors, metadatas)
+
+
+def test_index_failure_never_loses_the_ledger_record(alice):
+    from memlineage.ledger import Ledger
+
+    ledger = Ledger("sqlite://")
+    idx = _FlakyIndex()
+    mm = make_manager(ledger=ledger, index=idx)
+    m = mm.remember("must survive", scope=alice)
+    assert mm.require(m.id, scope=alice).content == "must survive"
+    assert mm.stats()["index_pending"] == 1
+    idx.fail = False
+    assert mm.repair() == {"upserted": 1, "updated": 0, "removed": 0}
+    assert mm.recall("survive", scope=alice).ids == [m.id]
+    assert mm.reindex() == 1
+
+
+def test_embedder_adapters():
+    from memlineage.index import ensure_embedder
+
+    class LC:
+        def embed_documents(self, texts):
+            return [[1.0, 0.0] for _ in texts]
+
+    class LI:
+        def get_text_embedding_batch(self, texts):
+            return [[0.0, 1.0] for _ in texts]
+
+    assert ensure_embedder(LC()).embed(["a"]) == [[1.0, 0.0]]
+    assert ensure_embedder(LI()).embed(["a"]) == [[0.0, 1.0]]
+    assert ensure_embedder(lambda xs: [[2.0] for _ in xs]).embed(["a", "b"]) == [[2.0], [2.0]]
+    fake = FakeEmbedder()
+    assert ensure_embedder(fake) is fake
+    with pytest.raises(InvalidInputError):
+        ensure_embedder(42)
+
+
+async def test_async_twins(mm, alice):
+    m = await mm.aremember("async hello world", scope=alice)
+    res = await mm.arecall("hello world", scope=alice)
+    assert res.ids == [m.id]
+    assert (await mm.aget(m.id, scope=alice)) == mm.get(m.id, scope=alice)
+    rep = await mm.aretract(m.id, scope=alice, reason="test")
+    assert rep.target == m.id
+    results = await asyncio.gather(*(mm.aremember(f"parallel {i}", scope=alice) for i in range(5)))
+    assert len({r.id for r in results}) == 5
+
+
+def test_activity_lifecycle(mm, alice):
+    mm.record_activity(Activity(id="t1", kind="tool_call", name="search", scope=alice, metadata={"q": "x"}))
+    ended = mm.end_activity("t1", outcome="error", metadata={"error": "boom"})
+    assert ended.outcome == "error" and ended.metadata == {"q": "x", "error": "boom"}
+    assert mm.get_activity("t1").ended_at is not None
+    with pytest.raises(MemoryNotFoundError):
+        mm.end_activity("missing")
