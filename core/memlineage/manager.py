@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
 from sqlalchemy import Connection
 
 from memlineage.errors import (
@@ -51,7 +52,7 @@ from memlineage.models import (
 )
 from memlineage.retrieval import Exclusion, RecallHit, RecallResult, Trace
 
-__all__ = ["MemoryManager"]
+__all__ = ["ConsistencyReport", "MemoryManager"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,40 @@ ENV_HOME = "MEMLINEAGE_HOME"
 DEFAULT_DIR = ".memlineage"
 
 _LIVE = (Status.ACTIVE.value, Status.SUSPECT.value)
+
+
+class ConsistencyReport(BaseModel):
+    """What :meth:`MemoryManager.verify` found when comparing the index with the ledger (the source of truth).
+
+    Every list holds memory ids; all empty means the two agree.
+    """
+
+    ledger_rows: int = Field(description="Memory versions in the ledger.")
+    index_entries: int = Field(description="Entries in the vector index.")
+    missing: list[str] = Field(default_factory=list, description="Indexed per the ledger but absent from the index.")
+    orphans: list[str] = Field(default_factory=list, description="In the index but unknown to the ledger.")
+    not_removed: list[str] = Field(
+        default_factory=list, description="In the index although the ledger says removed (archived or erased)."
+    )
+    scope_mismatch: list[str] = Field(default_factory=list, description="Index entry's user_id differs.")
+    status_mismatch: list[str] = Field(default_factory=list, description="Index entry's status differs.")
+    hash_mismatch: list[str] = Field(
+        default_factory=list, description="Index entry was made from other content (content hash differs)."
+    )
+    pending: list[str] = Field(
+        default_factory=list, description="Index write not finished yet (pending/stale/removing); repair() does it."
+    )
+    fixed: int = Field(default=0, description="Differences repaired (verify(fix=True) only).")
+
+    @property
+    def ok(self) -> bool:
+        """True when ledger and index agree and nothing is pending."""
+        return not self.differences()
+
+    def differences(self) -> dict[str, list[str]]:
+        """The non-empty difference lists by name."""
+        names = ("missing", "orphans", "not_removed", "scope_mismatch", "status_mismatch", "hash_mismatch", "pending")
+        return {n: getattr(self, n) for n in names if getattr(self, n)}
 
 
 @dataclass
@@ -1544,6 +1579,59 @@ class MemoryManager:
             report["removed"] = self._apply_index(rows)
             logger.info("index repaired: %s", report)
         return report
+
+    def verify(self, *, fix: bool = False) -> ConsistencyReport:
+        """Check that the index agrees with the ledger: ids, scope, status and content hash.
+
+        The ledger is the source of truth: every memory it marks as indexed must have one index entry with the
+        same ``user_id``, ``status`` and ``content_hash``, and the index must hold nothing else. Unfinished index
+        writes (a crash between the ledger commit and the index write) are listed as ``pending``.
+
+        Args:
+            fix: Also repair what was found: re-index missing or mismatched entries, delete orphans and entries
+                that should be gone, then finish pending writes (:meth:`repair`). The report describes the state
+                before the fix.
+
+        Returns:
+            A :class:`ConsistencyReport`; ``report.ok`` is True when ledger and index agree.
+
+        Raises:
+            StorageError: the ledger or the index cannot be read.
+        """
+        rows = {r["id"]: r for r in self.ledger.index_summary()}
+        present = self.index.ids()
+        report = ConsistencyReport(ledger_rows=len(rows), index_entries=len(present))
+        report.pending = sorted(i for i, r in rows.items() if r["index_state"] in ("pending", "stale", "removing"))
+        expected = sorted(i for i, r in rows.items() if r["index_state"] == "indexed")
+        report.missing = [i for i in expected if i not in present]
+        report.orphans = sorted(i for i in present if i not in rows)
+        report.not_removed = sorted(i for i in present if i in rows and rows[i]["index_state"] == "removed")
+        both = [i for i in expected if i in present]
+        for start in range(0, len(both), 2000):
+            chunk = both[start : start + 2000]
+            for mid, meta in zip(chunk, self.index.get_metadata(chunk)):
+                row, meta = rows[mid], meta or {}
+                if meta.get("user_id") != row["user_id"]:
+                    report.scope_mismatch.append(mid)
+                if meta.get("status") != row["status"]:
+                    report.status_mismatch.append(mid)
+                if meta.get("content_hash") != row["content_hash"]:
+                    report.hash_mismatch.append(mid)
+        if fix and not report.ok:
+            report.fixed = self._fix_index(report)
+        return report
+
+    def _fix_index(self, report: ConsistencyReport) -> int:
+        reupsert = sorted({*report.missing, *report.scope_mismatch, *report.hash_mismatch})
+        restale = sorted(set(report.status_mismatch) - set(reupsert))
+        with self.ledger.transaction() as conn:
+            if reupsert:
+                self.ledger.update_memories(conn, reupsert, {"index_state": "pending"})
+            if restale:
+                self.ledger.update_memories(conn, restale, {"index_state": "stale"})
+        removed = self.index.delete(report.orphans + report.not_removed)
+        self.repair()
+        return len(reupsert) + len(restale) + removed + len(report.pending)
 
     def reindex(self) -> int:
         """Rebuild the whole index from the ledger (vectors stored in the ledger; re-embedded where missing).

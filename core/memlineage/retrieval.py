@@ -29,6 +29,7 @@ __all__ = [
     "RetrievalConfig",
     "Trace",
     "fuse",
+    "hybrid_recall",
 ]
 
 logger = logging.getLogger(__name__)
@@ -257,3 +258,151 @@ def fuse(
             v = (f.vector - lo) / span if f.vector_rank else 0.0
             f.relevance = (wv * v + wl * f.lexical) / (wv + wl)
     return sorted(by_id.values(), key=lambda f: (-f.relevance, f.id))
+
+
+def _recency(memory: Memory, now: datetime, half_life_s: float) -> float:
+    when = memory.valid_from or memory.created_at
+    age = max(0.0, (now - when).total_seconds())
+    return math.exp(-math.log(2.0) * age / half_life_s)
+
+
+def hybrid_recall(
+    query: str,
+    *,
+    k: int,
+    where: Any,
+    scope: Any,
+    now: datetime,
+    query_vector: Callable[[], Sequence[float]],
+    vector_index: Any,
+    lexical_index: Any | None,
+    load: Callable[[Sequence[str]], Sequence[Memory | None]],
+    trace: Trace,
+    config: RetrievalConfig | None = None,
+    candidate_filter: CandidateFilter | None = None,
+    read_filter: Callable[[list[tuple[Memory, float]]], list[tuple[Memory, float]]] | None = None,
+    expire: Callable[[list[str]], Any] | None = None,
+    value_of: Callable[[Memory, datetime], float] | None = None,
+) -> list[RecallHit]:
+    """Candidates from both legs, fused, re-ranked and filtered; returns every eligible hit, best first.
+
+    The caller cuts to ``k`` (after any further re-ranking); this function fetches more candidates until ``k``
+    eligible ones survive the filters or both legs are exhausted.
+
+    Args:
+        query: Query text.
+        k: Number of results the caller wants, >= 1.
+        where: ``IndexFilter`` applied inside both legs' queries (scope, status, kinds, tags).
+        scope: Caller's ``Scope``; the final guard re-checks every loaded memory with ``scope.contains``.
+        now: Current time (UTC), for recency and expiry.
+        query_vector: Returns the query embedding (called once).
+        vector_index: A ``VectorIndex``.
+        lexical_index: A :class:`~memlineage.index.lexical.LexicalIndex`, or None for the vector leg only.
+        load: Loads memories by id from the ledger, aligned with the input (``None`` for misses).
+        trace: Filled with leg counts, exclusions and timings.
+        config: :class:`RetrievalConfig`; default tuned values.
+        candidate_filter: Per-memory read-policy hook (see :data:`CandidateFilter`), applied before the cut.
+        read_filter: Batch read-policy hook over ``(memory, score)`` pairs, applied before the cut.
+        expire: Called with ids of memories found past their TTL.
+        value_of: Effective value in [0, 1] of a memory at ``now``; None leaves value out of the score (e.g.
+            when a value model re-ranks afterwards).
+
+    Returns:
+        Hits with ``score`` in [0, 1] (higher = better) and ``scores`` holding ``vector``, ``lexical``,
+        ``lexical_raw``, ``vector_rank``, ``lexical_rank``, ``relevance``, ``contiguity``, ``recency``, ``value``
+        and ``final``.
+    """
+    cfg = config or RetrievalConfig()
+    t0 = time.perf_counter()
+    qvec = query_vector()
+    trace.timings_ms["embed"] = (time.perf_counter() - t0) * 1000
+    statuses = set(where.statuses)
+    fetch = max(cfg.candidates, 4 * k)
+    while True:
+        t1 = time.perf_counter()
+        vhits = vector_index.query(qvec, fetch, where)
+        t2 = time.perf_counter()
+        lhits = lexical_index.query(query, fetch, where) if lexical_index is not None else []
+        t3 = time.perf_counter()
+        trace.legs["vector"], trace.legs["lexical"] = len(vhits), len(lhits)
+        trace.timings_ms["vector"] = (t2 - t1) * 1000
+        trace.timings_ms["lexical"] = (t3 - t2) * 1000
+        fused = fuse(vhits, lhits, cfg)
+        mems = load([f.id for f in fused])
+        trace.excluded.clear()
+        trace.candidates = len(fused)
+        rel = {f.id: f.relevance for f in fused}
+        live: list[tuple[Fused, Memory]] = []
+        expired: list[str] = []
+        for f, m in zip(fused, mems):
+            if m is None or not scope.contains(m.scope):
+                trace.excluded.append(Exclusion(f.id, "scope guard: not in the caller's scope", None, "guard"))
+            elif m.status.value not in statuses:
+                trace.excluded.append(Exclusion(f.id, f"status {m.status.value}", None, "guard"))
+            elif m.expires_at is not None and m.expires_at <= now:
+                expired.append(m.id)
+                trace.excluded.append(Exclusion(f.id, "expired: ttl elapsed", None, "ttl"))
+            else:
+                live.append((f, m))
+        if expired and expire is not None:
+            expire(expired)
+        neighbours = (
+            lexical_index.neighbours([f.id for f, _ in live])
+            if cfg.contiguity > 0 and lexical_index is not None
+            else {}
+        )
+        w_rel = 1.0 - cfg.value_weight - cfg.recency_weight if value_of is not None else 1.0 - cfg.recency_weight
+        scored: list[tuple[Memory, float, dict[str, float]]] = []
+        for f, m in live:
+            nb = max((rel.get(n, 0.0) for n in neighbours.get(f.id, ())), default=0.0)
+            relevance = (f.relevance + cfg.contiguity * nb) / (1.0 + cfg.contiguity)
+            recency = _recency(m, now, cfg.recency_half_life_s)
+            value = value_of(m, now) if value_of is not None else None
+            final = w_rel * relevance + cfg.recency_weight * recency
+            if value is not None:
+                final += cfg.value_weight * value
+            parts = {
+                "vector": round(f.vector, 6),
+                "vector_rank": float(f.vector_rank),
+                "lexical": round(f.lexical, 6),
+                "lexical_raw": round(f.lexical_raw, 6),
+                "lexical_rank": float(f.lexical_rank),
+                "fused": round(f.relevance, 6),
+                "contiguity": round(nb, 6),
+                "relevance": round(relevance, 6),
+                "recency": round(recency, 6),
+                "final": round(max(0.0, min(1.0, final)), 6),
+            }
+            if value is not None:
+                parts["value"] = round(value, 6)
+            scored.append((m, parts["final"], parts))
+        scored.sort(key=lambda x: (-x[1], x[0].id))
+        kept: list[tuple[Memory, float, dict[str, float]]] = []
+        for m, s, parts in scored:
+            verdict = candidate_filter(m) if candidate_filter is not None else None
+            if verdict:
+                reason, policy_id = verdict if isinstance(verdict, tuple) else (str(verdict), None)
+                trace.excluded.append(Exclusion(m.id, reason, policy_id, "policy"))
+                continue
+            kept.append((m, s, parts))
+        if read_filter is not None:
+            allowed = {m.id for m, _ in read_filter([(m, s) for m, s, _ in kept])}
+            for m, _, _ in kept:
+                if m.id not in allowed and not any(e.memory_id == m.id for e in trace.excluded):
+                    trace.excluded.append(Exclusion(m.id, "read policy", None, "policy"))
+            kept = [x for x in kept if x[0].id in allowed]
+        trace.timings_ms["fuse_rerank_filter"] = (time.perf_counter() - t3) * 1000
+        exhausted = len(vhits) < fetch and len(lhits) < fetch
+        if len(kept) >= k or exhausted:
+            break
+        fetch *= 2
+    return [
+        RecallHit(
+            memory=m,
+            score=s,
+            scores=parts,
+            lineage=m.summary(),
+            flags=("suspect",) if m.status.value == "suspect" else (),
+        )
+        for m, s, parts in kept
+    ]
