@@ -1,3 +1,25 @@
-"""LlamaIndex adapters for MemLineage."""
+"""LlamaIndex adapters for MemLineage: a memory block, a drop-in ``Memory`` and automatic tool-call capture.
 
-__all__: list[str] = []
+Which to use:
+
+* ``lineage_memory(manager, user_id=..., session_id=...)`` gives an agent long-term memory in one line:
+  ``agent.run(user_msg=..., memory=lineage_memory(...))``. It stores every message with lineage and recalls the
+  relevant memories each turn. ``LineageMemoryBlock`` is the same thing as a block for your own ``Memory``.
+* To also capture tool calls (arguments, call ids, errors) and LLM steps as activities, wrap the run with
+  ``await capture_run(agent.run(...), manager, scope=...)``. Prefer it: it is per run, so the scope is explicit.
+* ``LineageEventHandler(...).register()`` captures the same through ``get_dispatcher()`` for code you cannot
+  wrap; it is process-global, so give it one scope or tag each run with ``instrument_tags``.
+"""
+
+from memlineage_llamaindex._block import LineageMemoryBlock
+from memlineage_llamaindex._capture import LineageEventHandler, LineageSpanHandler, capture_run
+from memlineage_llamaindex._memory import LineageMemory, lineage_memory
+
+__all__ = [
+    "LineageEventHandler",
+    "LineageMemory",
+    "LineageMemoryBlock",
+    "LineageSpanHandler",
+    "capture_run",
+    "lineage_memory",
+]

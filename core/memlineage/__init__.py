@@ -36,26 +36,33 @@ from memlineage.models import (
 )
 from memlineage.retrieval import Exclusion, RecallHit, RecallResult, Trace
 from memlineage.settings import MemLineageSettings
+from memlineage.consolidation import ConsolidationResult, RuleBasedConsolidator
+from memlineage.extractors import FeatureExtractor, LLMExtractor, MemoryFeatures, RuleBasedExtractor
+from memlineage.value import SweepReport, ValueModel, ValueProfile, ValueWeights
 
 __all__ = [
     "Activity",
     "CascadeReport",
     "ChromaIndex",
     "ConfigurationError",
+    "ConsolidationResult",
     "Embedder",
     "ErasureReceipt",
     "Event",
     "Exclusion",
     "Explanation",
+    "FeatureExtractor",
     "InMemoryIndex",
     "InvalidInputError",
     "InvalidNamespaceError",
+    "LLMExtractor",
     "Ledger",
     "Lineage",
     "LineageCycleError",
     "MemLineageError",
     "MemLineageSettings",
     "Memory",
+    "MemoryFeatures",
     "MemoryKind",
     "MemoryManager",
     "MemoryNotFoundError",
@@ -66,6 +73,8 @@ __all__ = [
     "RecallHit",
     "RecallResult",
     "Relation",
+    "RuleBasedConsolidator",
+    "RuleBasedExtractor",
     "Scope",
     "ScopeViolationError",
     "Source",
@@ -73,8 +82,12 @@ __all__ = [
     "Status",
     "StorageError",
     "StoreLockedError",
+    "SweepReport",
     "Trace",
     "ValueAssessment",
+    "ValueModel",
+    "ValueProfile",
+    "ValueWeights",
     "VectorIndex",
     "__version__",
 ]

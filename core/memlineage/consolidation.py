@@ -1,11 +1,12 @@
 """Session consolidation with a citation check (seed 002 §3.1 "总结沉淀", §3.3 consistency check).
 
 A finished session is summarised into semantic memories by any LLM or by the offline
-:class:`RuleBasedConsolidator`. The summariser sees the session's messages labelled ``m1``, ``m2``... and must end
-every produced line with the labels of the messages it came from, e.g. ``The user prefers aisle seats [m2, m5]``.
-Seed 002: "让模型输出必须附带上原始对话段落编号，如果哪条总结找不到对应出处，宁可丢弃也不写入" — a line that
-cites nothing, cites a message that is not in the session, or shares no content term with the messages it cites is
-rejected; accepted lines become memories that record ``wasDerivedFrom`` the cited messages.
+:class:`RuleBasedConsolidator`. The summariser sees the session's messages labelled ``m1``, ``m2``... and must
+end every produced line with the labels of the messages it came from, e.g.
+``The user prefers aisle seats [m2, m5]``. Seed 002: "让模型输出必须附带上原始对话段落编号，
+如果哪条总结找不到对应出处，宁可丢弃也不写入" — a line that cites nothing, cites a message that is not in the
+session, or shares no content term with the messages it cites is rejected; accepted lines become memories
+that record ``wasDerivedFrom`` the cited messages.
 """
 
 from __future__ import annotations
@@ -41,12 +42,13 @@ Rules:
 - End EVERY line with the labels of the messages it is based on, in square brackets, e.g. [m2] or [m2, m5].
 - Only state what the cited messages say. A line without a citation will be discarded.
 
-Conversation:
-{messages}
+Conversation: {messages}
 
 Memories:"""
 
 _CITATION = re.compile(r"\[\s*([^\[\]]+?)\s*\]")
+#: Citations must close the line ("... [m2, m5]" or "... [m2][m5]."), as the prompt asks.
+_TRAILING = re.compile(r"(?:\s*\[\s*[^\[\]]+?\s*\])+\s*[.。]?\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)、]|（?\d+）)\s*")
 
 
@@ -112,11 +114,11 @@ def build_prompt(messages: Sequence[SourceMessage]) -> str:
 def check_citations(
     answer: str, messages: Sequence[SourceMessage], *, require_overlap: bool = True
 ) -> tuple[list[CitedLine], list[RejectedLine]]:
-    """Parse a summariser's answer and apply the citation check line by line.
+    r"""Parse a summariser's answer and apply the citation check line by line.
 
-    A line is accepted when it cites at least one message, every citation names a message of this session (by
-    label ``m3`` or by full id), and — when ``require_overlap`` — the line shares at least one content term (an
-    English word or a Chinese character bigram, stop words excluded) with the cited messages.
+    A line is accepted when it ends with at least one citation, every citation names a message of this session
+    (by label ``m3`` or by full id), and — when ``require_overlap`` — the line shares at least one content
+    term (an English word or a Chinese character bigram, stop words excluded) with the cited messages.
 
     Args:
         answer: Summariser output, one memory per line.
@@ -128,7 +130,7 @@ def check_citations(
 
     Example:
         >>> msgs = [SourceMessage("id-1", "I prefer aisle seats", "m1")]
-        >>> ok, bad = check_citations("- Prefers aisle seats [m1]\\nLives in Rome", msgs)
+        >>> ok, bad = check_citations("- Prefers aisle seats [m1]\nLives in Rome", msgs)
         >>> [(c.text, c.cites) for c in ok], [r.reason for r in bad]
         ([('Prefers aisle seats', ('id-1',))], ['uncited: names no source message'])
     """
@@ -141,9 +143,11 @@ def check_citations(
         line = _BULLET.sub("", raw).strip()
         if not line or line.lower().rstrip(":") in ("memories", "summary", "记忆", "总结"):
             continue
-        refs = [r.strip().casefold() for group in _CITATION.findall(line) for r in re.split(r"[,，;；\s]+", group)]
+        tail = _TRAILING.search(line)
+        groups = _CITATION.findall(tail.group(0)) if tail else []
+        refs = [r.strip().casefold() for group in groups for r in re.split(r"[,，;；\s]+", group)]
         refs = [r for r in refs if r]
-        text = _CITATION.sub("", line).strip(" \t-–—:：;；,，")
+        text = (line[: tail.start()] if tail else line).strip(" \t-–—:：;；,，")
         if not text:
             continue
         if not refs:
@@ -157,7 +161,9 @@ def check_citations(
         if require_overlap:
             source_terms = set().union(*(_terms(by_ref[r].content) for r in refs))
             if not (_terms(text) & source_terms):
-                rejected.append(RejectedLine(text, "not supported: shares no content with the cited messages"))
+                rejected.append(
+                    RejectedLine(text, "not supported: shares no content with the cited messages")
+                )
                 continue
         key = " ".join(text.casefold().split())
         if key in seen:
@@ -168,13 +174,18 @@ def check_citations(
 
 
 class RuleBasedConsolidator:
-    """Offline summariser: keeps the session's instructions, preferences and slot facts, newest value per slot.
+    """Offline summariser: keeps a session's instructions, preferences and slot facts (newest per slot).
 
     Each kept message becomes one line citing itself, so every line passes the citation check by construction.
 
     Example:
-        >>> msgs = label_messages([SourceMessage("a", "hi!"), SourceMessage("b", "I live in Rome"),
-        ...                        SourceMessage("c", "I live in Milan now")])
+        >>> msgs = label_messages(
+        ...     [
+        ...         SourceMessage("a", "hi!"),
+        ...         SourceMessage("b", "I live in Rome"),
+        ...         SourceMessage("c", "I live in Milan now"),
+        ...     ]
+        ... )
         >>> print(RuleBasedConsolidator().summarize(msgs))
         I live in Milan now [m3]
     """
@@ -204,8 +215,8 @@ def summarize_session(
 
     Args:
         summarizer: An object with ``summarize(messages) -> str`` (e.g. :class:`RuleBasedConsolidator`), a
-            LangChain chat model (``invoke``), a LlamaIndex LLM (``complete``) or a callable ``prompt -> str``.
-            None = :class:`RuleBasedConsolidator`.
+            LangChain chat model (``invoke``), a LlamaIndex LLM (``complete``) or a callable ``prompt ->
+            str``. None = :class:`RuleBasedConsolidator`.
         messages: Session messages, oldest first.
         require_overlap: Passed to :func:`check_citations`.
 
@@ -224,7 +235,9 @@ def summarize_session(
         answer = summarizer.summarize(labelled)
     else:
         answer = call_model(summarizer, build_prompt(labelled))
-    result.accepted, result.rejected = check_citations(str(answer or ""), labelled, require_overlap=require_overlap)
+    result.accepted, result.rejected = check_citations(
+        str(answer or ""), labelled, require_overlap=require_overlap
+    )
     for r in result.rejected:
         logger.info("consolidation rejected %r: %s", r.text[:80], r.reason)
     return result
@@ -240,12 +253,12 @@ def consolidate_session(
 ) -> ConsolidationResult:
     """Turn a session into cited semantic memories (implementation of ``MemoryManager.consolidate``).
 
-    The session's messages are its live ``episodic`` / ``working`` ledger memories (oldest first, consolidation
-    outputs excluded) followed by the items still in its short-term buffer. Accepted lines are stored as
-    ``semantic`` memories from source ``consolidation`` that record ``wasDerivedFrom`` every cited message,
-    generated by one ``consolidation`` activity; a cited buffered message is first persisted (forced) so that the
-    lineage edge has a target. Slots are detected on the produced lines when the manager has a value model, so a
-    consolidated "I live in Milan" supersedes an older "I live in Rome".
+    The session's messages are its live ``episodic`` / ``working`` ledger memories (oldest first,
+    consolidation outputs excluded) followed by the items still in its short-term buffer. Accepted lines are
+    stored as ``semantic`` memories from source ``consolidation`` that record ``wasDerivedFrom`` every cited
+    message, generated by one ``consolidation`` activity; a cited buffered message is first persisted (forced)
+    so that the lineage edge has a target. Slots are detected on the produced lines when the manager has a
+    value model, so a consolidated "I live in Milan" supersedes an older "I live in Rome".
     """
     from memlineage.models import Activity, MemoryKind, Scope, SourceKind, Status
 
@@ -272,7 +285,9 @@ def consolidate_session(
     rt = getattr(mm, "_value_runtime", None)
     if rt is not None:
         buffered = rt.buffer.items(sscope)
-    messages = [SourceMessage(m.id, m.content) for m in stored] + [SourceMessage(b.id, b.content) for b in buffered]
+    messages = [SourceMessage(m.id, m.content) for m in stored] + [
+        SourceMessage(b.id, b.content) for b in buffered
+    ]
     result = summarize_session(summarizer, messages, require_overlap=require_overlap)
     if not result.accepted:
         return result
@@ -287,12 +302,21 @@ def consolidate_session(
                 for b in by_buffer.values()
             ]
         )
-        remap = {bid: mem.id for bid, mem in zip(by_buffer, saved)}
+        remap = {bid: mem.id for bid, mem in zip(by_buffer, saved, strict=True)}
     activity = mm.record_activity(
-        Activity(kind="consolidation", name=getattr(summarizer, "name", None) or type(summarizer).__name__
-                 if summarizer is not None else "rules", scope=sscope, started_at=mm.clock(),
-                 metadata={"session_id": session, "accepted": len(result.accepted),
-                           "rejected": len(result.rejected)})
+        Activity(
+            kind="consolidation",
+            name=getattr(summarizer, "name", None) or type(summarizer).__name__
+            if summarizer is not None
+            else "rules",
+            scope=sscope,
+            started_at=mm.clock(),
+            metadata={
+                "session_id": session,
+                "accepted": len(result.accepted),
+                "rejected": len(result.rejected),
+            },
+        )
     )
     result.memories = mm.remember_many(
         [

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -50,7 +49,7 @@ from memlineage.models import (
     to_epoch,
     utcnow,
 )
-from memlineage.retrieval import Exclusion, RecallHit, RecallResult, Trace
+from memlineage.retrieval import CandidateFilter, Exclusion, RecallHit, RecallResult, RetrievalConfig, Trace, hybrid_recall
 
 __all__ = ["ConsistencyReport", "MemoryManager"]
 
@@ -169,6 +168,9 @@ class MemoryManager:
         lock: Any = None,
         path: Path | None = None,
         repair_on_open: bool = True,
+        lexical: Any = None,
+        retrieval: RetrievalConfig | None = None,
+        read_filter: CandidateFilter | None = None,
     ) -> None:
         if ledger is None or index is None:
             msg = "MemoryManager needs a ledger and an index; use MemoryManager.open() for the defaults"
@@ -178,11 +180,18 @@ class MemoryManager:
         self.embedder: Embedder = ensure_embedder(embedder)
         self.clock = clock or utcnow
         self.trust_by_source = {str(k): float(v) for k, v in (trust_by_source or DEFAULT_TRUST).items()}
-        self.policy = policy
+        self.policy = _policy_engine(policy)
         self.value_model = value_model
         self.path = path
         self._lock = lock
         self._closed = False
+        self._dims: int | None = None  # the embedder's vector size, learnt from its first output
+        # hybrid retrieval (memlineage.retrieval): lexical leg built lazily per user from the ledger
+        from memlineage.index.lexical import LexicalIndex
+
+        self.lexical = lexical if lexical is not None else LexicalIndex(loader=self._lexical_rows)
+        self.retrieval = retrieval or RetrievalConfig()
+        self.read_filter = read_filter
         if repair_on_open:
             self.repair()
 
@@ -439,20 +448,23 @@ class MemoryManager:
         now = self.clock()
         if ttl is not None:
             seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else ttl
-            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+            if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
                 msg = f"ttl must be a positive timedelta or number of seconds, got {ttl!r}"
                 raise InvalidInputError(msg)
             expires = now + timedelta(seconds=float(seconds))
         if valid_from is not None and not isinstance(valid_from, datetime):
             msg = f"valid_from must be a datetime, got {type(valid_from).__name__}"
             raise InvalidInputError(msg)
-        for name, value in (("activity_id", activity_id), ("parent_activity_id", parent_activity_id), ("slot", slot)):
+        for name, value in (
+            ("activity_id", activity_id), ("parent_activity_id", parent_activity_id), ("slot", slot),
+            ("context_hash", context_hash),
+        ):  # fmt: skip
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 msg = f"{name} must be None or a non-empty string, got {value!r}"
                 raise InvalidInputError(msg)
-        vec = None
-        if embedding is not None:
-            vec = [float(x) for x in embedding]
+        vec = _vector(embedding) if embedding is not None else None
+        if vec is not None:
+            self._check_dims(vec)
         return _Draft(
             content=content,
             scope=scope,
@@ -495,6 +507,10 @@ class MemoryManager:
 
     def _before_write(self, drafts: Sequence[_Draft]) -> None:
         """Hook for write policies and the value gate (no-op in the core store)."""
+        if self.policy is not None:
+            from memlineage.policy._enforce import enforce_write
+
+            enforce_write(self, drafts)
 
     def _dedupe(
         self, drafts: list[_Draft], results: list[Memory | None], now: datetime
@@ -771,6 +787,7 @@ class MemoryManager:
             PolicyViolationError: a delete policy denied it.
         """
         scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
         mem = self.require(memory_id, scope=scope)
         self._check_operation("delete", [mem], scope=scope)
         if mem.status in (Status.RETRACTED, Status.ERASED):
@@ -877,6 +894,7 @@ class MemoryManager:
             InvalidInputError: the memory is not suspect or expired.
         """
         scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
         mem = self.require(memory_id, scope=scope)
         if mem.status not in (Status.SUSPECT, Status.EXPIRED):
             msg = f"memory {memory_id!r} is {mem.status.value}; only suspect or expired memories can be revalidated"
@@ -901,6 +919,7 @@ class MemoryManager:
             PolicyViolationError: a delete policy denied it.
         """
         scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
         mem = self.require(memory_id, scope=scope)
         self._check_operation("delete", [mem], scope=scope)
         self._archive([memory_id], reason)
@@ -934,6 +953,7 @@ class MemoryManager:
             PolicyViolationError: a delete policy denied it.
         """
         scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
         now = self.clock()
         t = to_epoch(now)
         if memory_id is not None:
@@ -1096,6 +1116,99 @@ class MemoryManager:
             raise MemoryNotFoundError(msg)
         return mem
 
+    def find(
+        self,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        slot: str | None = None,
+        tags: Iterable[str] | None = None,
+        kinds: Iterable[MemoryKind | str] | None = None,
+        include_suspect: bool = True,
+        session_only: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """Live memories in ``scope`` matching exact criteria, oldest first; no query, no ranking, no reinforcement.
+
+        Use it to look a memory up by its slot key (``find(scope=s, slot="user/seat")[-1]`` is the current value)
+        or to list a session's memories; use :meth:`recall` to search by meaning.
+
+        Args:
+            scope: Caller's scope; only its memories are listed.
+            slot: Only memories holding this semantic slot key.
+            tags: Memories must carry all these tags.
+            kinds: Restrict to these memory kinds.
+            include_suspect: Also list ``suspect`` memories (default); otherwise ``active`` only.
+            session_only: Only memories written in ``scope.session_id``.
+            limit: At most this many (``None`` = all).
+            offset: Skip this many first.
+
+        Raises:
+            InvalidInputError: bad scope, kinds, limit or offset.
+        """
+        from sqlalchemy import select
+
+        from memlineage.ledger._schema import memories
+
+        scope = Scope.coerce(scope)
+        for name, value in (("limit", limit), ("offset", offset)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                msg = f"{name} must be a non-negative int, got {value!r}"
+                raise InvalidInputError(msg)
+        try:
+            kind_values = [MemoryKind(x).value for x in kinds] if kinds is not None else None
+        except (ValueError, TypeError) as exc:
+            msg = f"unknown memory kind in {kinds!r}"
+            raise InvalidInputError(msg) from exc
+        wanted_tags = set(normalize_tags(tags))
+        statuses = list(_LIVE) if include_suspect else [Status.ACTIVE.value]
+        cond = [memories.c.user_id == scope.user_id, memories.c.status.in_(statuses)]
+        if scope.agent_id is not None:
+            cond.append(memories.c.agent_id.is_(None) | (memories.c.agent_id == scope.agent_id))
+        if session_only and scope.session_id is not None:
+            cond.append(memories.c.session_id == scope.session_id)
+        if slot is not None:
+            cond.append(memories.c.slot == slot)
+        if kind_values is not None:
+            cond.append(memories.c.kind.in_(kind_values))
+        query = select(memories.c.id, memories.c.tags).where(*cond).order_by(memories.c.recorded_at, memories.c.id)
+        with self.ledger.read() as conn:
+            ids = [r[0] for r in conn.execute(query) if wanted_tags <= set(r[1] or ())]
+        ids = ids[offset:] if limit is None else ids[offset : offset + limit]
+        return [m for m in self.ledger.memories(ids) if m is not None]
+
+    def slots(self, *, scope: Scope | Mapping[str, Any] | str | None = None, prefix: str = "") -> list[tuple[str, str]]:
+        """Distinct ``(user_id, slot)`` keys held by live memories, sorted; keys only, never content.
+
+        Args:
+            scope: Only this scope's slots; ``None`` = every user (maintenance and adapter listings such as
+                LangGraph's ``list_namespaces``).
+            prefix: Only slot keys starting with this string.
+        """
+        from sqlalchemy import select
+
+        from memlineage.ledger._schema import memories
+
+        cond = [memories.c.slot.is_not(None), memories.c.status.in_(list(_LIVE))]
+        if scope is not None:
+            s = Scope.coerce(scope)
+            cond.append(memories.c.user_id == s.user_id)
+            if s.agent_id is not None:
+                cond.append(memories.c.agent_id.is_(None) | (memories.c.agent_id == s.agent_id))
+        if prefix:
+            cond.append(memories.c.slot.startswith(prefix, autoescape=True))
+        query = select(memories.c.user_id, memories.c.slot).where(*cond).distinct()
+        with self.ledger.read() as conn:
+            return sorted((r[0], r[1]) for r in conn.execute(query))
+
+    async def afind(self, **kwargs: Any) -> list[Memory]:
+        """Async :meth:`find`."""
+        return await asyncio.to_thread(self.find, **kwargs)
+
+    async def aslots(self, **kwargs: Any) -> list[tuple[str, str]]:
+        """Async :meth:`slots`."""
+        return await asyncio.to_thread(self.slots, **kwargs)
+
     def recall(
         self,
         query: str,
@@ -1110,6 +1223,7 @@ class MemoryManager:
         activity_id: str | None = None,
         trace: bool = False,
         reinforce: bool = True,
+        budget: float | None = None,
     ) -> RecallResult:
         """Retrieve the ``k`` best memories for ``query`` within ``scope`` (the retrieval gate).
 
@@ -1129,6 +1243,8 @@ class MemoryManager:
             activity_id: The run that reads; records ``used`` edges from it to every served memory.
             trace: Keep timings and full exclusion details (off by default in hot paths).
             reinforce: Update last use and use count of served memories.
+            budget: Refresh budget in policy cost units (>= 0; None = unlimited); a refresh costing more than
+                what is left serves the stale memory flagged ``stale`` instead.
 
         Returns:
             A :class:`~memlineage.retrieval.RecallResult`, best first; ``hit.score`` in [0, 1], higher = better.
@@ -1141,9 +1257,12 @@ class MemoryManager:
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             msg = f"k must be a non-negative int, got {k!r}"
             raise InvalidInputError(msg)
+        if activity_id is not None and (not isinstance(activity_id, str) or not activity_id.strip()):
+            msg = f"activity_id must be None or a non-empty string (the reading run's id), got {activity_id!r}"
+            raise InvalidInputError(msg)
         try:
             kind_values = tuple(MemoryKind(x).value for x in kinds) if kinds is not None else None
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             msg = f"unknown memory kind in {kinds!r}"
             raise InvalidInputError(msg) from exc
         statuses = [Status.ACTIVE.value]
@@ -1160,52 +1279,27 @@ class MemoryManager:
         tr = Trace(query=query, k=k)
         if k == 0:
             return RecallResult([], tr)
-        t0 = time.perf_counter()
-        qvec = self._embed([query])[0]
-        tr.timings_ms["embed"] = (time.perf_counter() - t0) * 1000
         now = self.clock()
-        fetch = max(4 * k, 20)
-        hits: list[RecallHit] = []
-        seen: set[str] = set()
-        while True:
-            t1 = time.perf_counter()
-            raw = self.index.query(qvec, fetch, where)
-            tr.legs["vector"] = len(raw)
-            fresh = [h for h in raw if h.id not in seen]
-            seen.update(h.id for h in raw)
-            mems = self.ledger.memories([h.id for h in fresh])
-            cands: list[tuple[Memory, float]] = []
-            expired: list[str] = []
-            for h, m in zip(fresh, mems):
-                if m is None or not scope.contains(m.scope):
-                    tr.excluded.append(Exclusion(h.id, "scope guard: not in the caller's scope", None, "guard"))
-                    continue
-                if m.status.value not in statuses:
-                    tr.excluded.append(Exclusion(h.id, f"status {m.status.value}", None, "guard"))
-                    continue
-                if m.expires_at is not None and m.expires_at <= now:
-                    expired.append(m.id)
-                    tr.excluded.append(Exclusion(h.id, "expired: ttl elapsed", None, "ttl"))
-                    continue
-                cands.append((m, max(0.0, min(1.0, h.similarity))))
-            if expired:
-                self._expire(expired)
-            tr.candidates += len(cands)
-            kept = self._filter_read(cands, scope=scope, purpose=purpose, query=query, trace=tr)
-            hits.extend(
-                RecallHit(
-                    memory=m,
-                    score=s,
-                    scores={"vector": s, "final": s},
-                    lineage=m.summary(),
-                    flags=("suspect",) if m.status is Status.SUSPECT else (),
-                )
-                for m, s in kept
-            )
-            tr.timings_ms["candidates"] = tr.timings_ms.get("candidates", 0.0) + (time.perf_counter() - t1) * 1000
-            if len(hits) >= k or len(raw) < fetch:
-                break
-            fetch *= 2
+        hits = hybrid_recall(
+            query,
+            k=k,
+            where=where,
+            scope=scope,
+            now=now,
+            query_vector=lambda: self._embed([query])[0],
+            vector_index=self.index,
+            lexical_index=self.lexical,
+            load=self.ledger.memories,
+            trace=tr,
+            config=self.retrieval,
+            candidate_filter=self.read_filter,
+            read_filter=lambda c: self._filter_read(
+                c, scope=scope, purpose=purpose, query=query, trace=tr, budget=budget
+            ),
+            expire=self._expire,
+            value_of=None if self.value_model is not None else (lambda m, _now: m.value),
+        )
+        hits = _policy_hits(self.policy, hits, tr)
         hits = self._value_rerank(hits, now)
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         hits = hits[:k]
@@ -1221,12 +1315,21 @@ class MemoryManager:
         purpose: str | None,
         query: str,
         trace: Trace,
+        budget: float | None = None,
     ) -> list[tuple[Memory, float]]:
         """Hook: read policies drop or flag candidates before the top-k cut (no policy engine: keep all)."""
-        return candidates
+        if self.policy is None:
+            return candidates
+        from memlineage.policy._enforce import enforce_read
+
+        return enforce_read(self, candidates, scope=scope, purpose=purpose, query=query, trace=trace, budget=budget)
 
     def _check_operation(self, operation: str, memories: Sequence[Memory], *, scope: Scope, source: Source | None = None) -> None:
         """Hook: update / delete policies (no policy engine: allow)."""
+        if self.policy is not None:
+            from memlineage.policy._enforce import enforce_operation
+
+            enforce_operation(self, operation, memories, scope=scope, source=source)
 
     def _mark_used(self, mems: Sequence[Memory], activity_id: str | None, now: datetime) -> None:
         from sqlalchemy import update
@@ -1328,6 +1431,14 @@ class MemoryManager:
             MemoryNotFoundError: ``memory_id`` is not in the scope.
         """
         scope = Scope.coerce(scope)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            msg = f"limit must be None or a non-negative int, got {limit!r}"
+            raise InvalidInputError(msg)
+        if types is not None:
+            types = [types] if isinstance(types, str) else types
+            if not isinstance(types, Iterable) or not all(isinstance(t, str) for t in types):
+                msg = f"types must be a list of event type names such as ['created', 'retracted'], got {types!r}"
+                raise InvalidInputError(msg)
         if memory_id is not None:
             self.require(memory_id, scope=scope)
         return self.ledger.events(user_id=scope.user_id, memory_id=memory_id, types=types, limit=limit)
@@ -1519,7 +1630,21 @@ class MemoryManager:
         if len(vectors) != len(texts):
             msg = f"embedder {self.embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts"
             raise StorageError(msg)
-        return [list(map(float, v)) for v in vectors]
+        out = [list(map(float, v)) for v in vectors]
+        if out:
+            self._dims = len(out[0])
+        return out
+
+    def _check_dims(self, vector: Sequence[float]) -> None:
+        """A precomputed embedding must have the embedder's size, or it would poison the index for the scope."""
+        if self._dims is None:
+            self._embed(["dimension probe"])
+        if len(vector) != self._dims:
+            msg = (
+                f"embedding has {len(vector)} dimensions but the embedder {self.embedder.name!r} makes "
+                f"{self._dims}; pass vectors from the same model, or embedding=None"
+            )
+            raise InvalidInputError(msg)
 
     def _sync_index(self, ids: Sequence[str]) -> int:
         """Bring index entries of ``ids`` in line with the ledger; failures leave them for :meth:`repair`.
@@ -1555,6 +1680,7 @@ class MemoryManager:
         if stale:
             self.index.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
         removed = self.index.delete([r["id"] for r in removing])
+        self._lexical_apply(upserts, stale, removing)
         done = [r["id"] for r in upserts + stale]
         with self.ledger.transaction() as conn:
             if done:
@@ -1562,6 +1688,26 @@ class MemoryManager:
             if removing:
                 self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
         return removed
+
+    def _lexical_apply(self, upserts: Sequence[dict[str, Any]], stale: Sequence[dict[str, Any]], removing: Sequence[dict[str, Any]]) -> None:
+        """Mirror an index write into the lexical leg (in memory; rebuilt from the ledger if lost)."""
+        if upserts:
+            self.lexical.upsert([r["id"] for r in upserts], [r["content"] for r in upserts], [index_metadata(r) for r in upserts])
+        if stale:
+            self.lexical.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
+        if removing:
+            self.lexical.delete([r["id"] for r in removing])
+
+    def _lexical_rows(self, user_id: str) -> list[tuple[str, str, dict[str, Any]]]:
+        """Loader of the lexical leg: one user's indexable memories from the ledger, as (id, text, metadata)."""
+        from sqlalchemy import select
+
+        from memlineage.ledger._schema import memories
+
+        query = select(memories).where(memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale")))
+        with self.ledger.transaction() as conn:
+            rows = [dict(r) for r in conn.execute(query).mappings()]
+        return [(r["id"], r["content"], index_metadata(r)) for r in rows]
 
     def repair(self) -> dict[str, int]:
         """Finish index writes interrupted by a crash (run on open).
@@ -1640,6 +1786,7 @@ class MemoryManager:
             Number of entries indexed.
         """
         self.index.reset()
+        self.lexical.reset()
         rows = self.ledger.all_index_rows()
         for r in rows:
             r["index_state"] = "pending" if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value) else "removing"
@@ -1723,11 +1870,63 @@ class MemoryManager:
 
 
 # ====================================================================== helpers
+def _policy_engine(policy: Any) -> Any:
+    """Accept ``policy=`` as None, a ``PolicyEngine`` or a list of ``Policy`` objects."""
+    if policy is None:
+        return None
+    from memlineage.policy._enforce import ensure_engine
+
+    return ensure_engine(policy)
+
+
+def _policy_hits(policy: Any, hits: list[RecallHit], trace: Trace) -> list[RecallHit]:
+    """Attach policy decisions and flags to recall hits and swap in refreshed memories (no engine: unchanged)."""
+    if policy is None:
+        return hits
+    from memlineage.policy._enforce import annotate_hits
+
+    return annotate_hits(hits, trace)
+
+
 def _check_item(item: Any) -> dict[str, Any]:
     if not isinstance(item, Mapping):
         msg = f"each item must be a dict of remember() arguments, not {type(item).__name__}"
         raise InvalidInputError(msg)
+    allowed = _remember_keys()
+    unknown = sorted(str(k) for k in item if k not in allowed)
+    if unknown:
+        msg = f"unknown remember() argument(s) {unknown}; allowed: {sorted(allowed)}"
+        raise InvalidInputError(msg)
+    missing = [k for k in ("content", "scope") if k not in item]
+    if missing:
+        msg = f"each item needs {missing}; e.g. {{'content': 'text', 'scope': Scope(user_id='u1')}}"
+        raise InvalidInputError(msg)
     return dict(item)
+
+
+def _remember_keys() -> frozenset[str]:
+    """The keyword arguments a remember_many() item may carry (those of ``_draft``, whatever hooks add)."""
+    import inspect
+
+    params = inspect.signature(MemoryManager._draft).parameters
+    return frozenset(n for n, p in params.items() if n != "self" and p.kind is not p.VAR_KEYWORD)
+
+
+def _vector(value: Any) -> list[float]:
+    """A precomputed embedding: a non-empty sequence of finite numbers."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        msg = f"embedding must be a list of floats, not {type(value).__name__}"
+        raise InvalidInputError(msg)
+    out: list[float] = []
+    for x in value:
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not -float("inf") < float(x) < float("inf"):
+            msg = f"embedding must contain finite numbers only, got {x!r}; pass embedding=None to embed the content"
+            raise InvalidInputError(msg)
+        out.append(float(x))
+    if not out:
+        msg = "embedding is empty; pass embedding=None to embed the content"
+        raise InvalidInputError(msg)
+    return out
 
 
 def _unit_float(value: Any, name: str) -> float:

@@ -499,6 +499,9 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
         return ()
     if isinstance(tags, str):
         tags = (tags,)
+    if isinstance(tags, (bytes, Mapping)) or not isinstance(tags, Iterable):
+        msg = f"tags must be a list of strings, not {type(tags).__name__}"
+        raise InvalidInputError(msg)
     out = set()
     for tag in tags:
         if not isinstance(tag, str) or not tag.strip():

@@ -147,28 +147,35 @@ tuple so the trace can name the policy.
 class RetrievalConfig:
     """Knobs of hybrid retrieval. Defaults were tuned on the LoCoMo dev conversations (benchmarks/bench_locomo.py).
 
+    Why weighted fusion: on LoCoMo dev (1,033 questions, categories 1-4, same MiniLM vectors and lexical leg),
+    evidence R@10 was 62.7 for RRF (k=60), 68.3 for RRF (k=10) and 69.1 for the weighted sum with lexical
+    weight 1.5; with the contiguity boost (0.3) added, RRF (k=10) reached 70.8 and the weighted sum 72.4.
+    The weighted sum keeps score *gaps* (a near-exact lexical match stays far ahead), which rank fusion discards.
+
     Attributes:
-        fusion: ``"rrf"`` (reciprocal rank fusion, default) or ``"weighted"`` (min-max normalised score sum).
-        rrf_k: RRF rank constant, > 0; larger flattens the rank curve. Default 60.
+        fusion: ``"weighted"`` (default; vector cosine min-max normalised over the candidates, lexical BM25 divided
+            by the best score, then a weighted mean) or ``"rrf"`` (reciprocal rank fusion).
+        rrf_k: RRF rank constant, > 0; larger flattens the rank curve. Default 60 (only for ``"rrf"``).
         vector_weight: Weight of the vector leg in fusion, >= 0. Default 1.0.
-        lexical_weight: Weight of the lexical leg in fusion, >= 0. Default 1.0.
+        lexical_weight: Weight of the lexical leg in fusion, >= 0. Default 1.5.
         candidates: Candidates fetched per leg, >= 1 (at least ``4 * k`` are fetched). Default 100.
         value_weight: Share of the final score given to effective value, in [0, 1]. Default 0.05.
         recency_weight: Share of the final score given to recency, in [0, 1]. Default 0.0 for episodic recall.
         recency_half_life_s: Recency half-life, in seconds (> 0); default 30 days.
         contiguity: Share of a neighbour's relevance (same session, adjacent in time) added to a candidate, in
-            [0, 1]. Models the temporal-contiguity effect of episodic memory. Default 0.
+            [0, 1]. Models the temporal-contiguity effect of episodic memory (the turn that answers a question
+            sits next to the turn that matches it). Default 0.3.
     """
 
-    fusion: str = "rrf"
+    fusion: str = "weighted"
     rrf_k: int = 60
     vector_weight: float = 1.0
-    lexical_weight: float = 1.0
+    lexical_weight: float = 1.5
     candidates: int = 100
     value_weight: float = 0.05
     recency_weight: float = 0.0
     recency_half_life_s: float = 30 * 86_400.0
-    contiguity: float = 0.0
+    contiguity: float = 0.3
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -253,9 +260,9 @@ def fuse(
     else:
         sims = [f.vector for f in by_id.values() if f.vector_rank]
         lo, hi = (min(sims), max(sims)) if sims else (0.0, 1.0)
-        span = (hi - lo) or 1.0
+        span = hi - lo
         for f in by_id.values():
-            v = (f.vector - lo) / span if f.vector_rank else 0.0
+            v = ((f.vector - lo) / span if span > 0 else 1.0) if f.vector_rank else 0.0
             f.relevance = (wv * v + wl * f.lexical) / (wv + wl)
     return sorted(by_id.values(), key=lambda f: (-f.relevance, f.id))
 

@@ -1,36 +1,38 @@
 """The multi-factor value model: what to remember, reinforce, decay and forget.
 
-Source: seed 004 ("Learning What to Remember: A Cognitively Grounded Multi-Factor Value Model for Agentic Memory",
-../shared/seeds/004_11344e848526b279.txt) and the write / forget gates of seed 002 (002_26169c127f89851a.txt).
+Source: seed 004 ("Learning What to Remember: A Cognitively Grounded Multi-Factor Value Model for Agentic
+Memory", ../shared/seeds/004_11344e848526b279.txt) and the write / forget gates of seed 002
+(002_26169c127f89851a.txt).
 
 Score (seed 004 §3.2)::
 
-    S = (w_goal·F_goal + w_sal·F_salience + w_util·F_utility + w_nov·F_novelty) / (w_goal + w_sal + w_util + w_nov)
-    V = S · (1 − λ + λ·trust)                       trust enters as a multiplier (λ = trust_influence, default 1)
+    S = (w_goal·F_goal + w_sal·F_salience + w_util·F_utility + w_nov·F_novelty)
+        / (w_goal + w_sal + w_util + w_nov)
+    V = S · (1 − λ + λ·trust)          trust enters as a multiplier (λ = trust_influence, default 1)
 
 with the seed's default weights 0.4 / 0.25 / 0.2 / 0.15 (they sum to 1, so the division is a no-op unless a
-profile changes them). The seed's formula has no trust term; MemLineage adds trust as a *multiplier* rather than a
-fifth summand so that an untrusted source can never be rescued by being salient or novel: a tool result with trust
-0.8 needs S ≥ 0.75 to pass the store threshold 0.6, and a summary of untrusted material stays low (DESIGN §2,
-non-amplification). ``λ = 0`` switches trust off.
+profile changes them). The seed's formula has no trust term; MemLineage adds trust as a *multiplier* rather
+than a fifth summand so that an untrusted source can never be rescued by being salient or novel: a tool result
+with trust 0.8 needs S ≥ 0.75 to pass the store threshold 0.6, and a summary of untrusted material stays low
+(DESIGN §2, non-amplification). ``λ = 0`` switches trust off.
 
 Factor quantification (each in [0, 1], higher = more worth keeping):
 
-- F_goal: ``direct`` 0.9, ``indirect`` 0.4, ``none`` 0.1 (seed §3.2), or ``max(0, cos(goal, text))`` when a goal
-  embedding similarity is supplied.
-- F_salience: noisy-OR of the directive intensity d, the emotion e (× 0.6; neutral emotion counts half) and the key
-  entities k = min(0.5, 0.2 · count): ``1 − (1 − d)(1 − 0.6e)(1 − k)``.
-- F_utility: instruction 0.8, preference 0.8, fact 0.5, feedback 0.3, chit-chat 0.1 (seed §3.2; the seed gives no
-  number for feedback, 0.3 places it between fact and chit-chat as the issue orders them).
+- F_goal: ``direct`` 0.9, ``indirect`` 0.4, ``none`` 0.1 (seed §3.2), or ``max(0, cos(goal, text))`` when a
+  goal embedding similarity is supplied.
+- F_salience: noisy-OR of the directive intensity d, the emotion e (× 0.6; neutral emotion counts half) and
+  the key entities k = min(0.5, 0.2 · count): ``1 − (1 − d)(1 − 0.6e)(1 − k)``.
+- F_utility: instruction 0.8, preference 0.8, fact 0.5, feedback 0.3, chit-chat 0.1 (seed §3.2; the seed gives
+  no number for feedback, 0.3 places it between fact and chit-chat as the issue orders them).
 - F_novelty: ``1 − s`` with s the cosine similarity of the nearest memory in the same scope, clipped to [0, 1]
   (seed §3.2: "与近期记忆向量库中最相似条目的余弦距离").
 
 Gates:
 
-- Write gate (seed 004 §3.3 "存储决策"): V ≥ ``store_threshold`` (0.6) → long-term; below → the session's bounded
-  FIFO short-term buffer (:class:`ShortTermBuffer`, capacity 10 as in the seed's sketch). An explicit
-  "remember ..." / "记住..." forces storage (seed §5.4 troubleshooting table), and its stored V is raised to the
-  store threshold so the forget gate treats it like any other stored memory.
+- Write gate (seed 004 §3.3 "存储决策"): V ≥ ``store_threshold`` (0.6) → long-term; below → the session's
+  bounded FIFO short-term buffer (:class:`ShortTermBuffer`, capacity 10 as in the seed's sketch). An explicit
+  "remember ..." / "记住..." forces storage (seed §5.4 troubleshooting table), and its stored V is raised to
+  the store threshold so the forget gate treats it like any other stored memory.
 - Re-ranking (seed §3.3 "检索增强", §4 ``retrieve``): ``similarity · (1 − w) + V_eff · w``, w = 0.3.
 - Reinforcement (seed §3.2 注意事项): each use adds 0.05 to V (capped at 1) and updates the last-access time;
   writes are batched (:class:`ReinforcementBatch`, seed §5.3 "批量处理与异步更新").
@@ -113,13 +115,18 @@ class ValueWeights(BaseModel):
 
     goal: float = Field(default=0.4, ge=0.0, description="Weight of goal relevance, ≥ 0 (default 0.4).")
     salience: float = Field(default=0.25, ge=0.0, description="Weight of salience, ≥ 0 (default 0.25).")
-    utility: float = Field(default=0.2, ge=0.0, description="Weight of information-type utility, ≥ 0 (default 0.2).")
+    utility: float = Field(
+        default=0.2, ge=0.0, description="Weight of information-type utility, ≥ 0 (default 0.2)."
+    )
     novelty: float = Field(default=0.15, ge=0.0, description="Weight of novelty, ≥ 0 (default 0.15).")
 
     @model_validator(mode="after")
     def _some_positive(self) -> ValueWeights:
         if self.total <= 0:
-            msg = "at least one value weight must be > 0 (defaults: goal 0.4, salience 0.25, utility 0.2, novelty 0.15)"
+            msg = (
+                "at least one value weight must be > 0 "
+                "(defaults: goal 0.4, salience 0.25, utility 0.2, novelty 0.15)"
+            )
             raise ValueError(msg)
         return self
 
@@ -135,7 +142,9 @@ class ValueProfile(BaseModel):
     Defaults are the seeds' numbers; see the module docstring for the formulas they enter.
 
     Example:
-        >>> ValueProfile(store_threshold=0.4).store_threshold  # seed §5.4: lower it if the agent forgets too much
+        >>> ValueProfile(
+        ...     store_threshold=0.4
+        ... ).store_threshold  # seed §5.4: lower it if the agent forgets too much
         0.4
     """
 
@@ -143,10 +152,16 @@ class ValueProfile(BaseModel):
 
     weights: ValueWeights = Field(default_factory=ValueWeights, description="Factor weights of V.")
     store_threshold: float = Field(
-        default=0.6, ge=0.0, le=1.0, description="Write gate: V ≥ this → long-term store, in [0, 1] (default 0.6)."
+        default=0.6,
+        ge=0.0,
+        le=1.0,
+        description="Write gate: V ≥ this → long-term store, in [0, 1] (default 0.6).",
     )
     forget_threshold: float = Field(
-        default=0.2, ge=0.0, le=1.0, description="Forget gate: V_eff < this → archive, in [0, 1] (default 0.2)."
+        default=0.2,
+        ge=0.0,
+        le=1.0,
+        description="Forget gate: V_eff < this → archive, in [0, 1] (default 0.2).",
     )
     rerank_weight: float = Field(
         default=0.3, ge=0.0, le=1.0, description="w in sim·(1−w) + V_eff·w, in [0, 1] (default 0.3)."
@@ -155,7 +170,9 @@ class ValueProfile(BaseModel):
         default=0.05, ge=0.0, le=1.0, description="Added to V per use, capped at 1, in [0, 1] (default 0.05)."
     )
     half_life_seconds: float = Field(
-        default=30 * DAY, gt=0, description="Decay half-life of a never-used memory, in seconds (default 30 days)."
+        default=30 * DAY,
+        gt=0,
+        description="Decay half-life of a never-used memory, in seconds (default 30 days).",
     )
     half_life_growth: float = Field(
         default=1.5, ge=1.0, description="Half-life multiplier per use (spacing effect), ≥ 1 (default 1.5)."
@@ -167,14 +184,17 @@ class ValueProfile(BaseModel):
         default=1.0, ge=0.0, le=1.0, description="λ in V = S·(1 − λ + λ·trust), in [0, 1]; 0 = ignore trust."
     )
     buffer_size: int = Field(
-        default=10, ge=1, description="Capacity of a session's short-term buffer, in items (default 10, FIFO)."
+        default=10,
+        ge=1,
+        description="Capacity of a session's short-term buffer, in items (default 10, FIFO).",
     )
 
     @model_validator(mode="after")
     def _thresholds_ordered(self) -> ValueProfile:
         if self.forget_threshold > self.store_threshold:
             msg = (
-                f"forget_threshold ({self.forget_threshold}) is above store_threshold ({self.store_threshold}): "
+                f"forget_threshold ({self.forget_threshold}) is above "
+                f"store_threshold ({self.store_threshold}): "
                 "new memories would be archived by the next sweep; lower forget_threshold"
             )
             raise ValueError(msg)
@@ -182,7 +202,9 @@ class ValueProfile(BaseModel):
 
     def half_life(self, use_count: int) -> float:
         """Half-life in seconds after ``use_count`` uses: ``h0 · growth^min(uses, max_uses)``."""
-        return self.half_life_seconds * self.half_life_growth ** min(max(use_count, 0), self.half_life_max_uses)
+        return self.half_life_seconds * self.half_life_growth ** min(
+            max(use_count, 0), self.half_life_max_uses
+        )
 
 
 def decay_factor(elapsed_seconds: float, half_life_seconds: float) -> float:
@@ -229,8 +251,8 @@ class ValueModel:
     """Scores candidate memories and runs the value arithmetic of the write, retrieval and forget gates.
 
     Setup:
-        Nothing to install for the default rule extractor. For LLM features pass ``LLMExtractor(model)`` with a
-        LangChain chat model or LlamaIndex LLM.
+        Nothing to install for the default rule extractor. For LLM features pass ``LLMExtractor(model)`` with
+        a LangChain chat model or LlamaIndex LLM.
 
     Instantiate:
         >>> model = ValueModel()  # rules, seed defaults
@@ -277,9 +299,9 @@ class ValueModel:
         self.cache_hits = 0
         self.cache_misses = 0
 
-    # ----------------------------------------------------------------------------------------------------------
+    # ----------------------------------------------------------------------------------------------------
     # Features and score
-    # ----------------------------------------------------------------------------------------------------------
+    # ----------------------------------------------------------------------------------------------------
     def profile_for(self, scope: Scope | str | None = None) -> ValueProfile:
         """The profile for a scope's agent (or an agent id); the default profile when none is registered."""
         agent = scope.agent_id if isinstance(scope, Scope) else scope
@@ -293,11 +315,12 @@ class ValueModel:
             goal: The agent's current goal in words, or None.
 
         Returns:
-            The features; identical text (after NFKC, case-fold and whitespace normalisation) with the same goal
-            hits the cache and costs no extractor call (seed 004 §5.3 "特征提取的缓存").
+            The features; identical text (after NFKC, case-fold and whitespace normalisation) with the same
+            goal hits the cache and costs no extractor call (seed 004 §5.3 "特征提取的缓存").
 
         Raises:
-            InvalidInputError: ``text`` is not a string or is empty / whitespace (checked before the extractor runs).
+            InvalidInputError: ``text`` is not a string or is empty / whitespace (checked before the extractor
+                runs).
         """
         check_text(text)
         key = (getattr(self.extractor, "name", type(self.extractor).__name__), normalize_content(text), goal)
@@ -331,11 +354,11 @@ class ValueModel:
 
         Args:
             features: Extracted features.
-            nearest_similarity: Cosine similarity of the nearest memory in the same scope, in [-1, 1] (higher =
-                more alike); None = nothing comparable stored (novelty 1).
+            nearest_similarity: Cosine similarity of the nearest memory in the same scope, in [-1, 1] (higher
+                = more alike); None = nothing comparable stored (novelty 1).
             trust: Trust of the memory's lineage, in [0, 1] (higher = more trusted).
-            goal_similarity: Cosine between the goal and the text embeddings, in [-1, 1]; when given it replaces
-                the categorical goal relation.
+            goal_similarity: Cosine between the goal and the text embeddings, in [-1, 1]; when given it
+                replaces the categorical goal relation.
             profile: Profile to use; default :attr:`profile`.
 
         Returns:
@@ -405,9 +428,9 @@ class ValueModel:
         prof = profile or self.profile
         return assessment.forced or assessment.score >= prof.store_threshold
 
-    # ----------------------------------------------------------------------------------------------------------
+    # ----------------------------------------------------------------------------------------------------
     # Decay, reinforcement, re-ranking, forgetting
-    # ----------------------------------------------------------------------------------------------------------
+    # ----------------------------------------------------------------------------------------------------
     def effective_value(
         self,
         value: float,
@@ -423,7 +446,8 @@ class ValueModel:
             value: Stored V in [0, 1].
             last_used_at: Last use (or creation), timezone-aware (naive = UTC).
             now: Current time.
-            use_count: Number of uses, ≥ 0; each multiplies the half-life by ``half_life_growth`` (spacing effect).
+            use_count: Number of uses, ≥ 0; each multiplies the half-life by ``half_life_growth`` (spacing
+                effect).
             profile: Profile to use; default :attr:`profile`.
         """
         prof = profile or self.profile
@@ -455,9 +479,9 @@ class ValueModel:
         return self.memory_effective_value(memory, now) < self.profile_for(memory.scope).forget_threshold
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Short-term buffer and reinforcement batching
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BufferedItem:
     """A candidate that stayed below the store threshold and lives only in its session's buffer."""
@@ -478,8 +502,9 @@ def _session_key(scope: Scope) -> tuple[str, str | None, str | None]:
 class ShortTermBuffer:
     """Bounded FIFO buffers of below-threshold candidates, one per (user, agent, session) (seed 004 §3.3).
 
-    Items never reach the ledger or the index; the oldest is dropped when a session's buffer is full. A session
-    consolidation (:func:`memlineage.consolidation.consolidate`) may still turn them into cited memories.
+    Items never reach the ledger or the index; the oldest is dropped when a session's buffer is full. A
+    session consolidation (:func:`memlineage.consolidation.consolidate`) may still turn them into cited
+    memories.
 
     Example:
         >>> from memlineage.models import Scope, ValueAssessment
@@ -514,7 +539,7 @@ class ShortTermBuffer:
             return evicted
 
     def items(self, scope: Scope) -> list[BufferedItem]:
-        """Items of the scope's session, oldest first (the scope must name the same user, agent and session)."""
+        """Items of the scope's session, oldest first (same user, agent and session)."""
         with self._lock:
             return list(self._buffers.get(_session_key(scope), ()))
 
@@ -598,10 +623,10 @@ class ReinforcementBatch:
         return len(entries)
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # MemoryManager integration (called through small hooks in manager.py; the manager is duck-typed here so that
 # this module does not import it).
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 @dataclass
 class SweepReport:
     """Outcome of :meth:`memlineage.MemoryManager.sweep` (the forget gate).
@@ -609,8 +634,8 @@ class SweepReport:
     Attributes:
         checked: Number of active memories examined.
         archived: Ids archived (V_eff below the forget threshold), each with its V_eff in [0, 1].
-        protected: Ids below the threshold that were *not* archived because live memories still derive from them,
-            each with the ids of those dependants.
+        protected: Ids below the threshold that were *not* archived because live memories still derive from
+            them, each with the ids of those dependants.
         now: The time the sweep evaluated decay at.
     """
 
@@ -642,10 +667,11 @@ def runtime(mm: Any) -> _Runtime:
 
 
 def prepare_drafts(mm: Any, drafts: Sequence[Any]) -> None:
-    """Write-path step 1: extract features and fill in detected semantic slots (before duplicate/slot resolution).
+    """Write-path step 1: extract features and fill in detected slots (before duplicate/slot resolution).
 
-    Runs only when the manager has a value model. A caller-given ``slot`` is kept; otherwise the extractor's slot
-    is used, so that "I live in Berlin" supersedes an earlier "I live in Paris" of the same user and agent.
+    Runs only when the manager has a value model. A caller-given ``slot`` is kept; otherwise the extractor's
+    slot is used, so that "I live in Berlin" supersedes an earlier "I live in Paris" of the same user and
+    agent.
     """
     vm: ValueModel | None = mm.value_model
     if vm is None:
@@ -653,7 +679,8 @@ def prepare_drafts(mm: Any, drafts: Sequence[Any]) -> None:
     for d in drafts:
         features = vm.extract(d.content, goal=getattr(d, "goal", None))
         d.extra_rows["_features"] = features
-        # Derived memories (conclusions, consolidations) do not take slots: the statement they derive from holds
+        # Derived memories (conclusions, consolidations) do not take slots: the statement they derive from
+        # holds
         # the slot, and superseding it makes them suspect through the lineage cascade.
         if d.slot is None and features.slot is not None and not d.derived_from:
             d.slot = features.slot
@@ -673,17 +700,20 @@ def _nearest_similarity(mm: Any, d: Any) -> float | None:
     if d.slot:
         rows = mm.ledger.memory_rows([h.id for h in hits])
         # A new value for a slot is new information even when it is worded like the old one.
-        hits = [h for h, r in zip(hits, rows) if r is None or r.get("slot") != d.slot]
+        hits = [h for h, r in zip(hits, rows, strict=True) if r is None or r.get("slot") != d.slot]
     return max((h.similarity for h in hits), default=None)
 
 
-def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[Any], now: datetime) -> list[Any]:
+def gate_drafts(
+    mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[Any], now: datetime
+) -> list[Any]:
     """Write-path step 3 (the write gate): score each new draft and keep only those worth long-term storage.
 
     Every draft to persist gets its V and :class:`~memlineage.models.ValueAssessment`. A draft goes to its
-    session's short-term buffer instead (and ``results`` gets an unsaved ``working`` memory for it) when its V is
-    below the store threshold, unless storage is forced: an explicit "remember ..." directive, ``force=True``, a
-    caller-given ``slot``, or premises (``derived_from``: a derived memory must exist for its lineage to work).
+    session's short-term buffer instead (and ``results`` gets an unsaved ``working`` memory for it) when its V
+    is below the store threshold, unless storage is forced: an explicit "remember ..." directive,
+    ``force=True``, a caller-given ``slot``, or premises (``derived_from``: a derived memory must exist for
+    its lineage to work).
 
     Returns:
         The drafts to persist.
@@ -697,10 +727,13 @@ def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[A
         features = d.extra_rows.pop("_features", None) or vm.extract(d.content, goal=getattr(d, "goal", None))
         auto_slot = d.extra_rows.pop("_auto_slot", False)
         profile = vm.profile_for(d.scope)
-        assessment = vm.score(
-            features, nearest_similarity=_nearest_similarity(mm, d), trust=d.trust, profile=profile
+        # A new value for a held slot is new information by definition (its restatements in summaries and the
+        # old value are worded alike), so novelty is not measured against the index then.
+        nearest = None if d.supersedes is not None else _nearest_similarity(mm, d)
+        assessment = vm.score(features, nearest_similarity=nearest, trust=d.trust, profile=profile)
+        forced = (
+            bool(getattr(d, "force", False)) or (d.slot is not None and not auto_slot) or bool(d.derived_from)
         )
-        forced = bool(getattr(d, "force", False)) or (d.slot is not None and not auto_slot) or bool(d.derived_from)
         if forced and not assessment.forced:
             assessment = assessment.model_copy(
                 update={"forced": True, "score": max(assessment.score, profile.store_threshold)}
@@ -731,7 +764,9 @@ def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[A
         runtime(mm).buffer.add(
             BufferedItem(mem.id, d.content, d.scope, assessment, now, features), capacity=profile.buffer_size
         )
-        logger.debug("write gate: buffered %s (V=%.3f < %.2f)", mem.id, assessment.score, profile.store_threshold)
+        logger.debug(
+            "write gate: buffered %s (V=%.3f < %.2f)", mem.id, assessment.score, profile.store_threshold
+        )
         results[position[id(d)]] = mem
     return keep
 
@@ -739,8 +774,8 @@ def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[A
 def rerank_hits(mm: Any, hits: list[Any], now: datetime) -> list[Any]:
     """Retrieval-gate hook: re-score hits as ``similarity · (1 − w) + V_eff · w`` (seed 004 §3.3, w = 0.3).
 
-    ``hit.score`` is taken as the similarity in [0, 1]; the result keeps it as ``scores["similarity"]`` and adds
-    ``scores["value"]`` (V_eff after decay) and ``scores["final"]``. No-op without a value model.
+    ``hit.score`` is taken as the similarity in [0, 1]; the result keeps it as ``scores["similarity"]`` and
+    adds ``scores["value"]`` (V_eff after decay) and ``scores["final"]``. No-op without a value model.
     """
     vm: ValueModel | None = mm.value_model
     if vm is None or not hits:
@@ -757,7 +792,7 @@ def rerank_hits(mm: Any, hits: list[Any], now: datetime) -> list[Any]:
 
 
 def reinforce(mm: Any, memory_ids: Sequence[str], now: datetime) -> None:
-    """Record one use of each memory: V += 0.05 (capped at 1), written in batches (flushed by :func:`flush`)."""
+    """Record one use of each memory: V += 0.05 (capped at 1), written in batches (see :func:`flush`)."""
     if mm.value_model is not None and memory_ids:
         runtime(mm).batch.add(memory_ids, now)
 
@@ -828,9 +863,14 @@ def sweep(mm: Any, *, now: datetime | None = None, scope: Scope | None = None) -
             else:
                 report.archived[mid] = round(low[mid], 6)
     for mid in report.protected:
-        logger.info("sweep: %s below the forget threshold but %d live memories derive from it; kept",
-                    mid, len(report.protected[mid]))
+        logger.info(
+            "sweep: %s below the forget threshold but %d live memories derive from it; kept",
+            mid,
+            len(report.protected[mid]),
+        )
     if report.archived:
         # One batched archive; the per-memory V_eff is in the report, the threshold in the event's reason.
-        mm._archive(sorted(report.archived), f"forget gate: effective value below {vm.profile.forget_threshold:.2f}")
+        mm._archive(
+            sorted(report.archived), f"forget gate: effective value below {vm.profile.forget_threshold:.2f}"
+        )
     return report

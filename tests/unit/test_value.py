@@ -8,7 +8,6 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from memlineage.errors import ConfigurationError, InvalidInputError
 from memlineage.extractors import (
     GoalRelation,
@@ -57,9 +56,9 @@ class CountingExtractor:
         return self.inner.extract(text, goal=goal)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Factors, English and Chinese
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 class TestGoalRelevance:
     @pytest.mark.parametrize(
         ("text", "goal", "expected"),
@@ -68,7 +67,11 @@ class TestGoalRelevance:
             ("我要订去上海的机票", "帮用户订去上海的机票", GoalRelation.DIRECT),
             ("The weather was nice in the park", "book a flight to Paris", GoalRelation.NONE),
             ("公园里的天气不错", "帮用户订机票", GoalRelation.NONE),
-            ("I prefer aisle seats", "plan a museum visit", GoalRelation.INDIRECT),  # personal, unrelated goal
+            (
+                "I prefer aisle seats",
+                "plan a museum visit",
+                GoalRelation.INDIRECT,
+            ),  # personal, unrelated goal
             ("我喜欢靠窗的座位", "规划博物馆行程", GoalRelation.INDIRECT),
         ],
     )
@@ -77,7 +80,9 @@ class TestGoalRelevance:
 
     def test_goal_factor_values_follow_seed(self, model):
         f = MemoryFeatures(info_type=InfoType.FACT)
-        scores = {r: model.score(f.model_copy(update={"goal_relation": r})).goal_relevance for r in GoalRelation}
+        scores = {
+            r: model.score(f.model_copy(update={"goal_relation": r})).goal_relevance for r in GoalRelation
+        }
         assert scores == {GoalRelation.DIRECT: 0.9, GoalRelation.INDIRECT: 0.4, GoalRelation.NONE: 0.1}
 
     def test_goal_similarity_overrides_relation(self, model):
@@ -139,9 +144,10 @@ class TestSalience:
         assert any(e.startswith(f"{kind}:") for e in entities), entities
 
     def test_entities_raise_salience(self, model):
-        assert model.assess("The refund of $120 was approved on 2024-05-01").salience > model.assess(
-            "The refund was approved"
-        ).salience
+        assert (
+            model.assess("The refund of $120 was approved on 2024-05-01").salience
+            > model.assess("The refund was approved").salience
+        )
 
 
 class TestUtility:
@@ -177,9 +183,10 @@ class TestNoveltyAndTrust:
         assert model.assess("I prefer aisle seats").novelty == 1.0
         assert model.assess("I prefer aisle seats", nearest_similarity=0.9).novelty == pytest.approx(0.1)
         assert model.assess("我喜欢靠窗的座位", nearest_similarity=1.3).novelty == 0.0
-        assert model.assess("I prefer aisle seats", nearest_similarity=0.9).score < model.assess(
-            "I prefer aisle seats"
-        ).score
+        assert (
+            model.assess("I prefer aisle seats", nearest_similarity=0.9).score
+            < model.assess("I prefer aisle seats").score
+        )
 
     def test_trust_is_a_multiplier(self, model):
         full = model.assess("The flight UA 981 leaves at 10:05 from gate B12")
@@ -195,9 +202,9 @@ class TestNoveltyAndTrust:
             model.assess("hello world", trust=1.5)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Score, weights, thresholds, forced directive, empty input, cache
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 class TestScoreAndThresholds:
     def test_seed_default_weights_and_formula(self, model):
         w = model.profile.weights
@@ -223,8 +230,14 @@ class TestScoreAndThresholds:
 
     @pytest.mark.parametrize(
         "text",
-        ["I prefer aisle seats on long flights", "我喜欢靠窗的座位", "Always answer in French", "我叫张三",
-         "Our server crashes with error 0xC0000005 on the XPS-13", "我住在上海"],
+        [
+            "I prefer aisle seats on long flights",
+            "我喜欢靠窗的座位",
+            "Always answer in French",
+            "我叫张三",
+            "Our server crashes with error 0xC0000005 on the XPS-13",
+            "我住在上海",
+        ],
     )
     def test_valuable_text_passes_write_gate(self, model, text):
         a = model.assess(text)
@@ -243,14 +256,23 @@ class TestScoreAndThresholds:
 class TestForcedDirective:
     @pytest.mark.parametrize(
         "text",
-        ["Remember: ok", "Please remember that the gate code is 4471", "Don't forget my sister visits",
-         "记住：好的", "请记住我下周出差", "切记带护照", "别忘了给妈妈打电话"],
+        [
+            "Remember: ok",
+            "Please remember that the gate code is 4471",
+            "Don't forget my sister visits",
+            "记住：好的",
+            "请记住我下周出差",
+            "切记带护照",
+            "别忘了给妈妈打电话",
+        ],
     )
     def test_forces_storage(self, model, text):
         a = model.assess(text)
         assert a.forced and model.should_store(a) and a.score >= 0.6
 
-    @pytest.mark.parametrize("text", ["I don't remember where I parked", "我记不住他的名字", "Do you remember me?"])
+    @pytest.mark.parametrize(
+        "text", ["I don't remember where I parked", "我记不住他的名字", "Do you remember me?"]
+    )
     def test_not_a_directive(self, text):
         assert not is_forcing_directive(text)
 
@@ -281,9 +303,9 @@ class TestEmptyInputAndCache:
         assert counting.calls == 4
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Slots
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 class TestSlots:
     @pytest.mark.parametrize(
         ("text", "slot"),
@@ -314,9 +336,9 @@ class TestSlots:
         assert detect_slot("I like jazz")[0] != detect_slot("I like window seats")[0]
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # LLM extractor with scripted fakes
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 VALID = json.dumps(
     {
         "entities": ["UA981", "2025-04-01"],
@@ -355,7 +377,9 @@ class TestLLMExtractor:
         from langchain_core.messages import AIMessage
 
         bad_schema = json.dumps({"user_directive_intensity": 42, "emotional_valence": "meh"})
-        fake = GenericFakeChatModel(messages=iter([AIMessage(content="no json at all"), AIMessage(content=bad_schema)]))
+        fake = GenericFakeChatModel(
+            messages=iter([AIMessage(content="no json at all"), AIMessage(content=bad_schema)])
+        )
         ext = LLMExtractor(fake)
         f = ext.extract("记住：我对花生过敏")
         assert f.extractor == "rules(fallback)" and ext.calls == 2 and ext.fallbacks == 1
@@ -424,9 +448,9 @@ class TestLLMExtractor:
         assert f.extractor == "llm"
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Decay, reinforcement, re-ranking, buffers over simulated time
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 def _memory(value: float, *, created: datetime = T0, uses: int = 0, last: datetime | None = None) -> Memory:
     return Memory(
         content="x",
@@ -521,8 +545,11 @@ class TestShortTermBuffer:
     weights=st.tuples(*[st.floats(0, 1)] * 4).filter(lambda w: sum(w) > 0.01),
 )
 def test_score_always_in_unit_interval(text, sim, trust, weights):
-    vm = ValueModel(profile=ValueProfile(weights=ValueWeights(goal=weights[0], salience=weights[1],
-                                                              utility=weights[2], novelty=weights[3])))
+    vm = ValueModel(
+        profile=ValueProfile(
+            weights=ValueWeights(goal=weights[0], salience=weights[1], utility=weights[2], novelty=weights[3])
+        )
+    )
     try:
         a = vm.assess(text, nearest_similarity=sim, trust=trust)
     except InvalidInputError:

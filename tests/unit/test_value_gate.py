@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from memlineage.errors import InvalidInputError
 from memlineage.models import MemoryKind, Scope, Status
 from memlineage.testing import FakeEmbedder, make_manager
@@ -47,9 +46,9 @@ class CountingEmbedder(FakeEmbedder):
     pass
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Write gate
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 class TestWriteGate:
     @pytest.mark.parametrize("text", ["thanks!", "好的", "Hi there", "哈哈哈"])
     def test_low_value_goes_to_session_buffer(self, mm, text):
@@ -106,8 +105,9 @@ class TestWriteGate:
         assert calls == [] and emb.calls == 0
 
     def test_novelty_lowers_value_of_repetition(self, mm):
-        first = mm.remember("The quarterly budget review happens in room 4B", scope=ALICE, kind="semantic",
-                            force=True)
+        first = mm.remember(
+            "The quarterly budget review happens in room 4B", scope=ALICE, kind="semantic", force=True
+        )
         again = mm.remember("The quarterly budget review happens in room 4B", scope=ALICE, kind="episodic")
         assert first.assessment.novelty == 1.0
         assert again.assessment.novelty < 0.2
@@ -129,17 +129,20 @@ class TestWriteGate:
         assert plain.buffered(ALICE) == []
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Semantic slots
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 class TestSlots:
     @pytest.mark.parametrize(
         ("values", "query", "slot"),
         [
             (["I live in Paris", "I live in Berlin", "I live in Tokyo"], "where do I live", "user.residence"),
             (["我住在北京", "我住在上海", "我住在深圳"], "我住在哪里", "user.residence"),
-            (["I prefer window seats", "I prefer aisle seats", "I prefer seats near the exit"], "seat preference",
-             "user.preference.seat"),
+            (
+                ["I prefer window seats", "I prefer aisle seats", "I prefer seats near the exit"],
+                "seat preference",
+                "user.preference.seat",
+            ),
         ],
     )
     def test_three_successive_values(self, mm, clock, values, query, slot):
@@ -186,27 +189,42 @@ class TestSlots:
 
     def test_superseding_a_premise_makes_conclusion_suspect(self, mm, clock):
         city = mm.remember("I live in Paris", scope=ALICE)
-        plan = mm.remember("Suggest hotels near the Louvre", scope=ALICE, source="reasoning", derived_from=[city.id])
+        plan = mm.remember(
+            "Suggest hotels near the Louvre", scope=ALICE, source="reasoning", derived_from=[city.id]
+        )
         clock.tick()
         mm.remember("I live in Madrid", scope=ALICE)
         assert mm.require(plan.id, scope=ALICE).status is Status.SUSPECT
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Re-ranking and reinforcement
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 class TestRerankAndReinforce:
     def test_scores_carry_value(self, mm):
         mm.remember("I prefer aisle seats on long flights", scope=ALICE)
         hit = mm.recall("aisle seats", scope=ALICE)[0]
         assert set(hit.scores) >= {"similarity", "value", "final"}
-        assert hit.score == pytest.approx(0.7 * hit.scores["similarity"] + 0.3 * hit.scores["value"], abs=1e-5)
+        assert hit.score == pytest.approx(
+            0.7 * hit.scores["similarity"] + 0.3 * hit.scores["value"], abs=1e-5
+        )
 
-    def test_value_breaks_similarity_ties(self, mm):
-        low = mm.remember("Flight booking note: gate B12", scope=ALICE, kind="semantic")
-        high = mm.remember("Important! Flight booking note: gate B12", scope=ALICE, kind="episodic")
-        ranked = mm.recall("flight booking note gate B12", scope=ALICE, k=2)
-        assert ranked.ids[0] == high.id and low.value < high.value
+    def test_value_breaks_similarity_ties(self, mm, clock):
+        from memlineage.retrieval import RecallHit
+        from memlineage.value import rerank_hits
+
+        high = mm.remember("Important! My flight is on 2025-05-01, gate B12", scope=ALICE)
+        low = mm.remember("Flight note: gate B12", scope=ALICE, force=True)
+        assert low.value < high.value
+        hits = [RecallHit(memory=m, score=0.5, scores={"final": 0.5}) for m in (low, high)]
+        ranked = sorted(rerank_hits(mm, hits, clock.now), key=lambda h: -h.score)
+        assert [h.memory.id for h in ranked] == [high.id, low.id]
+        # decay enters through V_eff: a year later the value part has shrunk
+        later = rerank_hits(mm, hits, clock.now + 365 * DAY)
+        assert all(
+            a.scores["value"] < b.scores["value"]
+            for a, b in zip(later, rerank_hits(mm, hits, clock.now), strict=True)
+        )
 
     def test_reinforcement_is_batched(self, mm, clock):
         mem = mm.remember("I prefer aisle seats on long flights", scope=ALICE)
@@ -225,9 +243,9 @@ class TestRerankAndReinforce:
         assert mm.flush_reinforcement() == 0 and mm.require(mem.id, scope=ALICE).use_count == 0
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Forget gate
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 class TestSweep:
     def test_decay_archives_unused_memory(self, mm, clock):
         mem = mm.remember("My passport expires on 2027-05-01", scope=ALICE)
@@ -251,8 +269,12 @@ class TestSweep:
 
     def test_premises_of_live_memories_are_protected(self, mm, clock):
         premise = mm.remember("My passport expires on 2027-05-01", scope=ALICE)
-        conclusion = mm.remember("Renew the passport before the May trip", scope=ALICE, source="reasoning",
-                                 derived_from=[premise.id])
+        conclusion = mm.remember(
+            "Renew the passport before the May trip",
+            scope=ALICE,
+            source="reasoning",
+            derived_from=[premise.id],
+        )
         far = clock.now + 400 * DAY
         report = mm.sweep(now=far, scope=ALICE)
         # the conclusion itself decays and is archived; its premise was protected while it was live

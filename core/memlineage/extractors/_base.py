@@ -33,8 +33,8 @@ class MemoryFeatures(BaseModel):
     """Features of one candidate memory, extracted from its text (and the current goal, if any).
 
     These are the raw ingredients of the value score; :class:`memlineage.value.ValueModel` turns them into the
-    factor values of a :class:`memlineage.models.ValueAssessment`. Novelty and trust are not text features: they
-    come from the index (nearest memory in scope) and from the lineage, and are supplied at scoring time.
+    factor values of a :class:`memlineage.models.ValueAssessment`. Novelty and trust are not text features:
+    they come from the index (nearest memory in scope) and from the lineage, and are supplied at scoring time.
 
     Example:
         >>> MemoryFeatures(info_type="preference", goal_relation="direct").utility_type
@@ -51,7 +51,8 @@ class MemoryFeatures(BaseModel):
         default=0.0,
         ge=0.0,
         le=1.0,
-        description="Strength of explicit directives ('remember', 'important', '切记'), in [0, 1], higher = stronger "
+        description="Strength of explicit directives ('remember', 'important', '切记'), in [0, 1], "
+        "higher = stronger "
         "(the seed's 0-10 user_directive_intensity divided by 10).",
     )
     emotion_valence: Literal["positive", "neutral", "negative"] = Field(
@@ -67,7 +68,8 @@ class MemoryFeatures(BaseModel):
         default=False, description="An explicit 'remember ...' / '记住...' directive: storage is forced."
     )
     slot: str | None = Field(
-        default=None, description="Semantic slot key such as 'user.residence'; a new value supersedes the old."
+        default=None,
+        description="Semantic slot key such as 'user.residence'; a new value supersedes the old.",
     )
     slot_value: str | None = Field(default=None, description="The value the text assigns to ``slot``.")
     extractor: str = Field(default="rules", description="Name of the extractor that produced these features.")
@@ -82,8 +84,8 @@ class MemoryFeatures(BaseModel):
 class FeatureExtractor(Protocol):
     """Port for feature extractors: text (and an optional goal) in, :class:`MemoryFeatures` out.
 
-    Implementations must be deterministic for a given input when they are to be cached (the rule extractor is);
-    :class:`memlineage.value.ValueModel` caches features per ``(extractor name, normalised text, goal)``.
+    Implementations must be deterministic for a given input when they are to be cached (the rule extractor
+    is); :class:`memlineage.value.ValueModel` caches features per ``(extractor name, normalised text, goal)``.
     """
 
     name: str

@@ -3,13 +3,14 @@
 The model is duck-typed so that the core never imports LangChain or LlamaIndex:
 
 - an object with ``complete(prompt)`` returning something with ``.text`` is treated as a LlamaIndex ``LLM``;
-- an object with ``invoke(prompt)`` returning a message with ``.content`` (or a string) as a LangChain chat model
-  or runnable;
+- an object with ``invoke(prompt)`` returning a message with ``.content`` (or a string) as a LangChain chat
+  model or runnable;
 - any other callable ``str -> str`` is called directly.
 
-The answer must be one JSON object matching :class:`LLMFeatureOutput` (the seed's schema plus an optional slot).
-Invalid output is retried once with the validation error quoted back to the model; if the retry is invalid too,
-the extractor falls back to :class:`RuleBasedExtractor` and logs a warning. It never raises on bad model output.
+The answer must be one JSON object matching :class:`LLMFeatureOutput` (the seed's schema plus an optional
+slot). Invalid output is retried once with the validation error quoted back to the model; if the retry is
+invalid too, the extractor falls back to :class:`RuleBasedExtractor` and logs a warning. It never raises on
+bad model output.
 """
 
 from __future__ import annotations
@@ -32,8 +33,7 @@ logger = logging.getLogger(__name__)
 
 _PROMPT = """You are an information analysis assistant. Analyse the text below and extract its key features.
 
-Text: {text}
-Current agent task: {goal}
+Text: {text} Current agent task: {goal}
 
 Answer with ONE JSON object and nothing else, with exactly these keys:
 {{
@@ -59,7 +59,9 @@ class LLMFeatureOutput(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     entities: list[str] = Field(default_factory=list, description="Key entities mentioned in the text.")
-    user_directive_intensity: int = Field(ge=0, le=10, description="Directive strength, 0-10, higher = stronger.")
+    user_directive_intensity: int = Field(
+        ge=0, le=10, description="Directive strength, 0-10, higher = stronger."
+    )
     emotional_valence: Literal["positive", "neutral", "negative"] = Field(description="Emotional valence.")
     emotion_intensity: int = Field(default=0, ge=0, le=10, description="Emotion strength, 0-10.")
     relation_to_goal: GoalRelation = Field(description="direct / indirect / none.")
@@ -95,8 +97,8 @@ def call_model(model: Any, prompt: str) -> str:
     if callable(model):
         return str(model(prompt) or "")
     msg = (
-        f"unsupported model type {type(model).__name__}: pass a LangChain chat model (has .invoke), a LlamaIndex "
-        "LLM (has .complete) or a callable str -> str"
+        f"unsupported model type {type(model).__name__}: pass a LangChain chat model (has .invoke), a "
+        "LlamaIndex LLM (has .complete) or a callable str -> str"
     )
     raise ConfigurationError(msg)
 
@@ -121,13 +123,13 @@ class LLMExtractor:
 
     Instantiate:
         >>> from langchain_core.language_models import FakeListChatModel  # doctest: +SKIP
-        >>> extractor = LLMExtractor(FakeListChatModel(responses=['{...}']))  # doctest: +SKIP
+        >>> extractor = LLMExtractor(FakeListChatModel(responses=["{...}"]))  # doctest: +SKIP
 
     Use:
-        ``extractor.extract("I prefer aisle seats", goal="book a flight")`` returns :class:`MemoryFeatures` with
-        ``extractor="llm"``; after two invalid answers it returns the rule extractor's features with
-        ``extractor="rules(fallback)"``. Results are cached by :class:`memlineage.value.ValueModel`, so identical
-        text costs one model call.
+        ``extractor.extract("I prefer aisle seats", goal="book a flight")`` returns :class:`MemoryFeatures`
+        with ``extractor="llm"``; after two invalid answers it returns the rule extractor's features with
+        ``extractor="rules(fallback)"``. Results are cached by :class:`memlineage.value.ValueModel`, so
+        identical text costs one model call.
 
     Args:
         model: LangChain chat model / runnable, LlamaIndex LLM or callable ``str -> str``.
@@ -142,7 +144,11 @@ class LLMExtractor:
     name = "llm"
 
     def __init__(self, model: Any, *, fallback: FeatureExtractor | None = None, max_retries: int = 1) -> None:
-        if not (callable(getattr(model, "complete", None)) or callable(getattr(model, "invoke", None)) or callable(model)):
+        if not (
+            callable(getattr(model, "complete", None))
+            or callable(getattr(model, "invoke", None))
+            or callable(model)
+        ):
             msg = (
                 f"unsupported model type {type(model).__name__}: pass a LangChain chat model (.invoke), a "
                 "LlamaIndex LLM (.complete) or a callable str -> str"
@@ -187,8 +193,11 @@ class LLMExtractor:
                 continue
             return self._to_features(output, text)
         self.fallbacks += 1
-        logger.warning("LLM feature output invalid after %d attempts (%s); using rule-based features",
-                       self.max_retries + 1, error or "call failed")
+        logger.warning(
+            "LLM feature output invalid after %d attempts (%s); using rule-based features",
+            self.max_retries + 1,
+            error or "call failed",
+        )
         features = self.fallback.extract(text, goal=goal)
         return features.model_copy(update={"extractor": f"{features.extractor}(fallback)"})
 
@@ -197,7 +206,8 @@ class LLMExtractor:
         return await asyncio.to_thread(self.extract, text, goal=goal)
 
     def _to_features(self, output: LLMFeatureOutput, text: str) -> MemoryFeatures:
-        # The forcing directive is a user's explicit wish; the model may confirm it but the rule check is kept too,
+        # The forcing directive is a user's explicit wish; the model may confirm it but the rule check is kept
+        # too,
         # so a model that misses "记住..." cannot drop it.
         forced = output.remember or is_forcing_directive(text)
         slot = output.slot.strip() if output.slot and output.slot.strip() else None

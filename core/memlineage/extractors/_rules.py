@@ -1,9 +1,10 @@
 """Rule-based feature extraction for English and Chinese (offline, deterministic).
 
-The rules follow the feature list of seed 004 (§3.1: entities, directive intensity, emotional valence, relation to
-the goal, information type) and the rule-based slot extraction of seed 002 (§3.1 "规则抽取": a user's name, a
-preference, a date go straight into structured slots). They are deliberately small and readable: a lexicon and a
-handful of regular expressions per feature, each documented where it is defined.
+The rules follow the feature list of seed 004 (§3.1: entities, directive intensity, emotional valence,
+relation to the goal, information type) and the rule-based slot extraction of seed 002 (§3.1 "规则抽取": a
+user's
+name, a preference, a date go straight into structured slots). They are deliberately small and readable: a
+lexicon and a handful of regular expressions per feature, each documented where it is defined.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ __all__ = ["RuleBasedExtractor", "detect_slot", "is_forcing_directive"]
 
 _CJK = r"\u4e00-\u9fff"
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Directives (salience; "remember ..." forces storage). Intensity in [0, 1] = the seed's 0-10 scale / 10.
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # A forcing directive must be in imperative position: at the start of a sentence, optionally after a softener
-# ("please", "hey,", "and", "请", "你要", "一定要"). "I don't remember where I parked" does not force anything.
+# ("please", "hey,", "and", "请", "你要", "一定要"). "I don't remember where I parked" does not force
+# anything.
 _SENT_START = r"(?:^|[.!?;。！？；\n]\s*)"
 _EN_SOFT = r"(?:(?:please|pls|hey|ok|okay|and|also|so|oh)[,!]?\s+)*"
 _FORCE_EN = re.compile(
@@ -31,11 +33,20 @@ _FORCE_EN = re.compile(
     re.IGNORECASE,
 )
 _FORCE_ZH = re.compile(
-    _SENT_START + r"(?:请|你要|你得|一定要|务必)?\s*(?:记住|记得|记下|切记|牢记|别忘了?|不要忘[记了]?|千万别忘)"
+    _SENT_START
+    + r"(?:请|你要|你得|一定要|务必)?\s*(?:记住|记得|记下|切记|牢记|别忘了?|不要忘[记了]?|千万别忘)"
 )
 _DIRECTIVE_EN: tuple[tuple[re.Pattern[str], float], ...] = (
-    (re.compile(r"\b(?:very\s+important|extremely\s+important|critical|crucial|vital|top\s+priority)\b", re.I), 0.9),
-    (re.compile(r"\b(?:important|must|make\s+sure|be\s+sure\s+to|never|always|essential|urgent)\b", re.I), 0.7),
+    (
+        re.compile(
+            r"\b(?:very\s+important|extremely\s+important|critical|crucial|vital|top\s+priority)\b", re.I
+        ),
+        0.9,
+    ),
+    (
+        re.compile(r"\b(?:important|must|make\s+sure|be\s+sure\s+to|never|always|essential|urgent)\b", re.I),
+        0.7,
+    ),
     (re.compile(r"\b(?:please|should|need\s+to|have\s+to)\b", re.I), 0.3),
 )
 _DIRECTIVE_ZH: tuple[tuple[re.Pattern[str], float], ...] = (
@@ -74,9 +85,9 @@ def _directive_intensity(text: str) -> float:
     return best
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Emotion (salience). Strong positive or negative emotion raises salience (seed 004 §3.2 F_salience).
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 _NEG_EN = re.compile(
     r"\b(?:angry|furious|frustrat\w*|terrible|awful|horrible|hate|hated|disappoint\w*|upset|worst|annoy\w*|"
     r"unacceptable|ridiculous|scared|afraid|worried|anxious|sad|devastat\w*|heartbroken|stressed|miserable|"
@@ -88,7 +99,9 @@ _POS_EN = re.compile(
     r"thankful|proud|overjoyed|ecstatic|brilliant|incredible|blessed|stoked|so\s+glad)\b",
     re.I,
 )
-_NEG_ZH = re.compile(r"生气|愤怒|气死|失望|糟糕|太差|讨厌|烦死|崩溃|难过|伤心|担心|害怕|焦虑|郁闷|受不了|投诉|差劲|恶心")
+_NEG_ZH = re.compile(
+    r"生气|愤怒|气死|失望|糟糕|太差|讨厌|烦死|崩溃|难过|伤心|担心|害怕|焦虑|郁闷|受不了|投诉|差劲|恶心"
+)
 _POS_ZH = re.compile(r"开心|高兴|太棒|太好了|激动|兴奋|满意|感动|幸福|骄傲|喜出望外|爱死")
 _INTENS_EN = re.compile(r"\b(?:very|really|so|extremely|totally|absolutely|incredibly|super)\b", re.I)
 _INTENS_ZH = re.compile(r"非常|特别|太|超级|极其|十分|真的")
@@ -108,9 +121,10 @@ def _emotion(text: str) -> tuple[str, float]:
     return valence, round(intensity, 4)
 
 
-# --------------------------------------------------------------------------------------------------------------
-# Key entities (salience): product names, error codes, dates, amounts (seed 004 §2.2 "关键实体如产品名、错误代码").
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
+# Key entities (salience): product names, error codes, dates, amounts
+# (seed 004 §2.2 "关键实体如产品名、错误代码").
+# ------------------------------------------------------------------------------------------------------------
 _MONTHS = (
     r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|jun(?:e)?|jul(?:y)?|aug(?:ust)?|"
     r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
@@ -122,19 +136,50 @@ _ENTITY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("error", re.compile(r"(?:\berror(?:\s+code)?|\bcode|\bHTTP|错误码?|错误代码)\s*[:#：]?\s*\d{3,}", re.I)),
     ("date", re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b")),
     ("date", re.compile(r"\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b")),
-    ("date", re.compile(rf"\b{_MONTHS}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?"
-                        rf"{_MONTHS}\b", re.I)),
-    ("date", re.compile(r"\b(?:tomorrow|yesterday|tonight|next\s+(?:week|month|year|monday|tuesday|wednesday|"
-                        r"thursday|friday|saturday|sunday)|last\s+(?:week|month|year)|on\s+(?:monday|tuesday|"
-                        r"wednesday|thursday|friday|saturday|sunday)s?)\b", re.I)),
-    ("date", re.compile(r"\d{2,4}年(?:\d{1,2}月)?(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]?|\d{1,2}[日号]|"
-                        r"明天|后天|昨天|前天|下周[一二三四五六日天]?|上周[一二三四五六日天]?|"
-                        r"(?:周|星期|礼拜)[一二三四五六日天]")),
+    (
+        "date",
+        re.compile(
+            rf"\b{_MONTHS}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?"
+            rf"{_MONTHS}\b",
+            re.I,
+        ),
+    ),
+    (
+        "date",
+        re.compile(
+            r"\b(?:tomorrow|yesterday|tonight|next\s+(?:week|month|year|monday|tuesday|wednesday|"
+            r"thursday|friday|saturday|sunday)|last\s+(?:week|month|year)|on\s+(?:monday|tuesday|"
+            r"wednesday|thursday|friday|saturday|sunday)s?)\b",
+            re.I,
+        ),
+    ),
+    (
+        "date",
+        re.compile(
+            r"\d{2,4}年(?:\d{1,2}月)?(?:\d{1,2}[日号])?|\d{1,2}月\d{1,2}[日号]?|\d{1,2}[日号]|"
+            r"明天|后天|昨天|前天|下周[一二三四五六日天]?|上周[一二三四五六日天]?|"
+            r"(?:周|星期|礼拜)[一二三四五六日天]"
+        ),
+    ),
     ("amount", re.compile(r"[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?")),
-    ("amount", re.compile(r"\b\d[\d,]*(?:\.\d+)?\s?(?:dollars?|usd|eur|euros?|rmb|yuan|gbp|%|percent|kg|km|"
-                          r"miles?|hours?|minutes?|mins?|nights?|days?)\b", re.I)),
-    ("amount", re.compile(r"\d[\d,]*(?:\.\d+)?\s?(?:元|块钱?|万元?|美元|人民币|英镑|欧元|公里|公斤|%|小时|分钟|天|晚)")),
-    ("product", re.compile(r"\b[a-z]{0,2}[A-Z][a-z]+[A-Z][A-Za-z]*\b|\bi[A-Z][a-z]+\b")),  # iPhone, MacBook, PowerPoint
+    (
+        "amount",
+        re.compile(
+            r"\b\d[\d,]*(?:\.\d+)?\s?(?:dollars?|usd|eur|euros?|rmb|yuan|gbp|%|percent|kg|km|"
+            r"miles?|hours?|minutes?|mins?|nights?|days?)\b",
+            re.I,
+        ),
+    ),
+    (
+        "amount",
+        re.compile(
+            r"\d[\d,]*(?:\.\d+)?\s?(?:元|块钱?|万元?|美元|人民币|英镑|欧元|公里|公斤|%|小时|分钟|天|晚)"
+        ),
+    ),
+    (
+        "product",
+        re.compile(r"\b[a-z]{0,2}[A-Z][a-z]+[A-Z][A-Za-z]*\b|\bi[A-Z][a-z]+\b"),
+    ),  # iPhone, MacBook, PowerPoint
     ("product", re.compile(r"\b[A-Z][A-Za-z]+[- ]?\d{1,4}[A-Za-z]{0,3}\b")),  # XPS-13, GPT-4, Pixel 8, UA123
 )
 _NAME_AFTER = re.compile(
@@ -157,44 +202,119 @@ def _entities(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Semantic slots (seed 002 §3.1 rule extraction, §3.3 "合并覆盖"): same subject + attribute = same slot.
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 #: Category lexicon for preference slots: a preference for window seats and one for aisle seats share the slot
 #: ``user.preference.seat``; a preference for jazz does not touch it.
 _CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("seat", re.compile(r"\bseats?\b|\bwindow\b|\baisle\b|座位|靠窗|靠过道|过道|座")),
-    ("drink", re.compile(r"\b(?:coffee|tea|latte|espresso|beer|wine|juice|soda|water|milk)\b|咖啡|茶|啤酒|红酒|果汁|奶茶|牛奶")),
-    ("music", re.compile(r"\b(?:music|jazz|rock|pop|classical|hip[- ]?hop|rap|country|songs?|bands?)\b|音乐|爵士|摇滚|古典|流行|歌")),
-    ("color", re.compile(r"\b(?:colou?r|red|blue|green|yellow|black|white|purple|pink|orange)\b|颜色|红色|蓝色|绿色|黄色|黑色|白色|紫色")),
+    (
+        "drink",
+        re.compile(
+            r"\b(?:coffee|tea|latte|espresso|beer|wine|juice|soda|water|milk)\b|咖啡|茶|啤酒|红酒|果汁|奶茶|牛奶"
+        ),
+    ),
+    (
+        "music",
+        re.compile(
+            r"\b(?:music|jazz|rock|pop|classical|hip[- ]?hop|rap|country|songs?|bands?)\b"
+            r"|音乐|爵士|摇滚|古典|流行|歌"
+        ),
+    ),
+    (
+        "color",
+        re.compile(
+            r"\b(?:colou?r|red|blue|green|yellow|black|white|purple|pink|orange)\b|颜色|红色|蓝色|绿色|黄色|黑色|白色|紫色"
+        ),
+    ),
     ("airline", re.compile(r"\b(?:airlines?|airways|united|delta|lufthansa|emirates)\b|航空|国航|东航|南航")),
     ("hotel", re.compile(r"\b(?:hotels?|hostels?|airbnb|resorts?)\b|酒店|宾馆|民宿")),
-    ("transport", re.compile(r"\b(?:trains?|flights?|planes?|cars?|bus|buses|bikes?|subway|taxi)\b|高铁|火车|飞机|汽车|地铁|出租车|打车")),
-    ("cuisine", re.compile(r"\b(?:food|cuisine|restaurants?|sushi|pizza|pasta|burgers?|noodles?|dishes)\b|菜|美食|餐厅|料理")),
+    (
+        "transport",
+        re.compile(
+            r"\b(?:trains?|flights?|planes?|cars?|bus|buses|bikes?|subway|taxi)\b|高铁|火车|飞机|汽车|地铁|出租车|打车"
+        ),
+    ),
+    (
+        "cuisine",
+        re.compile(
+            r"\b(?:food|cuisine|restaurants?|sushi|pizza|pasta|burgers?|noodles?|dishes)\b|菜|美食|餐厅|料理"
+        ),
+    ),
     ("report_style", re.compile(r"\b(?:reports?|summar(?:y|ies)|answers?|responses?)\b|报告|总结|回答|回复")),
-    ("language", re.compile(r"\b(?:english|chinese|french|german|spanish|japanese|language)\b|中文|英文|英语|法语|日语|语言")),
+    (
+        "language",
+        re.compile(
+            r"\b(?:english|chinese|french|german|spanish|japanese|language)\b|中文|英文|英语|法语|日语|语言"
+        ),
+    ),
     ("pet", re.compile(r"\b(?:dogs?|cats?|pets?|birds?)\b|狗|猫|宠物")),
-    ("sport", re.compile(r"\b(?:sports?|football|soccer|basketball|tennis|running|swimming|yoga|hiking|gym)\b|运动|足球|篮球|网球|跑步|游泳|瑜伽|健身")),
+    (
+        "sport",
+        re.compile(
+            r"\b(?:sports?|football|soccer|basketball|tennis|running|swimming|yoga|hiking|gym)\b|运动|足球|篮球|网球|跑步|游泳|瑜伽|健身"
+        ),
+    ),
 )
 _EN_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("user.name", re.compile(r"\b(?:my name is|my name's|i am called|i'm called|call me)\s+(?P<v>[^.,;!?\n]+)", re.I)),
-    ("user.residence", re.compile(r"\b(?:i live in|i'm living in|i am living in|i moved to|i've moved to|"
-                                  r"i have moved to|i'm based in|i am based in|my home is in)\s+(?P<v>[^.,;!?\n]+)",
-                                  re.I)),
-    ("user.employer", re.compile(r"\b(?:i work (?:at|for)|i'm working (?:at|for)|i am working (?:at|for))\s+"
-                                 r"(?P<v>[^.,;!?\n]+)", re.I)),
-    ("user.diet", re.compile(r"\b(?:i don'?t eat|i do not eat|i never eat|i can'?t eat|i'm allergic to|"
-                             r"i am allergic to)\s+(?P<v>[^.,;!?\n]+)", re.I)),
-    ("user.preference", re.compile(r"\b(?:i (?:really |much |strongly )?(?:like|love|prefer|enjoy|hate|dislike|"
-                                   r"don'?t like|do not like|can'?t stand)|my fav(?:ou)?rite \w+ is)\s+"
-                                   r"(?P<v>[^.,;!?\n]+)", re.I)),
+    (
+        "user.name",
+        re.compile(r"\b(?:my name is|my name's|i am called|i'm called|call me)\s+(?P<v>[^.,;!?\n]+)", re.I),
+    ),
+    (
+        "user.residence",
+        re.compile(
+            r"\b(?:i live in|i'm living in|i am living in|i moved to|i've moved to|"
+            r"i have moved to|i'm based in|i am based in|my home is in)\s+(?P<v>[^.,;!?\n]+)",
+            re.I,
+        ),
+    ),
+    (
+        "user.employer",
+        re.compile(
+            r"\b(?:i work (?:at|for)|i'm working (?:at|for)|i am working (?:at|for))\s+"
+            r"(?P<v>[^.,;!?\n]+)",
+            re.I,
+        ),
+    ),
+    (
+        "user.diet",
+        re.compile(
+            r"\b(?:i don'?t eat|i do not eat|i never eat|i can'?t eat|i'm allergic to|"
+            r"i am allergic to)\s+(?P<v>[^.,;!?\n]+)",
+            re.I,
+        ),
+    ),
+    (
+        "user.preference",
+        re.compile(
+            r"\b(?:i (?:really |much |strongly )?(?:like|love|prefer|enjoy|hate|dislike|"
+            r"don'?t like|do not like|can'?t stand)|my fav(?:ou)?rite \w+ is)\s+"
+            r"(?P<v>[^.,;!?\n]+)",
+            re.I,
+        ),
+    ),
 )
 _ZH_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("user.name", re.compile(rf"我(?:的名字)?(?:叫|是叫|名叫)(?P<v>[{_CJK}A-Za-z·]{{1,12}})")),
-    ("user.residence", re.compile(rf"我(?:现在|目前)?(?:住在|居住在|常住|搬到了?|定居在?)(?P<v>[{_CJK}A-Za-z]{{1,12}})")),
+    (
+        "user.residence",
+        re.compile(rf"我(?:现在|目前)?(?:住在|居住在|常住|搬到了?|定居在?)(?P<v>[{_CJK}A-Za-z]{{1,12}})"),
+    ),
     ("user.employer", re.compile(rf"我(?:现在|目前)?在(?P<v>[{_CJK}A-Za-z]{{1,12}}?)(?:工作|上班)")),
-    ("user.diet", re.compile(rf"我(?:现在|平时|从来)?(?:不吃|不能吃|忌口|对)(?P<v>[{_CJK}A-Za-z]{{1,8}}?)(?:过敏)?(?:了|的|[，。！,.!]|$)")),
-    ("user.preference", re.compile(rf"我(?:比较|更|最|很|特别|非常)?(?:喜欢|爱|偏好|讨厌|不喜欢)(?P<v>[{_CJK}A-Za-z0-9 ]{{1,16}})")),
+    (
+        "user.diet",
+        re.compile(
+            rf"我(?:现在|平时|从来)?(?:不吃|不能吃|忌口|对)(?P<v>[{_CJK}A-Za-z]{{1,8}}?)(?:过敏)?(?:了|的|[，。！,.!]|$)"
+        ),
+    ),
+    (
+        "user.preference",
+        re.compile(
+            rf"我(?:比较|更|最|很|特别|非常)?(?:喜欢|爱|偏好|讨厌|不喜欢)(?P<v>[{_CJK}A-Za-z0-9 ]{{1,16}})"
+        ),
+    ),
 )
 _EAT_PREFIX = re.compile(r"^(?:吃|喝|to eat\s+|eating\s+)", re.I)
 _FILLER = re.compile(r"^(?:the|a|an|to|my|some)\s+", re.I)
@@ -227,11 +347,12 @@ def _diet_key(obj: str) -> str:
 def detect_slot(text: str) -> tuple[str | None, str | None]:
     """Detect a semantic slot and its value ("I live in Paris" → ``("user.residence", "Paris")``).
 
-    Slots are ``subject.attribute`` keys. Recognised patterns (English and Chinese): name ("my name is", "我叫"),
-    residence ("I live in", "我住在"), employer ("I work at", "我在…工作"), diet ("I don't eat", "我不吃"), and
-    preferences ("I like / love / prefer / hate", "我喜欢 / 讨厌 / 偏好"), keyed by the category of their object
-    (``user.preference.seat``, ``user.preference.music``...). Liking something edible ("我喜欢吃辣") shares the
-    diet slot with "我不吃辣", so a change of mind supersedes the old statement (seed 002 §3.3).
+    Slots are ``subject.attribute`` keys. Recognised patterns (English and Chinese): name ("my name
+    is", "我叫"), residence ("I live in", "我住在"), employer ("I work at", "我在…工作"), diet ("I don't
+    eat", "我不吃"), and preferences ("I like / love / prefer / hate", "我喜欢 / 讨厌 / 偏好"), keyed by the
+    category of their object (``user.preference.seat``, ``user.preference.music``...). Liking something
+    edible ("我喜欢吃辣") shares the diet slot with "我不吃辣", so a change of mind supersedes the old
+    statement (seed 002 §3.3).
 
     Args:
         text: The candidate memory text.
@@ -263,11 +384,12 @@ def detect_slot(text: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 # Information type (utility) and goal relation.
-# --------------------------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------------------------------------
 _CHITCHAT = re.compile(
-    r"^\W*(?:hi+|hello|hey+|yo|thanks?(?: you)?(?: so much| a lot)?|thx|ty|ok(?:ay)?|k|cool|nice|great|lol|lmao|"
+    r"^\W*(?:hi+|hello|hey+|yo|thanks?(?: you)?(?: so much| a lot)?|thx|ty|ok(?:ay)?|k|cool|nice|great|"
+    r"lol|lmao|"
     r"haha+|hmm+|bye|good ?(?:night|morning|afternoon|evening)|see you|sure|yes|yeah|yep|no|nope|got it|"
     r"sounds good|how are you|how's it going|what's up|wow|awesome|np|no problem|you too|same here|"
     r"你好|您好|嗨|哈+|嗯+|好的?|谢谢(?:你|您)?|多谢|拜拜|再见|晚安|早上好|早安|哦+|噢+|行|可以|没问题|收到|好吧)"
@@ -276,11 +398,14 @@ _CHITCHAT = re.compile(
     re.I,
 )
 _INSTRUCTION_EN = re.compile(
-    r"(?:^|[.!?]\s*)(?:please\s+)?(?:always|never|don'?t|do not|make sure|be sure to|from now on|in the future|"
-    r"going forward|you should|you must|remember to|next time|use|send|reply|answer|write|book|call|remind)\b",
+    r"(?:^|[.!?]\s*)(?:please\s+)?(?:always|never|don'?t|do not|make sure|be sure to|from now on|"
+    r"in the future|going forward|you should|you must|remember to|next time|use|send|reply|answer|write|"
+    r"book|call|remind)\b",
     re.I,
 )
-_INSTRUCTION_ZH = re.compile(r"^(?:请|以后|今后|每次|下次|务必|一定要|不要|别|记得|总是|永远|帮我|给我)|请(?:你|您)?(?:以后|每次|总是|务必|不要|用)")
+_INSTRUCTION_ZH = re.compile(
+    r"^(?:请|以后|今后|每次|下次|务必|一定要|不要|别|记得|总是|永远|帮我|给我)|请(?:你|您)?(?:以后|每次|总是|务必|不要|用)"
+)
 _PREFERENCE_EN = re.compile(
     r"\bi (?:really |much |strongly |would )?(?:like|love|prefer|enjoy|hate|dislike|don'?t like|do not like|"
     r"can'?t stand|rather)\b|\bmy fav(?:ou)?rite\b|\bi'?m (?:a )?(?:vegetarian|vegan)\b|\bi don'?t eat\b",
@@ -288,15 +413,18 @@ _PREFERENCE_EN = re.compile(
 )
 _PREFERENCE_ZH = re.compile(r"我(?:比较|更|最|很|特别|非常)?(?:喜欢|爱|偏好|讨厌|不喜欢|不吃|吃素)|最爱|偏爱")
 _FEEDBACK = re.compile(
-    r"\b(?:thanks?(?: you)?,? (?:that|this|it)|(?:that|this|it)(?:'s| is| was) (?:wrong|right|correct|helpful|"
+    r"\b(?:thanks?(?: you)?,? (?:that|this|it)|(?:that|this|it)(?:'s| is| was) "
+    r"(?:wrong|right|correct|helpful|"
     r"useless|perfect|not (?:right|what i (?:asked|wanted)))|good (?:job|answer)|well done|not helpful|"
-    r"you(?:'re| are) (?:wrong|right)|wrong answer)\b|回答得?(?:很好|不错|不对|错了)|不对|说错了|很有帮助|没用|答非所问|干得好",
+    r"you(?:'re| are) (?:wrong|right)|wrong answer)\b"
+    r"|回答得?(?:很好|不错|不对|错了)|不对|说错了|很有帮助|没用|答非所问|干得好",
     re.I,
 )
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|my|mine|me|we|our)\b|我", re.I)
 _EN_WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    "a an the and or but if of to in on at for with from by is are was were be been am do does did have has had "
+    "a an the and or but if of to in on at for with from by is are was were be been am do does did have has "
+    "had "
     "i me my we our you your he she it they them this that these those what which who how when where why can "
     "could would should will shall may might just so very really about into over than then there here not no "
     "yes please".split()
@@ -305,7 +433,9 @@ _STOP = frozenset(
 
 def _terms(text: str) -> set[str]:
     text = unicodedata.normalize("NFKC", text).casefold()
-    words = {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _EN_WORD.findall(text) if w not in _STOP}
+    words = {
+        w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _EN_WORD.findall(text) if w not in _STOP
+    }
     cjk = re.findall(rf"[{_CJK}]+", text)
     bigrams = {run[i : i + 2] for run in cjk for i in range(max(1, len(run) - 1))}
     return words | bigrams
@@ -318,8 +448,10 @@ def _info_type(text: str, slot: str | None) -> InfoType:
     if _INSTRUCTION_EN.search(stripped) or _INSTRUCTION_ZH.search(stripped):
         if not _PREFERENCE_EN.search(stripped) or re.match(r"\W*(?:please|always|never)\b", stripped, re.I):
             return InfoType.INSTRUCTION
-    if _PREFERENCE_EN.search(stripped) or _PREFERENCE_ZH.search(stripped) or (
-        slot is not None and slot.startswith(("user.preference", "user.diet"))
+    if (
+        _PREFERENCE_EN.search(stripped)
+        or _PREFERENCE_ZH.search(stripped)
+        or (slot is not None and slot.startswith(("user.preference", "user.diet")))
     ):
         return InfoType.PREFERENCE
     if _FEEDBACK.search(stripped):
@@ -336,12 +468,13 @@ def _goal_relation(
     if goal is not None and goal.strip():
         goal_terms = _terms(goal)
         shared = _terms(text) & goal_terms
-        if goal_terms and (len(shared) >= 2 or len(shared) / len(goal_terms) >= 0.34):
+        if goal_terms and (len(shared) >= 2 or len(shared) / len(goal_terms) >= 0.33):
             return GoalRelation.DIRECT
         if shared or personal:
             return GoalRelation.INDIRECT
         return GoalRelation.NONE
-    # No explicit goal: the standing goal of a personal agent is to serve this user, so what the user tells about
+    # No explicit goal: the standing goal of a personal agent is to serve this user, so what the user tells
+    # about
     # themselves, their preferences and their instructions is directly relevant; other facts indirectly.
     if info_type is InfoType.CHITCHAT:
         return GoalRelation.NONE
@@ -370,9 +503,9 @@ class RuleBasedExtractor:
 
     What it detects (see the module for the exact rules): information type (instruction, preference, fact,
     feedback, chit-chat), relation to the goal (term overlap with the goal; without a goal, what the user says
-    about themselves counts as direct), directive intensity in [0, 1], emotional valence and intensity in [0, 1],
-    key entities (product names, error codes, dates, amounts, names), a forcing "remember ..." directive, and a
-    semantic slot.
+    about themselves counts as direct), directive intensity in [0, 1], emotional valence and intensity in [0,
+    1], key entities (product names, error codes, dates, amounts, names), a forcing "remember ..." directive,
+    and a semantic slot.
     """
 
     name = "rules"

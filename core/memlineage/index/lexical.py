@@ -176,7 +176,7 @@ class LexicalHit:
 class _UserIndex:
     """Documents of one user and their lazily built BM25 model."""
 
-    __slots__ = ("docs", "meta", "model", "order", "dirty")
+    __slots__ = ("docs", "meta", "model", "order", "dirty", "adjacent")
 
     def __init__(self) -> None:
         self.docs: dict[str, list[str]] = {}
@@ -184,6 +184,24 @@ class _UserIndex:
         self.model: Any = None
         self.order: list[str] = []
         self.dirty = True
+        self.adjacent: dict[str, tuple[str, ...]] | None = None
+
+    def neighbours(self) -> dict[str, tuple[str, ...]]:
+        """Previous and next document of each document in the same session, ordered by (created_at, id)."""
+        if self.adjacent is None:
+            sessions: dict[str, list[tuple[float, str]]] = {}
+            for mid, meta in self.meta.items():
+                sid = meta.get("session_id")
+                if sid:
+                    sessions.setdefault(str(sid), []).append((float(meta.get("created_at") or 0.0), mid))
+            adj: dict[str, tuple[str, ...]] = {}
+            for items in sessions.values():
+                items.sort()
+                ids = [mid for _, mid in items]
+                for j, mid in enumerate(ids):
+                    adj[mid] = tuple(ids[i] for i in (j - 1, j + 1) if 0 <= i < len(ids))
+            self.adjacent = adj
+        return self.adjacent
 
 
 Loader = Callable[[str], Iterable[tuple[str, str, Mapping[str, Any]]]]
@@ -197,7 +215,8 @@ class LexicalIndex:
 
     Instantiate:
         ``LexicalIndex()``; pass ``loader=`` (``user_id -> iterable of (id, text, metadata)``) to fill a user's
-        documents from the ledger on that user's first query after start-up.
+        documents from the ledger on that user's first query. With a loader, writes for users not loaded yet are
+        skipped (the loader will read them), so memory holds only the users that were queried.
 
     Use:
         Keep it in step with the ledger through ``upsert`` / ``update_metadata`` / ``delete`` (the manager's write
@@ -247,6 +266,8 @@ class LexicalIndex:
         with self._lock:
             for j, (mid, text, meta) in enumerate(zip(ids, texts, metadatas)):
                 user = str(meta["user_id"])
+                if self._loader is not None and user not in self._loaded:
+                    continue  # not loaded yet: the loader reads this user's documents from the ledger on first query
                 old = self._owner.get(mid)
                 if old is not None and old != user:
                     self._drop(mid)
@@ -260,6 +281,7 @@ class LexicalIndex:
                 ui.docs[mid] = tokens
                 ui.meta[mid] = dict(meta)
                 ui.dirty = True
+                ui.adjacent = None
                 self._owner[mid] = user
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
@@ -269,6 +291,7 @@ class LexicalIndex:
                 user = self._owner.get(mid)
                 if user is not None:
                     self._users[user].meta[mid].update(meta)
+                    self._users[user].adjacent = None
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove documents (e.g. erased content); returns how many existed."""
@@ -283,6 +306,7 @@ class LexicalIndex:
         ui.docs.pop(mid, None)
         ui.meta.pop(mid, None)
         ui.dirty = True
+        ui.adjacent = None
         return True
 
     def invalidate(self, user_id: str | None = None) -> None:
@@ -316,8 +340,8 @@ class LexicalIndex:
 
     def _ensure(self, user: str) -> _UserIndex | None:
         if self._loader is not None and user not in self._loaded:
-            self._loaded.add(user)
             rows = list(self._loader(user))
+            self._loaded.add(user)
             if rows:
                 self.upsert([r[0] for r in rows], [r[1] for r in rows], [dict(r[2], user_id=user) for r in rows])
         ui = self._users.get(user)
@@ -373,6 +397,21 @@ class LexicalIndex:
             nz = nz[scores[nz] >= kth]
         ranked = sorted(nz.tolist(), key=lambda j: (-float(scores[j]), order[j]))[:k]
         return [LexicalHit(order[j], float(scores[j])) for j in ranked]
+
+    def neighbours(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Ids of the documents adjacent in time (same user and session) to each of ``ids``; unknown ids omitted.
+
+        Used for the contiguity boost: an episodic memory's neighbours share its context.
+        """
+        with self._lock:
+            out: dict[str, tuple[str, ...]] = {}
+            for mid in ids:
+                user = self._owner.get(mid)
+                if user is not None:
+                    adj = self._users[user].neighbours().get(mid)
+                    if adj:
+                        out[mid] = adj
+            return out
 
     def terms(self, text: str) -> list[str]:
         """The query terms :meth:`query` would use for ``text`` (for traces and debugging)."""

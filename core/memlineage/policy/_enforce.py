@@ -7,6 +7,7 @@ before any change. Every decision a policy made is appended to the event log as 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -19,17 +20,17 @@ from memlineage.policy._model import Decision, Effect, Operation, PolicyRequest
 
 if TYPE_CHECKING:
     from memlineage.manager import MemoryManager
-    from memlineage.retrieval import Trace
+    from memlineage.retrieval import RecallHit, Trace
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "DECISION_EVENT",
+    "annotate_hits",
     "enforce_operation",
     "enforce_read",
     "enforce_write",
     "ensure_engine",
-    "hit_annotations",
 ]
 
 #: Event type of recorded policy decisions.
@@ -61,29 +62,23 @@ def _premise_lookup(mm: MemoryManager) -> Callable[[Sequence[str]], Mapping[str,
     return lookup
 
 
-def _event_rows(decisions: Sequence[Decision], users: Mapping[str | None, str], default_user: str) -> list[dict]:
-    rows = []
-    for d in decisions:
-        rows.append(
-            {
-                "at": to_epoch(d.at) or 0.0,
-                "type": DECISION_EVENT,
-                "memory_id": d.memory_id if d.memory_id in users else None,
-                "activity_id": None,
-                "user_id": users.get(d.memory_id, default_user),
-                "data": d.to_event(),
-            }
-        )
-    return rows
-
-
-def _record(mm: MemoryManager, decisions: Sequence[Decision], memories: Sequence[Memory], scope: Scope) -> None:
-    fired = [d for d in decisions if d.policy_id is not None]
-    if not fired:
-        return
-    users: dict[str | None, str] = {m.id: m.scope.user_id for m in memories}
-    with mm.ledger.transaction() as conn:
-        mm.ledger.insert_events(conn, _event_rows(fired, users, scope.user_id))
+def _record(mm: MemoryManager, items: Sequence[tuple[Decision, str, str | None]]) -> None:
+    """Append ``(decision, user_id, memory_id)`` as ``policy_decision`` events (only decisions a policy made)."""
+    rows = [
+        {
+            "at": to_epoch(d.at) or 0.0,
+            "type": DECISION_EVENT,
+            "memory_id": memory_id,
+            "activity_id": None,
+            "user_id": user_id,
+            "data": d.to_event(),
+        }
+        for d, user_id, memory_id in items
+        if d.policy_id is not None
+    ]
+    if rows:
+        with mm.ledger.transaction() as conn:
+            mm.ledger.insert_events(conn, rows)
 
 
 def _raise(decision: Decision, what: str) -> None:
@@ -110,73 +105,100 @@ def enforce_read(
     Withheld candidates go to ``trace.excluded`` with their policy and reason; every decision goes to
     ``trace.decisions`` and the event log. ``mark_expired`` and refreshed-stale memories are expired in the
     ledger (their descendants become suspect); downgraded active memories are marked suspect. A refreshed memory
-    is served with the stale one's score.
+    is returned under its stale version (the retrieval pipeline keeps candidates by id) and swapped in by
+    :func:`annotate_hits`. Candidates already decided earlier in the same recall (the pipeline re-runs this hook
+    when it fetches more candidates) reuse that decision, so hooks run and events are written once.
     """
     engine = ensure_engine(mm.policy)
     if engine is None or not candidates:
         return candidates
     from memlineage.retrieval import Exclusion
 
-    served_before = {getattr(d, "replacement_id", None) for d in trace.decisions} - {None}
-    candidates = [(m, s) for m, s in candidates if m.id not in served_before]
-    scores = {m.id: s for m, s in candidates}
-    now = mm.clock()
-    request = PolicyRequest(operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget)
-    outcome = engine.filter_read([m for m, _ in candidates], request, now=now, premise_status=_premise_lookup(mm))
-    for memory, decision in outcome.withheld:
-        trace.excluded.append(Exclusion(memory.id, decision.reason, decision.policy_id, "policy"))
-    decisions = outcome.all_decisions()
-    trace.decisions.extend(decisions)
-    stale_of = {fresh.id: old for old, fresh in outcome.refreshed.items()}
-    involved = [m for m, _ in candidates] + list(outcome.refreshed.values())
-    _record(mm, decisions, involved, scope)
-    if outcome.mark_suspect:
-        t = to_epoch(now)
-        with mm.ledger.transaction() as conn:
-            mm.ledger.update_memories(
-                conn, outcome.mark_suspect, {"status": Status.SUSPECT.value, "index_state": "stale"}
-            )
-            mm.ledger.insert_events(
-                conn,
-                [
-                    {"at": t, "type": "suspect", "memory_id": mid, "activity_id": None, "user_id": scope.user_id,
-                     "data": {"reason": "downgraded by policy"}}
-                    for mid in outcome.mark_suspect
-                ],
-            )  # fmt: skip
-        mm._sync_index(outcome.mark_suspect)
-    if outcome.expire:
-        live = [k for k, v in mm.ledger.statuses(outcome.expire).items() if v in _LIVE]
-        if live:
-            mm._expire(live, reason="expired by policy")
+    prior: dict[str, list[Decision]] = {}
+    for d in trace.decisions:
+        if isinstance(d, Decision) and d.memory_id is not None:
+            prior.setdefault(d.memory_id, []).append(d)
+    new = [m for m, _ in candidates if m.id not in prior]
+    verdict: dict[str, Decision | None] = {}
+    for mid, items in prior.items():
+        terminal = [d for d in items if d.effect is not Effect.DOWNGRADE]
+        verdict[mid] = terminal[-1] if terminal else None
+    if new:
+        now = mm.clock()
+        request = PolicyRequest(operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget)
+        outcome = engine.filter_read(new, request, now=now, premise_status=_premise_lookup(mm))
+        decisions = outcome.all_decisions()
+        trace.decisions.extend(decisions)
+        owners = {m.id: m.scope.user_id for m in new}
+        _record(mm, [(d, owners.get(d.memory_id or "", scope.user_id), d.memory_id) for d in decisions])
+        for memory, decision in outcome.withheld:
+            verdict[memory.id] = decision
+        if outcome.mark_suspect:
+            _mark_suspect(mm, outcome.mark_suspect, scope, now)
+        if outcome.expire:
+            live = [k for k, v in mm.ledger.statuses(outcome.expire).items() if v in _LIVE]
+            if live:
+                mm._expire(live, reason="expired by policy")
     kept: list[tuple[Memory, float]] = []
-    for m in outcome.memories:
-        score = scores.get(m.id)
-        if score is None:
-            score = scores.get(stale_of.get(m.id, ""), 0.0)
+    for m, score in candidates:
+        decision = verdict.get(m.id)
+        if decision is not None and decision.withheld:
+            trace.excluded.append(Exclusion(m.id, decision.reason, decision.policy_id, "policy"))
+            continue
         kept.append((m, score))
     return kept
 
 
-def hit_annotations(memory: Memory, trace: Trace) -> tuple[tuple[str, ...], tuple[Decision, ...]]:
-    """Flags and decisions for one recall hit, from the decisions in ``trace``.
+def _mark_suspect(mm: MemoryManager, ids: Sequence[str], scope: Scope, now: datetime) -> None:
+    t = to_epoch(now)
+    with mm.ledger.transaction() as conn:
+        mm.ledger.update_memories(conn, ids, {"status": Status.SUSPECT.value, "index_state": "stale"})
+        mm.ledger.insert_events(
+            conn,
+            [
+                {"at": t, "type": "suspect", "memory_id": mid, "activity_id": None, "user_id": scope.user_id,
+                 "data": {"reason": "downgraded by policy"}}
+                for mid in ids
+            ],
+        )  # fmt: skip
+    mm._sync_index(list(ids))
 
-    Flags: ``suspect`` (status suspect or downgraded), ``stale`` (accepted within budget), ``refreshed``.
+
+def annotate_hits(hits: Sequence[RecallHit], trace: Trace) -> list[RecallHit]:
+    """Attach the decisions in ``trace`` to recall hits, set their flags and swap in refreshed memories.
+
+    Flags: ``suspect`` (status suspect or downgraded by a policy), ``stale`` (a refresh was skipped within the
+    caller's budget), ``refreshed`` (served the refreshed memory instead of the stale one).
     """
-    flags: list[str] = ["suspect"] if memory.status is Status.SUSPECT else []
-    mine: list[Decision] = []
+    by_memory: dict[str, list[Decision]] = {}
     for d in trace.decisions:
-        if not isinstance(d, Decision):
-            continue
-        if d.memory_id == memory.id or d.replacement_id == memory.id:
-            mine.append(d)
-            if d.effect is Effect.DOWNGRADE and "suspect" not in flags:
-                flags.append("suspect")
-            if d.warning and "stale" not in flags:
-                flags.append("stale")
-            if d.replacement_id == memory.id and "refreshed" not in flags:
+        if isinstance(d, Decision) and d.memory_id is not None:
+            by_memory.setdefault(d.memory_id, []).append(d)
+    out: list[RecallHit] = []
+    for hit in hits:
+        mine = by_memory.get(hit.memory.id, [])
+        memory = hit.memory
+        flags = list(hit.flags)
+        for d in mine:
+            if d.replacement is not None:
+                memory = d.replacement
                 flags.append("refreshed")
-    return tuple(flags), tuple(mine)
+            if d.effect is Effect.DOWNGRADE:
+                flags.append("suspect")
+            if d.warning:
+                flags.append("stale")
+        if memory is not hit.memory and memory.status is not Status.SUSPECT and "suspect" in flags:
+            flags = [f for f in flags if f != "suspect"]
+        flags_t = tuple(dict.fromkeys(flags))
+        if memory is hit.memory and not mine and flags_t == hit.flags:
+            out.append(hit)
+            continue
+        out.append(
+            dataclasses.replace(
+                hit, memory=memory, lineage=memory.summary(), flags=flags_t, decisions=tuple(hit.decisions) + tuple(mine)
+            )
+        )
+    return out
 
 
 def enforce_operation(
@@ -201,7 +223,7 @@ def enforce_operation(
     request = PolicyRequest(operation=op, scope=scope, source=source)
     lookup = _premise_lookup(mm)
     decisions = [engine.check(op, m, request, now=now, premise_status=lookup) for m in memories]
-    _record(mm, decisions, memories, scope)
+    _record(mm, [(d, m.scope.user_id, m.id) for m, d in zip(memories, decisions)])
     for m, d in zip(memories, decisions):
         if d.withheld:
             _raise(d, f"{op.value} of memory {m.id}")
@@ -223,14 +245,13 @@ def enforce_write(mm: MemoryManager, drafts: Sequence[Any]) -> list[Decision]:
         return []
     now = mm.clock()
     lookup = _premise_lookup(mm)
-    recorded: list[Decision] = []
-    involved: list[Memory] = []
+    recorded: list[tuple[Decision, str, str | None]] = []
     failure: tuple[Decision, str] | None = None
     for d in drafts:
         provisional = _provisional(d, now)
         request = PolicyRequest(operation=Operation.WRITE, scope=d.scope, source=d.source)
         decision = engine.check(Operation.WRITE, provisional, request, now=now, premise_status=lookup)
-        recorded.append(decision.model_copy(update={"memory_id": None}))
+        recorded.append((decision.model_copy(update={"memory_id": None}), d.scope.user_id, None))
         if decision.withheld:
             failure = (decision, f"write of {d.source} memory")
             break
@@ -244,16 +265,15 @@ def enforce_write(mm: MemoryManager, drafts: Sequence[Any]) -> list[Decision]:
                 now=now,
                 premise_status=lookup,
             )
-            recorded.append(upd)
-            involved.append(old)
+            recorded.append((upd, old.scope.user_id, old.id))
             if upd.withheld:
                 failure = (upd, f"superseding slot {d.slot!r} (memory {old.id}) by {d.source}")
                 break
         _apply_obligations(d, decision, now)
-    _record(mm, recorded, involved, drafts[0].scope)
+    _record(mm, recorded)
     if failure is not None:
         _raise(*failure)
-    return recorded
+    return [d for d, _, _ in recorded]
 
 
 def _provisional(d: Any, now: datetime) -> Memory:

@@ -678,7 +678,7 @@ class PolicyEngine:
         if fresh.id != memory.id:
             out.expire.append(memory.id)
         reason = f"{decision.reason}; refreshed by hook {policy.refresh_hook_name!r}"
-        update = {"reason": reason, "withheld": False, "cost": cost, "replacement_id": fresh.id}
+        update = {"reason": reason, "withheld": False, "cost": cost, "replacement_id": fresh.id, "replacement": fresh}
         return fresh, decision.model_copy(update=update), cost
 
     def check(

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from memlineage.errors import PolicyLoadError
-from memlineage.models import MemoryKind, Scope, Source, SourceKind, Status, new_id, utcnow
+from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, new_id, utcnow
 from memlineage.policy._condition import CompiledCondition, check_cel, compile_condition
 
 __all__ = [
@@ -402,6 +402,9 @@ class Decision(BaseModel):
     obligations: dict[str, Any] = Field(default_factory=dict, description="Write obligations to apply.")
     cost: float = Field(default=0.0, ge=0.0, description="Cost spent on compliance, in budget units.")
     replacement_id: str | None = Field(default=None, description="Id of the refreshed memory served instead.")
+    replacement: Memory | None = Field(
+        default=None, exclude=True, repr=False, description="The refreshed memory itself (not serialised)."
+    )
     admin_grant_id: str | None = Field(default=None, description="Cross-scope grant that enabled the access.")
     at: datetime = Field(default_factory=utcnow, description="When it was decided (UTC).")
 

@@ -1,0 +1,353 @@
+"""Conversions between LangChain / LangGraph types and MemLineage types (STYLE R2: one private module).
+
+Nothing here decides, scores or stores: these are pure functions from one representation to another.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.store.base import Item, SearchItem
+
+from memlineage.errors import InvalidInputError, InvalidNamespaceError
+from memlineage.models import Memory, Scope
+from memlineage.retrieval import RecallHit
+
+logger = logging.getLogger(__name__)
+
+#: Metadata keys read from a run config (``config["metadata"]`` / ``config["configurable"]``) to build a scope.
+SCOPE_KEYS = ("user_id", "agent_id", "session_id")
+
+#: The input key through which :class:`LineageMemory` hands the ids of the memories it recalled to the chain (and
+#: thereby to :class:`LineageCaptureCallback`, which sees chain inputs).
+RECALLED_KEY = "memlineage_recalled"
+
+#: Prefix of the slot keys under which :class:`LineageStore` keeps LangGraph items.
+STORE_SLOT_PREFIX = "langgraph:"
+
+#: Prefix of the tags that record every prefix of an item's namespace (so search filters inside the index).
+STORE_NS_TAG = "lg.ns:"
+
+
+# ---------------------------------------------------------------------------------------------------- scopes
+def scope_from_mapping(values: Mapping[str, Any] | None) -> Scope | None:
+    """A scope from ``user_id`` / ``agent_id`` / ``session_id`` keys (``thread_id`` stands in for the session).
+
+    Returns:
+        ``None`` when there is no usable ``user_id``.
+    """
+    if not values:
+        return None
+    user = values.get("user_id")
+    if user is None or not str(user).strip():
+        return None
+    session = values.get("session_id") or values.get("thread_id")
+    agent = values.get("agent_id")
+    return Scope(
+        user_id=str(user),
+        agent_id=str(agent) if agent else None,
+        session_id=str(session) if session else None,
+    )
+
+
+def scope_from_config(config: Mapping[str, Any] | None) -> Scope | None:
+    """A scope from a run config's ``metadata`` (preferred) or ``configurable``."""
+    if not config:
+        return None
+    return scope_from_mapping(config.get("metadata")) or scope_from_mapping(config.get("configurable"))
+
+
+def require_scope(scope: Scope | None, where: str) -> Scope:
+    """Return ``scope`` or refuse: MemLineage never writes to a global pool.
+
+    Raises:
+        InvalidInputError: ``scope`` is ``None``.
+    """
+    if scope is None:
+        msg = (
+            f"{where}: no scope; pass scope=Scope(user_id=...) at construction or run with config "
+            "metadata {'user_id': ..., 'session_id': ...} (MemLineage never writes to a global pool)"
+        )
+        raise InvalidInputError(msg)
+    return scope
+
+
+# ---------------------------------------------------------------------------------------------------- text
+def text_of(value: Any) -> str:
+    """Plain text of a message, a message content, a mapping or any other value ("" for None)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseMessage):
+        return value.text if isinstance(value.text, str) else str(value.text)
+    if isinstance(value, list) and all(isinstance(v, (str, dict)) for v in value):
+        parts = [v if isinstance(v, str) else str(v.get("text", "")) for v in value]
+        return "".join(p for p in parts if p)
+    if isinstance(value, Mapping):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return str(value)
+
+
+def tool_output(output: Any) -> tuple[str, str, str | None]:
+    """``(text, outcome, tool_call_id)`` of a tool's output (``ToolMessage``, ``Command`` or a plain value).
+
+    The outcome is ``"error"`` for a ``ToolMessage`` with ``status="error"``, else ``"success"``.
+    """
+    if isinstance(output, ToolMessage):
+        outcome = "error" if output.status == "error" else "success"
+        return text_of(output), outcome, output.tool_call_id
+    update = getattr(output, "update", None)
+    if isinstance(update, Mapping) and isinstance(update.get("messages"), list):
+        tools = [m for m in update["messages"] if isinstance(m, ToolMessage)]
+        if tools:
+            return tool_output(tools[-1])
+    return text_of(output), "success", None
+
+
+def last_human_text(messages: Sequence[Any]) -> str:
+    """Text of the last human message ("" if none)."""
+    for m in reversed(messages):
+        if isinstance(m, HumanMessage):
+            return text_of(m)
+        if isinstance(m, Mapping) and m.get("role") in ("user", "human"):
+            return text_of(m.get("content"))
+    return ""
+
+
+def final_ai_text(messages: Sequence[Any]) -> str:
+    """Text of the last message when it is an AI answer without tool calls ("" otherwise)."""
+    if not messages:
+        return ""
+    last = messages[-1]
+    if isinstance(last, AIMessage) and not last.tool_calls:
+        return text_of(last)
+    return ""
+
+
+def user_text(inputs: Any, input_key: str | None = None) -> str:
+    """The user's text in chain inputs: ``input_key``, else ``input`` / ``question`` / ``query``, else messages."""
+    if isinstance(inputs, str):
+        return inputs
+    if not isinstance(inputs, Mapping):
+        return ""
+    keys = (input_key,) if input_key else ("input", "question", "query")
+    for key in keys:
+        value = inputs.get(key)
+        if isinstance(value, str):
+            return value
+    messages = inputs.get("messages")
+    if isinstance(messages, list):
+        return last_human_text(messages)
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------------- memories
+def format_memories(memories: Iterable[Memory]) -> str:
+    """One line per memory: ``- [source] content`` (suspect ones flagged)."""
+    lines = []
+    for m in memories:
+        flag = " (suspect)" if m.status.value == "suspect" else ""
+        lines.append(f"- [{m.source}]{flag} {m.content}")
+    return "\n".join(lines)
+
+
+def memory_to_message(memory: Memory) -> BaseMessage:
+    """A chat message for a recalled memory: user → human, agent → AI, anything else → system note."""
+    kind = memory.source.kind.value
+    if kind == "user":
+        return HumanMessage(content=memory.content, id=memory.id)
+    if kind == "agent":
+        return AIMessage(content=memory.content, id=memory.id)
+    return SystemMessage(content=f"[{memory.source}] {memory.content}", id=memory.id)
+
+
+def hit_to_document(hit: RecallHit) -> Document:
+    """A ``Document`` for a recall hit; ``metadata["score"]`` in [0, 1], higher = more relevant."""
+    m = hit.memory
+    return Document(
+        id=m.id,
+        page_content=m.content,
+        metadata={
+            "memory_id": m.id,
+            "score": hit.score,
+            "source": str(m.source),
+            "kind": m.kind.value,
+            "status": m.status.value,
+            "trust": m.trust,
+            "lineage": hit.lineage,
+            "flags": list(hit.flags),
+            "created_at": m.created_at.isoformat(),
+            "user_id": m.scope.user_id,
+            "session_id": m.scope.session_id,
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- store
+def validate_namespace(namespace: Any, *, prefix: bool = False) -> tuple[str, ...]:
+    """Check a LangGraph namespace: a non-empty tuple of non-empty strings without "." or NUL.
+
+    Args:
+        namespace: The namespace.
+        prefix: Validate a search / listing prefix (may be empty).
+
+    Raises:
+        InvalidNamespaceError: the namespace breaks LangGraph's rules.
+    """
+    if not isinstance(namespace, tuple):
+        msg = f"namespace must be a tuple of strings, got {type(namespace).__name__}: {namespace!r}"
+        raise InvalidNamespaceError(msg)
+    if not namespace and not prefix:
+        msg = "namespace cannot be empty; use e.g. (user_id, 'memories')"
+        raise InvalidNamespaceError(msg)
+    for label in namespace:
+        if not isinstance(label, str) or not label:
+            msg = f"namespace labels must be non-empty strings, got {label!r} in {namespace!r}"
+            raise InvalidNamespaceError(msg)
+        if "." in label or "\x00" in label:
+            msg = f"namespace label {label!r} in {namespace!r} contains '.' or NUL; LangGraph forbids both"
+            raise InvalidNamespaceError(msg)
+    if namespace and namespace[0] == "langgraph" and not prefix:
+        msg = f"the root namespace label cannot be 'langgraph' (reserved by LangGraph); got {namespace!r}"
+        raise InvalidNamespaceError(msg)
+    return namespace
+
+
+def namespace_scope(namespace: tuple[str, ...], user_label: int) -> Scope:
+    """The scope a namespace maps to: ``Scope(user_id=namespace[user_label])``.
+
+    Raises:
+        InvalidNamespaceError: the namespace has no label at ``user_label``.
+    """
+    if len(namespace) <= user_label:
+        msg = (
+            f"namespace {namespace!r} has no user label at position {user_label}; LineageStore maps "
+            f"namespace[{user_label}] to the user_id so that users never share memories"
+        )
+        raise InvalidNamespaceError(msg)
+    return Scope(user_id=namespace[user_label])
+
+
+def store_slot(namespace: tuple[str, ...], key: str) -> str:
+    """The semantic slot that holds ``(namespace, key)``."""
+    return STORE_SLOT_PREFIX + json.dumps([*namespace, key], ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_store_slot(slot: str) -> tuple[tuple[str, ...], str] | None:
+    """``(namespace, key)`` of a slot made by :func:`store_slot`, or ``None`` for other slots."""
+    if not slot.startswith(STORE_SLOT_PREFIX):
+        return None
+    try:
+        parts = json.loads(slot[len(STORE_SLOT_PREFIX) :])
+    except ValueError:
+        return None
+    if not isinstance(parts, list) or len(parts) < 2 or not all(isinstance(p, str) for p in parts):
+        return None
+    return tuple(parts[:-1]), parts[-1]
+
+
+def namespace_tag(namespace: tuple[str, ...]) -> str:
+    """The tag that marks memories whose namespace starts with ``namespace``."""
+    return STORE_NS_TAG + ".".join(namespace)
+
+
+def namespace_tags(namespace: tuple[str, ...]) -> list[str]:
+    """Tags for every non-empty prefix of ``namespace``."""
+    return [namespace_tag(namespace[: i + 1]) for i in range(len(namespace))]
+
+
+def item_content(namespace: tuple[str, ...], key: str, value: Mapping[str, Any], fields: list[str] | None) -> str:
+    """The text embedded for an item: its path inside the user's namespace, then the value (or ``fields``)."""
+    if fields:
+        parts = [text_of(_field(value, f)) for f in fields]
+        body = " ".join(p for p in parts if p) or text_of(value)
+    else:
+        body = text_of(value)
+    path = "/".join((*namespace[1:], key))
+    return f"{path}: {body}"
+
+
+def _field(value: Mapping[str, Any], path: str) -> Any:
+    cur: Any = value
+    for part in path.split("."):
+        if isinstance(cur, Mapping) and part in cur:
+            cur = cur[part]
+        else:
+            return None
+    return cur
+
+
+def item_metadata(
+    namespace: tuple[str, ...], key: str, value: Mapping[str, Any], created_at: datetime | None
+) -> dict[str, Any]:
+    """Memory metadata that lets :func:`memory_to_item` rebuild the item."""
+    meta: dict[str, Any] = {"namespace": list(namespace), "key": key, "value": dict(value)}
+    if created_at is not None:
+        meta["created_at"] = created_at.isoformat()
+    return {"langgraph": meta}
+
+
+def memory_to_item(memory: Memory, score: float | None = None, *, search: bool = False) -> Item:
+    """The LangGraph ``Item`` (or ``SearchItem``) a store memory holds.
+
+    ``created_at`` is the first version's creation time; ``updated_at`` this version's.
+    """
+    meta = memory.metadata.get("langgraph") or {}
+    created = meta.get("created_at")
+    created_at = datetime.fromisoformat(created) if isinstance(created, str) else memory.created_at
+    kwargs = {
+        "namespace": tuple(meta.get("namespace") or ()),
+        "key": str(meta.get("key", memory.id)),
+        "value": dict(meta.get("value") or {}),
+        "created_at": created_at,
+        "updated_at": memory.created_at,
+    }
+    if search:
+        return SearchItem(score=score, **kwargs)
+    return Item(**kwargs)
+
+
+_OPS = {
+    "$eq": lambda a, b: a == b,
+    "$ne": lambda a, b: a != b,
+    "$gt": lambda a, b: a is not None and a > b,
+    "$gte": lambda a, b: a is not None and a >= b,
+    "$lt": lambda a, b: a is not None and a < b,
+    "$lte": lambda a, b: a is not None and a <= b,
+}
+
+
+def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
+    """Whether an item value passes a LangGraph search filter (equality or ``$eq/$ne/$gt/$gte/$lt/$lte``).
+
+    Raises:
+        InvalidInputError: an unknown ``$`` operator.
+    """
+    if not filter:
+        return True
+    for key, cond in filter.items():
+        actual = _field(value, key) if key not in value else value[key]
+        if isinstance(cond, Mapping) and cond and all(str(k).startswith("$") for k in cond):
+            for op, expected in cond.items():
+                fn = _OPS.get(op)
+                if fn is None:
+                    msg = f"unsupported filter operator {op!r}; use one of {sorted(_OPS)}"
+                    raise InvalidInputError(msg)
+                try:
+                    if not fn(actual, expected):
+                        return False
+                except TypeError:
+                    return False
+        elif isinstance(cond, Mapping):
+            if not isinstance(actual, Mapping) or not matches_filter(actual, cond):
+                return False
+        elif actual != cond:
+            return False
+    return True

@@ -1,0 +1,151 @@
+"""Conversions between LlamaIndex types and MemLineage arguments (STYLE R2: translation only, no decisions).
+
+Everything here is a pure function: chat messages to ``remember()`` items, tool calls to JSON-safe metadata,
+recall hits to the compact text the model reads, and scope resolution from block arguments or instrument tags.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+
+from memlineage.errors import InvalidInputError
+from memlineage.models import Scope
+from memlineage.retrieval import RecallHit
+
+#: Instrument-tag keys that name the scope of a run (see ``llama_index.core.instrumentation.instrument_tags``).
+TAG_USER_ID = "memlineage.user_id"
+TAG_AGENT_ID = "memlineage.agent_id"
+TAG_SESSION_ID = "memlineage.session_id"
+
+#: How long a tool's arguments may be in the stored content before they are shortened.
+_MAX_ARGS_CHARS = 200
+
+
+def message_text(message: ChatMessage) -> str:
+    """The text of a chat message (its text blocks joined), without tool-call blocks."""
+    parts = [block.text for block in message.blocks if isinstance(block, TextBlock) and block.text]
+    return "\n".join(parts).strip()
+
+
+def json_safe(value: Any) -> Any:
+    """A JSON-serialisable copy of ``value`` (unknown objects become their ``str``)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def tool_calls_of(message: ChatMessage) -> dict[str, tuple[str, dict[str, Any]]]:
+    """``{tool_call_id: (tool_name, kwargs)}`` for the tool calls an assistant message requested."""
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    for block in message.blocks:
+        if isinstance(block, ToolCallBlock) and block.tool_call_id:
+            kwargs = block.tool_kwargs
+            if isinstance(kwargs, str):
+                try:
+                    kwargs = json.loads(kwargs)
+                except ValueError:
+                    kwargs = {"input": kwargs}
+            calls[block.tool_call_id] = (block.tool_name, dict(kwargs) if isinstance(kwargs, Mapping) else {})
+    for selection in message.additional_kwargs.get("tool_calls", None) or []:
+        tool_id = getattr(selection, "tool_id", None)
+        if tool_id:
+            calls[tool_id] = (getattr(selection, "tool_name", "tool"), dict(getattr(selection, "tool_kwargs", {})))
+    return calls
+
+
+def tool_result_content(tool_name: str, tool_kwargs: Mapping[str, Any], output: str) -> str:
+    """The stored text of a tool result, e.g. ``get_weather(city='Paris') -> 18°C, light rain``.
+
+    Both capture paths (memory block and event capture) use this, so the same result dedupes in the core.
+    """
+    args = ", ".join(f"{k}={v!r}" for k, v in sorted(tool_kwargs.items()))
+    if len(args) > _MAX_ARGS_CHARS:
+        args = args[: _MAX_ARGS_CHARS - 1] + "…"
+    return f"{tool_name}({args}) -> {output.strip()}"
+
+
+def tool_metadata(tool_id: str, tool_name: str, tool_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """Memory / activity metadata joining a tool result to its call."""
+    return {"tool_call_id": tool_id, "tool_name": tool_name, "tool_kwargs": json_safe(dict(tool_kwargs))}
+
+
+def latest_user_text(messages: Sequence[ChatMessage] | None) -> str | None:
+    """The text of the latest user message that has text, or ``None``."""
+    for message in reversed(messages or []):
+        if message.role == MessageRole.USER:
+            text = message_text(message)
+            if text:
+                return text
+    return None
+
+
+def resolve_scope(
+    user_id: str | None,
+    *,
+    agent_id: str | None = None,
+    session_id: str | None = None,
+) -> Scope:
+    """Build the block's scope; a user id is required (there is no shared default key).
+
+    Raises:
+        InvalidInputError: no user id.
+    """
+    if not user_id:
+        msg = (
+            "LineageMemoryBlock needs a scope: pass scope=Scope(user_id=...) or user_id=...; "
+            "MemLineage never reads or writes a shared default pool"
+        )
+        raise InvalidInputError(msg)
+    return Scope(user_id=user_id, agent_id=agent_id, session_id=session_id)
+
+
+def scope_from_tags(tags: Mapping[str, Any] | None, default: Scope | None) -> Scope | None:
+    """The scope named by instrument tags (``memlineage.user_id`` ...), else ``default``."""
+    user_id = (tags or {}).get(TAG_USER_ID)
+    if not user_id:
+        return default
+    return Scope(
+        user_id=str(user_id),
+        agent_id=(tags or {}).get(TAG_AGENT_ID) or (default.agent_id if default else None),
+        session_id=(tags or {}).get(TAG_SESSION_ID),
+    )
+
+
+def hit_line(hit: RecallHit) -> str:
+    """One recalled memory as a compact line with a citable provenance marker.
+
+    Example: ``- [m:1a2b3c4d tool:get_weather 2025-06-01 trust 0.80 suspect] get_weather(city='Paris') -> 18°C``.
+    The marker's ``m:<8 hex>`` prefix is the memory id's start; ``explain()`` accepts the full id in the metadata.
+    """
+    mem = hit.memory
+    parts = [f"m:{mem.id[:8]}", str(mem.source), mem.created_at.date().isoformat(), f"trust {mem.trust:.2f}"]
+    parts.extend(hit.flags)
+    content = " ".join(mem.content.split())
+    return f"- [{' '.join(parts)}] {content}"
+
+
+def render_hits(hits: Sequence[RecallHit], header: str) -> str:
+    """The block text: a one-line header and one line per hit, best first; empty when there is nothing."""
+    if not hits:
+        return ""
+    return "\n".join([header, *(hit_line(h) for h in hits)])
+
+
+def truncate_lines(content: str, tokens_to_truncate: int, count_tokens: Callable[[str], int]) -> str | None:
+    """Drop whole memory lines from the end (the lowest ranked) until ``tokens_to_truncate`` are saved.
+
+    Returns:
+        The shortened text, or ``None`` when no memory line is left.
+    """
+    lines = content.splitlines()
+    if len(lines) <= 1:
+        return None
+    header, body = lines[0], lines[1:]
+    saved = 0
+    while body and saved < tokens_to_truncate:
+        saved += count_tokens(body.pop() + "\n")
+    if not body:
+        return None
+    return "\n".join([header, *body])

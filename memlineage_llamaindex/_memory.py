@@ -1,0 +1,175 @@
+"""``lineage_memory()``: a drop-in ``Memory`` for ``FunctionAgent`` / ``ReActAgent`` backed by MemLineage."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.memory.memory import DEFAULT_TOKEN_LIMIT, Memory
+from llama_index.core.storage.chat_store.sql import MessageStatus
+from typing_extensions import override
+
+from memlineage.errors import MemLineageError
+from memlineage.manager import MemoryManager
+from memlineage_llamaindex._block import LineageMemoryBlock
+
+__all__ = ["LineageMemory", "lineage_memory"]
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+def _run_sync(coro: Coroutine[Any, Any, _T], name: str) -> _T:
+    """Run ``coro`` on a fresh event loop; refuse (never nest) when a loop is already running here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    msg = f"LineageMemory.{name}() was called inside a running event loop; use `await memory.a{name}(...)` instead"
+    raise MemLineageError(msg)
+
+
+class LineageMemory(Memory):
+    """LlamaIndex ``Memory`` whose long-term tier is a :class:`LineageMemoryBlock`, optionally write-through.
+
+    The short-term queue, token budget and flushing are LlamaIndex's own. With ``write_through=True`` every
+    message put into the memory is also stored in MemLineage at once (so a short session that never overflows
+    its queue is still remembered), and the block ignores flushes of messages it already has. With
+    ``write_through=False`` only flushed messages reach MemLineage, as with any other memory block.
+    The synchronous methods run on a fresh event loop and refuse to run inside a running one (no nested loops).
+
+    Setup:
+        ``pip install "memlineage[llamaindex]"``.
+
+    Instantiate:
+        >>> from memlineage.testing import make_manager
+        >>> memory = lineage_memory(make_manager(), user_id="alice", session_id="s1")
+
+    Use:
+        >>> agent.run(user_msg="Book me a hotel", memory=memory)  # doctest: +SKIP
+    """
+
+    write_through: bool = Field(default=True, description="Store every put message in MemLineage at once.")
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Name used by LlamaIndex serialisation."""
+        return "LineageMemory"
+
+    @property
+    def lineage_block(self) -> LineageMemoryBlock:
+        """The MemLineage block of this memory.
+
+        Raises:
+            MemLineageError: the memory has no :class:`LineageMemoryBlock`.
+        """
+        for block in self.memory_blocks:
+            if isinstance(block, LineageMemoryBlock):
+                return block
+        msg = "this LineageMemory has no LineageMemoryBlock; build it with lineage_memory()"
+        raise MemLineageError(msg)
+
+    async def _write_through(self, messages: list[ChatMessage]) -> None:
+        if self.write_through and messages:
+            copies = [m.model_copy(deep=True) for m in messages]
+            await self.lineage_block.aput(copies, session_id=self.session_id)
+
+    @override
+    async def aput(self, message: ChatMessage) -> None:
+        await super().aput(message)
+        await self._write_through([message])
+
+    @override
+    async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        await super().aput_messages(messages)
+        await self._write_through(list(messages))
+
+    # ---- sync wrappers: a fresh loop, never a nested one ----
+    @override
+    def get(self, input: str | ChatMessage | None = None, **block_kwargs: Any) -> list[ChatMessage]:  # type: ignore[override]
+        return _run_sync(self.aget(input=input, **block_kwargs), "get")
+
+    @override
+    def get_all(self, status: MessageStatus | None = None) -> list[ChatMessage]:
+        return _run_sync(self.aget_all(status=status), "get_all")
+
+    @override
+    def put(self, message: ChatMessage) -> None:
+        _run_sync(self.aput(message), "put")
+
+    @override
+    def put_messages(self, messages: list[ChatMessage]) -> None:
+        _run_sync(self.aput_messages(messages), "put_messages")
+
+    @override
+    def set(self, messages: list[ChatMessage]) -> None:
+        _run_sync(self.aset(messages), "set")
+
+    @override
+    def reset(self) -> None:
+        _run_sync(self.areset(), "reset")
+
+
+def lineage_memory(
+    manager: MemoryManager,
+    *,
+    user_id: str,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    token_limit: int = DEFAULT_TOKEN_LIMIT,
+    k: int = 5,
+    write_through: bool = True,
+    session_only: bool = False,
+    include_suspect: bool = False,
+    priority: int = 1,
+    **memory_kwargs: Any,
+) -> LineageMemory:
+    """A ready ``Memory`` for ``agent.run(user_msg=..., memory=...)`` with MemLineage as its long-term tier.
+
+    Args:
+        manager: The MemLineage store.
+        user_id: Owner of the memories; required.
+        session_id: The ``Memory`` session (its chat-store key); default a new unique id.
+        agent_id: Optional agent the memories belong to.
+        token_limit: ``Memory``'s overall token limit (short-term queue plus memory blocks).
+        k: Memories recalled per turn.
+        write_through: Store every message at once (default) instead of only flushed ones.
+        session_only: Recall only this session's memories (default: all of the user's sessions).
+        include_suspect: Also serve ``suspect`` memories, flagged.
+        priority: The block's truncation priority (0 = never truncate).
+        **memory_kwargs: Passed to ``Memory.from_defaults`` (``token_flush_size``, ``chat_store``,
+            ``insert_method``...).
+
+    Returns:
+        A :class:`LineageMemory` (a ``llama_index.core.memory.Memory``).
+
+    Raises:
+        InvalidInputError: no ``user_id``.
+
+    Example:
+        >>> from memlineage.testing import make_manager
+        >>> memory = lineage_memory(make_manager(), user_id="alice", session_id="trip-42", token_limit=4000)
+        >>> memory.lineage_block.scope_for(memory.session_id).session_id
+        'trip-42'
+    """
+    block = LineageMemoryBlock(
+        manager=manager,
+        user_id=user_id,
+        agent_id=agent_id,
+        k=k,
+        session_only=session_only,
+        include_suspect=include_suspect,
+        priority=priority,
+        accept_short_term_memory=not write_through,
+    )
+    memory = LineageMemory.from_defaults(
+        session_id=session_id, token_limit=token_limit, memory_blocks=[block], **memory_kwargs
+    )
+    memory.write_through = write_through
+    return memory

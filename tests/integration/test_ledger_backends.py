@@ -1,0 +1,263 @@
+"""The ledger and manager contract, run unchanged on SQLite and PostgreSQL (the ``ledger_url`` fixture)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select, text
+
+from memlineage import (
+    Activity,
+    InMemoryIndex,
+    Ledger,
+    MemoryManager,
+    MemoryNotFoundError,
+    Scope,
+    Status,
+    StorageError,
+)
+from memlineage.ledger._schema import events, memories
+from memlineage.testing import FakeEmbedder
+
+pytestmark = pytest.mark.integration
+
+ALICE = Scope(user_id="alice", session_id="s1")
+BOB = Scope(user_id="bob", session_id="s2")
+
+
+class Clock:
+    """A settable UTC clock."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2025, 1, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def mm(ledger_url: str, clock: Clock) -> Iterator[MemoryManager]:
+    manager = MemoryManager(ledger=Ledger(ledger_url), index=InMemoryIndex(), embedder=FakeEmbedder(), clock=clock)
+    yield manager
+    manager.close()
+
+
+def test_round_trip_keeps_every_field(mm: MemoryManager) -> None:
+    meta = {"nested": {"a": [1, 2.5, None, "x"], "b": {"c": True}}, "city": "東京"}
+    mem = mm.remember(
+        "I live in Zürich 🇨🇭 — 我住在苏黎世",
+        scope=ALICE,
+        source="tool:geo_api",
+        kind="semantic",
+        tags=["home", "city"],
+        metadata=meta,
+        confidence=0.9,
+        ttl=3600,
+        slot="user/city",
+        activity_id="run-1",
+    )
+    got = mm.require(mem.id, scope=ALICE)
+    assert got.content == "I live in Zürich 🇨🇭 — 我住在苏黎世"
+    assert got.metadata == meta
+    assert got.tags == ("city", "home")
+    assert got.lineage.source_kind.value == "tool" and got.lineage.source_name == "geo_api"
+    assert got.created_at == mem.created_at  # epoch seconds keep microseconds on both backends
+    assert got.expires_at == mem.expires_at
+    assert got.created_at.tzinfo is not None
+    assert got.slot == "user/city" and got.version == 1
+    assert mm.get_activity("run-1") is not None
+
+
+def test_duplicates_and_slots(mm: MemoryManager, clock: Clock) -> None:
+    a = mm.remember("seat: aisle", scope=ALICE, kind="semantic", slot="seat")
+    assert mm.remember("seat: aisle", scope=ALICE, kind="semantic", slot="seat").id == a.id
+    clock.advance(1)
+    b = mm.remember("seat: window", scope=ALICE, kind="semantic", slot="seat")
+    assert b.version == 2 and b.supersedes == a.id
+    assert mm.require(a.id, scope=ALICE).status is Status.SUPERSEDED
+    types = [e.type for e in mm.audit(ALICE, memory_id=a.id)]
+    assert types == ["created", "seen_again", "superseded"]
+
+
+def test_recursive_walks_and_cascade(mm: MemoryManager) -> None:
+    chain = [mm.remember("fact 0", scope=ALICE)]
+    for i in range(1, 30):  # deep enough to exercise the recursive CTE
+        chain.append(mm.remember(f"fact {i}", scope=ALICE, source="reasoning", derived_from=[chain[-1].id]))
+    side = mm.remember("independent", scope=ALICE)
+    both = mm.remember("conclusion", scope=ALICE, source="reasoning", derived_from=[chain[5].id, side.id])
+    anc = [m.id for m in mm.ancestors(chain[-1].id, scope=ALICE)]
+    assert anc == [m.id for m in reversed(chain[:-1])]
+    desc = {m.id for m in mm.descendants(chain[0].id, scope=ALICE)}
+    assert desc == {m.id for m in chain[1:]} | {both.id}
+    assert set(mm.impact(chain[0].id, scope=ALICE).suspect) == desc
+    report = mm.retract(chain[0].id, scope=ALICE, reason="wrong")
+    assert set(report.suspect) == desc
+    statuses = {m.id: m.status for m in mm.get_many([m.id for m in chain], scope=ALICE) if m}
+    assert statuses[chain[0].id] is Status.RETRACTED
+    assert all(statuses[m.id] is Status.SUSPECT for m in chain[1:])
+    assert mm.require(side.id, scope=ALICE).status is Status.ACTIVE
+
+
+def test_corroboration_survives_retraction(mm: MemoryManager) -> None:
+    p1 = mm.remember("the museum opens at 9", scope=ALICE, source="tool:web")
+    p2 = mm.remember("the guide says 9 am", scope=ALICE, source="tool:guide")
+    c = mm.remember("visit at 9", scope=ALICE, source="reasoning", derived_from=[p1.id])
+    mm.remember("visit at 9", scope=ALICE, source="agent", derived_from=[p2.id])
+    assert mm.retract(p1.id, scope=ALICE).suspect == []
+    assert mm.require(c.id, scope=ALICE).status is Status.ACTIVE
+
+
+def test_supersede_revalidate_explain(mm: MemoryManager) -> None:
+    mm.record_activity(Activity(id="root", kind="run", scope=ALICE))
+    mm.record_activity(Activity(id="child", kind="tool", parent_id="root", scope=ALICE))
+    city = mm.remember("I live in Paris", scope=ALICE, kind="semantic", activity_id="child")
+    hotel = mm.remember("Hotel Lumière", scope=ALICE, source="reasoning", derived_from=[city.id])
+    rep = mm.supersede(city.id, "I live in Lyon", scope=ALICE)
+    assert rep.suspect == [hotel.id] and rep.memory is not None
+    assert mm.revalidate(hotel.id, scope=ALICE).status is Status.ACTIVE
+    exp = mm.explain(hotel.id, scope=ALICE)
+    assert [a.id for a in exp.ancestors] == [city.id]
+    assert {a.id for a in exp.activities} == {"root", "child"}
+    with pytest.raises(MemoryNotFoundError):
+        mm.explain(hotel.id, scope=BOB)
+
+
+def test_scopes_are_separate(mm: MemoryManager) -> None:
+    a = mm.remember("alice likes tea", scope=ALICE)
+    b = mm.remember("bob likes tea", scope=BOB)
+    assert mm.get(a.id, scope=BOB) is None
+    assert mm.recall("likes tea", scope=BOB, k=10).ids == [b.id]
+    assert all(e["user_id"] == "bob" for e in mm.audit(BOB))
+    assert mm.stats(BOB)["memories"] == 1
+
+
+def test_batches_larger_than_one_chunk(mm: MemoryManager) -> None:
+    items = [{"content": f"note number {i}", "scope": ALICE} for i in range(2100)]
+    mems = mm.remember_many(items)
+    assert len({m.id for m in mems}) == 2100
+    got = mm.get_many([m.id for m in mems], scope=ALICE)
+    assert [g.id for g in got if g] == [m.id for m in mems]
+    assert mm.stats()["by_status"] == {"active": 2100}
+    assert mm.verify().ok
+
+
+def test_audit_limit_and_order(mm: MemoryManager, clock: Clock) -> None:
+    ids = []
+    for i in range(5):
+        clock.advance(1)
+        ids.append(mm.remember(f"event {i}", scope=ALICE).id)
+    last = mm.audit(ALICE, limit=2)
+    assert [e["memory_id"] for e in last] == ids[-2:]
+    assert [e["at"] for e in last] == sorted(e["at"] for e in last)
+
+
+def test_expire_due(mm: MemoryManager, clock: Clock) -> None:
+    m = mm.remember("price is 100 EUR", scope=ALICE, ttl=60)
+    assert mm.expire_due() == []
+    clock.advance(61)
+    assert mm.expire_due(scope=ALICE) == [m.id]
+    assert mm.require(m.id, scope=ALICE).status is Status.EXPIRED
+
+
+def test_erase_redacts_rows(mm: MemoryManager) -> None:
+    a = mm.remember("secret passport number X123", scope=ALICE, metadata={"doc": "X123"})
+    mm.supersede(a.id, "secret passport number X999", scope=ALICE)
+    keep = mm.remember("bob's own note X123", scope=BOB)
+    receipt = mm.erase(scope=Scope(user_id="alice"))
+    assert len(receipt.memory_ids) == 2
+    with mm.ledger.read() as conn:
+        rows = conn.execute(select(memories.c.user_id, memories.c.content, memories.c.meta)).all()
+        payloads = conn.execute(select(events.c.data).where(events.c.user_id == "alice")).all()
+    assert all("X" not in r.content and r.meta == {} for r in rows if r.user_id == "alice")
+    assert all("X123" not in str(p) and "X999" not in str(p) for p in payloads)
+    assert mm.get(keep.id, scope=BOB).content == "bob's own note X123"
+    assert mm.recall("passport", scope=Scope(user_id="alice")).hits == []
+
+
+def test_reopen_repairs_and_verifies(ledger_url: str) -> None:
+    index = InMemoryIndex()
+    mm = MemoryManager(ledger=Ledger(ledger_url), index=index, embedder=FakeEmbedder())
+    kept = mm.remember_many([{"content": f"item {i}", "scope": ALICE} for i in range(10)])
+    gone = mm.remember("to be archived", scope=ALICE)
+    mm.forget(gone.id, scope=ALICE)
+    # Simulate a crash between the ledger commit and the index write.
+    with mm.ledger.transaction() as conn:
+        mm.ledger.update_memories(conn, [m.id for m in kept[:3]], {"index_state": "pending"})
+        mm.ledger.update_memories(conn, [kept[3].id], {"status": "retracted", "index_state": "stale"})
+    index.delete([m.id for m in kept[:3]])
+    mm.close()
+    reopened = MemoryManager(
+        ledger=Ledger(ledger_url), index=index, embedder=FakeEmbedder(), repair_on_open=False
+    )
+    before = reopened.verify()
+    assert set(before.pending) == {m.id for m in kept[:4]}
+    assert reopened.repair() == {"upserted": 3, "updated": 1, "removed": 0}
+    assert reopened.verify().ok
+    assert index.get_metadata([kept[3].id])[0]["status"] == "retracted"
+    reopened.close()
+
+
+def test_verify_reports_and_fixes_each_difference(mm: MemoryManager) -> None:
+    mems = mm.remember_many([{"content": f"row {i}", "scope": ALICE} for i in range(6)])
+    archived = mm.remember("archived one", scope=ALICE)
+    mm.forget(archived.id, scope=ALICE)
+    assert mm.verify().ok
+    index = mm.index
+    index.delete([mems[0].id])  # missing
+    index.upsert(["ghost"], [[1.0] * 64], [{"user_id": "alice", "status": "active"}])  # orphan
+    index.upsert([archived.id], [[1.0] * 64], [{"user_id": "alice", "status": "archived"}])  # not removed
+    index.update_metadata([mems[1].id], [{"user_id": "mallory"}])  # scope
+    index.update_metadata([mems[2].id], [{"status": "retracted"}])  # status
+    index.update_metadata([mems[3].id], [{"content_hash": "0" * 16}])  # content
+    report = mm.verify(fix=True)
+    assert report.missing == [mems[0].id]
+    assert report.orphans == ["ghost"]
+    assert report.not_removed == [archived.id]
+    assert report.scope_mismatch == [mems[1].id]
+    assert report.status_mismatch == [mems[2].id]
+    assert report.hash_mismatch == [mems[3].id]
+    assert report.fixed == 6 and not report.ok
+    assert mm.verify().ok
+    assert mm.recall("row 0", scope=ALICE, k=1).ids == [mems[0].id]
+
+
+def test_open_with_ledger_url_and_embedded_index(ledger_url: str, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with MemoryManager.open(store, ledger_url=ledger_url, embedder=FakeEmbedder()) as mm:
+        m = mm.remember("server ledger, embedded index", scope=ALICE)
+    with MemoryManager.open(store, ledger_url=ledger_url, embedder=FakeEmbedder()) as mm:
+        assert mm.recall("server ledger", scope=ALICE, k=1).ids == [m.id]
+        assert mm.verify().ok
+
+
+def test_ledger_schema_parameter(pg_schema) -> None:  # noqa: ANN001 - fixture type lives in conftest
+    ledger = Ledger(pg_schema.admin_url, schema=pg_schema.name)
+    mm = MemoryManager(ledger=ledger, index=InMemoryIndex(), embedder=FakeEmbedder())
+    m = mm.remember("lives in its own schema", scope=ALICE)
+    with ledger.engine.connect() as conn:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                text("SELECT table_name FROM information_schema.tables WHERE table_schema = :s"), {"s": pg_schema.name}
+            )
+        }
+        assert conn.execute(text(f'SELECT count(*) FROM "{pg_schema.name}".ml_memories')).scalar_one() == 1
+    assert {"ml_memories", "ml_edges", "ml_events", "ml_activities", "ml_supports"} <= tables
+    assert mm.require(m.id, scope=ALICE).content == "lives in its own schema"
+    mm.close()
+
+
+def test_unreachable_database_is_a_storage_error() -> None:
+    with pytest.raises(StorageError, match="cannot open the ledger"):
+        Ledger("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")

@@ -1,0 +1,181 @@
+"""LineageMemoryBlock and lineage_memory(): write path with lineage, scoped recall, truncation, flushing."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.memory import Memory
+
+from memlineage import InvalidInputError, MemLineageError, MemoryManager, Scope, Status
+from memlineage_llamaindex import LineageMemoryBlock, lineage_memory
+
+
+def _by_source(manager: MemoryManager, scope: Scope, query: str = "Paris weather") -> dict[str, Any]:
+    hits = manager.recall(query, scope=scope, k=20, reinforce=False, include_suspect=True)
+    return {str(h.memory.source): h.memory for h in hits}
+
+
+def test_scope_is_required(manager: MemoryManager) -> None:
+    with pytest.raises(InvalidInputError, match="scope"):
+        LineageMemoryBlock(manager=manager)
+    block = LineageMemoryBlock(manager=manager, scope=Scope(user_id="alice", session_id="s9"))
+    assert block.scope_for("other") == Scope(user_id="alice", session_id="s9")
+    with pytest.raises(InvalidInputError):
+        lineage_memory(manager, user_id="")
+
+
+async def test_aput_stores_roles_with_lineage(manager: MemoryManager, li: Any) -> None:
+    block = LineageMemoryBlock(manager=manager, user_id="alice")
+    tool_msg = ChatMessage(role="tool", content="18C and light rain in Paris", additional_kwargs={"tool_call_id": "t-1"})
+    await block.aput(
+        [
+            ChatMessage(role="system", content="You are helpful."),
+            ChatMessage(role="user", content="What is the weather in Paris?"),
+            li.calls(("t-1", "get_weather", {"city": "Paris"})),
+            tool_msg,
+            li.say("It is 18C and raining in Paris."),
+        ],
+        session_id="s1",
+    )
+    scope = Scope(user_id="alice", session_id="s1")
+    mems = _by_source(manager, scope)
+    assert set(mems) == {"user", "tool:get_weather", "agent"}
+    user, tool, answer = mems["user"], mems["tool:get_weather"], mems["agent"]
+    assert user.scope.session_id == "s1"
+    assert tool.content == "get_weather(city='Paris') -> 18C and light rain in Paris"
+    assert tool.lineage.activity_id == "t-1"
+    assert tool.metadata["tool_call_id"] == "t-1"
+    assert tool.derived_from == (user.id,)
+    assert set(answer.derived_from) == {user.id, tool.id}
+
+
+async def test_aget_recalls_within_scope_with_markers(manager: MemoryManager) -> None:
+    alice = LineageMemoryBlock(manager=manager, user_id="alice")
+    bob = LineageMemoryBlock(manager=manager, user_id="bob")
+    await alice.aput([ChatMessage(role="user", content="I prefer aisle seats on flights")], session_id="a1")
+    await bob.aput([ChatMessage(role="user", content="I prefer window seats on flights")], session_id="b1")
+    question = [ChatMessage(role="user", content="Which seats do I prefer on flights?")]
+    text = await alice.aget(question, session_id="a2")
+    assert "aisle" in text and "window" not in text
+    mem = manager.recall("aisle seats", scope="alice", k=1)[0].memory
+    assert f"[m:{mem.id[:8]} user " in text
+    assert "window" in await bob.aget(question, session_id="b2")
+    assert await alice.aget([], session_id="a2") == ""
+
+
+async def test_session_only_isolates_sessions(manager: MemoryManager) -> None:
+    s1 = LineageMemoryBlock(manager=manager, user_id="alice", session_only=True)
+    await s1.aput([ChatMessage(role="user", content="My booking code is XK42")], session_id="s1")
+    ask = [ChatMessage(role="user", content="What is my booking code?")]
+    assert "XK42" in await s1.aget(ask, session_id="s1")
+    assert await s1.aget(ask, session_id="s2") == ""
+
+
+async def test_atruncate_drops_lowest_ranked_lines(manager: MemoryManager) -> None:
+    block = LineageMemoryBlock(manager=manager, user_id="alice", k=3)
+    content = "header\n- [m:1] first fact\n- [m:2] second fact\n- [m:3] third fact"
+    shorter = await block.atruncate(content, 1)
+    assert shorter == "header\n- [m:1] first fact\n- [m:2] second fact"
+    assert await block.atruncate(content, 10_000) is None
+
+
+async def test_memory_truncates_block_under_pressure(manager: MemoryManager) -> None:
+    block = LineageMemoryBlock(manager=manager, user_id="alice", k=5, priority=1)
+    for i in range(5):
+        await block.aput([ChatMessage(role="user", content=f"Paris fact number {i}: the museum opens at {i + 8}")])
+    memory = Memory.from_defaults(session_id="s1", token_limit=120, memory_blocks=[block])
+    await memory.aput(ChatMessage(role="user", content="When does the Paris museum open? " + "please " * 40))
+    messages = await memory.aget()
+    system = [m for m in messages if m.role == "system"]
+    full = await block.aget([ChatMessage(role="user", content="When does the Paris museum open?")])
+    assert full.count("\n- [m:") >= 4
+    shown = system[0].content.count("- [m:") if system else 0
+    assert shown < full.count("- [m:")
+
+
+async def test_flush_from_memory_into_block(manager: MemoryManager) -> None:
+    memory = lineage_memory(manager, user_id="alice", session_id="s1", token_limit=60, write_through=False)
+    memory.token_flush_size = 20
+    turns = [
+        ("user", "I am planning a trip to Paris in May"),
+        ("assistant", "Great, Paris in May is lovely."),
+        ("user", "I need a hotel near the Louvre"),
+        ("assistant", "I will look for hotels near the Louvre."),
+        ("user", "Also book a table for dinner"),
+    ]
+    for role, text in turns:
+        await memory.aput(ChatMessage(role=role, content=text))
+    archived = await memory.aget_all()
+    active = await memory.aget()
+    assert len(active) < len(archived) + 1
+    stored = manager.recall("Paris trip in May", scope="alice", k=10, reinforce=False)
+    contents = [h.memory.content for h in stored]
+    assert "I am planning a trip to Paris in May" in contents
+    assert "Also book a table for dinner" not in contents  # still in the short-term queue
+    first = next(h.memory for h in stored if h.memory.content.startswith("I am planning"))
+    assert first.scope.session_id == "s1"
+
+
+async def test_write_through_stores_without_flush(manager: MemoryManager) -> None:
+    memory = lineage_memory(manager, user_id="alice", session_id="s1")
+    await memory.aput(ChatMessage(role="user", content="My passport expires in 2031"))
+    hits = manager.recall("passport", scope=Scope(user_id="alice"), k=5)
+    assert [h.memory.content for h in hits] == ["My passport expires in 2031"]
+    assert hits[0].memory.scope.session_id == "s1"
+
+
+def test_sync_methods_run_without_a_loop(manager: MemoryManager) -> None:
+    memory = lineage_memory(manager, user_id="alice", session_id="s1")
+    memory.put(ChatMessage(role="user", content="I like green tea"))
+    assert [m.content for m in memory.get_all()] == ["I like green tea"]
+
+
+async def test_sync_methods_refuse_inside_a_running_loop(manager: MemoryManager) -> None:
+    memory = lineage_memory(manager, user_id="alice", session_id="s1")
+    with pytest.raises(MemLineageError, match="await memory.aput"):
+        memory.put(ChatMessage(role="user", content="hi"))
+    with pytest.raises(MemLineageError, match="await memory.aget"):
+        memory.get()
+    assert asyncio.get_running_loop() is not None
+
+
+async def test_two_sessions_two_users_isolated(manager: MemoryManager, li: Any) -> None:
+    from llama_index.core.agent.workflow import FunctionAgent
+
+    for user, city in (("alice", "Paris"), ("bob", "Oslo")):
+        agent = FunctionAgent(
+            tools=li.tools(),
+            llm=li.llm(li.calls((f"{user}-1", "get_weather", {"city": city})), li.say(f"It is 18C in {city}.")),
+        )
+        memory = lineage_memory(manager, user_id=user, session_id=f"{user}-s1")
+        await agent.run(user_msg=f"Weather in {city}?", memory=memory)
+    for user, mine, theirs in (("alice", "Paris", "Oslo"), ("bob", "Oslo", "Paris")):
+        block = lineage_memory(manager, user_id=user, session_id=f"{user}-s2").lineage_block
+        text = await block.aget([ChatMessage(role="user", content="What was the weather in Paris and Oslo?")])
+        assert mine in text and theirs not in text
+
+
+async def test_correction_in_later_session_marks_derived_suspect(manager: MemoryManager, li: Any) -> None:
+    from llama_index.core.agent.workflow import FunctionAgent
+
+    agent = FunctionAgent(
+        tools=li.tools(),
+        llm=li.llm(li.calls(("c-1", "get_weather", {"city": "Paris"})), li.say("Pack an umbrella for Paris.")),
+    )
+    await agent.run(user_msg="I live in Paris. What should I pack?", memory=lineage_memory(manager, user_id="alice", session_id="s1"))
+    alice = Scope(user_id="alice", session_id="s2")
+    city = manager.recall("I live in Paris", scope=alice, k=1)[0].memory
+    assert city.source.kind.value == "user"
+    derived = {m.id for m in manager.descendants(city.id, scope=alice)}
+    assert len(derived) == 2  # the tool result and the answer
+
+    report = manager.supersede(city.id, "I live in Lyon now, not Paris.", scope=alice)  # the correction, session 2
+
+    assert set(report.suspect) == derived
+    assert all(manager.require(i, scope=alice).status is Status.SUSPECT for i in derived)
+    block = lineage_memory(manager, user_id="alice", session_id="s2").lineage_block
+    text = await block.aget([ChatMessage(role="user", content="What should I pack for Paris?")])
+    assert "umbrella" not in text and "Lyon" in text

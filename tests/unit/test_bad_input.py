@@ -1,0 +1,395 @@
+"""Bad input anywhere → a typed ``MemLineageError`` whose message says what to do, and no partial write.
+
+Every case snapshots the whole ledger (every row of every table) and the index before the call and compares after.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from memlineage import (
+    Activity,
+    InvalidInputError,
+    LineageCycleError,
+    MemLineageError,
+    MemoryManager,
+    MemoryNotFoundError,
+    Scope,
+    ScopeViolationError,
+)
+from memlineage.ledger._schema import metadata as ledger_tables
+from memlineage.testing import make_manager
+
+ALICE = Scope(user_id="alice", session_id="s1")
+BOB = Scope(user_id="bob", session_id="s9")
+
+
+def snapshot(mm: MemoryManager) -> dict[str, Any]:
+    """Every ledger row of every table, the index ids and their metadata."""
+    out: dict[str, Any] = {}
+    with mm.ledger.read() as conn:
+        for table in ledger_tables.sorted_tables:
+            rows = [tuple(r) for r in conn.execute(select(table))]
+            out[table.name] = sorted(rows, key=repr)
+    ids = sorted(mm.index.ids())
+    out["index"] = list(zip(ids, mm.index.get_metadata(ids)))
+    out["stats"] = mm.stats()
+    return out
+
+
+@pytest.fixture
+def store() -> Iterator[tuple[MemoryManager, dict[str, str]]]:
+    """A manager holding a small lineage: alice's fact → conclusion, bob's fact, one retracted, one erased."""
+    mm = make_manager()
+    fact = mm.remember("Alice lives in Paris", scope=ALICE, kind="semantic", slot="city")
+    concl = mm.remember("Book a hotel in Paris", scope=ALICE, source="reasoning", derived_from=[fact.id])
+    bob_fact = mm.remember("Bob lives in Rome", scope=BOB)
+    old = mm.remember("Alice's old phone number", scope=ALICE)
+    mm.retract(old.id, scope=ALICE)
+    gone = mm.remember("Alice's erased secret", scope=ALICE)
+    mm.erase(gone.id, scope=ALICE)
+    yield mm, {"fact": fact.id, "concl": concl.id, "bob": bob_fact.id, "retracted": old.id, "erased": gone.id}
+    mm.close()
+
+
+def refused(
+    mm: MemoryManager, call: Callable[[], Any], error: type[MemLineageError], *words: str
+) -> MemLineageError:
+    """Assert ``call`` raises ``error`` mentioning ``words`` and leaves the store exactly as it was."""
+    before = snapshot(mm)
+    with pytest.raises(error) as info:
+        call()
+    assert snapshot(mm) == before, "a refused call changed the store"
+    message = str(info.value)
+    for w in words:
+        assert w.lower() in message.lower(), f"{w!r} not in {message!r}"
+    return info.value
+
+
+# ------------------------------------------------------------------------------------------------ content
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (None, ("str",)),
+        ("", ("empty",)),
+        ("   \n\t ", ("empty",)),
+        (b"bytes", ("str", "bytes")),
+        (42, ("str", "int")),
+        (["a list"], ("str",)),
+        ("lone \ud800 surrogate", ("surrogate",)),
+        ("\udfff", ("surrogate",)),
+    ],
+)
+def test_bad_content(store: tuple[MemoryManager, dict[str, str]], content: Any, words: tuple[str, ...]) -> None:
+    mm, _ = store
+    refused(mm, lambda: mm.remember(content, scope=ALICE), InvalidInputError, *words)
+
+
+def test_one_megabyte_content_round_trips(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    mm, _ = store
+    big = ("lorem ipsum dolor sit amet 東京 " * 40_000)[: 1 << 20]
+    m = mm.remember(big, scope=ALICE)
+    assert mm.require(m.id, scope=ALICE).content == big
+    assert m.id in mm.recall("lorem ipsum dolor", scope=ALICE, k=3).ids
+    assert mm.verify().ok
+
+
+# ------------------------------------------------------------------------------------------------ scope
+@pytest.mark.parametrize(
+    "scope",
+    [None, "", "   ", 42, {"user_id": ""}, {"agent_id": "x"}, {"user_id": None}, {"user_id": "a", "bogus": 1}, ["alice"]],
+)
+def test_bad_scope_on_every_verb(store: tuple[MemoryManager, dict[str, str]], scope: Any) -> None:
+    mm, ids = store
+    calls: list[Callable[[], Any]] = [
+        lambda: mm.remember("x", scope=scope),
+        lambda: mm.get(ids["fact"], scope=scope),
+        lambda: mm.get_many([ids["fact"]], scope=scope),
+        lambda: mm.recall("Paris", scope=scope),
+        lambda: mm.retract(ids["fact"], scope=scope),
+        lambda: mm.supersede(ids["fact"], "Alice lives in Nice", scope=scope),
+        lambda: mm.forget(ids["fact"], scope=scope),
+        lambda: mm.erase(scope=scope),
+        lambda: mm.explain(ids["concl"], scope=scope),
+        lambda: mm.audit(scope),
+        lambda: mm.ancestors(ids["concl"], scope=scope),
+        lambda: mm.descendants(ids["fact"], scope=scope),
+        lambda: mm.impact(ids["fact"], scope=scope),
+    ]
+    for call in calls:
+        refused(mm, call, InvalidInputError, "scope")
+
+
+# ------------------------------------------------------------------------------------------------ metadata
+@pytest.mark.parametrize(
+    ("meta", "words"),
+    [
+        ({"score": math.nan}, ("nan",)),
+        ({"score": math.inf}, ("inf",)),
+        ({"score": -math.inf}, ("inf",)),
+        ({"outer": {"inner": math.nan}}, ("nan",)),
+        ({"list": [1.0, math.inf]}, ("inf",)),
+        ({"_ml_status": "active"}, ("reserved", "_ml_")),
+        ({"_ml_": 1}, ("reserved",)),
+        ({1: "int key"}, ("key",)),
+        ({"": "empty key"}, ("key",)),
+        ({"outer": {2: "x"}}, ("key",)),
+        ({"obj": object()}, ("type",)),
+        ({"bytes": b"raw"}, ("type",)),
+        ({"text": "bad \ud800"}, ("surrogate",)),
+        ("not a dict", ("mapping",)),
+        ([("a", 1)], ("mapping",)),
+    ],
+)
+def test_bad_metadata(store: tuple[MemoryManager, dict[str, str]], meta: Any, words: tuple[str, ...]) -> None:
+    mm, ids = store
+    refused(mm, lambda: mm.remember("x", scope=ALICE, metadata=meta), InvalidInputError, *words)
+    refused(mm, lambda: mm.supersede(ids["fact"], "Alice lives in Nice", scope=ALICE, metadata=meta), InvalidInputError)
+
+
+def test_nested_metadata_is_kept(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    mm, _ = store
+    meta = {"a": {"b": {"c": [1, 2, {"d": None}]}}, "when": datetime(2024, 1, 2), "set": {3, 1}}
+    m = mm.remember("nested", scope=ALICE, metadata=meta)
+    got = mm.require(m.id, scope=ALICE).metadata
+    assert got["a"] == {"b": {"c": [1, 2, {"d": None}]}}
+    assert got["when"].startswith("2024-01-02T00:00:00") and got["set"] == [1, 3]
+
+
+# ------------------------------------------------------------------------------------------------ other arguments
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"source": "martian"}, ("source",)),
+        ({"source": 42}, ("source",)),
+        ({"source": ""}, ("source",)),
+        ({"kind": "dream"}, ("kind",)),
+        ({"kind": None}, ("kind",)),
+        ({"tags": [1]}, ("tag",)),
+        ({"tags": [""]}, ("tag",)),
+        ({"tags": 5}, ("tag",)),
+        ({"confidence": -0.1}, ("confidence",)),
+        ({"confidence": 1.5}, ("confidence",)),
+        ({"confidence": math.nan}, ("confidence",)),
+        ({"confidence": "high"}, ("confidence",)),
+        ({"confidence": True}, ("confidence",)),
+        ({"trust": 2}, ("trust",)),
+        ({"trust": math.nan}, ("trust",)),
+        ({"ttl": 0}, ("ttl",)),
+        ({"ttl": -5}, ("ttl",)),
+        ({"ttl": "1h"}, ("ttl",)),
+        ({"ttl": math.nan}, ("ttl",)),
+        ({"ttl": math.inf}, ("ttl",)),
+        ({"ttl": timedelta(0)}, ("ttl",)),
+        ({"ttl": True}, ("ttl",)),
+        ({"valid_from": "2024-01-01"}, ("valid_from",)),
+        ({"valid_from": 1700000000}, ("valid_from",)),
+        ({"activity_id": ""}, ("activity_id",)),
+        ({"activity_id": 5}, ("activity_id",)),
+        ({"parent_activity_id": []}, ("parent_activity_id",)),
+        ({"slot": "  "}, ("slot",)),
+        ({"slot": 3}, ("slot",)),
+        ({"context_hash": 5}, ("context_hash",)),
+        ({"derived_from": 5}, ("derived_from",)),
+        ({"derived_from": [None]}, ("derived_from",)),
+        ({"derived_from": [""]}, ("derived_from",)),
+        ({"embedding": ["a", "b"]}, ("embedding",)),
+        ({"embedding": [math.nan, 1.0]}, ("embedding",)),
+        ({"embedding": []}, ("embedding",)),
+        ({"embedding": "vector"}, ("embedding",)),
+        ({"embedding": 3.0}, ("embedding",)),
+    ],
+)
+def test_bad_arguments(store: tuple[MemoryManager, dict[str, str]], kwargs: dict[str, Any], words: tuple[str, ...]) -> None:
+    mm, _ = store
+    refused(mm, lambda: mm.remember("a fine sentence", scope=ALICE, **kwargs), InvalidInputError, *words)
+    refused(mm, lambda: mm.remember_many([{"content": "ok one", "scope": ALICE}, {"content": "x", "scope": ALICE, **kwargs}]), InvalidInputError)
+
+
+def test_premises_unknown_foreign_erased(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    mm, ids = store
+    refused(mm, lambda: mm.remember("x", scope=ALICE, derived_from=["no-such-id"]), MemoryNotFoundError, "no-such-id")
+    refused(mm, lambda: mm.remember("x", scope=ALICE, derived_from=[ids["bob"]]), ScopeViolationError, "scope")
+    refused(mm, lambda: mm.remember("x", scope=ALICE, derived_from=[ids["erased"]]), InvalidInputError, "erased")
+    batch = [{"content": "good", "scope": ALICE}, {"content": "bad", "scope": ALICE, "derived_from": [ids["bob"]]}]
+    refused(mm, lambda: mm.remember_many(batch), ScopeViolationError)
+
+
+def test_cycles_are_refused(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    mm, ids = store
+    # Corroborating the premise with its own conclusion as a premise would make a cycle.
+    refused(
+        mm,
+        lambda: mm.remember("Alice lives in Paris", scope=ALICE, kind="semantic", source="agent", derived_from=[ids["concl"]]),
+        LineageCycleError,
+        "cycle",
+    )
+    # A new version of a memory cannot derive from the memory's own descendants.
+    refused(
+        mm,
+        lambda: mm.supersede(ids["fact"], "Alice lives in Nice", scope=ALICE, derived_from=[ids["concl"]]),
+        LineageCycleError,
+    )
+    refused(
+        mm,
+        lambda: mm.supersede(ids["fact"], "Alice lives in Nice", scope=ALICE, derived_from=[ids["fact"]]),
+        LineageCycleError,
+    )
+
+
+def test_remember_many_shapes(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    mm, _ = store
+    refused(mm, lambda: mm.remember_many("content"), InvalidInputError, "list")
+    refused(mm, lambda: mm.remember_many({"content": "x", "scope": ALICE}), InvalidInputError, "list")
+    refused(mm, lambda: mm.remember_many(None), InvalidInputError)
+    refused(mm, lambda: mm.remember_many([{"content": "ok", "scope": ALICE}, "x"]), InvalidInputError, "dict")
+    refused(mm, lambda: mm.remember_many([{"content": "ok", "scope": ALICE}, {"scope": ALICE}]), InvalidInputError, "content")
+    refused(mm, lambda: mm.remember_many([{"content": "ok", "scope": ALICE, "colour": "red"}]), InvalidInputError, "colour")
+    assert mm.remember_many([]) == []
+
+
+# ------------------------------------------------------------------------------------------------ ids and reads
+@pytest.mark.parametrize("bad_id", [None, "", "   ", 42, ["id"], b"id"])
+def test_bad_ids(store: tuple[MemoryManager, dict[str, str]], bad_id: Any) -> None:
+    mm, _ = store
+    for call in (
+        lambda: mm.get(bad_id, scope=ALICE),
+        lambda: mm.require(bad_id, scope=ALICE),
+        lambda: mm.retract(bad_id, scope=ALICE),
+        lambda: mm.supersede(bad_id, "new", scope=ALICE),
+        lambda: mm.forget(bad_id, scope=ALICE),
+        lambda: mm.revalidate(bad_id, scope=ALICE),
+        lambda: mm.explain(bad_id, scope=ALICE),
+        lambda: mm.ancestors(bad_id, scope=ALICE),
+        lambda: mm.descendants(bad_id, scope=ALICE),
+        lambda: mm.impact(bad_id, scope=ALICE),
+    ):
+        refused(mm, call, InvalidInputError, "id")
+    if bad_id is not None:  # None means "the whole scope" for these two
+        refused(mm, lambda: mm.audit(ALICE, memory_id=bad_id), InvalidInputError, "id")
+        refused(mm, lambda: mm.erase(bad_id, scope=ALICE), InvalidInputError, "id")
+
+
+@pytest.mark.parametrize("which", ["unknown", "bob"])
+def test_unknown_or_foreign_ids_are_not_found(store: tuple[MemoryManager, dict[str, str]], which: str) -> None:
+    mm, ids = store
+    mid = "5d2b0f3e-0000-4000-8000-000000000000" if which == "unknown" else ids["bob"]
+    assert mm.get(mid, scope=ALICE) is None
+    assert mm.get_many([mid, ids["fact"]], scope=ALICE)[0] is None
+    for call in (
+        lambda: mm.require(mid, scope=ALICE),
+        lambda: mm.retract(mid, scope=ALICE),
+        lambda: mm.supersede(mid, "new", scope=ALICE),
+        lambda: mm.forget(mid, scope=ALICE),
+        lambda: mm.revalidate(mid, scope=ALICE),
+        lambda: mm.erase(mid, scope=ALICE),
+        lambda: mm.explain(mid, scope=ALICE),
+        lambda: mm.ancestors(mid, scope=ALICE),
+        lambda: mm.descendants(mid, scope=ALICE),
+        lambda: mm.impact(mid, scope=ALICE),
+        lambda: mm.audit(ALICE, memory_id=mid),
+    ):
+        err = refused(mm, call, MemoryNotFoundError, "scope")
+        assert "bob" not in str(err).lower() and "Rome" not in str(err)
+
+
+def test_state_errors(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    mm, ids = store
+    refused(mm, lambda: mm.supersede(ids["retracted"], "again", scope=ALICE), InvalidInputError, "retracted")
+    refused(mm, lambda: mm.supersede(ids["erased"], "again", scope=ALICE), InvalidInputError, "erased")
+    refused(mm, lambda: mm.revalidate(ids["fact"], scope=ALICE), InvalidInputError, "suspect")
+    refused(mm, lambda: mm.supersede(ids["fact"], "   ", scope=ALICE), InvalidInputError, "empty")
+    refused(mm, lambda: mm.supersede(ids["fact"], "Nice", scope=ALICE, kind="dream"), InvalidInputError, "kind")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"query": None}, ("query",)),
+        ({"query": ""}, ("query",)),
+        ({"query": " \t"}, ("query",)),
+        ({"query": "bad \ud800"}, ("surrogate",)),
+        ({"query": 7}, ("query",)),
+        ({"k": -1}, ("k",)),
+        ({"k": "5"}, ("k",)),
+        ({"k": True}, ("k",)),
+        ({"k": 2.5}, ("k",)),
+        ({"kinds": ["dream"]}, ("kind",)),
+        ({"kinds": 5}, ("kind",)),
+        ({"tags": [3]}, ("tag",)),
+        ({"activity_id": 5}, ("activity_id",)),
+    ],
+)
+def test_bad_recall(store: tuple[MemoryManager, dict[str, str]], kwargs: dict[str, Any], words: tuple[str, ...]) -> None:
+    mm, _ = store
+    args = {"query": "Paris", "scope": ALICE, **kwargs}
+    query = args.pop("query")
+    refused(mm, lambda: mm.recall(query, **args), InvalidInputError, *words)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [({"limit": -1}, ("limit",)), ({"limit": "10"}, ("limit",)), ({"types": 5}, ("types",)), ({"types": [1]}, ("types",))],
+)
+def test_bad_audit(store: tuple[MemoryManager, dict[str, str]], kwargs: dict[str, Any], words: tuple[str, ...]) -> None:
+    mm, _ = store
+    refused(mm, lambda: mm.audit(ALICE, **kwargs), InvalidInputError, *words)
+
+
+def test_bad_reasons_and_activities(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    mm, ids = store
+    refused(mm, lambda: mm.retract(ids["fact"], scope=ALICE, reason=5), InvalidInputError, "reason")
+    refused(mm, lambda: mm.retract(ids["fact"], scope=ALICE, reason="bad \ud800"), InvalidInputError, "surrogate")
+    refused(mm, lambda: mm.forget(ids["fact"], scope=ALICE, reason=None), InvalidInputError, "reason")
+    refused(mm, lambda: mm.erase(scope=ALICE, reason=["x"]), InvalidInputError, "reason")
+    refused(mm, lambda: mm.record_activity({"id": "a"}), InvalidInputError, "Activity")
+    refused(mm, lambda: mm.end_activity("no-such-activity"), MemoryNotFoundError, "record_activity")
+    act = mm.record_activity(Activity(id="run-1", kind="run", scope=ALICE))
+    refused(mm, lambda: mm.end_activity(act.id, metadata={"x": math.nan}), InvalidInputError, "nan")
+
+
+# ------------------------------------------------------------------------------------------------ fuzz
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.binary(max_size=8),
+    st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=5), st.floats()), max_size=3),
+    st.dictionaries(st.text(max_size=6), st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=5)), max_size=3),
+    st.sampled_from(["user", "tool:web", "semantic", "  ", "\ud800", "_ml_x", "alice"]),
+)
+REMEMBER_ARGS = [
+    "scope", "source", "kind", "tags", "metadata", "derived_from", "confidence", "activity_id",
+    "parent_activity_id", "valid_from", "ttl", "slot", "trust", "context_hash", "embedding",
+]  # fmt: skip
+FUZZ_CASES = {"n": 0}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=st.one_of(JUNK, st.text(max_size=40)), overrides=st.dictionaries(st.sampled_from(REMEMBER_ARGS), JUNK, max_size=3))
+def test_fuzz_remember_never_leaks_untyped_errors(
+    store: tuple[MemoryManager, dict[str, str]], content: Any, overrides: dict[str, Any]
+) -> None:
+    """Random junk in any argument: either stored, or a MemLineageError with nothing written."""
+    FUZZ_CASES["n"] += 1
+    mm, _ = store
+    kwargs = {"scope": ALICE, **overrides}
+    before = snapshot(mm)
+    try:
+        mem = mm.remember(content, **kwargs)
+    except MemLineageError as exc:
+        assert str(exc), "errors must carry a message"
+        assert snapshot(mm) == before
+        return
+    assert mm.get(mem.id, scope=mem.scope) is not None
+    assert mm.verify().ok
