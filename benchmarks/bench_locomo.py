@@ -1,9 +1,12 @@
 """Evidence retrieval on LoCoMo dev conversations: BM25, dense, LangChain, LlamaIndex and MemLineage side by side.
 
 Each dialogue turn is one episodic memory ("[session date] speaker: text", plus the image caption if any; the
-session date is the event time) in one scope per conversation. For every question with evidence we retrieve the
-top 20 turns and score evidence recall@k (share of evidence turns found) and hit@k (any found) for k = 5, 10, 20,
-per category and over categories 1-4. Every system sees the same MiniLM vectors (cached under benchmarks/results/).
+session date is the event time) in one scope per conversation. For every question with evidence we retrieve
+the
+top 20 turns and score evidence recall@k (share of evidence turns found) and hit@k (any found) for k = 5, 10,
+20,
+per category and over categories 1-4. Every system sees the same MiniLM vectors (cached under
+benchmarks/results/).
 
 Run:
     MEMLINEAGE_EMBEDDING_MODEL_DIR=/work/shared/models/all-MiniLM-L6-v2/onnx \
@@ -173,8 +176,10 @@ def system_bm25(convs: dict[str, list[Turn]], vecs: CachedVectors) -> Retriever:
     models = {}
     for cid, turns in convs.items():
         m = bm25s.BM25()
-        m.index(bm25s.tokenize([t.doc for t in turns], stopwords="en", stemmer=stemmer, show_progress=False),
-                show_progress=False)
+        m.index(
+            bm25s.tokenize([t.doc for t in turns], stopwords="en", stemmer=stemmer, show_progress=False),
+            show_progress=False,
+        )
         models[cid] = (m, turns)
 
     def run(q: Question) -> list[str]:
@@ -227,9 +232,9 @@ def system_langchain(convs: dict[str, list[Turn]], vecs: CachedVectors, client: 
     _fill_chroma(client, convs, vecs)
     memories = {
         cid: VectorStoreRetrieverMemory(
-            retriever=Chroma(client=client, collection_name=cid, embedding_function=LookupEmbeddings()).as_retriever(
-                search_kwargs={"k": 20}
-            ),
+            retriever=Chroma(
+                client=client, collection_name=cid, embedding_function=LookupEmbeddings()
+            ).as_retriever(search_kwargs={"k": 20}),
             return_docs=True,
             input_key="input",
         )
@@ -278,7 +283,9 @@ def system_llamaindex(convs: dict[str, list[Turn]], vecs: CachedVectors, client:
     blocks = {}
     loop = asyncio.new_event_loop()
     for cid, turns in convs.items():
-        col = client.get_or_create_collection(f"li-{cid}", metadata={"hnsw:space": "cosine"}, embedding_function=None)
+        col = client.get_or_create_collection(
+            f"li-{cid}", metadata={"hnsw:space": "cosine"}, embedding_function=None
+        )
         block = VectorMemoryBlock(
             vector_store=ChromaVectorStore(chroma_collection=col),
             embed_model=LookupEmbedding(model_name="minilm-lookup"),
@@ -288,7 +295,9 @@ def system_llamaindex(convs: dict[str, list[Turn]], vecs: CachedVectors, client:
         )
         if not col.count():
             for t in turns:
-                msg = LIMessage(role=MessageRole.USER, content=t.doc, additional_kwargs={"session_id": t.dia_id})
+                msg = LIMessage(
+                    role=MessageRole.USER, content=t.doc, additional_kwargs={"session_id": t.dia_id}
+                )
                 loop.run_until_complete(block._aput([msg]))
         blocks[cid] = block
 
@@ -311,8 +320,15 @@ def system_memlineage(convs: dict[str, list[Turn]], vecs: CachedVectors, config:
     for cid, turns in convs.items():
         for t in turns:
             scope = Scope(user_id=cid, session_id=f"session_{t.session}")
-            mem = mm.remember(t.doc, scope=scope, source="user", kind="episodic", valid_from=t.when,
-                              metadata={"dia_id": t.dia_id}, force=True)
+            mem = mm.remember(
+                t.doc,
+                scope=scope,
+                source="user",
+                kind="episodic",
+                valid_from=t.when,
+                metadata={"dia_id": t.dia_id},
+                force=True,
+            )
             id_map[mem.id] = t.dia_id
 
     def run(q: Question) -> list[str]:
@@ -335,8 +351,10 @@ def score(questions: Sequence[Question], ranked: Sequence[list[str]]) -> dict[st
             for g in groups:
                 per[g][f"R@{k}"].append(found / len(ev))
                 per[g][f"H@{k}"].append(float(found > 0))
-    return {g: {m: round(100 * float(np.mean(v)), 1) for m, v in ms.items()} | {"n": len(ms["R@5"])}
-            for g, ms in per.items()}
+    return {
+        g: {m: round(100 * float(np.mean(v)), 1) for m, v in ms.items()} | {"n": len(ms["R@5"])}
+        for g, ms in per.items()
+    }
 
 
 def main() -> None:
@@ -349,9 +367,12 @@ def main() -> None:
     convs, questions = load(args.limit_convs)
     texts = [t.doc for ts in convs.values() for t in ts] + [q.text for q in questions]
     vecs = CachedVectors(texts)
-    print(f"{len(convs)} conversations, {sum(map(len, convs.values()))} turns, {len(questions)} questions "
-          f"({sum(q.category <= 4 for q in questions)} in categories 1-4); vectors: {vecs.source} "
-          f"in {vecs.seconds:.1f} s", flush=True)
+    print(
+        f"{len(convs)} conversations, {sum(map(len, convs.values()))} turns, {len(questions)} questions "
+        f"({sum(q.category <= 4 for q in questions)} in categories 1-4); vectors: {vecs.source} "
+        f"in {vecs.seconds:.1f} s",
+        flush=True,
+    )
     client = None
     results: dict[str, Any] = {}
     for name in args.systems.split(","):
@@ -375,13 +396,19 @@ def main() -> None:
             results[name] = {"error": f"{type(exc).__name__}: {exc}"}
             continue
         results[name] = score(questions, ranked) | {
-            "index_s": round(t1 - t0, 2), "query_ms": round(1000 * (t2 - t1) / max(1, len(questions)), 2)}
+            "index_s": round(t1 - t0, 2),
+            "query_ms": round(1000 * (t2 - t1) / max(1, len(questions)), 2),
+        }
         r = results[name]["1-4"]
-        print(f"{name:11} R@5 {r['R@5']:5.1f}  R@10 {r['R@10']:5.1f}  R@20 {r['R@20']:5.1f}  "
-              f"(index {t1 - t0:.1f} s, {results[name]['query_ms']} ms/query)", flush=True)
+        print(
+            f"{name:11} R@5 {r['R@5']:5.1f}  R@10 {r['R@10']:5.1f}  R@20 {r['R@20']:5.1f}  "
+            f"(index {t1 - t0:.1f} s, {results[name]['query_ms']} ms/query)",
+            flush=True,
+        )
     print()
-    header = f"{'system':11} | {'cat':11} | {'n':>4} | " + " | ".join(f"{m:>5}" for m in
-                                                                    ("R@5", "R@10", "R@20", "H@5", "H@10", "H@20"))
+    header = f"{'system':11} | {'cat':11} | {'n':>4} | " + " | ".join(
+        f"{m:>5}" for m in ("R@5", "R@10", "R@20", "H@5", "H@10", "H@20")
+    )
     print(header)
     print("-" * len(header))
     for name, res in results.items():
@@ -392,8 +419,10 @@ def main() -> None:
             if g not in res:
                 continue
             label = "1-4 overall" if g == "1-4" else f"{g} {CATS[int(g)]}"
-            print(f"{name:11} | {label:11} | {res[g]['n']:4d} | " + " | ".join(
-                f"{res[g][m]:5.1f}" for m in ("R@5", "R@10", "R@20", "H@5", "H@10", "H@20")))
+            print(
+                f"{name:11} | {label:11} | {res[g]['n']:4d} | "
+                + " | ".join(f"{res[g][m]:5.1f}" for m in ("R@5", "R@10", "R@20", "H@5", "H@10", "H@20"))
+            )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"data": str(DATA), "questions": len(questions), "results": results}, indent=2))

@@ -13,7 +13,9 @@ import time
 
 from memlineage.window import ChatMessage, ToolCall, WorkingMemory
 
-WORDS = ("memory lineage policy window token budget retrieval Paris hotel flight price 记忆 检索 北京 天气").split()
+WORDS = (
+    "memory lineage policy window token budget retrieval Paris hotel flight price 记忆 检索 北京 天气"
+).split()
 
 
 def make_history(n: int, seed: int = 0) -> list[ChatMessage]:
@@ -26,7 +28,9 @@ def make_history(n: int, seed: int = 0) -> list[ChatMessage]:
         out.append(ChatMessage(role="user", content=text))
         if rng.random() < 0.3:
             calls = tuple(
-                ToolCall(id=f"c{i}_{j}", name="search_flights", arguments=json.dumps({"q": text[:40], "j": j}))
+                ToolCall(
+                    id=f"c{i}_{j}", name="search_flights", arguments=json.dumps({"q": text[:40], "j": j})
+                )
                 for j in range(rng.randint(1, 3))
             )
             out.append(ChatMessage(role="assistant", tool_calls=calls))
@@ -47,8 +51,12 @@ def main() -> None:
     wm.extend(history)
     t_add = time.perf_counter() - t0
     results = {}
-    for label, budget in (("default (40% of 128k = 51,200)", None), ("4,000", 4_000), ("0", 0),
-                          ("1,000,000 (all fit)", 1_000_000)):
+    for label, budget in (
+        ("default (40% of 128k = 51,200)", None),
+        ("4,000", 4_000),
+        ("0", 0),
+        ("1,000,000 (all fit)", 1_000_000),
+    ):
         times = []
         for _ in range(args.repeat):
             t = time.perf_counter()
@@ -75,8 +83,10 @@ def main() -> None:
     for label, (med, mx, nmsg, tok) in results.items():
         print(f"{label:34} {med:10.2f} {mx:8.2f} {nmsg:10d} {tok:8d}")
     cor = statistics.median(times) - statistics.median(copy_times)
-    print(f"{'copy-on-read backend (default)':34} {cor:10.2f} {'':8}   (window only; the backend's own"
-          f" copying took {statistics.median(copy_times):.1f} ms more)")
+    print(
+        f"{'copy-on-read backend (default)':34} {cor:10.2f} {'':8}   (window only; the backend's own"
+        f" copying took {statistics.median(copy_times):.1f} ms more)"
+    )
     target = results["default (40% of 128k = 51,200)"][0]
     print(f"target <= 20 ms for 10k messages: {'PASS' if target <= 20 else 'FAIL'} ({target:.2f} ms)")
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 from typing_extensions import override
@@ -86,18 +87,14 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
     _turn_results: dict[str | None, list[str]] = PrivateAttr(default_factory=dict)
     _tokenizer: Any = PrivateAttr(default=None)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _unpack_scope(cls, values: Any) -> Any:
-        if isinstance(values, dict):
-            scope = values.pop("scope", None)
-            if scope is not None:
-                scope = Scope.coerce(scope)
-                values.setdefault("user_id", scope.user_id)
-                values.setdefault("agent_id", scope.agent_id)
-                values.setdefault("session_id", scope.session_id)
-            resolve_scope(values.get("user_id"))
-        return values
+    def __init__(self, *, scope: Scope | Mapping[str, Any] | str | None = None, **data: Any) -> None:
+        if scope is not None:
+            scope = Scope.coerce(scope)
+            data.setdefault("user_id", scope.user_id)
+            data.setdefault("agent_id", scope.agent_id)
+            data.setdefault("session_id", scope.session_id)
+        resolve_scope(data.get("user_id"))  # raises InvalidInputError before pydantic wraps it
+        super().__init__(**data)
 
     @classmethod
     def class_name(cls) -> str:

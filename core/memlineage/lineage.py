@@ -65,9 +65,11 @@ def evaluate_cascade(
         status = statuses.get(mid, Status.ACTIVE.value)
         if status in _BAD_PREMISE:
             invalid.add(mid)
-        elif status == Status.ACTIVE.value and _unsupported(mid, premises[mid], groups.get(mid, {}), invalid, statuses):
+        elif _unsupported(mid, premises[mid], groups.get(mid, {}), invalid, statuses):
+            # An archived memory keeps its status but no longer supports what derives from it.
             invalid.add(mid)
-            newly.append(mid)
+            if status == Status.ACTIVE.value:
+                newly.append(mid)
         for child in children[mid]:
             indegree[child] -= 1
             if indegree[child] == 0:

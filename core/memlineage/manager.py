@@ -401,14 +401,15 @@ class MemoryManager:
             for d, v in zip(missing, vectors):
                 d.embedding = v
         todo = self._value_gate(drafts, todo, results, now)
-        created, _ = self._persist(todo, now)
+        written: list[dict[str, Any]] = []
+        created, _ = self._persist(todo, now, rows_out=written)
         by_draft = {id(d): m for d, m in zip(todo, created)}
         for i, d in enumerate(drafts):
             if id(d) in by_draft:
                 results[i] = by_draft[id(d)]
         for i, first in batch_dups:
             results[i] = results[first]
-        self._sync_index([m.id for m in created])
+        self._sync_index([m.id for m in created], rows=written, fresh=True)
         return [r for r in results if r is not None]
 
     def _draft(
@@ -618,8 +619,15 @@ class MemoryManager:
             [_event(t, "corroborated", mid, d.activity_id, row["user_id"], {"source": str(d.source), "group": group})],
         )
 
-    def _persist(self, drafts: list[_Draft], now: datetime) -> tuple[list[Memory], list[str]]:
+    def _persist(
+        self, drafts: list[_Draft], now: datetime, rows_out: list[dict[str, Any]] | None = None
+    ) -> tuple[list[Memory], list[str]]:
         """Write new memories, their supports, edges and events in one transaction.
+
+        Args:
+            drafts: Validated, de-duplicated drafts.
+            now: Write time.
+            rows_out: When given, receives the ledger rows written (for the index write that follows).
 
         Returns:
             The new memories, and the ids made suspect by superseding old slot values / versions.
@@ -681,7 +689,6 @@ class MemoryManager:
             )
             if d.activity_id:
                 edge_rows.append(_edge(mem.id, d.activity_id, Relation.WAS_GENERATED_BY, t, user))
-            edge_rows.append(_edge(mem.id, f"agent:{d.source}", Relation.WAS_ATTRIBUTED_TO, t, user))
             data: dict[str, Any] = {"source": str(d.source), "kind": d.kind.value}
             if old:
                 edge_rows.append(_edge(mem.id, old["id"], Relation.WAS_REVISION_OF, t, user))
@@ -701,6 +708,8 @@ class MemoryManager:
                         ),
                     )  # fmt: skip
             self.ledger.insert_memories(conn, rows)
+            if rows_out is not None:
+                rows_out.extend(rows)
             self.ledger.insert_supports(conn, support_rows)
             self.ledger.insert_edges(conn, edge_rows)
             self.ledger.insert_events(conn, event_rows)
@@ -733,14 +742,19 @@ class MemoryManager:
         row = self.ledger.memory_rows([mid], conn)[0]
         if row is None:  # pragma: no cover - callers check
             raise MemoryNotFoundError(mid)
-        desc = self.ledger.walk([mid], direction="descendants", conn=conn)
-        edges = self.ledger.derivation_edges(list(desc), conn) if desc else []
-        groups = self.ledger.support_groups(list(desc), conn) if desc else {}
-        involved = set(desc) | {p for _, p, _ in edges} | {mid}
-        statuses = self.ledger.statuses(sorted(involved), conn)
-        statuses[mid] = status.value
-        suspect = evaluate_cascade([mid], desc, edges, groups, statuses)
-        unaffected = sorted(set(desc) - set(suspect))
+        info = self.ledger.cascade_info(mid, conn)
+        if all(n <= 1 for _, _, n in info.values()):
+            # No descendant has an alternative support: each one reached lost its only support.
+            order = sorted(info, key=lambda i: (info[i][0], i))
+            suspect = [i for i in order if info[i][1] == Status.ACTIVE.value]
+        else:
+            edges = self.ledger.derivation_edges(list(info), conn)
+            groups = self.ledger.support_groups(list(info), conn)
+            involved = set(info) | {p for _, p, _ in edges} | {mid}
+            statuses = self.ledger.statuses(sorted(involved), conn)
+            statuses[mid] = status.value
+            suspect = evaluate_cascade([mid], info, edges, groups, statuses)
+        unaffected = sorted(set(info) - set(suspect))
         if dry_run:
             return suspect, unaffected
         inv_activity = activity_id or new_id()
@@ -1467,7 +1481,7 @@ class MemoryManager:
         return value.gate_drafts(self, drafts, todo, results, now)
 
     def _value_rerank(self, hits: list[RecallHit], now: datetime) -> list[RecallHit]:
-        """Retrieval hook: ``similarity·(1−w) + V_eff·w`` (w = 0.3) when a value model is set; else unchanged."""
+        """Retrieval hook: ``similarity·(1−w) + V_eff·w`` (w = 0.3) with a value model; else unchanged."""
         from memlineage import value
 
         return value.rerank_hits(self, hits, now)
@@ -1490,7 +1504,7 @@ class MemoryManager:
         return value.flush(self)
 
     def buffered(self, scope: Scope | Mapping[str, Any] | str) -> list[Any]:
-        """The session's short-term buffer: candidates the write gate kept out of long-term memory, oldest first.
+        """The session's short-term buffer: what the write gate kept out of long-term memory, oldest first.
 
         Returns:
             :class:`~memlineage.value.BufferedItem` list (empty without a value model or session).
@@ -1502,19 +1516,21 @@ class MemoryManager:
 
         return value.runtime(self).buffer.items(scope)
 
-    def sweep(self, *, now: datetime | None = None, scope: Scope | Mapping[str, Any] | str | None = None) -> Any:
-        """The forget gate: archive memories whose decayed value ``V_eff`` fell below the forget threshold (0.2).
+    def sweep(
+        self, *, now: datetime | None = None, scope: Scope | Mapping[str, Any] | str | None = None
+    ) -> Any:
+        """The forget gate: archive memories whose decayed value ``V_eff`` fell below the threshold (0.2).
 
-        Archived memories leave the index and stay in the ledger with an ``archived`` event saying why. A memory
-        that live memories still derive from is kept and reported in ``protected``.
+        Archived memories leave the index and stay in the ledger with an ``archived`` event saying why. A
+        memory that live memories still derive from is kept and reported in ``protected``.
 
         Args:
             now: Time to evaluate decay at (default: the clock); pass a future time to simulate.
             scope: Only this user's memories; None = all users (maintenance job).
 
         Returns:
-            A :class:`~memlineage.value.SweepReport` (``archived`` ids with V_eff, ``protected`` ids with their
-            live dependants, ``checked``).
+            A :class:`~memlineage.value.SweepReport` (``archived`` ids with V_eff, ``protected`` ids with
+            their live dependants, ``checked``).
         """
         from memlineage import value
 
@@ -1533,8 +1549,8 @@ class MemoryManager:
         Args:
             scope: Owner; its ``session_id`` is used when ``session_id`` is None.
             session_id: The session to consolidate.
-            summarizer: A LangChain chat model, a LlamaIndex LLM, a callable ``prompt -> str`` or an object with
-                ``summarize(messages) -> str``; None = the offline
+            summarizer: A LangChain chat model, a LlamaIndex LLM, a callable ``prompt -> str`` or an object
+                with ``summarize(messages) -> str``; None = the offline
                 :class:`~memlineage.consolidation.RuleBasedConsolidator`.
             require_overlap: Also reject lines sharing no content term with the messages they cite.
 
@@ -1550,7 +1566,7 @@ class MemoryManager:
         return consolidate_session(self, scope, session_id, summarizer, require_overlap=require_overlap)
 
     def slot_history(self, slot: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
-        """Every version that ever held a semantic slot in the scope, oldest first (superseded ones included)."""
+        """Every version that ever held a semantic slot in the scope, oldest first (superseded included)."""
         scope = Scope.coerce(scope)
         rows = self.ledger.slot_versions(scope.user_id, scope.agent_id, slot)
         return [m for m in self.ledger.memories([r["id"] for r in rows]) if m is not None]
@@ -1560,7 +1576,8 @@ class MemoryManager:
     ) -> Memory | None:
         """Point-in-time read of a slot: the version that held it at ``as_of`` (system time; default now).
 
-        A version holds the slot from its ``recorded_at`` until its ``invalidated_at`` (superseded, retracted...).
+        A version holds the slot from its ``recorded_at`` until its ``invalidated_at`` (superseded,
+        retracted...).
 
         Returns:
             That memory, or ``None`` when the slot was empty then.
@@ -1646,22 +1663,30 @@ class MemoryManager:
             )
             raise InvalidInputError(msg)
 
-    def _sync_index(self, ids: Sequence[str]) -> int:
+    def _sync_index(
+        self, ids: Sequence[str], *, rows: Sequence[dict[str, Any]] | None = None, fresh: bool = False
+    ) -> int:
         """Bring index entries of ``ids`` in line with the ledger; failures leave them for :meth:`repair`.
+
+        Args:
+            ids: Memory ids to sync.
+            rows: Their ledger rows when the caller just wrote them (skips a read-back).
+            fresh: The rows are new, never indexed: ``add`` instead of ``upsert``.
 
         Returns:
             Number of index entries removed.
         """
         if not ids:
             return 0
-        rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids))) if r]
+        if rows is None:
+            rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids))) if r]
         try:
-            return self._apply_index(rows)
+            return self._apply_index(rows, fresh=fresh)
         except StorageError as exc:
             logger.warning("index update deferred (ledger is safe, repaired on next open): %s", exc)
             return 0
 
-    def _apply_index(self, rows: Sequence[dict[str, Any]]) -> int:
+    def _apply_index(self, rows: Sequence[dict[str, Any]], *, fresh: bool = False) -> int:
         from memlineage.ledger import decode_vector
 
         upserts = [r for r in rows if r["index_state"] == "pending"]
@@ -1672,7 +1697,8 @@ class MemoryManager:
             for r, v in zip(need, self._embed([r["content"] for r in need])):
                 r["embedding"] = encode_vector(v)
         if upserts:
-            self.index.upsert(
+            write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
+            write(
                 [r["id"] for r in upserts],
                 [decode_vector(r["embedding"]) or [] for r in upserts],
                 [index_metadata(r) for r in upserts],

@@ -1,9 +1,13 @@
 """Hybrid retrieval (vector + lexical legs, fusion, re-ranking, policy hook) and the trace returned by ``recall``.
 
-Pipeline (``hybrid_recall``): both legs query with the scope/status filter inside the query; the candidates are
-fused (reciprocal rank fusion by default), re-ranked by effective value and recency, passed through the read-policy
-hook *before* the top-k cut (so ``k`` results come back whenever ``k`` eligible memories exist), re-checked against
-the scope by a final guard, and returned with their score parts. Fusion choice and defaults are justified by the
+Pipeline (``hybrid_recall``): both legs query with the scope/status filter inside the query; the candidates
+are
+fused (reciprocal rank fusion by default), re-ranked by effective value and recency, passed through the
+read-policy
+hook *before* the top-k cut (so ``k`` results come back whenever ``k`` eligible memories exist), re-checked
+against
+the scope by a final guard, and returned with their score parts. Fusion choice and defaults are justified by
+the
 LoCoMo dev figures in ``benchmarks/bench_locomo.py``.
 """
 
@@ -137,8 +141,10 @@ class RecallResult:
 CandidateFilter = Callable[[Memory], "str | None"]
 """Read-policy hook applied to every candidate *before* the top-k cut.
 
-Called with the candidate memory; returns ``None`` to keep it or a short reason (e.g. ``"policy trust-floor: reasoning
-below 0.7"``) to withhold it. The policy engine plugs in here; a hook may also return a ``(reason, policy_id)``
+Called with the candidate memory; returns ``None`` to keep it or a short reason (e.g. ``"policy trust-floor:
+reasoning
+below 0.7"``) to withhold it. The policy engine plugs in here; a hook may also return a ``(reason,
+policy_id)``
 tuple so the trace can name the policy.
 """
 
@@ -150,10 +156,12 @@ class RetrievalConfig:
     Why weighted fusion: on LoCoMo dev (1,033 questions, categories 1-4, same MiniLM vectors and lexical leg),
     evidence R@10 was 62.7 for RRF (k=60), 68.3 for RRF (k=10) and 69.1 for the weighted sum with lexical
     weight 1.5; with the contiguity boost (0.3) added, RRF (k=10) reached 70.8 and the weighted sum 72.4.
-    The weighted sum keeps score *gaps* (a near-exact lexical match stays far ahead), which rank fusion discards.
+    The weighted sum keeps score *gaps* (a near-exact lexical match stays far ahead), which rank fusion
+    discards.
 
     Attributes:
-        fusion: ``"weighted"`` (default; vector cosine min-max normalised over the candidates, lexical BM25 divided
+        fusion: ``"weighted"`` (default; vector cosine min-max normalised over the candidates, lexical BM25
+            divided
             by the best score, then a weighted mean) or ``"rrf"`` (reciprocal rank fusion).
         rrf_k: RRF rank constant, > 0; larger flattens the rank curve. Default 60 (only for ``"rrf"``).
         vector_weight: Weight of the vector leg in fusion, >= 0. Default 1.0.
@@ -316,7 +324,8 @@ def hybrid_recall(
 
     Returns:
         Hits with ``score`` in [0, 1] (higher = better) and ``scores`` holding ``vector``, ``lexical``,
-        ``lexical_raw``, ``vector_rank``, ``lexical_rank``, ``relevance``, ``contiguity``, ``recency``, ``value``
+        ``lexical_raw``, ``vector_rank``, ``lexical_rank``, ``relevance``, ``contiguity``, ``recency``,
+        ``value``
         and ``final``.
     """
     cfg = config or RetrievalConfig()
@@ -343,7 +352,9 @@ def hybrid_recall(
         expired: list[str] = []
         for f, m in zip(fused, mems):
             if m is None or not scope.contains(m.scope):
-                trace.excluded.append(Exclusion(f.id, "scope guard: not in the caller's scope", None, "guard"))
+                trace.excluded.append(
+                    Exclusion(f.id, "scope guard: not in the caller's scope", None, "guard")
+                )
             elif m.status.value not in statuses:
                 trace.excluded.append(Exclusion(f.id, f"status {m.status.value}", None, "guard"))
             elif m.expires_at is not None and m.expires_at <= now:
@@ -358,7 +369,9 @@ def hybrid_recall(
             if cfg.contiguity > 0 and lexical_index is not None
             else {}
         )
-        w_rel = 1.0 - cfg.value_weight - cfg.recency_weight if value_of is not None else 1.0 - cfg.recency_weight
+        w_rel = (
+            1.0 - cfg.value_weight - cfg.recency_weight if value_of is not None else 1.0 - cfg.recency_weight
+        )
         scored: list[tuple[Memory, float, dict[str, float]]] = []
         for f, m in live:
             nb = max((rel.get(n, 0.0) for n in neighbours.get(f.id, ())), default=0.0)

@@ -1,21 +1,27 @@
 """Token-budgeted working memory: the window of chat history that reaches the model.
 
 The window is a *read-time view* over a chat history. Nothing is deleted from the history when the window is
-built; messages that no longer fit are handed (once) to an ``on_evict`` callback, which is where the write gate
-(value model, ``MemoryManager.remember``) decides what is worth keeping. Because trimming happens at read time, a
+built; messages that no longer fit are handed (once) to an ``on_evict`` callback, which is where the write
+gate
+(value model, ``MemoryManager.remember``) decides what is worth keeping. Because trimming happens at read
+time, a
 history backend that returns copies on every read still gets a window within budget.
 
 Rules the window keeps (checked after every build):
 
-* The leading system message and the current user turn (the last ``user`` message) are pinned: they are always in
-  the window and are accounted outside the history budget. A history budget of 0 returns only the pinned items.
-* An assistant message with tool calls and all of its tool results are kept or dropped together (parallel calls
+* The leading system message and the current user turn (the last ``user`` message) are pinned: they are
+always in
+  the window and are accounted outside the history budget. A history budget of 0 returns only the pinned
+  items.
+* An assistant message with tool calls and all of its tool results are kept or dropped together (parallel
+calls
   included), and the history part of the window never begins with a tool result.
 * The history part is the longest run of most-recent message groups that fits the budget (contiguous: an old
   group never comes back after a newer one was dropped).
 
 Token counts come from tiktoken. The encoding files for ``cl100k_base`` and ``o200k_base`` ship inside this
-package (``memlineage/_static/tiktoken_cache``) and are verified by sha256 before tiktoken reads them; nothing is
+package (``memlineage/_static/tiktoken_cache``) and are verified by sha256 before tiktoken reads them;
+nothing is
 ever downloaded. Special-token strings such as ``<|endoftext|>`` inside text are counted as ordinary text.
 
 Example:
@@ -174,10 +180,14 @@ class ChatMessage(BaseModel):
     role: Role = Field(description="'system', 'user', 'assistant' or 'tool'.")
     content: str = Field(default="", description="Message text (for 'tool': the tool result).")
     tool_calls: tuple[ToolCall, ...] = Field(default=(), description="Tool calls of an assistant message.")
-    tool_call_id: str | None = Field(default=None, description="For role 'tool': the call this result answers.")
+    tool_call_id: str | None = Field(
+        default=None, description="For role 'tool': the call this result answers."
+    )
     name: str | None = Field(default=None, description="Optional participant or tool name.")
     reasoning: str | None = Field(default=None, description="Reasoning text sent back to the model, if any.")
-    id: str = Field(default_factory=new_id, description="Message id, stable across copies; str(uuid4()) default.")
+    id: str = Field(
+        default_factory=new_id, description="Message id, stable across copies; str(uuid4()) default."
+    )
 
     @classmethod
     def from_openai(cls, data: Mapping[str, Any]) -> ChatMessage:
@@ -263,10 +273,12 @@ class Rendered:
     """What :meth:`WorkingMemory.render` assembled within the model context.
 
     Attributes:
-        messages: Final message list, oldest first: system (with the memory block), history, current user turn.
+        messages: Final message list, oldest first: system (with the memory block), history, current user
+            turn.
         tokens: Total tokens of ``messages`` including overheads; <= ``context_tokens``.
         context_tokens: Total context available for the prompt, in tokens.
-        memories_used: How many of the recalled memories fitted (they are dropped from the end, lowest rank first).
+        memories_used: How many of the recalled memories fitted (they are dropped from the end, lowest rank
+            first).
         window: The history window that was used.
     """
 
@@ -296,10 +308,12 @@ class WorkingMemory:
     Instantiate:
         ``WorkingMemory(context_window=128_000)`` gives the history 40 % of the context (``window_share``);
         ``WorkingMemory(max_tokens=2_000)`` sets the history budget directly. Pass ``on_evict`` to hand
-        messages that fall out of the window to the write gate, and ``history`` to read from an external store.
+        messages that fall out of the window to the write gate, and ``history`` to read from an external
+        store.
 
     Use:
-        ``add()`` / ``extend()`` messages, then ``window()`` for the trimmed history or ``render(memories=...)``
+        ``add()`` / ``extend()`` messages, then ``window()`` for the trimmed history or
+        ``render(memories=...)``
         for the full prompt within the context.
 
     Args:
@@ -307,10 +321,12 @@ class WorkingMemory:
         encoding: Shipped tiktoken encoding, ``"o200k_base"`` (default) or ``"cl100k_base"``.
         context_window: Model context available for the prompt, in tokens (> 0); default 128,000.
         window_share: Share of ``context_window`` for the history, in [0, 1]; default 0.4.
-        on_evict: Called with the messages that newly fell out of the window (oldest first), each message at most
+        on_evict: Called with the messages that newly fell out of the window (oldest first), each message at
+            most
             once after the call returns normally. If it raises, the error propagates and the same messages are
             offered again on the next build, so nothing vanishes silently.
-        history: Optional backend holding the history; when given, ``add``/``extend`` are not available and the
+        history: Optional backend holding the history; when given, ``add``/``extend`` are not available and
+            the
             window is computed from ``history.messages()`` on every build.
         message_overhead: Tokens added per message for role and separators; default 3 (OpenAI chat format).
         tool_call_overhead: Tokens added per tool call for the call wrapper; default 3.
@@ -321,9 +337,13 @@ class WorkingMemory:
     Example:
         >>> evicted = []
         >>> wm = WorkingMemory(max_tokens=12, on_evict=evicted.extend)
-        >>> wm.extend([ChatMessage(role="user", content="first question about Paris"),
-        ...            ChatMessage(role="assistant", content="an answer about Paris"),
-        ...            ChatMessage(role="user", content="second question")])
+        >>> wm.extend(
+        ...     [
+        ...         ChatMessage(role="user", content="first question about Paris"),
+        ...         ChatMessage(role="assistant", content="an answer about Paris"),
+        ...         ChatMessage(role="user", content="second question"),
+        ...     ]
+        ... )
         >>> [m.content for m in wm.window().messages]
         ['an answer about Paris', 'second question']
         >>> [m.content for m in evicted]
@@ -368,7 +388,8 @@ class WorkingMemory:
         self._reported: set[str] = set()
         self._lock = threading.RLock()
 
-    # -- history -----------------------------------------------------------------------------------------------
+    # -- history
+    # -----------------------------------------------------------------------------------------------
 
     def add(self, message: ChatMessage | Mapping[str, Any]) -> None:
         """Append one message (a :class:`ChatMessage` or an OpenAI-style dict) and cache its token count.
@@ -401,7 +422,8 @@ class WorkingMemory:
                 self._history.items.clear()  # type: ignore[attr-defined]
             self._reported.clear()
 
-    # -- counting ----------------------------------------------------------------------------------------------
+    # -- counting
+    # ----------------------------------------------------------------------------------------------
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` with this window's encoding (special tokens counted as text), >= 0."""
@@ -425,13 +447,15 @@ class WorkingMemory:
             self._counts[key] = n
         return n
 
-    # -- building ----------------------------------------------------------------------------------------------
+    # -- building
+    # ----------------------------------------------------------------------------------------------
 
     def window(self, budget: int | None = None) -> Window:
         """Build the window for a history budget and hand newly evicted messages to ``on_evict``.
 
         Args:
-            budget: History budget in tokens (>= 0); default ``max_tokens``. Pinned items do not count against it.
+            budget: History budget in tokens (>= 0); default ``max_tokens``. Pinned items do not count
+                against it.
 
         Returns:
             The :class:`Window`.
@@ -459,7 +483,8 @@ class WorkingMemory:
             if history[i].role == "user":
                 user_idx = i
                 break
-        # Groups: each non-tool message starts one; a tool result joins the group of the assistant message that
+        # Groups: each non-tool message starts one; a tool result joins the group of the assistant message
+        # that
         # called it (merging every group in between, so a call and its results stay together); a tool result
         # with no earlier call is an orphan and never enters the window.
         group_start: list[int] = []  # first message index of each group
@@ -507,7 +532,8 @@ class WorkingMemory:
             used += group_tokens[g]
             keep[g] = True
         if pinned_group >= 0:
-            # keep a pinned group that is not the user message alone (rare: a tool call spanning the user turn)
+            # keep a pinned group that is not the user message alone (rare: a tool call spanning the user
+            # turn)
             keep[pinned_group] = True
         kept: list[ChatMessage] = []
         evicted: list[ChatMessage] = []
@@ -541,7 +567,8 @@ class WorkingMemory:
         self.on_evict(fresh)  # may raise: then nothing is marked, and the messages are offered again
         self._reported.update(m.id for m in fresh)
 
-    # -- rendering ---------------------------------------------------------------------------------------------
+    # -- rendering
+    # ---------------------------------------------------------------------------------------------
 
     def render(
         self,
@@ -553,7 +580,8 @@ class WorkingMemory:
     ) -> Rendered:
         """Assemble the prompt: system message + recalled memories, history window, current user turn.
 
-        Budget split: the history gets ``min(max_tokens, context - pinned)``; the recalled memories get what is
+        Budget split: the history gets ``min(max_tokens, context - pinned)``; the recalled memories get what
+        is
         left of the context after the pinned items and the history actually used. Memories are appended to the
         system message as a bulleted block and are dropped from the end (lowest rank first) until they fit.
 
@@ -620,7 +648,11 @@ class WorkingMemory:
 
 def _check_window(window: Sequence[ChatMessage], history: Sequence[ChatMessage]) -> None:
     """Raise if a built window breaks an invariant (a bug, never bad input)."""
-    body = list(window[1:] if window and window[0].role == "system" and history and window[0] is history[0] else window)
+    body = list(
+        window[1:]
+        if window and window[0].role == "system" and history and window[0] is history[0]
+        else window
+    )
     if body and body[0].role == "tool":
         msg = "internal error: the window begins with a tool result; please report this with the history"
         raise MemLineageError(msg)

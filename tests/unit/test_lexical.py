@@ -3,7 +3,6 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-
 from memlineage.index._base import IndexFilter
 from memlineage.index.lexical import LexicalIndex, date_tokens, tokenize
 

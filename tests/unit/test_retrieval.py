@@ -5,7 +5,6 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
-
 from memlineage import Scope
 from memlineage.index import InMemoryIndex
 from memlineage.index._base import IndexFilter
@@ -54,7 +53,12 @@ def test_lexical_leg_is_isolated_by_scope() -> None:
 
 def test_rare_chinese_term_ranks_first() -> None:
     mm = make_manager()
-    for text in ("今天天气很好，我们去公园散步", "明天开会讨论预算安排", "我最近在读一本关于量子纠缠的书", "晚饭吃了饺子"):
+    for text in (
+        "今天天气很好，我们去公园散步",
+        "明天开会讨论预算安排",
+        "我最近在读一本关于量子纠缠的书",
+        "晚饭吃了饺子",
+    ):
         mm.remember(text, scope=ALICE, source="user")
     res = mm.recall("量子纠缠", scope=ALICE, k=3)
     assert "量子纠缠" in res[0].content
@@ -80,14 +84,18 @@ def test_fusion_is_deterministic() -> None:
     for i in range(30):
         mm.remember(f"note {i} about the garden and tomatoes", scope=ALICE, source="user")
     first = mm.recall("garden tomatoes", scope=ALICE, k=10, reinforce=False).ids
-    assert all(mm.recall("garden tomatoes", scope=ALICE, k=10, reinforce=False).ids == first for _ in range(3))
+    assert all(
+        mm.recall("garden tomatoes", scope=ALICE, k=10, reinforce=False).ids == first for _ in range(3)
+    )
 
 
 def test_trace_contents_and_policy_hook_before_cut() -> None:
     mm = make_manager()
     for i in range(8):
         mm.remember(f"hotel option {i} in Paris", scope=ALICE, source="user" if i % 2 else "reasoning")
-    mm.read_filter = lambda m: ("trust floor: reasoning", "trust-floor") if m.lineage.source_kind == "reasoning" else None
+    mm.read_filter = lambda m: (
+        ("trust floor: reasoning", "trust-floor") if m.lineage.source_kind == "reasoning" else None
+    )
     res = mm.recall("hotel in Paris", scope=ALICE, k=4, trace=True)
     assert len(res) == 4  # k eligible memories exist, so k come back although 4 candidates were withheld
     assert all(h.memory.lineage.source_kind == "user" for h in res)
@@ -109,7 +117,9 @@ def test_write_paths_keep_lexical_leg_in_step() -> None:
     assert mm.recall("lion77", scope=ALICE, k=5).ids in ([], [keep.id])
     assert not mm.lexical.query("lion77", 5, IndexFilter(user_id="alice", statuses=("active",)))
     new = mm.supersede(keep.id, "the wifi password is panda99", scope=ALICE, source="user").memory
-    ids = [h.id for h in mm.lexical.query("wifi password", 5, IndexFilter(user_id="alice", statuses=("active",)))]
+    ids = [
+        h.id for h in mm.lexical.query("wifi password", 5, IndexFilter(user_id="alice", statuses=("active",)))
+    ]
     assert ids == [new.id]
     mm.erase(new.id, scope=ALICE)
     assert not mm.lexical.query("panda99", 5, IndexFilter(user_id="alice", statuses=("active", "erased")))
@@ -124,10 +134,18 @@ def test_lexical_leg_rebuilds_from_ledger_after_restart() -> None:
 
 def test_event_time_matches_dates_in_queries() -> None:
     mm = make_manager(embedder=FakeEmbedder())
-    may = mm.remember("went to the support group", scope=ALICE, source="user",
-                      valid_from=datetime(2023, 5, 8, tzinfo=timezone.utc))
-    mm.remember("went to the support group", scope=ALICE, source="user",
-                valid_from=datetime(2023, 7, 1, tzinfo=timezone.utc))
+    may = mm.remember(
+        "went to the support group",
+        scope=ALICE,
+        source="user",
+        valid_from=datetime(2023, 5, 8, tzinfo=timezone.utc),
+    )
+    mm.remember(
+        "went to the support group",
+        scope=ALICE,
+        source="user",
+        valid_from=datetime(2023, 7, 1, tzinfo=timezone.utc),
+    )
     assert mm.recall("support group on 8 May 2023", scope=ALICE, k=1)[0].id == may.id
 
 

@@ -467,3 +467,26 @@ def test_activity_lifecycle(mm, alice):
     assert mm.get_activity("t1").ended_at is not None
     with pytest.raises(MemoryNotFoundError):
         mm.end_activity("missing")
+
+
+def test_archived_intermediate_still_propagates(mm, alice):
+    a = mm.remember("premise A", scope=alice)
+    b = mm.remember("middle B", scope=alice, derived_from=[a.id])
+    c = mm.remember("leaf C", scope=alice, derived_from=[b.id])
+    mm.forget(b.id, scope=alice)
+    assert mm.retract(a.id, scope=alice).suspect == [c.id]
+    assert mm.require(b.id, scope=alice).status is Status.ARCHIVED
+
+
+def test_cascade_full_path_matches_shortcut_semantics(mm, alice):
+    # One corroborated node forces the full evaluation; everything else behaves as in the shortcut.
+    root = mm.remember("root", scope=alice)
+    other = mm.remember("independent evidence", scope=alice, source="tool:x")
+    solid = mm.remember("solid fact", scope=alice, source="reasoning", derived_from=[root.id])
+    mm.remember("solid fact", scope=alice, source="tool:x", derived_from=[other.id])
+    weak = mm.remember("weak conclusion", scope=alice, derived_from=[root.id, other.id])
+    built_on_solid = mm.remember("built on solid", scope=alice, derived_from=[solid.id])
+    built_on_weak = mm.remember("built on weak", scope=alice, derived_from=[weak.id, solid.id])
+    report = mm.retract(root.id, scope=alice)
+    assert report.suspect == [weak.id, built_on_weak.id]
+    assert set(report.unaffected) == {solid.id, built_on_solid.id}

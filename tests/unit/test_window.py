@@ -8,7 +8,6 @@ import textwrap
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from memlineage.errors import ConfigurationError, InvalidInputError
 from memlineage.window import ChatMessage, ToolCall, WorkingMemory, count_tokens, get_encoding
 
@@ -68,7 +67,9 @@ def check_invariants(wm: WorkingMemory, history: list[ChatMessage], budget: int)
     assert win.history_tokens <= budget
     assert win.tokens == sum(wm.tokens_of(m) for m in win.messages)
     # tool groups: a call's results are all in or all out, and no result without its call; no leading tool
-    body = [m for m in win.messages if not (history and history[0].role == "system" and m.id == history[0].id)]
+    body = [
+        m for m in win.messages if not (history and history[0].role == "system" and m.id == history[0].id)
+    ]
     if body:
         assert body[0].role != "tool"
     kept = set(ids)
@@ -118,7 +119,10 @@ def test_budget_zero_returns_only_pinned() -> None:
 
 
 def test_parallel_tool_calls_kept_or_dropped_together() -> None:
-    calls = (ToolCall(id="a", name="weather", arguments='{"city":"Paris"}'), ToolCall(id="b", name="fx", arguments="{}"))
+    calls = (
+        ToolCall(id="a", name="weather", arguments='{"city":"Paris"}'),
+        ToolCall(id="b", name="fx", arguments="{}"),
+    )
     msgs = [
         ChatMessage(role="user", content="plan my trip"),
         ChatMessage(role="assistant", tool_calls=calls),
@@ -139,14 +143,19 @@ def test_parallel_tool_calls_kept_or_dropped_together() -> None:
 def test_tool_names_arguments_and_reasoning_count() -> None:
     wm = WorkingMemory()
     plain = ChatMessage(role="assistant", content="ok")
-    call = ChatMessage(role="assistant", content="ok", tool_calls=(ToolCall(id="1", name="lookup", arguments='{"q": "x"}'),))
+    call = ChatMessage(
+        role="assistant", content="ok", tool_calls=(ToolCall(id="1", name="lookup", arguments='{"q": "x"}'),)
+    )
     reasoning = ChatMessage(role="assistant", content="ok", reasoning="because the user asked twice")
     assert wm.tokens_of(call) > wm.tokens_of(plain)
     assert wm.tokens_of(reasoning) > wm.tokens_of(plain)
 
 
 def test_copy_on_read_backend_respects_budget() -> None:
-    stored = [ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"message number {i}") for i in range(50)]
+    stored = [
+        ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"message number {i}")
+        for i in range(50)
+    ]
 
     class Backend:
         reads = 0
@@ -184,7 +193,11 @@ def test_render_fits_context_and_drops_low_ranked_memories() -> None:
     wm = WorkingMemory(context_window=300, window_share=0.4)
     wm.add(ChatMessage(role="system", content="You are helpful."))
     for i in range(30):
-        wm.add(ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"turn {i} about the trip to Lisbon"))
+        wm.add(
+            ChatMessage(
+                role="user" if i % 2 == 0 else "assistant", content=f"turn {i} about the trip to Lisbon"
+            )
+        )
     wm.add(ChatMessage(role="user", content="Where am I going?"))
     memories = [f"memory {i}: the user likes window seats and quiet hotels" for i in range(40)]
     out = wm.render(memories)
@@ -241,14 +254,14 @@ def test_from_openai_roundtrip() -> None:
 
 
 def test_offline_counting_with_sockets_disabled(socket_disabled: None) -> None:
-    # A fresh interpreter: sockets blocked, tiktoken's downloader replaced by a tripwire, no cache dir of our own.
+    # A fresh interpreter: sockets blocked, tiktoken's downloader replaced by a tripwire, no cache dir set.
     code = textwrap.dedent(
         """
         import os, socket
         os.environ.pop("TIKTOKEN_CACHE_DIR", None)
         def _blocked(*a, **k):
             raise RuntimeError("network used")
-        socket.socket = _blocked
+        socket.socket.connect = _blocked
         socket.create_connection = _blocked
         import tiktoken.load
         tiktoken.load.read_file = _blocked

@@ -118,12 +118,25 @@ class ChromaIndex:
                 metadatas=[dict(m) for m in metadatas[start:end]],
             )
 
+    def add(
+        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Insert entries known to be new (about twice as fast as :meth:`upsert` in Chroma)."""
+        for start in range(0, len(ids), BATCH):
+            end = start + BATCH
+            self._call(
+                "add",
+                self._col.add,
+                ids=list(ids[start:end]),
+                embeddings=[list(map(float, v)) for v in vectors[start:end]],
+                metadatas=[dict(m) for m in metadatas[start:end]],
+            )
+
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
-        """Merge metadata into existing entries; ids missing from the collection are skipped."""
+        """Merge metadata into existing entries; Chroma skips ids missing from the collection."""
         if not ids:
             return
-        present = self._present(ids)
-        pairs = [(i, dict(m)) for i, m in zip(ids, metadatas) if i in present]
+        pairs = [(i, dict(m)) for i, m in zip(ids, metadatas)]
         for start in range(0, len(pairs), BATCH):
             chunk = pairs[start : start + BATCH]
             self._call(

@@ -38,6 +38,12 @@ class InMemoryIndex:
                 self._vectors[i] = arr / norm
                 self._meta[i] = dict(m)
 
+    def add(
+        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Insert new entries (same as :meth:`upsert` here)."""
+        self.upsert(ids, vectors, metadatas)
+
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into existing entries."""
         with self._lock:

@@ -5,16 +5,21 @@ Tokenisation (:func:`tokenize`), identical for documents and queries:
 1. NFKC normalisation and case folding (full-width ``ＡＢＣ１２３`` becomes ``abc123``).
 2. Runs of Han, kana and Hangul characters become character unigrams plus overlapping bigrams, so a Chinese or
    Japanese term matches without a dictionary-based segmenter.
-3. Other word runs: a run that mixes letters and digits (``ABC123``, ``gpt4o``, ``v2``) is kept whole and never
-   stemmed; hyphen/underscore/dot-joined identifiers (``order-77a``) are kept whole *and* split into parts; plain
+3. Other word runs: a run that mixes letters and digits (``ABC123``, ``gpt4o``, ``v2``) is kept whole and
+never
+   stemmed; hyphen/underscore/dot-joined identifiers (``order-77a``) are kept whole *and* split into parts;
+   plain
    words are stemmed with the English Snowball stemmer (PyStemmer) after dropping a small stopword list.
 4. Dates in text (``8 May 2023``, ``May 8, 2023``, ``2023-05-08``, ``May 2023``) add canonical date tokens
    (``@2023-05-08``, ``@2023-05``, ``@2023``) so a date in a query matches a memory's event time
    (:func:`date_tokens` of ``valid_from`` is indexed with every memory).
 
-Scoping: the index keeps one BM25 model per ``user_id``. A query only ever scores documents of the requesting user
-(the model of another user is never touched), and the remaining filter (status, kind, agent, session, tags) masks
-the scores before the top-k cut, inside the query. A user's model is (re)built lazily on the first query after a
+Scoping: the index keeps one BM25 model per ``user_id``. A query only ever scores documents of the requesting
+user
+(the model of another user is never touched), and the remaining filter (status, kind, agent, session, tags)
+masks
+the scores before the top-k cut, inside the query. A user's model is (re)built lazily on the first query
+after a
 write; an optional ``loader`` fills a user's documents from the ledger the first time that user is queried.
 
 Example:
@@ -53,7 +58,8 @@ _HAS_DIGIT = re.compile(r"\d")
 
 STOPWORDS: frozenset[str] = frozenset(
     """a an and are as at be but by for if in into is it no not of on or such that the their then there these they
-    this to was will with i me my we our you your he him his she her its them what which who whom when where why how
+    this to was will with i me my we our you your he him his she her its them what which who whom when where
+    why how
     do does did doing done has have had having am been being would could should can might shall must
     about so than too very just also any some all both each few more most other own same s t d ll m re ve
     """.split()
@@ -63,9 +69,18 @@ _MONTHS = {
     m: i
     for i, names in enumerate(
         [
-            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
-            ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
-            ("october", "oct"), ("november", "nov"), ("december", "dec"),
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
         ],
         start=1,
     )
@@ -76,7 +91,10 @@ _DATE_PATTERNS = (
     # 2023-05-08, 2023/5/8, 2023.05.08
     (re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b"), ("y", "m", "d")),
     # 8 May 2023, 8th of May, 2023
-    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\.?,?\s+(\d{{4}})\b"), ("d", "mn", "y")),
+    (
+        re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\.?,?\s+(\d{{4}})\b"),
+        ("d", "mn", "y"),
+    ),
     # May 8, 2023 / May 8th 2023
     (re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"), ("mn", "d", "y")),
     # May 2023
@@ -112,7 +130,11 @@ def date_tokens(when: datetime) -> list[str]:
     """
     if when.tzinfo is not None:
         when = when.astimezone(timezone.utc)
-    return [f"@{when.year:04d}-{when.month:02d}-{when.day:02d}", f"@{when.year:04d}-{when.month:02d}", f"@{when.year:04d}"]
+    return [
+        f"@{when.year:04d}-{when.month:02d}-{when.day:02d}",
+        f"@{when.year:04d}-{when.month:02d}",
+        f"@{when.year:04d}",
+    ]
 
 
 def _dates_in(text: str) -> list[str]:
@@ -214,12 +236,15 @@ class LexicalIndex:
         Uses the core dependencies ``bm25s`` and ``PyStemmer`` (imported lazily).
 
     Instantiate:
-        ``LexicalIndex()``; pass ``loader=`` (``user_id -> iterable of (id, text, metadata)``) to fill a user's
-        documents from the ledger on that user's first query. With a loader, writes for users not loaded yet are
+        ``LexicalIndex()``; pass ``loader=`` (``user_id -> iterable of (id, text, metadata)``) to fill a
+        user's
+        documents from the ledger on that user's first query. With a loader, writes for users not loaded yet
+        are
         skipped (the loader will read them), so memory holds only the users that were queried.
 
     Use:
-        Keep it in step with the ledger through ``upsert`` / ``update_metadata`` / ``delete`` (the manager's write
+        Keep it in step with the ledger through ``upsert`` / ``update_metadata`` / ``delete`` (the manager's
+        write
         paths do), then ``query(text, k, where)``.
 
     Args:
@@ -244,7 +269,8 @@ class LexicalIndex:
         self.k1 = k1
         self.b = b
 
-    # -- writes ------------------------------------------------------------------------------------------------
+    # -- writes
+    # ------------------------------------------------------------------------------------------------
 
     def upsert(
         self,
@@ -259,7 +285,8 @@ class LexicalIndex:
         Args:
             ids: Memory (version) ids.
             texts: Text to index, one per id.
-            metadatas: Flat metadata per id (``user_id`` required; ``status``, ``kind``, ``agent_id``... used by
+            metadatas: Flat metadata per id (``user_id`` required; ``status``, ``kind``, ``agent_id``... used
+                by
                 the query filter). A float ``valid_from`` (epoch seconds) adds the event date tokens.
             valid_from: Optional event times per id; override the metadata's ``valid_from`` for date tokens.
         """
@@ -273,7 +300,11 @@ class LexicalIndex:
                     self._drop(mid)
                 tokens = tokenize(text)
                 when = valid_from[j] if valid_from is not None else None
-                if when is None and isinstance(meta.get("valid_from"), (int, float)) and meta.get("valid_from"):
+                if (
+                    when is None
+                    and isinstance(meta.get("valid_from"), (int, float))
+                    and meta.get("valid_from")
+                ):
                     when = datetime.fromtimestamp(float(meta["valid_from"]), tz=timezone.utc)
                 if when is not None:
                     tokens.extend(date_tokens(when))
@@ -336,14 +367,17 @@ class LexicalIndex:
         """Number of documents currently held."""
         return len(self._owner)
 
-    # -- reads -------------------------------------------------------------------------------------------------
+    # -- reads
+    # -------------------------------------------------------------------------------------------------
 
     def _ensure(self, user: str) -> _UserIndex | None:
         if self._loader is not None and user not in self._loaded:
             rows = list(self._loader(user))
             self._loaded.add(user)
             if rows:
-                self.upsert([r[0] for r in rows], [r[1] for r in rows], [dict(r[2], user_id=user) for r in rows])
+                self.upsert(
+                    [r[0] for r in rows], [r[1] for r in rows], [dict(r[2], user_id=user) for r in rows]
+                )
         ui = self._users.get(user)
         if ui is None or not ui.docs:
             return None
@@ -386,7 +420,9 @@ class LexicalIndex:
             ids = [t for t in dict.fromkeys(terms) if t in model.vocab_dict]
             if not ids:
                 return []
-            mask = np.fromiter((where.matches(ui.meta[i]) for i in ui.order), dtype=np.float32, count=len(ui.order))
+            mask = np.fromiter(
+                (where.matches(ui.meta[i]) for i in ui.order), dtype=np.float32, count=len(ui.order)
+            )
             scores = model.get_scores(ids) * mask
             order = ui.order
         nz = np.flatnonzero(scores > 0)

@@ -388,6 +388,36 @@ class Ledger:
                         result[mid] = depth
         return result
 
+    def cascade_info(self, mid: str, conn: Connection | None = None) -> dict[str, tuple[int, str, int]]:
+        """Descendants of ``mid`` with what a cascade needs, in one recursive query.
+
+        Returns:
+            ``{memory_id: (min_depth, status, number_of_support_groups)}``.
+        """
+        rel = edges.c.relation == Relation.WAS_DERIVED_FROM.value
+        seed = select(edges.c.src.label("id"), func.cast(1, edges.c.support.type).label("depth")).where(
+            edges.c.dst == mid, rel
+        )
+        cte = seed.cte("cascade", recursive=True)
+        step = select(edges.c.src.label("id"), (cte.c.depth + 1).label("depth")).where(
+            edges.c.dst == cte.c.id, rel, cte.c.depth < 10_000
+        )
+        cte = cte.union(step)
+        walked = select(cte.c.id, func.min(cte.c.depth).label("depth")).group_by(cte.c.id).subquery()
+        groups = (
+            select(supports.c.memory_id, func.count().label("n"))
+            .where(supports.c.memory_id.in_(select(walked.c.id)))
+            .group_by(supports.c.memory_id)
+            .subquery()
+        )
+        query = (
+            select(walked.c.id, walked.c.depth, memories.c.status, func.coalesce(groups.c.n, 0))
+            .join(memories, memories.c.id == walked.c.id)
+            .outerjoin(groups, groups.c.memory_id == walked.c.id)
+        )
+        with self._maybe(conn) as c:
+            return {i: (d, st, n) for i, d, st, n in c.execute(query)}
+
     def find_duplicates(
         self, user_id: str, agent_id: str | None, pairs: Iterable[tuple[str, str]], conn: Connection | None = None
     ) -> dict[tuple[str, str], dict[str, Any]]:

@@ -19,7 +19,7 @@ from memlineage.errors import (
     PolicyViolationError,
     ScopeViolationError,
 )
-from memlineage.models import Memory, Status, utcnow
+from memlineage.models import Memory, Status, new_id, utcnow
 from memlineage.policy._condition import (
     MEMORY_FIELDS,
     REQUEST_FIELDS,
@@ -423,15 +423,46 @@ class PolicyEngine:
                 logger.debug("could not record input %s for policy %s", path, policy.id, exc_info=True)
         return out
 
+    def _cel_results(
+        self, plan: _Plan, memories: Sequence[Memory], ctx: PolicyContext
+    ) -> dict[str, list[bool | BaseException | None]]:
+        """Evaluate every CEL policy on every candidate its target matches, candidate by candidate.
+
+        One CEL context per batch: ``request``, ``now`` and ``new`` are converted once, ``memory`` (only the
+        fields the active conditions reference) once per candidate, and every CEL program runs on it. ``None``
+        marks pairs that were not evaluated (target does not match).
+        """
+        cel_policies = [(p, m) for p, m in zip(plan.policies, plan.matchers) if p.compiled.kind == "cel"]
+        results: dict[str, list[bool | BaseException | None]] = {p.id: [None] * len(memories) for p, _ in cel_policies}
+        if not cel_policies:
+            return results
+        context = cel.Context()
+        context.add_variable("request", request_fields(ctx.request, plan.cel_request_fields))
+        context.add_variable("now", ctx.now_epoch)
+        if ctx.new is not None:
+            context.add_variable("new", memory_fields(ctx.new, ctx, plan.cel_new_fields))
+        fields = plan.cel_memory_fields
+        for i, memory in enumerate(memories):
+            todo = [(p.id, p.compiled.program) for p, match in cel_policies if match is None or match(memory)]
+            if not todo:
+                continue
+            context.add_variable("memory", memory_fields(memory, ctx, fields))
+            for pid, program in todo:
+                try:
+                    value = program.execute(context)
+                except Exception as exc:
+                    results[pid][i] = exc
+                    continue
+                results[pid][i] = value if isinstance(value, bool) else TypeError(f"condition returned {value!r}")
+        return results
+
     def _fire(
         self,
         policy: Policy,
-        plan: _Plan,
         idx: list[int],
         memories: Sequence[Memory],
         ctx: PolicyContext,
-        cel_cache: list[Any],
-        shared: dict[str, Any],
+        cel_results: dict[str, list[bool | BaseException | None]],
     ) -> list[bool | BaseException]:
         compiled = policy.compiled
         if compiled.kind == "always":
@@ -455,25 +486,8 @@ class PolicyEngine:
                 except Exception as exc:
                     out.append(exc)
             return out
-        program = compiled.program
-        out = []
-        for i in idx:
-            context = cel_cache[i]
-            if context is None:
-                context = cel.Context()
-                context.add_variable("memory", memory_fields(memories[i], ctx, plan.cel_memory_fields))
-                context.add_variable("request", shared["request"])
-                context.add_variable("now", ctx.now_epoch)
-                if shared["new"] is not None:
-                    context.add_variable("new", shared["new"])
-                cel_cache[i] = context
-            try:
-                value = program.execute(context)
-            except Exception as exc:
-                out.append(exc)
-                continue
-            out.append(value if isinstance(value, bool) else TypeError(f"condition returned {value!r}"))
-        return out
+        column = cel_results[policy.id]
+        return [False if column[i] is None else column[i] for i in idx]  # type: ignore[misc]
 
     def _walk(self, memories: Sequence[Memory], ctx: PolicyContext) -> list[_Verdict]:
         plan = self._plan(ctx.operation)
@@ -482,11 +496,7 @@ class PolicyEngine:
             return verdicts
         if plan.needs_premises:
             ctx.prefetch(memories)
-        shared = {
-            "request": request_fields(ctx.request, plan.cel_request_fields),
-            "new": None if ctx.new is None else memory_fields(ctx.new, ctx, plan.cel_new_fields),
-        }
-        cel_cache: list[Any] = [None] * len(memories)
+        cel_results = self._cel_results(plan, memories, ctx)
         open_idx = list(range(len(memories)))
         for policy, matcher in zip(plan.policies, plan.matchers):
             if not open_idx:
@@ -494,7 +504,7 @@ class PolicyEngine:
             idx = open_idx if matcher is None else [i for i in open_idx if matcher(memories[i])]
             if not idx:
                 continue
-            results = self._fire(policy, plan, idx, memories, ctx, cel_cache, shared)
+            results = self._fire(policy, idx, memories, ctx, cel_results)
             closed = False
             for i, fired in zip(idx, results):
                 error = None
@@ -509,8 +519,8 @@ class PolicyEngine:
                 reason = policy.display_reason
                 if error is not None:
                     reason += f" (condition failed: {type(error).__name__}: {error}; applied to be safe)"
-                withheld = policy.effect in WITHHOLDING_EFFECTS
                 decision = Decision.model_construct(
+                    id=new_id(),
                     policy_id=policy.id,
                     effect=policy.effect,
                     operation=ctx.operation,
@@ -519,9 +529,15 @@ class PolicyEngine:
                     inputs=self._inputs(policy, memories[i], ctx),
                     layer=policy.layer,
                     priority=policy.priority,
-                    withheld=withheld,
-                    obligations=dict(policy.obligations),
+                    withheld=policy.effect in WITHHOLDING_EFFECTS,
+                    warning=None,
                     flags=tuple(verdict.flags),
+                    obligations=dict(policy.obligations),
+                    cost=0.0,
+                    replacement_id=None,
+                    replacement=None,
+                    admin_grant_id=None,
+                    at=ctx.now,
                 )
                 verdict.decisions.append(decision)
                 verdict.obligations.update(policy.obligations)
