@@ -1,4 +1,4 @@
-"""Evidence retrieval on LoCoMo dev conversations: BM25, dense, LangChain, LlamaIndex and MemLineage side by side.
+"""Evidence retrieval on LoCoMo dev conversations: BM25, dense, LangChain, LlamaIndex and MemLineage.
 
 Each dialogue turn is one episodic memory ("[session date] speaker: text", plus the image caption if any; the
 session date is the event time) in one scope per conversation. For every question with evidence we retrieve
@@ -343,7 +343,7 @@ def system_memlineage(convs: dict[str, list[Turn]], vecs: CachedVectors, config:
 
 def score(questions: Sequence[Question], ranked: Sequence[list[str]]) -> dict[str, Any]:
     per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for q, ids in zip(questions, ranked):
+    for q, ids in zip(questions, ranked, strict=False):
         ev = set(q.evidence)
         groups = [str(q.category)] + (["1-4"] if q.category <= 4 else [])
         for k in KS:
@@ -380,14 +380,18 @@ def main() -> None:
         try:
             if name in ("dense", "langchain", "llamaindex") and client is None:
                 client = chroma_client()
-            build = {
-                "bm25": lambda: system_bm25(convs, vecs),
-                "dense": lambda: system_dense(convs, vecs, client),
-                "langchain": lambda: system_langchain(convs, vecs, client),
-                "llamaindex": lambda: system_llamaindex(convs, vecs, client),
-                "memlineage": lambda: system_memlineage(convs, vecs),
-            }[name]
-            run = build()
+            if name == "bm25":
+                run = system_bm25(convs, vecs)
+            elif name == "dense":
+                run = system_dense(convs, vecs, client)
+            elif name == "langchain":
+                run = system_langchain(convs, vecs, client)
+            elif name == "llamaindex":
+                run = system_llamaindex(convs, vecs, client)
+            elif name == "memlineage":
+                run = system_memlineage(convs, vecs)
+            else:
+                raise ValueError(f"unknown system {name}")
             t1 = time.perf_counter()
             ranked = [run(q) for q in questions]
             t2 = time.perf_counter()

@@ -8,9 +8,15 @@ LangGraph ``BaseStore`` (:class:`LineageStore`), a retriever (:class:`LineageRet
 
 from memlineage_langchain._callback import AsyncLineageCaptureCallback, LineageCaptureCallback
 from memlineage_langchain._memory import LineageMemory
+from memlineage_langchain._middleware import LineageMiddleware
+from memlineage_langchain._retriever import LineageRetriever
+from memlineage_langchain._store import LineageStore
 
 __all__ = [
     "AsyncLineageCaptureCallback",
     "LineageCaptureCallback",
     "LineageMemory",
+    "LineageMiddleware",
+    "LineageRetriever",
+    "LineageStore",
 ]

@@ -6,13 +6,14 @@ import asyncio
 import functools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID
 
 from langchain_core.agents import AgentAction, AgentFinish
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
+from langchain_core.documents import Document
 from langchain_core.outputs import LLMResult
 from typing_extensions import override
 
@@ -216,8 +217,11 @@ class _Recorder:
         run.answered = True
 
     # ------------------------------------------------------------------ LLM calls
-    def llm_start(self, run_id: str, parent: str | None, metadata: Mapping[str, Any] | None, name: str | None) -> None:
-        run = _Run(id=run_id, kind="llm_call", name=name, parent=parent, scope=self._scope_for(metadata, parent))
+    def llm_start(
+        self, run_id: str, parent: str | None, metadata: Mapping[str, Any] | None, name: str | None,
+        kind: str = "llm_call",
+    ) -> None:  # fmt: skip
+        run = _Run(id=run_id, kind=kind, name=name, parent=parent, scope=self._scope_for(metadata, parent))
         self._add(run)
         self._record(run, {"framework": "langchain"})
 
@@ -510,6 +514,37 @@ class LineageCaptureCallback(BaseCallbackHandler):
 
     @override
     @_guard
+    def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._recorder.llm_start(
+            str(run_id), _sid(parent_run_id), metadata, _run_name(serialized, kwargs), kind="retrieval"
+        )
+
+    @override
+    @_guard
+    def on_retriever_end(
+        self, documents: Sequence[Document], *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        self._recorder.llm_end(str(run_id), "success", {"documents": len(documents)})
+
+    @override
+    @_guard
+    def on_retriever_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        self._recorder.llm_end(str(run_id), "error", {"error": repr(error)})
+
+    @override
+    @_guard
     def on_agent_action(
         self, action: AgentAction, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
@@ -671,6 +706,38 @@ class AsyncLineageCaptureCallback(AsyncCallbackHandler):
     @override
     @_aguard
     async def on_llm_error(
+        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        await asyncio.to_thread(self._recorder.llm_end, str(run_id), "error", {"error": repr(error)})
+
+    @override
+    @_aguard
+    async def on_retriever_start(
+        self,
+        serialized: dict[str, Any],
+        query: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        await asyncio.to_thread(
+            self._recorder.llm_start, str(run_id), _sid(parent_run_id), metadata, _run_name(serialized, kwargs),
+            "retrieval",
+        )  # fmt: skip
+
+    @override
+    @_aguard
+    async def on_retriever_end(
+        self, documents: Sequence[Document], *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
+        await asyncio.to_thread(self._recorder.llm_end, str(run_id), "success", {"documents": len(documents)})
+
+    @override
+    @_aguard
+    async def on_retriever_error(
         self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
         await asyncio.to_thread(self._recorder.llm_end, str(run_id), "error", {"error": repr(error)})

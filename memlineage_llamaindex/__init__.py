@@ -3,10 +3,12 @@
 Which to use:
 
 * ``lineage_memory(manager, user_id=..., session_id=...)`` gives an agent long-term memory in one line:
-  ``agent.run(user_msg=..., memory=lineage_memory(...))``. It stores every message with lineage and recalls the
+  ``agent.run(user_msg=..., memory=lineage_memory(...))``. It stores every message with lineage and recalls
+  the
   relevant memories each turn. ``LineageMemoryBlock`` is the same thing as a block for your own ``Memory``.
 * To also capture tool calls (arguments, call ids, errors) and LLM steps as activities, wrap the run with
-  ``await capture_run(agent.run(...), manager, scope=...)``. Prefer it: it is per run, so the scope is explicit.
+  ``await capture_run(agent.run(...), manager, scope=...)``. Prefer it: it is per run, so the scope is
+  explicit.
 * ``LineageEventHandler(...).register()`` captures the same through ``get_dispatcher()`` for code you cannot
   wrap; it is process-global, so give it one scope or tag each run with ``instrument_tags``.
 """

@@ -11,10 +11,10 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
-from typing_extensions import override
-
 from memlineage.manager import MemoryManager
 from memlineage.models import MemoryKind, Scope, normalize_content
+from typing_extensions import override
+
 from memlineage_llamaindex._convert import (
     latest_user_text,
     message_text,
@@ -175,7 +175,9 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
         if tool_id:
             activity = await asyncio.to_thread(self.manager.get_activity, tool_id)
             if activity is not None and activity.outcome == "error":
-                logger.debug("tool call %s failed; its output is kept on the activity, not as a memory", tool_id)
+                logger.debug(
+                    "tool call %s failed; its output is kept on the activity, not as a memory", tool_id
+                )
                 return
         mem = await self.manager.aremember(
             tool_result_content(name, kwargs, output),

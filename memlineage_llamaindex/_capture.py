@@ -1,27 +1,37 @@
-"""Automatic tool-call capture for LlamaIndex workflow agents (``FunctionAgent``, ``ReActAgent``, ``AgentWorkflow``).
+"""Automatic tool-call capture for LlamaIndex workflow agents (``FunctionAgent``, ``ReActAgent``,
+``AgentWorkflow``).
 
-In llama-index-core 0.14 workflow agents emit neither ``AgentToolCallEvent`` nor ``CBEventType.FUNCTION_CALL``.
+In llama-index-core 0.14 workflow agents emit neither ``AgentToolCallEvent`` nor
+``CBEventType.FUNCTION_CALL``.
 Tool calls surface in two places, and there is one capture mechanism for each:
 
 * **Stream events** (recommended): ``capture_run(handler, manager, scope=...)`` consumes
   ``handler.stream_events()`` of one run: ``AgentInput``/``AgentOutput`` (one LLM step), ``ToolCall`` /
-  ``ToolCallResult`` (tool name, kwargs, ``tool_id``, ``ToolOutput.is_error``) and ``StopEvent``. It is per run,
+  ``ToolCallResult`` (tool name, kwargs, ``tool_id``, ``ToolOutput.is_error``) and ``StopEvent``. It is per
+  run,
   so the scope is explicit and concurrent runs of different users never mix; it is async (core calls are
   offloaded with the manager's ``a*`` twins).
-* **Instrumentation** (for code you cannot change, e.g. a server that builds the agents): ``LineageEventHandler``
-  registered with ``llama_index.core.instrumentation.get_dispatcher()`` via :meth:`LineageEventHandler.register`.
+* **Instrumentation** (for code you cannot change, e.g. a server that builds the agents):
+  ``LineageEventHandler``
+  registered with ``llama_index.core.instrumentation.get_dispatcher()`` via
+  :meth:`LineageEventHandler.register`.
   Its companion span handler sees the agent's ``<Agent>.run-*`` span (user turn, final answer),
-  ``BaseWorkflowAgent.call_tool-*`` spans (``ToolCall`` in, ``ToolCallResult`` out) and the event handler turns
-  ``LLMChatStartEvent`` / ``LLMChatEndEvent`` into reasoning activities. The dispatcher is process-global: give the
+  ``BaseWorkflowAgent.call_tool-*`` spans (``ToolCall`` in, ``ToolCallResult`` out) and the event handler
+  turns
+  ``LLMChatStartEvent`` / ``LLMChatEndEvent`` into reasoning activities. The dispatcher is process-global:
+  give the
   handler a scope for a single-user app, or name the scope per run with
   ``instrument_tags({"memlineage.user_id": ..., "memlineage.session_id": ...})``; runs without any scope are
   skipped (never written to a shared pool). Its core calls are synchronous (the dispatcher calls handlers
-  synchronously) and the dispatcher swallows handler errors, which are logged (``raise_error=True`` re-raises).
+  synchronously) and the dispatcher swallows handler errors, which are logged (``raise_error=True``
+  re-raises).
 
 Both record the same lineage: an ``agent_run`` activity with the user turn (source ``user``); one ``llm_call``
 activity per model call (``wasInformedBy`` the run); one ``tool_call`` activity per call whose id is the
-framework's ``tool_id`` (ReAct's are generated uuids) with the result stored as a memory of source ``tool:<name>``
-derived from the user turn; a failed call (``is_error=True``) only closes its activity with ``outcome="error"``
+framework's ``tool_id`` (ReAct's are generated uuids) with the result stored as a memory of source
+``tool:<name>``
+derived from the user turn; a failed call (``is_error=True``) only closes its activity with
+``outcome="error"``
 and the error text, and is never stored as a result; the final answer (source ``agent``) derives from the user
 turn and every successful tool result of the run.
 """
@@ -46,12 +56,11 @@ from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.llms import ChatMessage
 from llama_index.core.workflow import StopEvent
-from typing_extensions import override
-
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Scope, new_id
+from typing_extensions import override
+
 from memlineage_llamaindex._convert import (
-    json_safe,
     latest_user_text,
     message_text,
     scope_from_tags,
@@ -101,7 +110,12 @@ class _Recorder:
         self.manager.end_activity(llm_id, metadata={"response": text[:500], "tool_call_ids": tool_ids})
 
     def start_tool(
-        self, run: _Run, tool_id: str, tool_name: str, tool_kwargs: Mapping[str, Any], span_id: str | None = None
+        self,
+        run: _Run,
+        tool_id: str,
+        tool_name: str,
+        tool_kwargs: Mapping[str, Any],
+        span_id: str | None = None,
     ) -> None:
         meta = tool_metadata(tool_id, tool_name, tool_kwargs)
         if span_id:
@@ -118,7 +132,13 @@ class _Recorder:
         )
 
     def end_tool(
-        self, run: _Run, tool_id: str, tool_name: str, tool_kwargs: Mapping[str, Any], output: str, is_error: bool
+        self,
+        run: _Run,
+        tool_id: str,
+        tool_name: str,
+        tool_kwargs: Mapping[str, Any],
+        output: str,
+        is_error: bool,
     ) -> None:
         if self.manager.get_activity(tool_id) is None:
             self.start_tool(run, tool_id, tool_name, tool_kwargs)
@@ -196,7 +216,9 @@ async def capture_run(
 
     Example:
         >>> handler = agent.run(user_msg="Weather in Paris?", memory=memory)  # doctest: +SKIP
-        >>> result = await capture_run(handler, manager, scope={"user_id": "alice", "session_id": "s1"})  # doctest: +SKIP
+        >>> result = await capture_run(
+        ...     handler, manager, scope={"user_id": "alice", "session_id": "s1"}
+        ... )  # doctest: +SKIP
     """
     run = _Run(run_id=str(getattr(handler, "run_id", None) or new_id()), scope=Scope.coerce(scope))
     recorder = _Recorder(manager)
@@ -218,14 +240,21 @@ async def capture_run(
                 await asyncio.to_thread(recorder.end_llm, run, run.llm_id, _answer_text(ev), ids)
             elif isinstance(ev, ToolCallResult):
                 await asyncio.to_thread(
-                    recorder.end_tool, run, ev.tool_id, ev.tool_name, ev.tool_kwargs, _output_text(ev),
+                    recorder.end_tool,
+                    run,
+                    ev.tool_id,
+                    ev.tool_name,
+                    ev.tool_kwargs,
+                    _output_text(ev),
                     ev.tool_output.is_error,
-                )  # fmt: skip
+                )
             elif isinstance(ev, ToolCall):
                 await asyncio.to_thread(recorder.start_tool, run, ev.tool_id, ev.tool_name, ev.tool_kwargs)
-            elif isinstance(ev, StopEvent) and started:
+            elif isinstance(ev, StopEvent) and started and isinstance(ev.result, AgentOutput):
                 await asyncio.to_thread(recorder.answer, run, _answer_text(ev.result))
         result = await handler
+        if started and not run.answered:
+            await asyncio.to_thread(recorder.answer, run, _answer_text(result))
     except BaseException as exc:
         if started and not run.answered:
             await asyncio.to_thread(recorder.fail, run, f"{type(exc).__name__}: {exc}")
@@ -323,7 +352,9 @@ class LineageEventHandler(BaseEventHandler):
 
     Instantiate:
         >>> from memlineage.testing import make_manager
-        >>> handler = LineageEventHandler(manager=make_manager(), scope={"user_id": "alice", "session_id": "s1"})
+        >>> handler = LineageEventHandler(
+        ...     manager=make_manager(), scope={"user_id": "alice", "session_id": "s1"}
+        ... )
 
     Use:
         >>> handler.register()  # adds the event and span handlers to get_dispatcher()  # doctest: +SKIP
@@ -347,9 +378,12 @@ class LineageEventHandler(BaseEventHandler):
     _runs: dict[str, _Run] = PrivateAttr(default_factory=dict)
     _tools: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
     _run_spans: dict[str, list[str]] = PrivateAttr(default_factory=dict)
+    _pending: dict[str, tuple[str | None, str | None]] = PrivateAttr(default_factory=dict)
     _recorder: _Recorder | None = PrivateAttr(default=None)
 
-    def __init__(self, *, manager: MemoryManager, scope: Scope | Mapping[str, Any] | str | None = None, **kwargs: Any):
+    def __init__(
+        self, *, manager: MemoryManager, scope: Scope | Mapping[str, Any] | str | None = None, **kwargs: Any
+    ):
         super().__init__(manager=manager, scope=Scope.coerce(scope) if scope is not None else None, **kwargs)
         self._recorder = _Recorder(manager)
 
@@ -366,7 +400,8 @@ class LineageEventHandler(BaseEventHandler):
         return self._span_handler
 
     def register(self, dispatcher: Dispatcher | None = None) -> LineageEventHandler:
-        """Add this handler and its span handler to ``dispatcher`` (default: the root ``get_dispatcher()``)."""
+        """Add this handler and its span handler to ``dispatcher`` (default: the root
+        ``get_dispatcher()``)."""
         d = dispatcher or get_dispatcher()
         d.add_event_handler(self)
         d.add_span_handler(self.span_handler)
@@ -430,28 +465,42 @@ class LineageEventHandler(BaseEventHandler):
     ) -> None:
         args = bound_args.arguments
         outer = self._run_of(parent_id)
+        if outer is None and parent_id in self._pending:
+            outer = self._activate(parent_id, tags)
         if outer is not None:
             self._parents[id_] = parent_id  # only spans inside a captured run are tracked
             self._run_spans.setdefault(outer.run_id, []).append(id_)
         if isinstance(instance, BaseWorkflowAgent) and id_.startswith(f"{type(instance).__name__}.run-"):
-            if outer is not None:
-                return  # a nested agent run (multi-agent handoff) belongs to the outer run
-            scope = scope_from_tags(tags, self.scope)
-            if scope is None:
-                logger.debug("agent run %s has no MemLineage scope (no handler scope, no tags); skipped", id_)
-                return
-            run = _Run(run_id=id_, scope=scope)
-            self._runs[id_] = run
-            self._guard("an agent run start", self._recorder_().start_run, run, _start_user_msg(args), instance.name)
-        elif ".call_tool-" in id_ and isinstance(args.get("ev"), ToolCall):
-            run = self._run_of(parent_id)
+            if outer is None:
+                # The run span itself carries no instrument tags; its first step span does, so the run starts
+                # there.
+                self._pending[id_] = (_start_user_msg(args), instance.name)
+        elif ".call_tool-" in id_ and isinstance(args.get("ev"), ToolCall) and outer is not None:
             ev = args["ev"]
-            if run is not None:
-                self._tools[id_] = (ev.tool_id, ev.tool_name)
-                self._guard("a tool call start", self._recorder_().start_tool, run, ev.tool_id, ev.tool_name,
-                            ev.tool_kwargs, id_)  # fmt: skip
+            self._tools[id_] = (ev.tool_id, ev.tool_name)
+            self._guard(
+                "a tool call start",
+                self._recorder_().start_tool,
+                outer,
+                ev.tool_id,
+                ev.tool_name,
+                ev.tool_kwargs,
+                id_,
+            )
+
+    def _activate(self, run_id: str, tags: Mapping[str, Any] | None) -> _Run | None:
+        user_text, name = self._pending.pop(run_id)
+        scope = scope_from_tags(tags, self.scope)
+        if scope is None:
+            logger.debug("agent run %s has no MemLineage scope (no handler scope, no tags); skipped", run_id)
+            return None
+        run = _Run(run_id=run_id, scope=scope)
+        self._runs[run_id] = run
+        self._guard("an agent run start", self._recorder_().start_run, run, user_text, name)
+        return run
 
     def _on_span_exit(self, id_: str, bound_args: inspect.BoundArguments, instance: Any, result: Any) -> None:
+        self._pending.pop(id_, None)
         run = self._runs.get(id_)
         if run is not None:
             answer = result.result if isinstance(result, StopEvent) else result
@@ -461,10 +510,19 @@ class LineageEventHandler(BaseEventHandler):
             tool_run = self._run_of(id_)
             self._tools.pop(id_, None)
             if tool_run is not None:
-                self._guard("a tool result", self._recorder_().end_tool, tool_run, result.tool_id, result.tool_name,
-                            result.tool_kwargs, _output_text(result), result.tool_output.is_error)  # fmt: skip
+                self._guard(
+                    "a tool result",
+                    self._recorder_().end_tool,
+                    tool_run,
+                    result.tool_id,
+                    result.tool_name,
+                    result.tool_kwargs,
+                    _output_text(result),
+                    result.tool_output.is_error,
+                )
 
     def _on_span_drop(self, id_: str, err: BaseException | None) -> None:
+        self._pending.pop(id_, None)
         run = self._runs.get(id_)
         if run is not None:
             self._guard("an agent run failure", self._recorder_().fail, run, f"{type(err).__name__}: {err}")
@@ -473,7 +531,8 @@ class LineageEventHandler(BaseEventHandler):
 
     def _forget(self, run_id: str) -> None:
         """Drop a finished run and every span tracked under it (LLM spans are kept until then: a streaming
-        call's span ends before its chat-end event)."""
+        call's span ends before its chat-end event).
+        """
         for span_id in self._run_spans.pop(run_id, []):
             self._parents.pop(span_id, None)
         self._runs.pop(run_id, None)

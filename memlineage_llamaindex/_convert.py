@@ -11,12 +11,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
-
 from memlineage.errors import InvalidInputError
 from memlineage.models import Scope
 from memlineage.retrieval import RecallHit
 
-#: Instrument-tag keys that name the scope of a run (see ``llama_index.core.instrumentation.instrument_tags``).
+#: Instrument-tag keys that name the scope of a run (see
+# ``llama_index.core.instrumentation.instrument_tags``).
 TAG_USER_ID = "memlineage.user_id"
 TAG_AGENT_ID = "memlineage.agent_id"
 TAG_SESSION_ID = "memlineage.session_id"
@@ -51,7 +51,10 @@ def tool_calls_of(message: ChatMessage) -> dict[str, tuple[str, dict[str, Any]]]
     for selection in message.additional_kwargs.get("tool_calls", None) or []:
         tool_id = getattr(selection, "tool_id", None)
         if tool_id:
-            calls[tool_id] = (getattr(selection, "tool_name", "tool"), dict(getattr(selection, "tool_kwargs", {})))
+            calls[tool_id] = (
+                getattr(selection, "tool_name", "tool"),
+                dict(getattr(selection, "tool_kwargs", {})),
+            )
     return calls
 
 
@@ -116,8 +119,10 @@ def scope_from_tags(tags: Mapping[str, Any] | None, default: Scope | None) -> Sc
 def hit_line(hit: RecallHit) -> str:
     """One recalled memory as a compact line with a citable provenance marker.
 
-    Example: ``- [m:1a2b3c4d tool:get_weather 2025-06-01 trust 0.80 suspect] get_weather(city='Paris') -> 18°C``.
-    The marker's ``m:<8 hex>`` prefix is the memory id's start; ``explain()`` accepts the full id in the metadata.
+    Example: ``- [m:1a2b3c4d tool:get_weather 2025-06-01 trust 0.80 suspect] get_weather(city='Paris') ->
+    18°C``.
+    The marker's ``m:<8 hex>`` prefix is the memory id's start; ``explain()`` accepts the full id in the
+    metadata.
     """
     mem = hit.memory
     parts = [f"m:{mem.id[:8]}", str(mem.source), mem.created_at.date().isoformat(), f"trust {mem.trust:.2f}"]

@@ -11,10 +11,10 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.memory.memory import DEFAULT_TOKEN_LIMIT, Memory
 from llama_index.core.storage.chat_store.sql import MessageStatus
-from typing_extensions import override
-
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
+from typing_extensions import override
+
 from memlineage_llamaindex._block import LineageMemoryBlock
 
 __all__ = ["LineageMemory", "lineage_memory"]
@@ -31,7 +31,8 @@ def _run_sync(coro: Coroutine[Any, Any, _T], name: str) -> _T:
     except RuntimeError:
         return asyncio.run(coro)
     coro.close()
-    msg = f"LineageMemory.{name}() was called inside a running event loop; use `await memory.a{name}(...)` instead"
+    msg = f"LineageMemory.{name}() was called inside a running event loop; use `await memory.a{name}(...)`
+    instead"
     raise MemLineageError(msg)
 
 
@@ -42,7 +43,8 @@ class LineageMemory(Memory):
     message put into the memory is also stored in MemLineage at once (so a short session that never overflows
     its queue is still remembered), and the block ignores flushes of messages it already has. With
     ``write_through=False`` only flushed messages reach MemLineage, as with any other memory block.
-    The synchronous methods run on a fresh event loop and refuse to run inside a running one (no nested loops).
+    The synchronous methods run on a fresh event loop and refuse to run inside a running one (no nested
+    loops).
 
     Setup:
         ``pip install "memlineage[llamaindex]"``.
@@ -92,7 +94,8 @@ class LineageMemory(Memory):
 
     # ---- sync wrappers: a fresh loop, never a nested one ----
     @override
-    def get(self, input: str | ChatMessage | None = None, **block_kwargs: Any) -> list[ChatMessage]:  # type: ignore[override]
+    def get(self, input: str | ChatMessage | None = None, **block_kwargs: Any) -> list[ChatMessage]:  # type:
+    ignore[override]
         return _run_sync(self.aget(input=input, **block_kwargs), "get")
 
     @override

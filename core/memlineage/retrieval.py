@@ -1,4 +1,4 @@
-"""Hybrid retrieval (vector + lexical legs, fusion, re-ranking, policy hook) and the trace returned by ``recall``.
+"""Hybrid retrieval (vector + lexical legs, fusion, re-ranking, policy hook) and the trace of ``recall``.
 
 Pipeline (``hybrid_recall``): both legs query with the scope/status filter inside the query; the candidates
 are
@@ -134,9 +134,9 @@ class RecallResult:
         return [h.memory.id for h in self.hits]
 
 
-# ------------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 # Hybrid retrieval: candidate generation (vector + lexical legs), fusion, re-ranking, policy hook, trace.
-# ------------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------
 
 CandidateFilter = Callable[[Memory], "str | None"]
 """Read-policy hook applied to every candidate *before* the top-k cut.
@@ -151,7 +151,7 @@ tuple so the trace can name the policy.
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """Knobs of hybrid retrieval. Defaults were tuned on the LoCoMo dev conversations (benchmarks/bench_locomo.py).
+    """Knobs of hybrid retrieval. Defaults tuned on the LoCoMo dev conversations (benchmarks/bench_locomo.py).
 
     Why weighted fusion: on LoCoMo dev (1,033 questions, categories 1-4, same MiniLM vectors and lexical leg),
     evidence R@10 was 62.7 for RRF (k=60), 68.3 for RRF (k=10) and 69.1 for the weighted sum with lexical
@@ -350,7 +350,7 @@ def hybrid_recall(
         rel = {f.id: f.relevance for f in fused}
         live: list[tuple[Fused, Memory]] = []
         expired: list[str] = []
-        for f, m in zip(fused, mems):
+        for f, m in zip(fused, mems, strict=False):
             if m is None or not scope.contains(m.scope):
                 trace.excluded.append(
                     Exclusion(f.id, "scope guard: not in the caller's scope", None, "guard")

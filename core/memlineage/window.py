@@ -118,7 +118,7 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            msg = f"tiktoken file for {name} is missing at {path}; reinstall memlineage (pip install --force-reinstall)"
+            msg = f"tiktoken file for {name} is missing at {path}; reinstall memlineage"
             raise ConfigurationError(msg) from exc
         if hashlib.sha256(data).hexdigest() != sha256:
             msg = f"tiktoken file for {name} at {path} fails its sha256 check; reinstall memlineage"
@@ -606,7 +606,8 @@ class WorkingMemory:
             probe = self._build(history, 0)
             if probe.pinned_tokens > total:
                 msg = (
-                    f"the system prompt and the current user turn need {probe.pinned_tokens} tokens but the context "
+                    f"the system prompt and the current user turn need {probe.pinned_tokens} tokens but the "
+                    "context "
                     f"allows {total}; shorten them or raise context_tokens"
                 )
                 raise InvalidInputError(msg)

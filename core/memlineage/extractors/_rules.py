@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from memlineage.extractors._base import GoalRelation, InfoType, MemoryFeatures
 
-__all__ = ["RuleBasedExtractor", "detect_slot", "is_forcing_directive"]
+__all__ = ["RuleBasedExtractor", "detect_slot", "is_forcing_directive", "strip_transcript_prefix"]
 
 _CJK = r"\u4e00-\u9fff"
 
@@ -485,6 +485,28 @@ def _goal_relation(
     return GoalRelation.INDIRECT
 
 
+#: Transcript framing that is metadata, not content: a leading "[timestamp]" optionally followed by a speaker
+#: label ("[8 May, 2023] Caroline: ..."), or a bare role label ("user: ...", "助手：...").
+_TRANSCRIPT_PREFIX = re.compile(
+    r"^\s*(?:\[[^\]\n]{1,60}\]\s*(?:[^\s:：\[\]][^:：\n]{0,30}[:：]\s*)?"
+    r"|(?:user|assistant|human|ai|system|bot|用户|助手|客服)\s*[:：]\s*)",
+    re.IGNORECASE,
+)
+
+
+def strip_transcript_prefix(text: str) -> str:
+    """Drop a leading ``[timestamp] speaker:`` or ``role:`` label (kept when nothing would remain).
+
+    Example:
+        >>> strip_transcript_prefix("[8 May, 2023] Caroline: Hey Mel!")
+        'Hey Mel!'
+        >>> strip_transcript_prefix("Important: the gate code is 4471")
+        'Important: the gate code is 4471'
+    """
+    stripped = _TRANSCRIPT_PREFIX.sub("", text, count=1)
+    return stripped if stripped.strip() else text
+
+
 class RuleBasedExtractor:
     """Deterministic, offline feature extractor for English and Chinese text (the default extractor).
 
@@ -518,8 +540,10 @@ class RuleBasedExtractor:
             goal: The agent's current goal in words; None = the standing goal of serving the user.
 
         Returns:
-            The features, with ``extractor="rules"``.
+            The features, with ``extractor="rules"``. A transcript prefix (``[timestamp] speaker:``, ``user:``)
+            is ignored: it frames the content and is not part of it.
         """
+        text = strip_transcript_prefix(text)
         slot, slot_value = detect_slot(text)
         info_type = _info_type(text, slot)
         entities = _entities(text)

@@ -57,11 +57,11 @@ _TOKEN_RE = re.compile(rf"([{_CJK}]+)|([^\W_{_CJK}]+(?:[-_.][^\W_{_CJK}]+)*)")
 _HAS_DIGIT = re.compile(r"\d")
 
 STOPWORDS: frozenset[str] = frozenset(
-    """a an and are as at be but by for if in into is it no not of on or such that the their then there these they
-    this to was will with i me my we our you your he him his she her its them what which who whom when where
-    why how
-    do does did doing done has have had having am been being would could should can might shall must
-    about so than too very just also any some all both each few more most other own same s t d ll m re ve
+    """a an and are as at be but by for if in into is it no not of on or such that the their then there
+    these they this to was will with i me my we our you your he him his she her its them what which who
+    whom when where why how do does did doing done has have had having am been being would could should
+    can might shall must about so than too very just also any some all both each few more most other own
+    same s t d ll m re ve
     """.split()
 )
 
@@ -141,7 +141,7 @@ def _dates_in(text: str) -> list[str]:
     out: list[str] = []
     for pattern, fields in _DATE_PATTERNS:
         for m in pattern.finditer(text):
-            parts = dict(zip(fields, m.groups()))
+            parts = dict(zip(fields, m.groups(), strict=False))
             try:
                 year = int(parts["y"])
                 month = _MONTHS[parts["mn"].rstrip(".")] if "mn" in parts else int(parts["m"])
@@ -291,10 +291,10 @@ class LexicalIndex:
             valid_from: Optional event times per id; override the metadata's ``valid_from`` for date tokens.
         """
         with self._lock:
-            for j, (mid, text, meta) in enumerate(zip(ids, texts, metadatas)):
+            for j, (mid, text, meta) in enumerate(zip(ids, texts, metadatas, strict=False)):
                 user = str(meta["user_id"])
                 if self._loader is not None and user not in self._loaded:
-                    continue  # not loaded yet: the loader reads this user's documents from the ledger on first query
+                    continue  # not loaded yet: the loader reads this user's documents on first query
                 old = self._owner.get(mid)
                 if old is not None and old != user:
                     self._drop(mid)
@@ -318,7 +318,7 @@ class LexicalIndex:
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into existing documents (e.g. a status change); unknown ids are skipped."""
         with self._lock:
-            for mid, meta in zip(ids, metadatas):
+            for mid, meta in zip(ids, metadatas, strict=False):
                 user = self._owner.get(mid)
                 if user is not None:
                     self._users[user].meta[mid].update(meta)
@@ -435,7 +435,7 @@ class LexicalIndex:
         return [LexicalHit(order[j], float(scores[j])) for j in ranked]
 
     def neighbours(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        """Ids of the documents adjacent in time (same user and session) to each of ``ids``; unknown ids omitted.
+        """Ids of the documents next in time (same user and session) to each of ``ids``; unknown ids omitted.
 
         Used for the contiguity boost: an episodic memory's neighbours share its context.
         """

@@ -222,6 +222,10 @@ class CompiledCondition:
         new_fields: ``new.*`` fields a CEL condition reads.
         request_fields: ``request.*`` fields a CEL condition reads.
         inputs: Field paths recorded in decisions, e.g. ``("memory.confidence",)``.
+        flat_program: The same condition with ``memory.x`` / ``new.x`` / ``request.x`` rewritten to flat
+            variables (``_m_x``, ``_n_x``, ``_r_x``), or None when the condition uses a whole object. Converting a
+            few scalars into a CEL context is several times cheaper than converting one map, so the engine uses
+            this form whenever it exists.
     """
 
     kind: str
@@ -232,6 +236,7 @@ class CompiledCondition:
     new_fields: frozenset[str] = frozenset()
     request_fields: frozenset[str] = frozenset()
     inputs: tuple[str, ...] = ()
+    flat_program: Any = None
 
 
 def compile_condition(condition: Any, *, batch: bool = False, inputs: Sequence[str] = ()) -> CompiledCondition:
@@ -266,7 +271,30 @@ def compile_condition(condition: Any, *, batch: bool = False, inputs: Sequence[s
         new_fields=new,
         request_fields=req,
         inputs=tuple(inputs) or inferred,
+        flat_program=_flatten(condition),
     )
+
+
+FLAT_PREFIX = {"memory": "_m_", "new": "_n_", "request": "_r_"}
+
+
+def _flatten(source: str) -> Any:
+    """Compile ``source`` with ``memory.x`` → ``_m_x`` (etc.) outside string literals; None if not possible."""
+    parts: list[str] = []
+    pos = 0
+    for match in _STRING_RE.finditer(source):
+        parts.append(_REF_RE.sub(lambda m: FLAT_PREFIX[m.group(1)] + m.group(2), source[pos : match.start()]))
+        parts.append(match.group(0))
+        pos = match.end()
+    parts.append(_REF_RE.sub(lambda m: FLAT_PREFIX[m.group(1)] + m.group(2), source[pos:]))
+    flat = "".join(parts)
+    try:
+        program = _compile_cel(flat)
+    except Exception:
+        return None
+    if set(program.variables()) & {"memory", "new", "request"}:
+        return None  # a whole object is used (e.g. passed to a macro): keep the map form
+    return program
 
 
 @dataclass

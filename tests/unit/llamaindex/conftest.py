@@ -13,7 +13,6 @@ from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock  # noqa:
 from llama_index.core.instrumentation import get_dispatcher  # noqa: E402
 from llama_index.core.llms.mock import MockFunctionCallingLLM  # noqa: E402
 from llama_index.core.tools import FunctionTool  # noqa: E402
-
 from memlineage import MemoryManager  # noqa: E402
 from memlineage.testing import make_manager  # noqa: E402
 

@@ -1,0 +1,230 @@
+"""The value gate on LoCoMo dev conversations: how many turns it stores, and what that costs in evidence recall.
+
+Every dialogue turn of a conversation goes through ``MemoryManager.remember`` one by one, in order (content
+"[session date] speaker: text", plus the image caption if any, the same document as benchmarks/bench_locomo.py),
+in one scope per conversation and one session per LoCoMo session. Three configurations see identical content and
+vectors:
+
+- ``core``     no value model: every turn stored, retrieval without value re-ranking;
+- ``no-gate``  value model with store threshold 0: every turn stored and scored, value re-ranking on (w = 0.3);
+- ``gate``     value model with the seed's store threshold 0.6: turns below it go to the session's short-term
+  buffer (FIFO, 10 items) instead of long-term memory.
+
+For every question of categories 1-4 with evidence we recall the top k turns and report evidence recall@k (share
+of a question's evidence turns found, averaged) and hit@k (any evidence found), k = 5 and 10; plus how many turns
+were stored / buffered and how many evidence turns the gate kept. ``gate`` vs ``no-gate`` isolates the gate;
+``no-gate`` vs ``core`` shows the value re-ranking alone. These are development figures (the 7 dev conversations).
+
+Run (MiniLM ONNX vectors; ``--embedder fake`` uses memlineage.testing.FakeEmbedder instead)::
+
+    MEMLINEAGE_EMBEDDING_MODEL_DIR=/work/shared/models/all-MiniLM-L6-v2/onnx \\
+        .venv/bin/python benchmarks/bench_value_gate.py [--convs 1] [--embedder onnx|fake]
+
+Writes benchmarks/results/value_gate.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+DATA = Path(os.environ.get("LOCOMO_PATH", "/work/shared/data/locomo/locomo_dev7.json"))
+RESULTS = Path(__file__).parent / "results"
+KS = (5, 10)
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    session: int
+    when: datetime
+    doc: str
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: list[str]
+
+
+def _parse_date(s: str) -> datetime:
+    return datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+
+
+def _evidence(raw: Sequence[str], known: set[str]) -> list[str]:
+    out: list[str] = []
+    for item in raw:
+        for part in re.split(r"[;\s]+", str(item)):
+            m = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
+            if m:
+                did = f"D{int(m.group(1))}:{int(m.group(2))}"
+                if did in known and did not in out:
+                    out.append(did)
+    return out
+
+
+def load(n_convs: int) -> list[tuple[str, list[Turn], list[Question]]]:
+    out = []
+    for sample in json.loads(DATA.read_text())[:n_convs]:
+        c = sample["conversation"]
+        turns: list[Turn] = []
+        n = 1
+        while f"session_{n}" in c:
+            date_text = c[f"session_{n}_date_time"]
+            when = _parse_date(date_text)
+            for t in c[f"session_{n}"]:
+                text = t["text"] + (f" [image: {t['blip_caption']}]" if t.get("blip_caption") else "")
+                doc = f"[{date_text.split(' on ')[-1]}] {t['speaker']}: {text}"
+                turns.append(Turn(t["dia_id"], n, when, doc))
+            n += 1
+        known = {t.dia_id for t in turns}
+        qs = [
+            Question(q["question"], int(q["category"]), ev)
+            for q in sample["qa"]
+            if int(q["category"]) in (1, 2, 3, 4) and (ev := _evidence(q.get("evidence") or [], known))
+        ]
+        out.append((sample["sample_id"], turns, qs))
+    return out
+
+
+class SharedEmbedder:
+    """Wraps an embedder with a text → vector cache so that every configuration pays for a text once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", type(inner).__name__)
+        self._cache: dict[str, list[float]] = {}
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            for t, v in zip(missing, self.inner.embed(missing), strict=True):
+                self._cache[t] = [float(x) for x in v]
+        return [self._cache[t] for t in texts]
+
+
+def run_config(name: str, conv: str, turns: list[Turn], qs: list[Question], embedder: Any) -> dict[str, Any]:
+    from memlineage import MemoryKind, Scope
+    from memlineage.testing import make_manager
+    from memlineage.value import ValueModel, ValueProfile
+
+    value_model = {
+        "core": None,
+        "no-gate": ValueModel(profile=ValueProfile(store_threshold=0.0, forget_threshold=0.0)),
+        "gate": ValueModel(),
+    }[name]
+    clock = {"now": turns[0].when}
+    mm = make_manager(embedder=embedder, value_model=value_model, clock=lambda: clock["now"])
+    by_memory: dict[str, str] = {}
+    stored, buffered, forced = set(), set(), 0
+    t0 = time.perf_counter()
+    for turn in turns:
+        clock["now"] = turn.when
+        mem = mm.remember(turn.doc, scope=Scope(user_id=conv, session_id=f"session_{turn.session}"))
+        if mem.kind is MemoryKind.WORKING:
+            buffered.add(turn.dia_id)
+        else:
+            stored.add(turn.dia_id)
+            by_memory[mem.id] = turn.dia_id
+            forced += bool(mem.assessment and mem.assessment.forced)
+    ingest_s = time.perf_counter() - t0
+    recall = {k: 0.0 for k in KS}
+    hit = {k: 0.0 for k in KS}
+    t1 = time.perf_counter()
+    for q in qs:
+        res = mm.recall(q.text, scope=Scope(user_id=conv), k=max(KS), reinforce=False)
+        got = [by_memory.get(h.memory.id) for h in res]
+        for k in KS:
+            found = set(got[:k]) & set(q.evidence)
+            recall[k] += len(found) / len(q.evidence)
+            hit[k] += bool(found)
+    query_s = time.perf_counter() - t1
+    ev = {d for q in qs for d in q.evidence}
+    mm.close()
+    return {
+        "config": name,
+        "conv": conv,
+        "turns": len(turns),
+        "stored": len(stored),
+        "buffered": len(buffered),
+        "forced": forced,
+        "evidence_turns": len(ev),
+        "evidence_stored": len(ev & stored),
+        "questions": len(qs),
+        **{f"recall@{k}": recall[k] / max(1, len(qs)) for k in KS},
+        **{f"hit@{k}": hit[k] / max(1, len(qs)) for k in KS},
+        "ingest_s": round(ingest_s, 2),
+        "query_s": round(query_s, 2),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--convs", type=int, default=1, help="number of dev conversations (1-7, default 1)")
+    ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
+    ap.add_argument("--configs", default="core,no-gate,gate")
+    args = ap.parse_args(argv)
+    if args.embedder == "onnx":
+        from memlineage.index import OnnxMiniLMEmbedder
+
+        inner: Any = OnnxMiniLMEmbedder(download=False)
+    else:
+        from memlineage.testing import FakeEmbedder
+
+        inner = FakeEmbedder()
+    embedder = SharedEmbedder(inner)
+    rows = []
+    for conv, turns, qs in load(args.convs):
+        for name in args.configs.split(","):
+            rows.append(run_config(name, conv, turns, qs, embedder))
+            r = rows[-1]
+            print(f"{conv} {name:8} stored {r['stored']:4}/{r['turns']:4}  recall@10 {r['recall@10']:.3f}", file=sys.stderr)
+    # totals per configuration (micro-average over questions)
+    table = []
+    for name in args.configs.split(","):
+        rs = [r for r in rows if r["config"] == name]
+        nq = sum(r["questions"] for r in rs)
+        tot = {
+            "config": name,
+            "turns": sum(r["turns"] for r in rs),
+            "stored": sum(r["stored"] for r in rs),
+            "buffered": sum(r["buffered"] for r in rs),
+            "forced": sum(r["forced"] for r in rs),
+            "evidence_turns": sum(r["evidence_turns"] for r in rs),
+            "evidence_stored": sum(r["evidence_stored"] for r in rs),
+            "questions": nq,
+        }
+        for key in [f"recall@{k}" for k in KS] + [f"hit@{k}" for k in KS]:
+            tot[key] = sum(r[key] * r["questions"] for r in rs) / max(1, nq)
+        table.append(tot)
+    head = (
+        f"{'config':8} {'turns':>6} {'stored':>7} {'buffered':>9} {'ev.kept':>8} "
+        + " ".join(f"{k:>9}" for k in ["recall@5", "recall@10", "hit@5", "hit@10"])
+    )
+    print(f"LoCoMo dev, {args.convs} conversation(s), embedder={embedder.name}, categories 1-4")
+    print(head)
+    for t in table:
+        print(
+            f"{t['config']:8} {t['turns']:6} {t['stored']:7} {t['buffered']:9} "
+            f"{t['evidence_stored']:4}/{t['evidence_turns']:<4}"
+            + " ".join(f"{t[k]:9.3f}" for k in ["recall@5", "recall@10", "hit@5", "hit@10"])
+        )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / "value_gate.json"
+    out.write_text(json.dumps({"args": vars(args), "totals": table, "per_conv": rows}, indent=2))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
