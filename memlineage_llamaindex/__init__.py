@@ -3,9 +3,8 @@
 Which to use:
 
 * ``lineage_memory(manager, user_id=..., session_id=...)`` gives an agent long-term memory in one line:
-  ``agent.run(user_msg=..., memory=lineage_memory(...))``. It stores every message with lineage and recalls
-  the
-  relevant memories each turn. ``LineageMemoryBlock`` is the same thing as a block for your own ``Memory``.
+  ``agent.run(user_msg=..., memory=lineage_memory(...))``. It stores every message with lineage and
+  recalls the relevant memories each turn. ``LineageMemoryBlock`` is the same as a block for your ``Memory``.
 * To also capture tool calls (arguments, call ids, errors) and LLM steps as activities, wrap the run with
   ``await capture_run(agent.run(...), manager, scope=...)``. Prefer it: it is per run, so the scope is
   explicit.

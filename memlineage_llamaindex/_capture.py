@@ -1,39 +1,32 @@
-"""Automatic tool-call capture for LlamaIndex workflow agents (``FunctionAgent``, ``ReActAgent``,
-``AgentWorkflow``).
+"""Automatic tool-call capture for LlamaIndex workflow agents (``FunctionAgent``, ``ReActAgent``).
 
 In llama-index-core 0.14 workflow agents emit neither ``AgentToolCallEvent`` nor
 ``CBEventType.FUNCTION_CALL``.
 Tool calls surface in two places, and there is one capture mechanism for each:
 
 * **Stream events** (recommended): ``capture_run(handler, manager, scope=...)`` consumes
-  ``handler.stream_events()`` of one run: ``AgentInput``/``AgentOutput`` (one LLM step), ``ToolCall`` /
+  ``handler.stream_events()`` of one run: ``AgentInput`` / ``AgentOutput`` (one LLM step), ``ToolCall`` /
   ``ToolCallResult`` (tool name, kwargs, ``tool_id``, ``ToolOutput.is_error``) and ``StopEvent``. It is per
-  run,
-  so the scope is explicit and concurrent runs of different users never mix; it is async (core calls are
-  offloaded with the manager's ``a*`` twins).
-* **Instrumentation** (for code you cannot change, e.g. a server that builds the agents):
-  ``LineageEventHandler``
-  registered with ``llama_index.core.instrumentation.get_dispatcher()`` via
-  :meth:`LineageEventHandler.register`.
-  Its companion span handler sees the agent's ``<Agent>.run-*`` span (user turn, final answer),
-  ``BaseWorkflowAgent.call_tool-*`` spans (``ToolCall`` in, ``ToolCallResult`` out) and the event handler
-  turns
-  ``LLMChatStartEvent`` / ``LLMChatEndEvent`` into reasoning activities. The dispatcher is process-global:
-  give the
-  handler a scope for a single-user app, or name the scope per run with
-  ``instrument_tags({"memlineage.user_id": ..., "memlineage.session_id": ...})``; runs without any scope are
-  skipped (never written to a shared pool). Its core calls are synchronous (the dispatcher calls handlers
-  synchronously) and the dispatcher swallows handler errors, which are logged (``raise_error=True``
-  re-raises).
+  run, so the scope is explicit and concurrent runs of different users never mix; it is async (the core calls
+  run in a worker thread).
+* **Instrumentation** (for code you cannot wrap, e.g. a server that builds the agents):
+  ``LineageEventHandler(...).register()`` adds an event handler and a span handler to
+  ``llama_index.core.instrumentation.get_dispatcher()``. The span handler sees the ``<Agent>.run-*`` span
+  (user turn, final answer) and the ``BaseWorkflowAgent.call_tool-*`` spans (``ToolCall`` in,
+  ``ToolCallResult`` out); the event handler turns ``LLMChatStartEvent`` / ``LLMChatEndEvent`` into reasoning
+  activities whose id is the LLM span id. The dispatcher is process-global: give the handler one scope for a
+  single-user app, or name the scope per run with
+  ``instrument_tags({"memlineage.user_id": ..., "memlineage.session_id": ...})`` around ``agent.run``; runs
+  with no scope are skipped (never written to a shared pool). Handlers are called synchronously, so its core
+  calls are too; the dispatcher swallows handler errors, which are logged (``raise_error=True`` re-raises).
 
-Both record the same lineage: an ``agent_run`` activity with the user turn (source ``user``); one ``llm_call``
-activity per model call (``wasInformedBy`` the run); one ``tool_call`` activity per call whose id is the
-framework's ``tool_id`` (ReAct's are generated uuids) with the result stored as a memory of source
-``tool:<name>``
-derived from the user turn; a failed call (``is_error=True``) only closes its activity with
-``outcome="error"``
-and the error text, and is never stored as a result; the final answer (source ``agent``) derives from the user
-turn and every successful tool result of the run.
+Both record the same lineage: an ``agent_run`` activity with the user turn (source ``user``); one
+``llm_call`` activity per model call (``wasInformedBy`` the run); one ``tool_call`` activity per call whose
+id is the framework's ``tool_id`` (ReAct's are generated uuids; provider ids must be unique per store), with
+the result stored as a memory of source ``tool:<name>`` derived from the user turn. A failed call
+(``is_error=True``) only closes its activity with ``outcome="error"`` and the error text; it is never stored
+as a result. The final answer (source ``agent``) derives from the user turn and every successful tool result
+of the run.
 """
 
 from __future__ import annotations
@@ -400,8 +393,7 @@ class LineageEventHandler(BaseEventHandler):
         return self._span_handler
 
     def register(self, dispatcher: Dispatcher | None = None) -> LineageEventHandler:
-        """Add this handler and its span handler to ``dispatcher`` (default: the root
-        ``get_dispatcher()``)."""
+        """Add this handler and its span handler to ``dispatcher`` (default: ``get_dispatcher()``)."""
         d = dispatcher or get_dispatcher()
         d.add_event_handler(self)
         d.add_span_handler(self.span_handler)
@@ -530,8 +522,9 @@ class LineageEventHandler(BaseEventHandler):
         self._tools.pop(id_, None)
 
     def _forget(self, run_id: str) -> None:
-        """Drop a finished run and every span tracked under it (LLM spans are kept until then: a streaming
-        call's span ends before its chat-end event).
+        """Drop a finished run and every span tracked under it.
+
+        LLM spans are kept until then: a streaming call's span ends before its chat-end event.
         """
         for span_id in self._run_spans.pop(run_id, []):
             self._parents.pop(span_id, None)

@@ -15,8 +15,8 @@ from memlineage.errors import InvalidInputError
 from memlineage.models import Scope
 from memlineage.retrieval import RecallHit
 
-#: Instrument-tag keys that name the scope of a run (see
-# ``llama_index.core.instrumentation.instrument_tags``).
+#: Instrument-tag keys that name the scope of a run (see ``instrument_tags`` in
+#: ``llama_index.core.instrumentation.dispatcher``).
 TAG_USER_ID = "memlineage.user_id"
 TAG_AGENT_ID = "memlineage.agent_id"
 TAG_SESSION_ID = "memlineage.session_id"
@@ -119,10 +119,8 @@ def scope_from_tags(tags: Mapping[str, Any] | None, default: Scope | None) -> Sc
 def hit_line(hit: RecallHit) -> str:
     """One recalled memory as a compact line with a citable provenance marker.
 
-    Example: ``- [m:1a2b3c4d tool:get_weather 2025-06-01 trust 0.80 suspect] get_weather(city='Paris') ->
-    18°C``.
-    The marker's ``m:<8 hex>`` prefix is the memory id's start; ``explain()`` accepts the full id in the
-    metadata.
+    Example: ``- [m:1a2b3c4d tool:get_weather 2025-06-01 trust 0.80] get_weather(city='Paris') -> 18C``.
+    The marker's ``m:<8 hex>`` is the start of the memory id, enough for the model to cite it.
     """
     mem = hit.memory
     parts = [f"m:{mem.id[:8]}", str(mem.source), mem.created_at.date().isoformat(), f"trust {mem.trust:.2f}"]

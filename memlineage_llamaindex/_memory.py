@@ -31,8 +31,10 @@ def _run_sync(coro: Coroutine[Any, Any, _T], name: str) -> _T:
     except RuntimeError:
         return asyncio.run(coro)
     coro.close()
-    msg = f"LineageMemory.{name}() was called inside a running event loop; use `await memory.a{name}(...)`
-    instead"
+    msg = (
+        f"LineageMemory.{name}() was called inside a running event loop; "
+        f"use `await memory.a{name}(...)` instead"
+    )
     raise MemLineageError(msg)
 
 
@@ -94,8 +96,9 @@ class LineageMemory(Memory):
 
     # ---- sync wrappers: a fresh loop, never a nested one ----
     @override
-    def get(self, input: str | ChatMessage | None = None, **block_kwargs: Any) -> list[ChatMessage]:  # type:
-    ignore[override]
+    def get(  # type: ignore[override]
+        self, input: str | ChatMessage | None = None, **block_kwargs: Any
+    ) -> list[ChatMessage]:
         return _run_sync(self.aget(input=input, **block_kwargs), "get")
 
     @override

@@ -34,6 +34,18 @@ from memlineage.models import (
     Status,
     ValueAssessment,
 )
+from memlineage.policy import (
+    Decision,
+    Effect,
+    Operation,
+    Policy,
+    PolicyEngine,
+    PolicyLayer,
+    PolicyRequest,
+    PolicyTarget,
+    builtin_policies,
+    load_policies,
+)
 from memlineage.retrieval import Exclusion, RecallHit, RecallResult, Trace
 from memlineage.settings import MemLineageSettings
 from memlineage.consolidation import ConsolidationResult, RuleBasedConsolidator
@@ -46,6 +58,8 @@ __all__ = [
     "ChromaIndex",
     "ConfigurationError",
     "ConsolidationResult",
+    "Decision",
+    "Effect",
     "Embedder",
     "ErasureReceipt",
     "Event",
@@ -68,7 +82,13 @@ __all__ = [
     "MemoryNotFoundError",
     "MissingDependencyError",
     "OnnxMiniLMEmbedder",
+    "Operation",
+    "Policy",
+    "PolicyEngine",
+    "PolicyLayer",
     "PolicyLoadError",
+    "PolicyRequest",
+    "PolicyTarget",
     "PolicyViolationError",
     "RecallHit",
     "RecallResult",
@@ -90,4 +110,6 @@ __all__ = [
     "ValueWeights",
     "VectorIndex",
     "__version__",
+    "builtin_policies",
+    "load_policies",
 ]

@@ -1345,6 +1345,27 @@ class MemoryManager:
 
             enforce_operation(self, operation, memories, scope=scope, source=source)
 
+    def admin_recall(
+        self,
+        query: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        actor: str,
+        reason: str,
+        **kwargs: Any,
+    ) -> RecallResult:
+        """Explicit, audited cross-scope read: recall in ``scope`` (another user's) on behalf of an operator.
+
+        Writes an ``admin_access`` event (actor, reason, query) to that user's log before reading; every other
+        read and write stays confined to its caller's scope. Keyword arguments are those of :meth:`recall`.
+
+        Raises:
+            InvalidInputError: ``actor`` or ``reason`` is empty, or a bad recall argument.
+        """
+        from memlineage.policy._enforce import admin_recall
+
+        return admin_recall(self, query, scope=Scope.coerce(scope), actor=actor, reason=reason, **kwargs)
+
     def _mark_used(self, mems: Sequence[Memory], activity_id: str | None, now: datetime) -> None:
         from sqlalchemy import update
 

@@ -24,8 +24,12 @@ Factor quantification (each in [0, 1], higher = more worth keeping):
   the key entities k = min(0.5, 0.2 · count): ``1 − (1 − d)(1 − 0.6e)(1 − k)``.
 - F_utility: instruction 0.8, preference 0.8, fact 0.5, feedback 0.3, chit-chat 0.1 (seed §3.2; the seed gives
   no number for feedback, 0.3 places it between fact and chit-chat as the issue orders them).
-- F_novelty: ``1 − s`` with s the cosine similarity of the nearest memory in the same scope, clipped to [0, 1]
-  (seed §3.2: "与近期记忆向量库中最相似条目的余弦距离").
+- F_novelty: ``1 − s`` with s the cosine similarity of the nearest memory in the same scope (seed §3.2:
+  "与近期记忆向量库中最相似条目的余弦距离"), rescaled above a baseline s0: ``1 − max(0, s − s0) / (1 − s0)``.
+  Sentence embedders are anisotropic: on a LoCoMo dev conversation the nearest stored turn has a MiniLM cosine
+  of 0.72 on average although few turns repeat one another, so the seed's literal ``1 − s`` (s0 = 0) buffers
+  most new facts. With the default s0 = 0.5 only similarity above that of a same-topic neighbour counts as
+  redundancy; ``ValueProfile(novelty_baseline=0)`` restores the seed's formula.
 
 Gates:
 
@@ -179,6 +183,13 @@ class ValueProfile(BaseModel):
     )
     half_life_max_uses: int = Field(
         default=10, ge=0, description="Uses after which the half-life stops growing, ≥ 0 (default 10)."
+    )
+    novelty_baseline: float = Field(
+        default=0.5,
+        ge=0.0,
+        lt=1.0,
+        description="s0: cosine similarity at or below which the nearest memory counts as unrelated (novelty 1), "
+        "in [0, 1); 0 = the seed's 1 − similarity (default 0.5).",
     )
     trust_influence: float = Field(
         default=1.0, ge=0.0, le=1.0, description="λ in V = S·(1 − λ + λ·trust), in [0, 1]; 0 = ignore trust."
@@ -355,7 +366,8 @@ class ValueModel:
         Args:
             features: Extracted features.
             nearest_similarity: Cosine similarity of the nearest memory in the same scope, in [-1, 1] (higher
-                = more alike); None = nothing comparable stored (novelty 1).
+                = more alike); None = nothing comparable stored (novelty 1). Only the part above the
+                profile's ``novelty_baseline`` lowers novelty.
             trust: Trust of the memory's lineage, in [0, 1] (higher = more trusted).
             goal_similarity: Cosine between the goal and the text embeddings, in [-1, 1]; when given it
                 replaces the categorical goal relation.
@@ -380,7 +392,8 @@ class ValueModel:
         f_sal = 1.0 - (1.0 - features.directive_intensity) * (1.0 - 0.6 * emotion) * (1.0 - entities)
         f_util = UTILITY_SCORES[features.info_type]
         sim = 0.0 if nearest_similarity is None else min(max(nearest_similarity, 0.0), 1.0)
-        f_nov = 1.0 - sim
+        s0 = prof.novelty_baseline
+        f_nov = 1.0 - max(0.0, sim - s0) / (1.0 - s0)
         w = prof.weights
         s = (w.goal * f_goal + w.salience * f_sal + w.utility * f_util + w.novelty * f_nov) / w.total
         v = s * (1.0 - prof.trust_influence + prof.trust_influence * trust)

@@ -7,7 +7,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
 from memlineage.errors import (
     ConfigurationError,
     PolicyLoadError,
@@ -161,7 +160,10 @@ def test_json_file_and_roundtrip(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("policies:\n  - id: a\n    effect: deny\n    colour: red\n", "policy 'a' (entry #0): field 'colour': unknown"),
+        (
+            "policies:\n  - id: a\n    effect: deny\n    colour: red\n",
+            "policy 'a' (entry #0): field 'colour': unknown",
+        ),
         (
             "policies:\n  - id: a\n    effect: deny\n  - id: b\n    effect: filter\n    condition: memory.nope\n",
             "policy 'b' (entry #1): field 'condition': unknown field memory.nope",
@@ -182,7 +184,9 @@ def test_yaml_load_errors_name_file_policy_field(tmp_path: Path, text: str, expe
 
 
 def test_python_callable_conditions() -> None:
-    single = Policy(id="long", effect="filter", condition=lambda m, ctx: len(m.content) > 5, inputs=("memory.content",))
+    single = Policy(
+        id="long", effect="filter", condition=lambda m, ctx: len(m.content) > 5, inputs=("memory.content",)
+    )
     batched = Policy(
         id="batched",
         effect="downgrade",
@@ -211,7 +215,9 @@ def test_failing_condition_fails_closed_for_restrictions_only() -> None:
 
 
 def test_cel_null_fields_are_safe() -> None:
-    p = Policy(id="ttl", effect="mark_expired", condition="memory.expires_at != null && memory.expires_at < now")
+    p = Policy(
+        id="ttl", effect="mark_expired", condition="memory.expires_at != null && memory.expires_at < now"
+    )
     eng = engine(p)
     fresh, old = mem(), mem(expires_at=NOW - timedelta(seconds=1))
     out = eng.filter_read([fresh, old], read())
@@ -243,7 +249,10 @@ def test_layers_session_over_domain_over_global_unless_final() -> None:
 
 
 def test_order_is_independent_of_insertion() -> None:
-    ps = [Policy(id=f"p{i}", effect=e, priority=i % 2) for i, e in enumerate(["deny", "allow", "filter", "allow"])]
+    ps = [
+        Policy(id=f"p{i}", effect=e, priority=i % 2)
+        for i, e in enumerate(["deny", "allow", "filter", "allow"])
+    ]
     assert [p.id for p in engine(*ps).policies] == [p.id for p in engine(*reversed(ps)).policies]
 
 
@@ -261,7 +270,9 @@ def test_target_matching() -> None:
     p = Policy(
         id="t",
         effect="filter",
-        target=PolicyTarget(kinds=("semantic",), tags=("a", "b"), source_kinds=("tool",), user_ids=("alice",)),
+        target=PolicyTarget(
+            kinds=("semantic",), tags=("a", "b"), source_kinds=("tool",), user_ids=("alice",)
+        ),
     )
     eng = engine(p)
     hit = mem(kind="semantic", tags=("b",), source="tool")
@@ -276,7 +287,9 @@ def test_target_matching() -> None:
 
 def test_check_conflicts_reports_overlap_and_winner() -> None:
     eng = engine(
-        Policy(id="allow_tools", effect="allow", target=PolicyTarget(source_kinds=("tool",)), layer="session"),
+        Policy(
+            id="allow_tools", effect="allow", target=PolicyTarget(source_kinds=("tool",)), layer="session"
+        ),
         Policy(id="deny_prices", effect="deny", target=PolicyTarget(tags=("price",)), priority=5),
         Policy(id="deny_users", effect="deny", target=PolicyTarget(source_kinds=("user",))),
         Policy(id="write_only", effect="allow", operations=("write",)),
@@ -322,13 +335,17 @@ def test_admin_grant_is_audited_and_required() -> None:
 
 def test_builtin_source_trust_floor() -> None:
     eng = engine(source_trust_floor())
-    guess, sure, tool = mem(source="reasoning", confidence=0.6), mem(source="reasoning", confidence=0.8), mem(
-        source="tool", confidence=0.1
+    guess, sure, tool = (
+        mem(source="reasoning", confidence=0.6),
+        mem(source="reasoning", confidence=0.8),
+        mem(source="tool", confidence=0.1),
     )
     out = eng.filter_read([guess, sure, tool], read())
     assert out.memories == [sure, tool]
     decision = out.withheld[0][1]
-    assert decision.policy_id == "builtin.source_trust_floor" and decision.inputs == {"memory.confidence": 0.6}
+    assert decision.policy_id == "builtin.source_trust_floor" and decision.inputs == {
+        "memory.confidence": 0.6
+    }
 
 
 def test_builtin_freshness_refreshes_with_hook() -> None:
@@ -431,7 +448,10 @@ def test_builtin_user_write_protection() -> None:
 
 
 def test_write_protection_is_final_against_session_allow() -> None:
-    eng = engine(user_write_protection(), Policy(id="sess_allow", effect="allow", operations=("update",), layer="session"))
+    eng = engine(
+        user_write_protection(),
+        Policy(id="sess_allow", effect="allow", operations=("update",), layer="session"),
+    )
     decision = eng.check("update", mem(), PolicyRequest(scope=ALICE, source="tool"))
     assert decision.withheld and decision.policy_id == "builtin.user_write_protection"
 
@@ -508,3 +528,29 @@ def test_duplicate_ids_rejected_and_replace() -> None:
         eng.add(Policy(id="a", effect="allow"))
     eng.add(Policy(id="a", effect="allow"), replace=True)
     assert eng.get("a").effect is Effect.ALLOW
+
+
+def test_flat_and_map_cel_forms_agree() -> None:
+    flat = Policy(
+        id="pricey",
+        effect="filter",
+        condition="has(memory.metadata.price) && memory.metadata.price > 100.0 && 'memory.x' != request.purpose",
+    )
+    assert flat.compiled.flat_program is not None
+    whole = Policy(id="slotted", effect="downgrade", condition="has(memory.slot)")
+    assert whole.compiled.flat_program is None  # has() needs a field selection: the map form is kept
+    cheap = Memory(content="a", scope=ALICE, lineage=Lineage(source_kind="tool"), metadata={"price": 50.0})
+    dear = Memory(content="b", scope=ALICE, lineage=Lineage(source_kind="tool"), metadata={"price": 500.0})
+    bare = mem("c")
+    for policies in ((flat,), (flat, whole)):
+        out = engine(*policies).filter_read([cheap, dear, bare], read())
+        assert [m.content for m in out.memories] == ["a", "c"]
+    assert engine(flat, whole)._plan(Operation.READ).flat is False
+    assert engine(flat)._plan(Operation.READ).flat is True
+
+
+def test_string_literals_are_not_rewritten() -> None:
+    p = Policy(id="lit", effect="filter", condition='memory.content == "memory.content"')
+    eng = engine(p)
+    out = eng.filter_read([mem("memory.content"), mem("other")], read())
+    assert [m.content for m in out.memories] == ["other"]

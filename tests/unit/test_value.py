@@ -180,8 +180,11 @@ class TestUtility:
 
 class TestNoveltyAndTrust:
     def test_novelty_is_one_minus_nearest_similarity(self, model):
+        seed = ValueModel(profile=ValueProfile(novelty_baseline=0.0))
+        assert seed.assess("I prefer aisle seats", nearest_similarity=0.9).novelty == pytest.approx(0.1)
         assert model.assess("I prefer aisle seats").novelty == 1.0
-        assert model.assess("I prefer aisle seats", nearest_similarity=0.9).novelty == pytest.approx(0.1)
+        assert model.assess("I prefer aisle seats", nearest_similarity=0.9).novelty == pytest.approx(0.2)
+        assert model.assess("I prefer aisle seats", nearest_similarity=0.5).novelty == 1.0  # s0 = 0.5
         assert model.assess("我喜欢靠窗的座位", nearest_similarity=1.3).novelty == 0.0
         assert (
             model.assess("I prefer aisle seats", nearest_similarity=0.9).score

@@ -239,7 +239,9 @@ class CompiledCondition:
     flat_program: Any = None
 
 
-def compile_condition(condition: Any, *, batch: bool = False, inputs: Sequence[str] = ()) -> CompiledCondition:
+def compile_condition(
+    condition: Any, *, batch: bool = False, inputs: Sequence[str] = ()
+) -> CompiledCondition:
     """Compile a policy condition once.
 
     Args:
@@ -345,7 +347,9 @@ class PolicyContext:
         return memory.status is Status.SUSPECT or bool(self.invalid_premises(memory))
 
 
-def memory_fields(memory: Memory, ctx: PolicyContext, names: frozenset[str] | Sequence[str]) -> dict[str, Any]:
+def memory_fields(
+    memory: Memory, ctx: PolicyContext, names: frozenset[str] | Sequence[str]
+) -> dict[str, Any]:
     """Extract the named ``memory.*`` fields of ``memory`` as CEL-ready values."""
     return {name: MEMORY_FIELDS[name](memory, ctx) for name in names}
 

@@ -125,7 +125,9 @@ def enforce_read(
         verdict[mid] = terminal[-1] if terminal else None
     if new:
         now = mm.clock()
-        request = PolicyRequest(operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget)
+        request = PolicyRequest(
+            operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget
+        )
         outcome = engine.filter_read(new, request, now=now, premise_status=_premise_lookup(mm))
         decisions = outcome.all_decisions()
         trace.decisions.extend(decisions)
@@ -195,7 +197,11 @@ def annotate_hits(hits: Sequence[RecallHit], trace: Trace) -> list[RecallHit]:
             continue
         out.append(
             dataclasses.replace(
-                hit, memory=memory, lineage=memory.summary(), flags=flags_t, decisions=tuple(hit.decisions) + tuple(mine)
+                hit,
+                memory=memory,
+                lineage=memory.summary(),
+                flags=flags_t,
+                decisions=tuple(hit.decisions) + tuple(mine),
             )
         )
     return out
@@ -302,7 +308,9 @@ def _provisional(d: Any, now: datetime) -> Memory:
 def _live_slot_holder(mm: MemoryManager, d: Any) -> Memory | None:
     if not d.slot:
         return None
-    rows = [r for r in mm.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot) if r["status"] in _LIVE]
+    rows = [
+        r for r in mm.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot) if r["status"] in _LIVE
+    ]
     if not rows or rows[-1]["content_hash"] == d.hash:
         return None
     return mm.ledger.memories([rows[-1]["id"]])[0]
@@ -316,3 +324,27 @@ def _apply_obligations(d: Any, decision: Decision, now: datetime) -> None:
             d.expires_at = deadline
     if "demote_kind" in ob and d.kind in _LONG_TERM:
         d.kind = MemoryKind(ob["demote_kind"])
+
+
+def admin_recall(
+    mm: MemoryManager, query: str, *, scope: Scope, actor: str, reason: str, **kwargs: Any
+) -> Any:
+    """Recall in another user's scope for an operator, with an ``admin_access`` event in that user's log.
+
+    Raises:
+        InvalidInputError: ``actor`` or ``reason`` is empty.
+    """
+    if not isinstance(actor, str) or not actor.strip() or not isinstance(reason, str) or not reason.strip():
+        msg = "admin_recall needs a non-empty actor and reason; both are written to the audited event log"
+        raise InvalidInputError(msg)
+    engine = ensure_engine(mm.policy)
+    grant_id = engine.admin_grant(actor=actor, reason=reason).id if engine is not None else None
+    data = {"actor": actor, "reason": reason, "query": query, "grant_id": grant_id, "operation": "recall"}
+    with mm.ledger.transaction() as conn:
+        mm.ledger.insert_events(
+            conn,
+            [{"at": to_epoch(mm.clock()) or 0.0, "type": "admin_access", "memory_id": None, "activity_id": None,
+              "user_id": scope.user_id, "data": data}],
+        )  # fmt: skip
+    logger.warning("admin %r recalled in scope of user %r: %s", actor, scope.user_id, reason)
+    return mm.recall(query, scope=scope, **kwargs)

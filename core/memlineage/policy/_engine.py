@@ -7,7 +7,6 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import cel
@@ -42,7 +41,14 @@ from memlineage.policy._model import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SCOPE_POLICY_ID", "PolicyConflict", "PolicyEngine", "ReadOutcome", "RefreshHook", "precedence_key"]
+__all__ = [
+    "SCOPE_POLICY_ID",
+    "PolicyConflict",
+    "PolicyEngine",
+    "ReadOutcome",
+    "RefreshHook",
+    "precedence_key",
+]
 
 #: Policy id used on decisions made by the always-on scope guard.
 SCOPE_POLICY_ID = "builtin.scope_isolation"
@@ -188,7 +194,7 @@ class PolicyEngine:
 
     Setup / Instantiate / Use::
 
-        engine = PolicyEngine(builtin_policies())            # or PolicyEngine.from_files("policies.yaml")
+        engine = PolicyEngine(builtin_policies())  # or PolicyEngine.from_files("policies.yaml")
         engine.register_refresh_hook("flight_price", rerun_flight_search)
         outcome = engine.filter_read(candidates, PolicyRequest(scope=scope, purpose="decision"))
         engine.enforce(Operation.UPDATE, old_memory, PolicyRequest(scope=scope, source="tool:x"))
@@ -353,15 +359,17 @@ class PolicyEngine:
         if plan is None:
             ordered = tuple(p for p in self.policies if p.enabled and operation in p.operations)
             matchers = tuple(_target_matcher(p.target) for p in ordered)
-            flat = all(c.flat_program is not None for c in cels)
             cels = [p.compiled for p in ordered if p.compiled.kind == "cel"]
+            flat = all(c.flat_program is not None for c in cels)
             mem = frozenset().union(*(c.memory_fields for c in cels)) if cels else frozenset()
             plan = _Plan(
                 policies=ordered,
                 matchers=matchers,
                 cel_memory_fields=mem,
                 cel_new_fields=frozenset().union(*(c.new_fields for c in cels)) if cels else frozenset(),
-                cel_request_fields=frozenset().union(*(c.request_fields for c in cels)) if cels else frozenset(),
+                cel_request_fields=frozenset().union(*(c.request_fields for c in cels))
+                if cels
+                else frozenset(),
                 needs_premises=bool(mem & {"suspect", "invalid_premises"})
                 or any(p.compiled.kind != "cel" for p in ordered),
                 cel=tuple(
@@ -385,7 +393,11 @@ class PolicyEngine:
         if request.operation is not operation:
             request = request.for_operation(operation)
         return PolicyContext(
-            request=request, operation=operation, now=now or self._clock(), new=new, premise_status=premise_status
+            request=request,
+            operation=operation,
+            now=now or self._clock(),
+            new=new,
+            premise_status=premise_status,
         )
 
     def _in_scope(self, memory: Memory, request: PolicyRequest) -> Decision | None:
@@ -445,7 +457,9 @@ class PolicyEngine:
         ``None`` marks pairs that were not evaluated (target does not match).
         """
         cel_policies = plan.cel
-        results: dict[str, list[bool | BaseException | None]] = {pid: [None] * len(memories) for pid, _, _ in cel_policies}
+        results: dict[str, list[bool | BaseException | None]] = {
+            pid: [None] * len(memories) for pid, _, _ in cel_policies
+        }
         if not cel_policies:
             return results
         context = cel.Context()
@@ -479,7 +493,9 @@ class PolicyEngine:
                 except Exception as exc:
                     results[pid][i] = exc
                     continue
-                results[pid][i] = value if isinstance(value, bool) else TypeError(f"condition returned {value!r}")
+                results[pid][i] = (
+                    value if isinstance(value, bool) else TypeError(f"condition returned {value!r}")
+                )
         return results
 
     def _fire(
@@ -500,7 +516,9 @@ class PolicyEngine:
             except Exception as exc:
                 return [exc] * len(idx)
             if len(result) != len(idx):
-                err = ConfigurationError(f"batch condition of {policy.id!r} returned {len(result)} for {len(idx)}")
+                err = ConfigurationError(
+                    f"batch condition of {policy.id!r} returned {len(result)} for {len(idx)}"
+                )
                 return [err] * len(idx)
             return [bool(r) for r in result]
         if compiled.kind == "callable":
@@ -538,7 +556,9 @@ class PolicyEngine:
                     error = fired
                     # fail closed: a broken restriction applies, a broken allow does not
                     fired = policy.effect is not Effect.ALLOW
-                    logger.warning("condition of policy %s failed on memory %s: %r", policy.id, memories[i].id, error)
+                    logger.warning(
+                        "condition of policy %s failed on memory %s: %r", policy.id, memories[i].id, error
+                    )
                 if not fired:
                     continue
                 verdict = verdicts[i]
@@ -704,7 +724,9 @@ class PolicyEngine:
         try:
             fresh = hook(memory, decision)
         except Exception as exc:
-            logger.warning("refresh hook %r failed for memory %s", policy.refresh_hook_name, memory.id, exc_info=True)
+            logger.warning(
+                "refresh hook %r failed for memory %s", policy.refresh_hook_name, memory.id, exc_info=True
+            )
             reason = (
                 f"{decision.reason}; refresh hook {policy.refresh_hook_name!r} failed "
                 f"({type(exc).__name__}: {exc}), so the stale memory is withheld"
@@ -720,7 +742,13 @@ class PolicyEngine:
         if fresh.id != memory.id:
             out.expire.append(memory.id)
         reason = f"{decision.reason}; refreshed by hook {policy.refresh_hook_name!r}"
-        update = {"reason": reason, "withheld": False, "cost": cost, "replacement_id": fresh.id, "replacement": fresh}
+        update = {
+            "reason": reason,
+            "withheld": False,
+            "cost": cost,
+            "replacement_id": fresh.id,
+            "replacement": fresh,
+        }
         return fresh, decision.model_copy(update=update), cost
 
     def check(
@@ -747,7 +775,9 @@ class PolicyEngine:
         verdict = self._walk([memory], ctx)[0]
         flags = tuple(verdict.flags)
         if verdict.terminal is not None:
-            return verdict.terminal.model_copy(update={"flags": flags, "obligations": dict(verdict.obligations)})
+            return verdict.terminal.model_copy(
+                update={"flags": flags, "obligations": dict(verdict.obligations)}
+            )
         if verdict.decisions:
             last = verdict.decisions[-1]
             return last.model_copy(update={"flags": flags, "obligations": dict(verdict.obligations)})
@@ -851,4 +881,3 @@ def _why_first(first: Policy, second: Policy) -> str:
     if first.effect is not second.effect:
         return f"same priority: {first.effect.value} overrides {second.effect.value} (deny-overrides)"
     return "same layer, priority and effect: ordered by id"
-

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from memlineage.errors import PolicyLoadError
 from memlineage.policy._model import LOAD_SOURCE, Policy
 
@@ -128,7 +129,7 @@ def load_policies(data: Any, *, source: str = "<data>") -> list[Policy]:
         if isinstance(item.get("condition"), Mapping):
             msg = (
                 f"{source}: policy {policy_id!r} (entry #{index}): field 'condition': write the condition as a CEL "
-                "expression string, e.g. \"memory.age > 3600.0\""
+                'expression string, e.g. "memory.age > 3600.0"'
             )
             raise PolicyLoadError(msg)
         token = LOAD_SOURCE.set((source, index))
@@ -137,9 +138,7 @@ def load_policies(data: Any, *, source: str = "<data>") -> list[Policy]:
         finally:
             LOAD_SOURCE.reset(token)
         if policy.id in seen:
-            msg = (
-                f"{source}: policy {policy.id!r} (entry #{index}): field 'id': duplicate of entry #{seen[policy.id]}"
-            )
+            msg = f"{source}: policy {policy.id!r} (entry #{index}): field 'id': duplicate of entry #{seen[policy.id]}"
             raise PolicyLoadError(msg)
         seen[policy.id] = index
         policies.append(policy)

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import re
-from contextvars import ContextVar
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from memlineage.errors import PolicyLoadError
 from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, new_id, utcnow
@@ -93,7 +101,9 @@ LAYER_RANK: dict[PolicyLayer, int] = {PolicyLayer.GLOBAL: 0, PolicyLayer.DOMAIN:
 OBLIGATION_KEYS = frozenset({"ttl_seconds", "demote_kind"})
 
 #: Where policies being constructed come from ((source, entry index)); set by the file loader.
-LOAD_SOURCE: ContextVar[tuple[str, int | None]] = ContextVar("memlineage_policy_source", default=("<python>", None))
+LOAD_SOURCE: ContextVar[tuple[str, int | None]] = ContextVar(
+    "memlineage_policy_source", default=("<python>", None)
+)
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]*$")
 RESERVED_PREFIX = "builtin.scope"
@@ -120,15 +130,26 @@ class PolicyTarget(BaseModel):
 
     kinds: tuple[MemoryKind, ...] = Field(default=(), description="Memory kinds (working, episodic, ...).")
     tags: tuple[str, ...] = Field(default=(), description="Tags; the memory needs at least one of them.")
-    source_kinds: tuple[SourceKind, ...] = Field(default=(), description="Source kinds (user, tool, reasoning...).")
-    source_names: tuple[str, ...] = Field(default=(), description="Source names, e.g. tool names ('flight_api').")
+    source_kinds: tuple[SourceKind, ...] = Field(
+        default=(), description="Source kinds (user, tool, reasoning...)."
+    )
+    source_names: tuple[str, ...] = Field(
+        default=(), description="Source names, e.g. tool names ('flight_api')."
+    )
     statuses: tuple[Status, ...] = Field(default=(), description="Lifecycle statuses (active, suspect...).")
     user_ids: tuple[str, ...] = Field(default=(), description="Scope user ids.")
     agent_ids: tuple[str, ...] = Field(default=(), description="Scope agent ids.")
     session_ids: tuple[str, ...] = Field(default=(), description="Scope session ids.")
 
     _normalise = field_validator(
-        "kinds", "tags", "source_kinds", "source_names", "statuses", "user_ids", "agent_ids", "session_ids",
+        "kinds",
+        "tags",
+        "source_kinds",
+        "source_names",
+        "statuses",
+        "user_ids",
+        "agent_ids",
+        "session_ids",
         mode="before",
     )(_strs)
 
@@ -183,7 +204,9 @@ class Policy(BaseModel):
     layer: PolicyLayer = Field(default=PolicyLayer.GLOBAL, description="global, domain or session.")
     final: bool = Field(default=False, description="Cannot be overridden by higher layers.")
     cost: float = Field(
-        default=0.0, ge=0.0, description="Cost of complying (e.g. a refresh call), in caller budget units, >= 0."
+        default=0.0,
+        ge=0.0,
+        description="Cost of complying (e.g. a refresh call), in caller budget units, >= 0.",
     )
     refresh: str | None = Field(
         default=None, description="Name of the refresh hook (require_refresh only); default: the policy id."
@@ -195,7 +218,9 @@ class Policy(BaseModel):
             "procedural, are stored as this kind instead, e.g. episodic)."
         ),
     )
-    reason: str | None = Field(default=None, description="Reason shown in decisions; default: the description.")
+    reason: str | None = Field(
+        default=None, description="Reason shown in decisions; default: the description."
+    )
     enabled: bool = Field(default=True, description="Disabled policies are kept but never evaluated.")
 
     _compiled: CompiledCondition = PrivateAttr()
@@ -319,7 +344,9 @@ class Policy(BaseModel):
         return data
 
 
-def format_validation_error(exc: ValidationError, *, source: str, policy_id: Any, index: int | None = None) -> str:
+def format_validation_error(
+    exc: ValidationError, *, source: str, policy_id: Any, index: int | None = None
+) -> str:
     """Turn a pydantic error into one message naming the source, the policy and the field(s)."""
     where = f"policy {policy_id!r}" if policy_id else "policy"
     if index is not None:
@@ -366,8 +393,12 @@ class PolicyRequest(BaseModel):
         default=None, ge=0.0, description="Refresh budget in policy cost units, >= 0; None = unlimited."
     )
     promote: bool = Field(default=False, description="The caller promotes a tool result to long-term memory.")
-    admin: AdminGrant | None = Field(default=None, description="Audited cross-scope grant (admin calls only).")
-    attributes: dict[str, Any] = Field(default_factory=dict, description="Extra request fields for conditions.")
+    admin: AdminGrant | None = Field(
+        default=None, description="Audited cross-scope grant (admin calls only)."
+    )
+    attributes: dict[str, Any] = Field(
+        default_factory=dict, description="Extra request fields for conditions."
+    )
 
     @field_validator("source", mode="before")
     @classmethod
@@ -388,7 +419,9 @@ class Decision(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str = Field(default_factory=new_id, description="Decision id.")
-    policy_id: str | None = Field(description="Deciding policy; 'builtin.scope_isolation' for the scope guard.")
+    policy_id: str | None = Field(
+        description="Deciding policy; 'builtin.scope_isolation' for the scope guard."
+    )
     effect: Effect = Field(description="The effect applied.")
     operation: Operation = Field(description="The operation decided on.")
     memory_id: str | None = Field(default=None, description="The memory decided on.")
@@ -398,7 +431,9 @@ class Decision(BaseModel):
     priority: int | None = Field(default=None, description="Priority of the deciding policy.")
     withheld: bool = Field(default=False, description="The memory was kept from the caller / the op refused.")
     warning: str | None = Field(default=None, description="E.g. a stale memory accepted within budget.")
-    flags: tuple[str, ...] = Field(default=(), description="Ids of downgrade policies that flagged the memory.")
+    flags: tuple[str, ...] = Field(
+        default=(), description="Ids of downgrade policies that flagged the memory."
+    )
     obligations: dict[str, Any] = Field(default_factory=dict, description="Write obligations to apply.")
     cost: float = Field(default=0.0, ge=0.0, description="Cost spent on compliance, in budget units.")
     replacement_id: str | None = Field(default=None, description="Id of the refreshed memory served instead.")

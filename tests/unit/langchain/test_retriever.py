@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Any
-from uuid import uuid4
 
 import pytest
 
@@ -62,16 +61,24 @@ def test_no_scope_is_refused():
         LineageRetriever(manager=seeded()).invoke("parrots")
 
 
-def test_retriever_run_records_used_edges_and_activity():
+def test_retriever_run_records_used_edges_and_activity(monkeypatch):
     mm = seeded()
     handler = LineageCaptureCallback(mm, scope="tests", raise_error=True)
-    run_id = uuid4()
+    run_ids: list[str] = []
+    real_recall = mm.recall
+
+    def spy(query: str, **kwargs: Any) -> Any:
+        run_ids.append(kwargs["activity_id"])
+        return real_recall(query, **kwargs)
+
+    monkeypatch.setattr(mm, "recall", spy)
     docs = LineageRetriever(manager=mm, scope=Scope(user_id="tests"), k=2).invoke(
-        "parrots", config={"callbacks": [handler], "run_id": run_id}
+        "parrots", config={"callbacks": [handler]}
     )
-    edges = mm.ledger.edges_touching([str(run_id)])
+    (run_id,) = run_ids
+    edges = mm.ledger.edges_touching([run_id])
     assert {e["dst"] for e in edges if e["relation"] == Relation.USED.value} == {d.id for d in docs}
-    act = mm.get_activity(str(run_id))
+    act = mm.get_activity(run_id)
     assert act is not None and act.kind == "retrieval" and act.outcome == "success"
 
 

@@ -10,7 +10,7 @@ from llama_index.core.agent.workflow import FunctionAgent, ReActAgent, ToolCall,
 from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.instrumentation.events.llm import LLMChatStartEvent
 from llama_index.core.tools import ToolOutput
-from memlineage import MemoryManager, Scope, SourceKind
+from memlineage import MemLineageError, MemoryManager, Scope, SourceKind
 
 from memlineage_llamaindex import LineageEventHandler, capture_run, lineage_memory
 
@@ -197,5 +197,5 @@ def test_raise_error_switch(manager: MemoryManager) -> None:
         h._parents["llm-y"] = "run-x"
     manager.close()  # every core call now fails
     quiet.handle(LLMChatStartEvent(messages=[], additional_kwargs={}, model_dict={}, span_id="llm-y"))
-    with pytest.raises(Exception):
+    with pytest.raises(MemLineageError):
         loud.handle(LLMChatStartEvent(messages=[], additional_kwargs={}, model_dict={}, span_id="llm-y"))
