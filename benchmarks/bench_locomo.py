@@ -311,11 +311,14 @@ def system_llamaindex(convs: dict[str, list[Turn]], vecs: CachedVectors, client:
 
 def system_memlineage(convs: dict[str, list[Turn]], vecs: CachedVectors, config: Any = None) -> Retriever:
     """MemLineage hybrid recall through the public MemoryManager API."""
-    from memlineage import MemoryManager, Scope
+    from memlineage import Ledger, MemoryManager, Scope
     from memlineage.index import InMemoryIndex
 
     kwargs = {"retrieval": config} if config is not None else {}
-    mm = MemoryManager.open(path=None, embedder=VectorLookupEmbedder(vecs), index=InMemoryIndex(), **kwargs)
+    # in-memory ledger: nothing is written to disk, every run starts empty
+    mm = MemoryManager(
+        ledger=Ledger("sqlite://"), index=InMemoryIndex(), embedder=VectorLookupEmbedder(vecs), **kwargs
+    )
     id_map: dict[str, str] = {}
     for cid, turns in convs.items():
         for t in turns:

@@ -3,16 +3,20 @@
 Run: ``.venv/bin/python benchmarks/bench_policy.py [--n 10000] [--queries 200] [--k 5]``.
 
 Setup: one user's store (in-memory SQLite ledger, ``InMemoryIndex``, ``FakeEmbedder``: offline and
-deterministic) with a realistic mix of sources (user, tool, reasoning with varying confidence), tool prices that
-go stale, suspect memories (their premise was retracted) and low-trust derived memories. The same store is read
+deterministic) with a realistic mix of sources (user, tool, reasoning with varying confidence), tool prices
+that
+go stale, suspect memories (their premise was retracted) and low-trust derived memories. The same store is
+read
 with ``policy=None`` and with a :class:`PolicyEngine` holding 10 policies (7 built-in read/write policies,
-2 freshness policies, 1 custom CEL policy); the two configurations alternate query by query so drift hits both.
+2 freshness policies, 1 custom CEL policy); the two configurations alternate query by query so drift hits
+both.
 Half the queries ask for ``purpose="decision"``. The policy run includes everything enforcement costs: the
 batch evaluation before the top-k cut, decision events written to the ledger, and hit annotation.
 
 Also reported: the engine alone (``filter_read`` over 100 candidates), in µs per candidate.
 
-Target: recall overhead <= 10 % (ratio <= 1.10). Prints the ratios; exits 0 either way (a benchmark, not a test).
+Target: recall overhead <= 10 % (ratio <= 1.10). Prints the ratios; exits 0 either way (a benchmark, not a
+test).
 """
 
 from __future__ import annotations
@@ -79,7 +83,8 @@ def build_store(n: int, clock: Clock, seed: int = 3) -> tuple[Any, Scope]:
                     "tags": [tag]}  # fmt: skip
         else:
             conf = round(rng.uniform(0.5, 1.0), 2)
-            item = {"content": f"reasoning {i}: maybe the user wants the {topic} plan {i % 31}", "source": "reasoning",
+            text = f"reasoning {i}: maybe the user wants the {topic} plan {i % 31}"
+            item = {"content": text, "source": "reasoning",
                     "confidence": conf}  # fmt: skip
         if rng.random() < 0.01:
             item.setdefault("tags", []).append("hr")
@@ -166,13 +171,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"store: {args.n} memories (+{args.n // 50 + 20} lineage), built in {build_s:.1f} s")
         print(f"recall k={args.k}, {args.queries} queries, {len(engine)} policies vs none")
         print(
-            f"  median  none {med['none']:.3f} ms   policies {med['policies']:.3f} ms   ratio {result['ratio_median']}"
+            f"  median  none {med['none']:.3f} ms   policies {med['policies']:.3f} ms   "
+            f"ratio {result['ratio_median']}"
         )
         print(
-            f"  mean    none {mean['none']:.3f} ms   policies {mean['policies']:.3f} ms   ratio {result['ratio_mean']}"
+            f"  mean    none {mean['none']:.3f} ms   policies {mean['policies']:.3f} ms   "
+            f"ratio {result['ratio_mean']}"
         )
         print(
-            f"  engine alone: {per_candidate_us:.2f} µs per candidate (filter_read, 100 candidates, 10 policies)"
+            f"  engine alone: {per_candidate_us:.2f} µs per candidate "
+            "(filter_read, 100 candidates, 10 policies)"
         )
         verdict = "OK" if result["ratio_median"] <= 1.10 else "ABOVE TARGET"
         print(f"target ratio <= 1.10: {verdict}")

@@ -1,19 +1,24 @@
-"""The value gate on LoCoMo dev conversations: how many turns it stores, and what that costs in evidence recall.
+"""The value gate on LoCoMo dev conversations: turns it stores, and what that costs in evidence recall.
 
 Every dialogue turn of a conversation goes through ``MemoryManager.remember`` one by one, in order (content
-"[session date] speaker: text", plus the image caption if any, the same document as benchmarks/bench_locomo.py),
-in one scope per conversation and one session per LoCoMo session. Three configurations see identical content and
-vectors:
+"[session date] speaker: text", plus the image caption if any, the same document as
+benchmarks/bench_locomo.py), in one scope per conversation and one session per LoCoMo session. The
+configurations see identical content and vectors (the main ones; more below):
 
 - ``core``     no value model: every turn stored, retrieval without value re-ranking;
-- ``no-gate``  value model with store threshold 0: every turn stored and scored, value re-ranking on (w = 0.3);
+- ``no-gate``  value model with store threshold 0: every turn stored and scored, value re-ranking on
+  (w = 0.3);
 - ``gate``     value model with the seed's store threshold 0.6: turns below it go to the session's short-term
-  buffer (FIFO, 10 items) instead of long-term memory.
+  buffer (FIFO, 10 items) instead of long-term memory;
+- ``gate-s0``  the same with the seed's literal novelty ``1 − cosine`` (``novelty_baseline=0``);
+- ``gate@X``   the gate with store threshold X (e.g. ``gate@0.5``; seed §5.4 suggests lowering it when key
+  facts are lost).
 
-For every question of categories 1-4 with evidence we recall the top k turns and report evidence recall@k (share
-of a question's evidence turns found, averaged) and hit@k (any evidence found), k = 5 and 10; plus how many turns
-were stored / buffered and how many evidence turns the gate kept. ``gate`` vs ``no-gate`` isolates the gate;
-``no-gate`` vs ``core`` shows the value re-ranking alone. These are development figures (the 7 dev conversations).
+For every question of categories 1-4 with evidence we recall the top k turns and report evidence recall@k
+(share of a question's evidence turns found, averaged) and hit@k (any evidence found), k = 5 and 10; plus how
+many turns were stored / buffered and how many evidence turns the gate kept. ``gate`` vs ``no-gate`` isolates
+the gate; ``no-gate`` vs ``core`` shows the value re-ranking alone. These are development figures (the 7 dev
+conversations).
 
 Run (MiniLM ONNX vectors; ``--embedder fake`` uses memlineage.testing.FakeEmbedder instead)::
 
@@ -118,11 +123,17 @@ def run_config(name: str, conv: str, turns: list[Turn], qs: list[Question], embe
     from memlineage.testing import make_manager
     from memlineage.value import ValueModel, ValueProfile
 
-    value_model = {
-        "core": None,
-        "no-gate": ValueModel(profile=ValueProfile(store_threshold=0.0, forget_threshold=0.0)),
-        "gate": ValueModel(),
-    }[name]
+    if name.startswith(
+        "gate@"
+    ):  # e.g. gate@0.5: another store threshold (seed §5.4: lower it if key facts are lost)
+        value_model = ValueModel(profile=ValueProfile(store_threshold=float(name[5:]), forget_threshold=0.0))
+    else:
+        value_model = {
+            "core": None,
+            "no-gate": ValueModel(profile=ValueProfile(store_threshold=0.0, forget_threshold=0.0)),
+            "gate": ValueModel(),
+            "gate-s0": ValueModel(profile=ValueProfile(novelty_baseline=0.0)),
+        }[name]
     clock = {"now": turns[0].when}
     mm = make_manager(embedder=embedder, value_model=value_model, clock=lambda: clock["now"])
     by_memory: dict[str, str] = {}
@@ -172,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--convs", type=int, default=1, help="number of dev conversations (1-7, default 1)")
     ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
-    ap.add_argument("--configs", default="core,no-gate,gate")
+    ap.add_argument("--configs", default="core,no-gate,gate,gate-s0,gate@0.55,gate@0.5")
     args = ap.parse_args(argv)
     if args.embedder == "onnx":
         from memlineage.index import OnnxMiniLMEmbedder
@@ -188,7 +199,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in args.configs.split(","):
             rows.append(run_config(name, conv, turns, qs, embedder))
             r = rows[-1]
-            print(f"{conv} {name:8} stored {r['stored']:4}/{r['turns']:4}  recall@10 {r['recall@10']:.3f}", file=sys.stderr)
+            print(
+                f"{conv} {name:9} stored {r['stored']:4}/{r['turns']:4}  recall@10 {r['recall@10']:.3f}",
+                file=sys.stderr,
+            )
     # totals per configuration (micro-average over questions)
     table = []
     for name in args.configs.split(","):
@@ -207,15 +221,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for key in [f"recall@{k}" for k in KS] + [f"hit@{k}" for k in KS]:
             tot[key] = sum(r[key] * r["questions"] for r in rs) / max(1, nq)
         table.append(tot)
-    head = (
-        f"{'config':8} {'turns':>6} {'stored':>7} {'buffered':>9} {'ev.kept':>8} "
-        + " ".join(f"{k:>9}" for k in ["recall@5", "recall@10", "hit@5", "hit@10"])
+    head = f"{'config':9} {'turns':>6} {'stored':>7} {'buffered':>9} {'ev.kept':>8} " + " ".join(
+        f"{k:>9}" for k in ["recall@5", "recall@10", "hit@5", "hit@10"]
     )
     print(f"LoCoMo dev, {args.convs} conversation(s), embedder={embedder.name}, categories 1-4")
     print(head)
     for t in table:
         print(
-            f"{t['config']:8} {t['turns']:6} {t['stored']:7} {t['buffered']:9} "
+            f"{t['config']:9} {t['turns']:6} {t['stored']:7} {t['buffered']:9} "
             f"{t['evidence_stored']:4}/{t['evidence_turns']:<4}"
             + " ".join(f"{t[k]:9.3f}" for k in ["recall@5", "recall@10", "hit@5", "hit@10"])
         )

@@ -15,10 +15,9 @@ from langchain_core.agents import AgentAction, AgentFinish
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.outputs import LLMResult
-from typing_extensions import override
-
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Scope
+from typing_extensions import override
 
 from memlineage_langchain._convert import (
     RECALLED_KEY,
@@ -153,12 +152,19 @@ class _Recorder:
                 with self._lock:
                     self._runs.pop(tool.id, None)
                 self.manager.end_activity(
-                    tool.id, outcome="unknown", metadata={"reason": "parent run ended before the tool reported"}
+                    tool.id,
+                    outcome="unknown",
+                    metadata={"reason": "parent run ended before the tool reported"},
                 )
 
     # ------------------------------------------------------------------ chains
     def chain_start(
-        self, inputs: Any, run_id: str, parent: str | None, metadata: Mapping[str, Any] | None, name: str | None
+        self,
+        inputs: Any,
+        run_id: str,
+        parent: str | None,
+        metadata: Mapping[str, Any] | None,
+        name: str | None,
     ) -> None:
         run = _Run(id=run_id, kind="agent_run" if parent is None else "chain", name=name, parent=parent,
                    scope=self._scope_for(metadata, parent))  # fmt: skip
@@ -181,7 +187,9 @@ class _Recorder:
         if run is None:
             return
         self._close_open_tools(run_id)
-        for action in run.actions:  # actions whose tool run this handler never saw (e.g. attached at construction)
+        for (
+            action
+        ) in run.actions:  # actions whose tool run this handler never saw (e.g. attached at construction)
             self.manager.record_activity(
                 Activity(
                     kind="tool_call", name=action.tool, parent_id=run.id if run.recorded else None, scope=run.scope,
@@ -452,7 +460,9 @@ class LineageCaptureCallback(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._recorder.chain_start(inputs, str(run_id), _sid(parent_run_id), metadata, _run_name(serialized, kwargs))
+        self._recorder.chain_start(
+            inputs, str(run_id), _sid(parent_run_id), metadata, _run_name(serialized, kwargs)
+        )
 
     @override
     @_guard
@@ -578,7 +588,9 @@ class LineageCaptureCallback(BaseCallbackHandler):
 
     @override
     @_guard
-    def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+    def on_tool_end(
+        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+    ) -> None:
         self._recorder.tool_end(output, str(run_id))
 
     @override
@@ -676,7 +688,11 @@ class AsyncLineageCaptureCallback(AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         await asyncio.to_thread(
-            self._recorder.llm_start, str(run_id), _sid(parent_run_id), metadata, _run_name(serialized, kwargs)
+            self._recorder.llm_start,
+            str(run_id),
+            _sid(parent_run_id),
+            metadata,
+            _run_name(serialized, kwargs),
         )
 
     @override
@@ -693,7 +709,11 @@ class AsyncLineageCaptureCallback(AsyncCallbackHandler):
         **kwargs: Any,
     ) -> None:
         await asyncio.to_thread(
-            self._recorder.llm_start, str(run_id), _sid(parent_run_id), metadata, _run_name(serialized, kwargs)
+            self._recorder.llm_start,
+            str(run_id),
+            _sid(parent_run_id),
+            metadata,
+            _run_name(serialized, kwargs),
         )
 
     @override

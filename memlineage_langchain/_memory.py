@@ -9,11 +9,10 @@ from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_core.runnables.config import ensure_config
-from pydantic import ConfigDict, Field, PrivateAttr
-from typing_extensions import override
-
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope
+from pydantic import ConfigDict, Field, PrivateAttr
+from typing_extensions import override
 
 from memlineage_langchain._convert import (
     RECALLED_KEY,
@@ -54,7 +53,9 @@ class LineageMemory(BaseMemory):
         >>> from memlineage import Scope
         >>> from memlineage.testing import make_manager
         >>> memory = LineageMemory(
-        ...     manager=make_manager(), scope=Scope(user_id="alice", session_id="s1"), memory_key="chat_history"
+        ...     manager=make_manager(),
+        ...     scope=Scope(user_id="alice", session_id="s1"),
+        ...     memory_key="chat_history",
         ... )
 
     Use:
@@ -98,7 +99,9 @@ class LineageMemory(BaseMemory):
             if len(self._pending) >= _MAX_PENDING:
                 self._pending.pop(next(iter(self._pending)))
             self._pending[(scope.user_id, scope.session_id, query)] = ids
-        value: Any = [memory_to_message(m) for m in memories] if self.return_messages else format_memories(memories)
+        value: Any = (
+            [memory_to_message(m) for m in memories] if self.return_messages else format_memories(memories)
+        )
         return {self.memory_key: value, RECALLED_KEY: ids}
 
     def _empty(self) -> dict[str, Any]:
@@ -143,8 +146,12 @@ class LineageMemory(BaseMemory):
     ) -> list[dict[str, Any]]:
         return [
             {
-                "content": text, "scope": scope, "source": f"tool:{name}", "kind": self.kind,
-                "activity_id": act.id, "derived_from": premises,
+                "content": text,
+                "scope": scope,
+                "source": f"tool:{name}",
+                "kind": self.kind,
+                "activity_id": act.id,
+                "derived_from": premises,
                 "metadata": {"tool_call_id": act.metadata.get("tool_call_id"), "outcome": "success"},
             }  # fmt: skip
             for act, name, text in steps
@@ -167,7 +174,9 @@ class LineageMemory(BaseMemory):
         query = user_text(inputs, self.input_key)
         if not query.strip() or self.k == 0:
             return self._empty()
-        result = await self.manager.arecall(query, scope=scope, k=self.k, include_suspect=self.include_suspect)
+        result = await self.manager.arecall(
+            query, scope=scope, k=self.k, include_suspect=self.include_suspect
+        )
         return self._loaded(scope, query, [h.memory for h in result])
 
     @override
@@ -186,7 +195,9 @@ class LineageMemory(BaseMemory):
         answer = self._answer_text(outputs)
         if answer.strip():
             derived = list(dict.fromkeys([*premises, *(m.id for m in tools)]))
-            mem = self.manager.remember(answer, scope=scope, source="agent", kind=self.kind, derived_from=derived)
+            mem = self.manager.remember(
+                answer, scope=scope, source="agent", kind=self.kind, derived_from=derived
+            )
             self._written.append(mem.id)
         self._written.extend(m.id for m in tools)
 

@@ -18,10 +18,9 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from typing_extensions import NotRequired, override
-
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Scope
+from typing_extensions import NotRequired, override
 
 from memlineage_langchain._convert import (
     final_ai_text,
@@ -50,7 +49,9 @@ def _runtime_scope(runtime: Any) -> Scope | None:
     context = getattr(runtime, "context", None)
     found = scope_from_mapping(context) if isinstance(context, Mapping) else None
     if found is None and context is not None and getattr(context, "user_id", None):
-        found = scope_from_mapping({k: getattr(context, k, None) for k in ("user_id", "agent_id", "session_id")})
+        found = scope_from_mapping(
+            {k: getattr(context, k, None) for k in ("user_id", "agent_id", "session_id")}
+        )
     if found is None:
         found = scope_from_config(getattr(runtime, "config", None))
     if found is None:
@@ -130,7 +131,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
             return None
         recalled = self.manager.recall(text, scope=scope, k=self.k, include_suspect=self.include_suspect)
         turn = self.manager.remember(text, scope=scope, source="user")
-        return self._context(turn.id, recalled.memories())
+        return self._context(turn.id, [h.memory for h in recalled])
 
     @override
     async def abefore_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -138,9 +139,11 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         text = last_human_text(state.get("messages", []))
         if not text.strip():
             return None
-        recalled = await self.manager.arecall(text, scope=scope, k=self.k, include_suspect=self.include_suspect)
+        recalled = await self.manager.arecall(
+            text, scope=scope, k=self.k, include_suspect=self.include_suspect
+        )
         turn = await self.manager.aremember(text, scope=scope, source="user")
-        return self._context(turn.id, recalled.memories())
+        return self._context(turn.id, [h.memory for h in recalled])
 
     def _context(self, turn_id: str, memories: list[Any]) -> dict[str, Any]:
         notes = f"{self.header}\n{format_memories(memories)}" if memories else ""
@@ -171,7 +174,9 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
     async def aafter_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         text, premises = self._answer(state)
         if text.strip():
-            await self.manager.aremember(text, scope=self._scope(runtime), source="agent", derived_from=premises)
+            await self.manager.aremember(
+                text, scope=self._scope(runtime), source="agent", derived_from=premises
+            )
         return None
 
     # ------------------------------------------------------------------ model calls

@@ -8,11 +8,10 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field
-from typing_extensions import override
-
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope
+from pydantic import ConfigDict, Field
+from typing_extensions import override
 
 from memlineage_langchain._convert import hit_to_document, require_scope, scope_from_mapping
 

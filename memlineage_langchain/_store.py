@@ -20,10 +20,9 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
-from typing_extensions import override
-
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope
+from typing_extensions import override
 
 from memlineage_langchain._convert import (
     STORE_SLOT_PREFIX,
@@ -207,7 +206,9 @@ def _matches(namespace: tuple[str, ...], conditions: tuple[Any, ...] | None) -> 
         path = tuple(cond.path)
         if len(path) > len(namespace):
             return False
-        part = namespace[: len(path)] if cond.match_type == "prefix" else namespace[len(namespace) - len(path) :]
-        if any(p != "*" and p != n for p, n in zip(path, part)):
+        part = (
+            namespace[: len(path)] if cond.match_type == "prefix" else namespace[len(namespace) - len(path) :]
+        )
+        if any(p != "*" and p != n for p, n in zip(path, part, strict=True)):
             return False
     return True

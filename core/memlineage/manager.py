@@ -981,6 +981,8 @@ class MemoryManager:
                     ids = [r["id"] for r in rows if r and r["agent_id"] == scope.agent_id]
         mems = [m for m in self.ledger.memories(ids) if m is not None]
         self._check_operation("delete", mems, scope=scope)
+        if memory_id is None:
+            self._value_erase(scope)  # buffered (never stored) candidates of the scope go too
         suspects: list[str] = []
         acts = 0
         with self.ledger.transaction() as conn:
@@ -1517,6 +1519,12 @@ class MemoryManager:
             from memlineage import value
 
             value.flush(self)
+
+    def _value_erase(self, scope: Scope) -> None:
+        if self.value_model is not None:
+            from memlineage import value
+
+            value.runtime(self).buffer.clear_scope(scope)
 
     def flush_reinforcement(self) -> int:
         """Write pending value reinforcements (+0.05 per use) now; returns the number of memories written."""

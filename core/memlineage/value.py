@@ -567,8 +567,22 @@ class ShortTermBuffer:
 
     def clear_user(self, user_id: str) -> int:
         """Drop every buffer of a user (erasure); return the number of items dropped."""
+        return self.clear_scope(Scope(user_id=user_id))
+
+    def clear_scope(self, scope: Scope) -> int:
+        """Drop the buffers a scope covers (its user; only its agent / session when it names one).
+
+        Returns:
+            The number of items dropped.
+        """
         with self._lock:
-            keys = [k for k in self._buffers if k[0] == user_id]
+            keys = [
+                k
+                for k in self._buffers
+                if k[0] == scope.user_id
+                and (scope.agent_id is None or k[1] == scope.agent_id)
+                and (scope.session_id is None or k[2] == scope.session_id)
+            ]
             return sum(len(self._buffers.pop(k)) for k in keys)
 
     def __len__(self) -> int:
@@ -666,10 +680,18 @@ class _Runtime:
     batch: ReinforcementBatch
 
 
+_RUNTIME_LOCK = threading.Lock()
+
+
 def runtime(mm: Any) -> _Runtime:
     """The value-gate state attached to a manager (created on first use)."""
     rt = getattr(mm, "_value_runtime", None)
-    if rt is None:
+    if rt is not None:
+        return rt
+    with _RUNTIME_LOCK:
+        rt = getattr(mm, "_value_runtime", None)
+        if rt is not None:
+            return rt
         vm: ValueModel = mm.value_model
         rt = _Runtime(
             buffer=ShortTermBuffer(vm.profile.buffer_size),

@@ -165,7 +165,8 @@ def test_json_file_and_roundtrip(tmp_path: Path) -> None:
             "policy 'a' (entry #0): field 'colour': unknown",
         ),
         (
-            "policies:\n  - id: a\n    effect: deny\n  - id: b\n    effect: filter\n    condition: memory.nope\n",
+            "policies:\n  - id: a\n    effect: deny\n"
+            "  - id: b\n    effect: filter\n    condition: memory.nope\n",
             "policy 'b' (entry #1): field 'condition': unknown field memory.nope",
         ),
         ("policies:\n  - id: a\n    effect: deny\n  - id: a\n    effect: deny\n", "field 'id': duplicate"),
@@ -534,7 +535,9 @@ def test_flat_and_map_cel_forms_agree() -> None:
     flat = Policy(
         id="pricey",
         effect="filter",
-        condition="has(memory.metadata.price) && memory.metadata.price > 100.0 && 'memory.x' != request.purpose",
+        condition=(
+            "has(memory.metadata.price) && memory.metadata.price > 100.0 && 'memory.x' != request.purpose"
+        ),
     )
     assert flat.compiled.flat_program is not None
     whole = Policy(id="slotted", effect="downgrade", condition="has(memory.slot)")

@@ -109,7 +109,7 @@ def test_write_protection_on_retract_by_tool_source(mm) -> None:
 
 
 def test_poisoning_scenario(mm) -> None:
-    """A tool output claims "the user prefers X": it cannot overwrite the user's preference and stays low-trust."""
+    """A tool output claims "the user prefers X": it cannot overwrite the user's word and stays low-trust."""
     pref = mm.remember("I prefer green tea", scope=ALICE, source="user", kind="semantic", slot="user/drink")
     # 1. the poisoned tool output tries to take the slot: refused, nothing changes
     with pytest.raises(PolicyViolationError) as info:
@@ -218,7 +218,7 @@ def test_budget_accepts_stale_price_with_warning(engine: PolicyEngine, mm, clock
 
 
 def test_travel_scenario_freshness_and_dependency_consistency(engine: PolicyEngine, mm, clock: Clock) -> None:
-    """Paris → Rome correction makes the Paris hotel suspect; the Rome flight price goes stale and is refreshed."""
+    """Paris → Rome makes the Paris hotel suspect; the Rome flight price goes stale and is refreshed."""
     city = mm.remember(
         "I am travelling to Paris", scope=ALICE, source="user", kind="semantic", slot="trip/city"
     )

@@ -295,3 +295,37 @@ class TestSweep:
         mm.remember("My passport expires on 2027-05-01", scope=ALICE)
         report = await mm.asweep(now=clock.now + 400 * DAY)
         assert len(report.archived) == 1
+
+
+class TestErasureAndLLM:
+    def test_erase_drops_buffered_candidates(self, mm):
+        mm.remember("thanks!", scope=ALICE)
+        mm.remember("ok cool", scope=BOB)
+        mm.erase(scope=Scope(user_id="alice"))
+        assert mm.buffered(ALICE) == [] and len(mm.buffered(BOB)) == 1
+
+    def test_llm_extractor_names_the_slot(self, clock):
+        import json
+
+        from langchain_core.language_models import FakeListChatModel
+
+        from memlineage.extractors import LLMExtractor
+
+        answer = json.dumps(
+            {
+                "entities": ["window"],
+                "user_directive_intensity": 2,
+                "emotional_valence": "neutral",
+                "relation_to_goal": "direct",
+                "information_type": "preference",
+                "slot": "user.seat_preference",
+            }
+        )
+        model = FakeListChatModel(responses=[answer, answer])
+        manager = make_manager(value_model=ValueModel(LLMExtractor(model)), clock=clock)
+        first = manager.remember("window please, always", scope=ALICE)
+        clock.tick()
+        second = manager.remember("actually aisle from now on", scope=ALICE)
+        assert first.slot == second.slot == "user.seat_preference"
+        assert first.assessment.extractor == "llm"
+        assert manager.require(first.id, scope=ALICE).status is Status.SUPERSEDED

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -179,6 +179,9 @@ class Ledger:
                 kwargs["poolclass"] = StaticPool
         else:
             kwargs["pool_pre_ping"] = True
+        # In-memory SQLite shares one connection between threads: a read closing it would roll back another
+        # thread's open write transaction, so reads take the writer lock there too.
+        self._shared_connection = kwargs.get("poolclass") is StaticPool
         if schema:
             kwargs["execution_options"] = {"schema_translate_map": {None: schema}}
         try:
@@ -221,7 +224,7 @@ class Ledger:
     def read(self) -> Iterator[Connection]:
         """A read-only connection."""
         try:
-            with self.engine.connect() as conn:
+            with (self._lock if self._shared_connection else nullcontext()), self.engine.connect() as conn:
                 yield conn
         except SQLAlchemyError as exc:
             msg = f"ledger read failed: {exc}"

@@ -1,7 +1,9 @@
 """Lineage-guided policy engine: policies as data, CEL conditions, deterministic combination, decisions.
 
-Policies decide, from a memory's lineage (source, confidence, trust, age, premises, who asserted it), what may be
-read, written, updated or deleted. :class:`PolicyEngine` evaluates them in batch over recall candidates and for
+Policies decide, from a memory's lineage (source, confidence, trust, age, premises, who asserted it), what
+may be
+read, written, updated or deleted. :class:`PolicyEngine` evaluates them in batch over recall candidates and
+for
 each write; :class:`memlineage.MemoryManager` enforces them at every operation. Conditions use CEL through
 ``common-expression-language`` (see :mod:`memlineage.policy._condition` for why not ``cel-python``).
 

@@ -1,8 +1,10 @@
 """Built-in policies from the seed, as factories returning plain :class:`Policy` data.
 
-Scope isolation is not here: it is a guard inside :class:`PolicyEngine` that runs before every policy and cannot
+Scope isolation is not here: it is a guard inside :class:`PolicyEngine` that runs before every policy and
+cannot
 be disabled. Trust itself is computed by the core at write time (never above the lowest trust among a memory's
-premises); :func:`decision_trust_floor` is the policy that keeps low-trust memories out of decision-grade reads.
+premises); :func:`decision_trust_floor` is the policy that keeps low-trust memories out of decision-grade
+reads.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def source_trust_floor(
     purpose: str | None = None,
     priority: int = 50,
 ) -> Policy:
-    """Do not use memories from these sources below a confidence floor (seed: reasoning below 0.7 is not used).
+    """Do not use memories from these sources below a confidence floor (seed: reasoning below 0.7).
 
     Args:
         min_confidence: Floor in [0, 1]; memories strictly below it are filtered from reads.
@@ -62,7 +64,7 @@ def source_trust_floor(
         condition += f' && request.purpose == "{purpose}"'
     return Policy(
         id="builtin.source_trust_floor",
-        description=f"{'/'.join(source_kinds)} memories with confidence below {min_confidence:g} are not used",
+        description=f"{'/'.join(source_kinds)} memories with confidence below {min_confidence:g} are unused",
         operations=(Operation.READ,),
         target=PolicyTarget(source_kinds=tuple(source_kinds)),
         condition=condition,
@@ -80,13 +82,14 @@ def freshness(
     cost: float = 0.0,
     priority: int = 60,
 ) -> Policy:
-    """Memories tagged ``tag`` older than ``max_age`` expire and trigger a refresh (seed: prices older than 1 h).
+    """Memories tagged ``tag`` older than ``max_age`` expire and trigger a refresh (seed: prices after 1 h).
 
     Args:
         tag: The tag, e.g. ``"flight_price"``.
         max_age: Maximum age (``timedelta`` or seconds), measured from ``created_at``.
         refresh: Refresh hook name; default: the tag.
-        on_stale: ``"refresh"`` (require_refresh: call the hook, serve its result) or ``"expire"`` (mark_expired).
+        on_stale: ``"refresh"`` (require_refresh: call the hook, serve its result) or ``"expire"``
+        (mark_expired).
         cost: Cost of one refresh in caller budget units (a caller budget below it accepts the stale memory).
         priority: Priority in the global layer.
 
@@ -127,7 +130,8 @@ def ttl_expiry(*, priority: int = 90) -> Policy:
 def dependency_consistency(*, purpose: str = "decision", priority: int = 70) -> list[Policy]:
     """Suspect memories (a premise retracted, superseded or expired) are not decision-grade.
 
-    Returns two policies: one filters suspect memories from reads whose purpose is ``purpose``; the other flags
+    Returns two policies: one filters suspect memories from reads whose purpose is ``purpose``; the other
+    flags
     them (``downgrade``) on every other read, so they are served with a flag.
     """
     return [
@@ -185,7 +189,8 @@ def tool_result_ttl(
     """Tool outputs are short-lived and never long-term memories unless promoted.
 
     On write, a tool memory gets ``expires_at = now + ttl`` and, if written as semantic or procedural, is
-    stored as ``demote_to``. A caller promotes with ``request.promote``; a policy promotes by allowing the write
+    stored as ``demote_to``. A caller promotes with ``request.promote``; a policy promotes by allowing the
+    write
     with a higher precedence (its ``allow`` stops the walk before this one).
 
     Args:
@@ -210,7 +215,8 @@ def tool_result_ttl(
 def decision_trust_floor(min_trust: float = 0.5, *, purpose: str = "decision", priority: int = 50) -> Policy:
     """Keep low-trust memories (e.g. built on an untrusted tool output) out of decision-grade reads.
 
-    Trust never exceeds the lowest trust among a memory's premises (the core enforces that at write time), so a
+    Trust never exceeds the lowest trust among a memory's premises (the core enforces that at write time), so
+    a
     summary of a poisoned tool output stays below the floor.
     """
     return Policy(
@@ -230,8 +236,10 @@ def builtin_policies(
     min_decision_trust: float = 0.5,
     tool_ttl: timedelta | float = DEFAULT_TOOL_TTL,
 ) -> list[Policy]:
-    """The recommended set: trust floor, TTL expiry, freshness per tag, dependency consistency, write
-    protection, tool-result TTL and the decision trust floor.
+    """The recommended set of built-in policies.
+
+    Trust floor, TTL expiry, freshness per tag, dependency consistency, write protection, tool-result TTL and
+    the decision trust floor.
 
     Args:
         freshness_by_tag: Tag → maximum age, each becoming a :func:`freshness` policy (refresh hook = tag).

@@ -13,17 +13,21 @@ implementation              Rust ``cel-interpreter`` (PyO3)   pure Python on ``l
 
 Both are maintained; ``common-expression-language`` ships binary wheels for the platforms we support, releases
 often, has typed stubs, and is roughly 400x faster per evaluation once the context is built, which matters
-because read policies run over every recall candidate. The cost that remains is converting Python values into a
-CEL context (a few µs per memory), so the engine converts only the fields that the active conditions reference,
+because read policies run over every recall candidate. The cost that remains is converting Python values into
+a
+CEL context (a few µs per memory), so the engine converts only the fields that the active conditions
+reference,
 once per candidate, and shares that context across all CEL policies.
 
 CEL variables: ``memory`` (the memory under decision), ``new`` (the incoming memory of a write or update),
-``request`` (who asks and why) and ``now`` (epoch seconds, float). Timestamps are epoch seconds; ``memory.age``
+``request`` (who asks and why) and ``now`` (epoch seconds, float). Timestamps are epoch seconds;
+``memory.age``
 is ``now - memory.created_at`` in seconds. Absent values are ``null``.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import logging
 import re
@@ -223,9 +227,13 @@ class CompiledCondition:
         request_fields: ``request.*`` fields a CEL condition reads.
         inputs: Field paths recorded in decisions, e.g. ``("memory.confidence",)``.
         flat_program: The same condition with ``memory.x`` / ``new.x`` / ``request.x`` rewritten to flat
-            variables (``_m_x``, ``_n_x``, ``_r_x``), or None when the condition uses a whole object. Converting a
-            few scalars into a CEL context is several times cheaper than converting one map, so the engine uses
+            variables (``_m_x``, ``_n_x``, ``_r_x``), or None when the condition uses a whole object.
+            Converting a
+            few scalars into a CEL context is several times cheaper than converting one map, so the engine
+            uses
             this form whenever it exists.
+        python: ``(single, batch)`` Python functions for conditions in the simple subset (see
+            :func:`compile_python`), evaluated over the whole batch; None otherwise.
     """
 
     kind: str
@@ -237,6 +245,7 @@ class CompiledCondition:
     request_fields: frozenset[str] = frozenset()
     inputs: tuple[str, ...] = ()
     flat_program: Any = None
+    python: tuple[Callable[..., Any], Callable[..., Any]] | None = None
 
 
 def compile_condition(
@@ -274,6 +283,7 @@ def compile_condition(
         request_fields=req,
         inputs=tuple(inputs) or inferred,
         flat_program=_flatten(condition),
+        python=compile_python(condition),
     )
 
 
@@ -281,7 +291,7 @@ FLAT_PREFIX = {"memory": "_m_", "new": "_n_", "request": "_r_"}
 
 
 def _flatten(source: str) -> Any:
-    """Compile ``source`` with ``memory.x`` → ``_m_x`` (etc.) outside string literals; None if not possible."""
+    """Compile ``source`` with ``memory.x`` → ``_m_x`` (etc.) outside string literals; None if impossible."""
     parts: list[str] = []
     pos = 0
     for match in _STRING_RE.finditer(source):
@@ -357,3 +367,141 @@ def memory_fields(
 def request_fields(request: PolicyRequest, names: frozenset[str] | Sequence[str]) -> dict[str, Any]:
     """Extract the named ``request.*`` fields as CEL-ready values."""
     return {name: REQUEST_FIELDS[name](request) for name in names}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Vectorised fast path: the simple CEL subset most policies use, evaluated over a whole batch in Python.
+# ---------------------------------------------------------------------------------------------------------------
+
+_TOKEN_RE = re.compile(
+    r"""\s*(?:
+        (?P<str>"(?:[^"\\\n])*"|'(?:[^'\\\n])*')
+      | (?P<num>\d+\.\d*(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+|\d+)(?![\w.])
+      | (?P<op>&&|\|\||==|!=|<=|>=|<|>|!|\+|-|\*|\(|\)|\[|\]|,)
+      | (?P<name>[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*)
+    )""",
+    re.X,
+)
+_VAR_NAMES = {"memory": "m", "new": "n", "request": "r"}
+_SIMPLE_NAMES = {"true": "True", "false": "False", "null": "None", "now": "now", "in": "in"}
+_ALLOWED_NODES = (
+    ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.Compare, ast.Lt, ast.LtE,
+    ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.In, ast.NotIn, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Name,
+    ast.Load, ast.Constant, ast.List, ast.Subscript, ast.Call,
+)  # fmt: skip
+
+
+def _cel_eq(a: Any, b: Any) -> bool:
+    """CEL equality: a bool only equals a bool (Python's ``True == 1`` is not CEL's)."""
+    if isinstance(a, bool) is not isinstance(b, bool):
+        return False
+    return bool(a == b)
+
+
+class _EqRewriter(ast.NodeTransformer):
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if len(node.ops) != 1:
+            raise ValueError("chained comparison")
+        op = node.ops[0]
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            call: ast.expr = ast.Call(
+                func=ast.Name(id="_cel_eq", ctx=ast.Load()), args=[node.left, node.comparators[0]], keywords=[]
+            )
+            if isinstance(op, ast.NotEq):
+                call = ast.UnaryOp(op=ast.Not(), operand=call)
+            return ast.copy_location(call, node)
+        return node
+
+
+def _translate(source: str) -> str | None:
+    out: list[str] = []
+    pos = 0
+    code = source.strip()
+    while pos < len(code):
+        match = _TOKEN_RE.match(code, pos)
+        if match is None or match.end() == pos:
+            return None
+        pos = match.end()
+        if match.group("str") is not None:
+            out.append(match.group("str"))
+        elif match.group("num") is not None:
+            out.append(match.group("num"))
+        elif match.group("op") is not None:
+            out.append({"&&": " and ", "||": " or ", "!": " not "}.get(match.group("op"), match.group("op")))
+        else:
+            parts = [p.strip() for p in match.group("name").split(".")]
+            head = parts[0]
+            if head in _VAR_NAMES and len(parts) >= 2:
+                out.append(_VAR_NAMES[head] + "".join(f"[{p!r}]" for p in parts[1:]))
+            elif head in _SIMPLE_NAMES and len(parts) == 1:
+                out.append(f" {_SIMPLE_NAMES[head]} ")
+            else:
+                return None  # functions, macros, whole objects, unknown names: CEL only
+    return "".join(out)
+
+
+def compile_python(source: str) -> tuple[Callable[..., Any], Callable[..., Any]] | None:
+    """Compile a simple CEL condition to Python: ``(single, batch)`` or None when outside the subset.
+
+    The subset: field selections on ``memory`` / ``new`` / ``request``, ``now``, number / string / bool / null
+    literals, list literals, ``&& || !``, comparisons, ``in``, ``+ - *`` and parentheses. ``single(m, r, n, now)``
+    evaluates one memory's fields; ``batch(ms, r, n, now)`` a list of them (a list comprehension: no per-item
+    call). Callers fall back to the CEL program whenever the Python form raises, so CEL's error semantics are
+    kept exactly; equality follows CEL (a bool never equals a number).
+    """
+    text = _translate(source)
+    if text is None:
+        return None
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            return None
+        if isinstance(node, ast.Call):
+            return None  # no calls in the source (our own _cel_eq calls are added below)
+        if isinstance(node, ast.Name) and node.id not in {"m", "n", "r", "now", "True", "False", "None"}:
+            return None
+        if isinstance(node, ast.Subscript) and not (
+            isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)
+        ):
+            return None
+    try:
+        body = _EqRewriter().visit(tree).body
+    except ValueError:
+        return None
+    single = ast.Expression(
+        body=ast.Lambda(
+            args=ast.arguments(
+                posonlyargs=[], args=[ast.arg(arg=a) for a in ("m", "r", "n", "now")], kwonlyargs=[],
+                kw_defaults=[], defaults=[],
+            ),
+            body=body,
+        )
+    )  # fmt: skip
+    batch = ast.Expression(
+        body=ast.Lambda(
+            args=ast.arguments(
+                posonlyargs=[], args=[ast.arg(arg=a) for a in ("ms", "r", "n", "now")], kwonlyargs=[],
+                kw_defaults=[], defaults=[],
+            ),
+            body=ast.ListComp(
+                elt=body,
+                generators=[
+                    ast.comprehension(
+                        target=ast.Name(id="m", ctx=ast.Store()), iter=ast.Name(id="ms", ctx=ast.Load()), ifs=[],
+                        is_async=0,
+                    )
+                ],
+            ),
+        )
+    )  # fmt: skip
+    namespace: dict[str, Any] = {"__builtins__": {}, "_cel_eq": _cel_eq}
+    try:
+        single_fn = eval(compile(ast.fix_missing_locations(single), "<cel-fast>", "eval"), namespace)  # noqa: S307
+        batch_fn = eval(compile(ast.fix_missing_locations(batch), "<cel-fast>", "eval"), namespace)  # noqa: S307
+    except (SyntaxError, ValueError, TypeError):
+        return None
+    return single_fn, batch_fn

@@ -1,7 +1,9 @@
 """Enforcement points used by :class:`memlineage.MemoryManager` (its policy hooks delegate here).
 
-Kept out of ``manager.py`` so that the manager only carries one-line hooks: read policies before the top-k cut,
-write policies (plus write protection of slot supersession) before dedup and persistence, update/delete policies
+Kept out of ``manager.py`` so that the manager only carries one-line hooks: read policies before the top-k
+cut,
+write policies (plus write protection of slot supersession) before dedup and persistence, update/delete
+policies
 before any change. Every decision a policy made is appended to the event log as a ``policy_decision`` event.
 """
 
@@ -63,7 +65,7 @@ def _premise_lookup(mm: MemoryManager) -> Callable[[Sequence[str]], Mapping[str,
 
 
 def _record(mm: MemoryManager, items: Sequence[tuple[Decision, str, str | None]]) -> None:
-    """Append ``(decision, user_id, memory_id)`` as ``policy_decision`` events (only decisions a policy made)."""
+    """Append ``(decision, user_id, memory_id)`` as ``policy_decision`` events (policies' decisions only)."""
     rows = [
         {
             "at": to_epoch(d.at) or 0.0,
@@ -104,9 +106,11 @@ def enforce_read(
 
     Withheld candidates go to ``trace.excluded`` with their policy and reason; every decision goes to
     ``trace.decisions`` and the event log. ``mark_expired`` and refreshed-stale memories are expired in the
-    ledger (their descendants become suspect); downgraded active memories are marked suspect. A refreshed memory
+    ledger (their descendants become suspect); downgraded active memories are marked suspect. A refreshed
+    memory
     is returned under its stale version (the retrieval pipeline keeps candidates by id) and swapped in by
-    :func:`annotate_hits`. Candidates already decided earlier in the same recall (the pipeline re-runs this hook
+    :func:`annotate_hits`. Candidates already decided earlier in the same recall (the pipeline re-runs this
+    hook
     when it fetches more candidates) reuse that decision, so hooks run and events are written once.
     """
     engine = ensure_engine(mm.policy)
@@ -143,9 +147,9 @@ def enforce_read(
                 mm._expire(live, reason="expired by policy")
     kept: list[tuple[Memory, float]] = []
     for m, score in candidates:
-        decision = verdict.get(m.id)
-        if decision is not None and decision.withheld:
-            trace.excluded.append(Exclusion(m.id, decision.reason, decision.policy_id, "policy"))
+        final = verdict.get(m.id)
+        if final is not None and final.withheld:
+            trace.excluded.append(Exclusion(m.id, final.reason, final.policy_id, "policy"))
             continue
         kept.append((m, score))
     return kept
@@ -229,8 +233,8 @@ def enforce_operation(
     request = PolicyRequest(operation=op, scope=scope, source=source)
     lookup = _premise_lookup(mm)
     decisions = [engine.check(op, m, request, now=now, premise_status=lookup) for m in memories]
-    _record(mm, [(d, m.scope.user_id, m.id) for m, d in zip(memories, decisions)])
-    for m, d in zip(memories, decisions):
+    _record(mm, [(d, m.scope.user_id, m.id) for m, d in zip(memories, decisions, strict=True)])
+    for m, d in zip(memories, decisions, strict=True):
         if d.withheld:
             _raise(d, f"{op.value} of memory {m.id}")
     return decisions
@@ -343,8 +347,16 @@ def admin_recall(
     with mm.ledger.transaction() as conn:
         mm.ledger.insert_events(
             conn,
-            [{"at": to_epoch(mm.clock()) or 0.0, "type": "admin_access", "memory_id": None, "activity_id": None,
-              "user_id": scope.user_id, "data": data}],
-        )  # fmt: skip
+            [
+                {
+                    "at": to_epoch(mm.clock()) or 0.0,
+                    "type": "admin_access",
+                    "memory_id": None,
+                    "activity_id": None,
+                    "user_id": scope.user_id,
+                    "data": data,
+                }
+            ],
+        )
     logger.warning("admin %r recalled in scope of user %r: %s", actor, scope.user_id, reason)
     return mm.recall(query, scope=scope, **kwargs)

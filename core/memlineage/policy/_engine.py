@@ -1,9 +1,11 @@
-"""The policy engine: deterministic combination, batch evaluation, refresh hooks, budgets and conflict reports."""
+"""The policy engine: deterministic combination, batch evaluation, refresh hooks, budgets, conflicts."""
 
 from __future__ import annotations
 
 import logging
 import os
+import random
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,7 +20,7 @@ from memlineage.errors import (
     PolicyViolationError,
     ScopeViolationError,
 )
-from memlineage.models import Memory, Status, new_id, utcnow
+from memlineage.models import Memory, Status, utcnow
 from memlineage.policy._condition import (
     MEMORY_FIELDS,
     REQUEST_FIELDS,
@@ -53,10 +55,19 @@ __all__ = [
 #: Policy id used on decisions made by the always-on scope guard.
 SCOPE_POLICY_ID = "builtin.scope_isolation"
 
-#: A refresh hook: gets the stale memory and the ``require_refresh`` decision, returns the fresh memory (or None).
+#: A refresh hook: gets the stale memory and the ``require_refresh`` decision, returns the fresh memory (or
+# None).
 RefreshHook = Callable[[Memory, Decision], "Memory | None"]
 
 _PremiseLookup = Callable[[Sequence[str]], Mapping[str, Status]]
+
+
+_ID_RNG = random.Random(int.from_bytes(os.urandom(16), "big"))
+
+
+def _decision_id() -> str:
+    """A version-4 UUID string from a PRNG seeded once from the OS (one syscall per process, not per id)."""
+    return str(uuid.UUID(int=_ID_RNG.getrandbits(128), version=4))
 
 
 def precedence_key(policy: Policy) -> tuple[Any, ...]:
@@ -76,7 +87,8 @@ def precedence_key(policy: Policy) -> tuple[Any, ...]:
 class PolicyConflict(BaseModel):
     """Two policies whose targets and operations overlap and whose effects are opposite.
 
-    Conditions are not compared, so a conflict is *possible*: both may fire on the same memory. ``winner_id`` is
+    Conditions are not compared, so a conflict is *possible*: both may fire on the same memory. ``winner_id``
+    is
     the one the deterministic order applies first.
     """
 
@@ -96,7 +108,8 @@ class ReadOutcome:
 
     Attributes:
         memories: Memories to serve, in candidate order; a refreshed memory replaces its stale version.
-        decisions: Every decision that touched a memory, keyed by the candidate's id (and by the replacement id).
+        decisions: Every decision that touched a memory, keyed by the candidate's id (and by the replacement
+        id).
         withheld: ``(memory, deciding decision)`` for every candidate kept from the caller.
         flagged: Ids of served memories flagged by a ``downgrade`` policy (e.g. suspect, not decision-grade).
         expire: Ids the manager should mark ``expired`` (mark_expired, or the stale side of a refresh).
@@ -176,6 +189,15 @@ def _targets_overlap(a: PolicyTarget, b: PolicyTarget) -> bool:
 
 
 @dataclass(frozen=True)
+class _CelEntry:
+    policy_id: str
+    program: Any
+    flat_program: Any
+    python: tuple[Callable[..., Any], Callable[..., Any]] | None
+    matcher: Callable[[Memory], bool] | None
+
+
+@dataclass(frozen=True)
 class _Plan:
     """Per-operation evaluation plan, rebuilt when the policy set changes."""
 
@@ -185,8 +207,8 @@ class _Plan:
     cel_new_fields: frozenset[str]
     cel_request_fields: frozenset[str]
     needs_premises: bool
-    cel: tuple[tuple[str, Any, Callable[[Memory], bool] | None], ...]  # (policy id, program, target matcher)
-    flat: bool  # every CEL condition has a flat-variable program
+    cel: tuple[_CelEntry, ...]
+    flat: bool  # every CEL condition without a Python form has a flat-variable program
 
 
 class PolicyEngine:
@@ -200,7 +222,8 @@ class PolicyEngine:
         engine.enforce(Operation.UPDATE, old_memory, PolicyRequest(scope=scope, source="tool:x"))
 
     Combination is deterministic (see :func:`precedence_key`): policies are walked in precedence order; a
-    ``downgrade`` flags the memory and the walk goes on; ``allow`` stops it and permits; any other effect stops
+    ``downgrade`` flags the memory and the walk goes on; ``allow`` stops it and permits; any other effect
+    stops
     it and withholds (reads) or refuses (writes). A memory no policy stops is permitted. Scope isolation runs
     before every policy and cannot be disabled; cross-scope reads need an :meth:`admin_grant`.
 
@@ -360,7 +383,7 @@ class PolicyEngine:
             ordered = tuple(p for p in self.policies if p.enabled and operation in p.operations)
             matchers = tuple(_target_matcher(p.target) for p in ordered)
             cels = [p.compiled for p in ordered if p.compiled.kind == "cel"]
-            flat = all(c.flat_program is not None for c in cels)
+            flat = all(c.flat_program is not None for c in cels if c.python is None)
             mem = frozenset().union(*(c.memory_fields for c in cels)) if cels else frozenset()
             plan = _Plan(
                 policies=ordered,
@@ -373,8 +396,8 @@ class PolicyEngine:
                 needs_premises=bool(mem & {"suspect", "invalid_premises"})
                 or any(p.compiled.kind != "cel" for p in ordered),
                 cel=tuple(
-                    (p.id, p.compiled.flat_program if flat else p.compiled.program, m)
-                    for p, m in zip(ordered, matchers)
+                    _CelEntry(p.id, p.compiled.program, p.compiled.flat_program, p.compiled.python, m)
+                    for p, m in zip(ordered, matchers, strict=True)
                     if p.compiled.kind == "cel"
                 ),
                 flat=flat,
@@ -449,23 +472,75 @@ class PolicyEngine:
     def _cel_results(
         self, plan: _Plan, memories: Sequence[Memory], ctx: PolicyContext
     ) -> dict[str, list[bool | BaseException | None]]:
-        """Evaluate every CEL policy on every candidate its target matches, candidate by candidate.
+        """Evaluate every CEL policy on every candidate its target matches.
 
-        One CEL context per batch: request fields, ``now`` and ``new`` are converted once; per candidate only the
-        ``memory`` fields the active conditions reference are set (as flat scalar variables when every condition
-        allows it, which is several times cheaper than a map), then every CEL program runs on that context.
-        ``None`` marks pairs that were not evaluated (target does not match).
+        Conditions in the simple subset run vectorised in Python over the batch (one list comprehension per
+        policy over field dicts extracted once per candidate); any item whose Python evaluation raises or is not
+        a bool is re-evaluated by the CEL program, so CEL semantics decide every edge case. Other conditions run
+        in CEL on one context per batch: request fields, ``now`` and ``new`` converted once, ``memory`` fields
+        once per candidate (as flat scalar variables when possible, cheaper than a map). ``None`` marks pairs
+        not evaluated (target does not match).
         """
-        cel_policies = plan.cel
         results: dict[str, list[bool | BaseException | None]] = {
-            pid: [None] * len(memories) for pid, _, _ in cel_policies
+            entry.policy_id: [None] * len(memories) for entry in plan.cel
         }
-        if not cel_policies:
+        if not plan.cel:
+            return results
+        fields = plan.cel_memory_fields
+        values: list[dict[str, Any] | None] = [None] * len(memories)
+
+        def fields_of(i: int) -> dict[str, Any]:
+            v = values[i]
+            if v is None:
+                v = values[i] = memory_fields(memories[i], ctx, fields)
+            return v
+
+        req = request_fields(ctx.request, plan.cel_request_fields)
+        new = None if ctx.new is None else memory_fields(ctx.new, ctx, plan.cel_new_fields)
+        fallback: list[Any] = []  # lazily built CEL context (map form) for items the Python form cannot decide
+
+        def cel_eval(program: Any, i: int) -> bool | BaseException:
+            if not fallback:
+                context = cel.Context()
+                context.add_variable("request", req)
+                context.add_variable("now", ctx.now_epoch)
+                if new is not None:
+                    context.add_variable("new", new)
+                fallback.append(context)
+            context = fallback[0]
+            context.add_variable("memory", fields_of(i))
+            try:
+                value = program.execute(context)
+            except Exception as exc:
+                return exc
+            return value if isinstance(value, bool) else TypeError(f"condition returned {value!r}")
+
+        slow = []
+        for entry in plan.cel:
+            idx = [i for i in range(len(memories)) if entry.matcher is None or entry.matcher(memories[i])]
+            if not idx:
+                continue
+            column = results[entry.policy_id]
+            if entry.python is None:
+                slow.append((entry, set(idx)))
+                continue
+            single, batch = entry.python
+            rows = [fields_of(i) for i in idx]
+            try:
+                out = batch(rows, req, new, ctx.now_epoch)
+            except Exception:
+                out = []
+                for row in rows:
+                    try:
+                        out.append(single(row, req, new, ctx.now_epoch))
+                    except Exception as exc:
+                        out.append(exc)
+            for i, value in zip(idx, out, strict=True):
+                column[i] = value if isinstance(value, bool) else cel_eval(entry.program, i)
+        if not slow:
             return results
         context = cel.Context()
-        req = request_fields(ctx.request, plan.cel_request_fields)
         context.add_variable("now", ctx.now_epoch)
-        new = None if ctx.new is None else memory_fields(ctx.new, ctx, plan.cel_new_fields)
         if plan.flat:
             for name, value in req.items():
                 context.add_variable("_r_" + name, value)
@@ -475,25 +550,23 @@ class PolicyEngine:
             context.add_variable("request", req)
             if new is not None:
                 context.add_variable("new", new)
-        fields = plan.cel_memory_fields
-        flat = plan.flat
-        for i, memory in enumerate(memories):
-            todo = [(pid, program) for pid, program, match in cel_policies if match is None or match(memory)]
+        for i in range(len(memories)):
+            todo = [entry for entry, members in slow if i in members]
             if not todo:
                 continue
-            values = memory_fields(memory, ctx, fields)
-            if flat:
-                for name, value in values.items():
+            if plan.flat:
+                for name, value in fields_of(i).items():
                     context.add_variable("_m_" + name, value)
             else:
-                context.add_variable("memory", values)
-            for pid, program in todo:
+                context.add_variable("memory", fields_of(i))
+            for entry in todo:
+                program = entry.flat_program if plan.flat else entry.program
                 try:
                     value = program.execute(context)
                 except Exception as exc:
-                    results[pid][i] = exc
+                    results[entry.policy_id][i] = exc
                     continue
-                results[pid][i] = (
+                results[entry.policy_id][i] = (
                     value if isinstance(value, bool) else TypeError(f"condition returned {value!r}")
                 )
         return results
@@ -542,7 +615,7 @@ class PolicyEngine:
             ctx.prefetch(memories)
         cel_results = self._cel_results(plan, memories, ctx)
         open_idx = list(range(len(memories)))
-        for policy, matcher in zip(plan.policies, plan.matchers):
+        for policy, matcher in zip(plan.policies, plan.matchers, strict=True):
             if not open_idx:
                 break
             idx = open_idx if matcher is None else [i for i in open_idx if matcher(memories[i])]
@@ -550,7 +623,7 @@ class PolicyEngine:
                 continue
             results = self._fire(policy, idx, memories, ctx, cel_results)
             closed = False
-            for i, fired in zip(idx, results):
+            for i, fired in zip(idx, results, strict=True):
                 error = None
                 if isinstance(fired, BaseException):
                     error = fired
@@ -566,7 +639,7 @@ class PolicyEngine:
                 if error is not None:
                     reason += f" (condition failed: {type(error).__name__}: {error}; applied to be safe)"
                 decision = Decision.model_construct(
-                    id=new_id(),
+                    id=_decision_id(),
                     policy_id=policy.id,
                     effect=policy.effect,
                     operation=ctx.operation,
@@ -609,7 +682,8 @@ class PolicyEngine:
     ) -> list[list[Decision]]:
         """Decisions for each memory (aligned with ``memories``), without side effects.
 
-        The scope guard runs first; then the policies for ``operation`` in precedence order. The last decision in
+        The scope guard runs first; then the policies for ``operation`` in precedence order. The last
+        decision in
         each list is the deciding one when it is not a ``downgrade``; an empty list means no policy applied
         (permitted).
 
@@ -634,7 +708,7 @@ class PolicyEngine:
                 if not scope_decision.withheld:
                     in_scope.append(i)
         verdicts = self._walk([memories[i] for i in in_scope], ctx)
-        for i, v in zip(in_scope, verdicts):
+        for i, v in zip(in_scope, verdicts, strict=True):
             out[i].extend(v.decisions)
         return out
 
@@ -648,8 +722,10 @@ class PolicyEngine:
     ) -> ReadOutcome:
         """Apply read policies to recall candidates (before the top-k cut), calling refresh hooks as needed.
 
-        Budget trade-off: each refresh spends the policy's ``cost`` from ``request.budget``; when a refresh would
-        exceed what is left, the stale memory is served with a warning instead (seed: "the information is a bit
+        Budget trade-off: each refresh spends the policy's ``cost`` from ``request.budget``; when a refresh
+        would
+        exceed what is left, the stale memory is served with a warning instead (seed: "the information is a
+        bit
         old, but the API call is too expensive; this task can accept it").
 
         Args:
@@ -674,7 +750,7 @@ class PolicyEngine:
             scoped.append(m)
         verdicts = self._walk(scoped, ctx)
         remaining = request.budget
-        for memory, verdict in zip(scoped, verdicts):
+        for memory, verdict in zip(scoped, verdicts, strict=True):
             decisions = out.decisions.setdefault(memory.id, [])
             decisions.extend(verdict.decisions)
             terminal = verdict.terminal
@@ -850,7 +926,7 @@ class PolicyEngine:
         return conflicts
 
     def describe(self) -> list[dict[str, Any]]:
-        """One row per policy in evaluation order (id, layer, priority, effect, operations, final, condition)."""
+        """Rows in evaluation order: id, layer, priority, effect, operations, final, condition."""
         return [
             {
                 "id": p.id,

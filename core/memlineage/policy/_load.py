@@ -94,8 +94,8 @@ def load_policies(data: Any, *, source: str = "<data>") -> list[Policy]:
         scope_keys = set(data) & _SCOPE_KEYS
         if scope_keys:
             msg = (
-                f"{source}: field {sorted(scope_keys)[0]!r}: scope isolation is always on and cannot be changed by "
-                "a policy file; use the audited admin call for cross-scope access"
+                f"{source}: field {sorted(scope_keys)[0]!r}: scope isolation is always on and cannot be "
+                "changed by a policy file; use the audited admin call for cross-scope access"
             )
             raise PolicyLoadError(msg)
         unknown = set(data) - _TOP_LEVEL
@@ -128,8 +128,8 @@ def load_policies(data: Any, *, source: str = "<data>") -> list[Policy]:
         policy_id = item.get("id")
         if isinstance(item.get("condition"), Mapping):
             msg = (
-                f"{source}: policy {policy_id!r} (entry #{index}): field 'condition': write the condition as a CEL "
-                'expression string, e.g. "memory.age > 3600.0"'
+                f"{source}: policy {policy_id!r} (entry #{index}): field 'condition': write the condition "
+                'as a CEL expression string, e.g. "memory.age > 3600.0"'
             )
             raise PolicyLoadError(msg)
         token = LOAD_SOURCE.set((source, index))
@@ -138,7 +138,10 @@ def load_policies(data: Any, *, source: str = "<data>") -> list[Policy]:
         finally:
             LOAD_SOURCE.reset(token)
         if policy.id in seen:
-            msg = f"{source}: policy {policy.id!r} (entry #{index}): field 'id': duplicate of entry #{seen[policy.id]}"
+            msg = (
+                f"{source}: policy {policy.id!r} (entry #{index}): field 'id': "
+                f"duplicate of entry #{seen[policy.id]}"
+            )
             raise PolicyLoadError(msg)
         seen[policy.id] = index
         policies.append(policy)

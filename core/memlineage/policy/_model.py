@@ -1,4 +1,4 @@
-"""Policy data model: :class:`Policy`, its :class:`PolicyTarget`, the :class:`PolicyRequest` and :class:`Decision`."""
+"""Policy data model: :class:`Policy`, :class:`PolicyTarget`, :class:`PolicyRequest` and :class:`Decision`."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ class _StrEnum(str, Enum):
 class Operation(_StrEnum):
     """The memory operation a policy governs.
 
-    ``read`` = recall/get, ``write`` = remember, ``update`` = revise/supersede, ``delete`` = retract/forget/erase.
+    ``read`` = recall/get, ``write`` = remember, ``update`` = revise/supersede, ``delete`` =
+    retract/forget/erase.
     """
 
     READ = "read"
@@ -57,13 +58,16 @@ class Effect(_StrEnum):
     """What a policy does when its target matches and its condition holds.
 
     - ``allow``: permit; stops the evaluation (an explicit exception to lower-precedence restrictions).
-    - ``deny``: refuse; on a read the memory is withheld, on a write/update/delete ``PolicyViolationError`` is raised.
+    - ``deny``: refuse; on a read the memory is withheld, on a write/update/delete ``PolicyViolationError``
+      is raised.
     - ``filter``: drop the memory from a read (read only).
     - ``mark_expired``: withhold the memory and mark it ``expired`` in the ledger (read only).
-    - ``require_refresh``: call the registered refresh hook and serve its result instead; a missing or failing hook
+    - ``require_refresh``: call the registered refresh hook and serve its result instead; a missing or
+      failing hook
       withholds the memory; a caller budget smaller than the policy's ``cost`` serves the stale memory with a
       warning (read only).
-    - ``downgrade``: keep the memory but flag it (and mark it ``suspect`` if it is not already); evaluation goes on.
+    - ``downgrade``: keep the memory but flag it (and mark it ``suspect`` if it is not already); evaluation
+      goes on.
     """
 
     ALLOW = "allow"
@@ -75,7 +79,7 @@ class Effect(_StrEnum):
 
 
 class PolicyLayer(_StrEnum):
-    """Where a policy was defined: session overrides domain overrides global (unless a global policy is final)."""
+    """Where a policy was defined: session overrides domain overrides global (unless a policy is final)."""
 
     GLOBAL = "global"
     DOMAIN = "domain"
@@ -118,7 +122,8 @@ def _strs(value: Any) -> Any:
 class PolicyTarget(BaseModel):
     """Which memories a policy applies to. Every field is optional; an empty field matches everything.
 
-    Inside one field any listed value matches (``tags: [price, fx]`` = tagged price OR fx); across fields all must
+    Inside one field any listed value matches (``tags: [price, fx]`` = tagged price OR fx); across fields all
+    must
     match. Scope fields match the memory's scope.
 
     Example:
@@ -163,7 +168,8 @@ class Policy(BaseModel):
     """One policy: what it governs (operations, target), when it fires (condition) and what it does (effect).
 
     Policies are data: build them in Python, or load YAML/JSON files with
-    :func:`memlineage.policy.load_policies`. Invalid definitions raise :class:`memlineage.errors.PolicyLoadError`
+    :func:`memlineage.policy.load_policies`. Invalid definitions raise
+    :class:`memlineage.errors.PolicyLoadError`
     naming the source, the policy and the field.
 
     Conditions are CEL expressions (compiled once, here) over ``memory``, ``request``, ``new`` (the incoming
@@ -214,8 +220,8 @@ class Policy(BaseModel):
     obligations: dict[str, Any] = Field(
         default_factory=dict,
         description=(
-            "Write obligations: 'ttl_seconds' (TTL in seconds, > 0); 'demote_kind' (long-term kinds, semantic and "
-            "procedural, are stored as this kind instead, e.g. episodic)."
+            "Write obligations: 'ttl_seconds' (TTL in seconds, > 0); 'demote_kind' (long-term kinds, "
+            "semantic and procedural, are stored as this kind instead, e.g. episodic)."
         ),
     )
     reason: str | None = Field(

@@ -13,7 +13,6 @@ pytest.importorskip("langchain_classic")
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import ToolException, tool
-
 from memlineage import Memory, MemoryManager, Scope
 from memlineage.testing import make_manager
 
@@ -28,7 +27,9 @@ class ScriptedChatModel(FakeMessagesListChatModel):
 
 
 def tool_calls(*calls: tuple[str, dict[str, Any], str]) -> AIMessage:
-    return AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in calls])
+    return AIMessage(
+        content="", tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in calls]
+    )
 
 
 def scripted(*responses: BaseMessage) -> ScriptedChatModel:

@@ -9,8 +9,8 @@ from langchain_classic.agents import AgentExecutor, create_tool_calling_agent
 from langchain_core.messages import AIMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
-
 from memlineage import InvalidInputError, MemoryManager, Relation, Scope, Status
+
 from memlineage_langchain import AsyncLineageCaptureCallback, LineageCaptureCallback, LineageMemory
 
 from .conftest import broken_api, by_source, flaky_api, get_weather, scripted, tool_calls
@@ -25,7 +25,9 @@ PROMPT = ChatPromptTemplate.from_messages(
 )
 
 
-def executor(model: Any, tools: list[Any], memory: LineageMemory | None = None, **kwargs: Any) -> AgentExecutor:
+def executor(
+    model: Any, tools: list[Any], memory: LineageMemory | None = None, **kwargs: Any
+) -> AgentExecutor:
     agent = create_tool_calling_agent(model, tools, PROMPT)
     return AgentExecutor(agent=agent, tools=tools, memory=memory, **kwargs)
 
@@ -98,7 +100,11 @@ def test_parallel_calls_to_the_same_tool_keep_their_call_ids(manager, alice):
     ex = executor(weather_model("Paris", "Lyon", "Oslo"), [get_weather])
     ex.invoke({"input": "Weather in three cities?"}, config={"callbacks": [handler]})
     results = {m.content: m.metadata["tool_call_id"] for m in by_source(manager, alice, "tool:get_weather")}
-    assert results == {"Sunny in Paris": "call_paris", "Sunny in Lyon": "call_lyon", "Sunny in Oslo": "call_oslo"}
+    assert results == {
+        "Sunny in Paris": "call_paris",
+        "Sunny in Lyon": "call_lyon",
+        "Sunny in Oslo": "call_oslo",
+    }
     for m in by_source(manager, alice, "tool:get_weather"):
         act = manager.get_activity(m.lineage.activity_id)
         assert act is not None and act.metadata["tool_call_id"] == m.metadata["tool_call_id"]
@@ -164,7 +170,9 @@ def test_handler_attached_at_invoke_sees_tools_and_model_calls(manager, alice):
 
 
 def test_intermediate_steps_become_tool_activities_without_callback(manager, alice):
-    ex = executor(weather_model("Paris"), [get_weather], memory_for(manager, alice), return_intermediate_steps=True)
+    ex = executor(
+        weather_model("Paris"), [get_weather], memory_for(manager, alice), return_intermediate_steps=True
+    )
     ex.invoke({"input": "What is the weather in Paris?"})
     (result,) = by_source(manager, alice, "tool:get_weather")
     act = manager.get_activity(result.lineage.activity_id)
@@ -197,7 +205,9 @@ def test_memory_without_scope_refuses_with_a_typed_error(manager):
 
 def test_callback_without_scope_never_breaks_the_host_run(manager, caplog):
     handler = LineageCaptureCallback(manager)  # no scope, no metadata, raise_error False
-    out = executor(weather_model("Paris"), [get_weather]).invoke({"input": "hi"}, config={"callbacks": [handler]})
+    out = executor(weather_model("Paris"), [get_weather]).invoke(
+        {"input": "hi"}, config={"callbacks": [handler]}
+    )
     assert out["output"] == "It is sunny."
     assert "no scope" in caplog.text
 
@@ -210,7 +220,9 @@ def test_handler_failure_is_logged_not_raised(manager, alice, caplog):
         raise RuntimeError("ledger down")
 
     handler.manager.record_activity = explode  # type: ignore[method-assign]
-    out = executor(weather_model("Paris"), [get_weather]).invoke({"input": "hi"}, config={"callbacks": [handler]})
+    out = executor(weather_model("Paris"), [get_weather]).invoke(
+        {"input": "hi"}, config={"callbacks": [handler]}
+    )
     assert out["output"] == "It is sunny."
     assert "ledger down" in caplog.text
     strict = LineageCaptureCallback(manager, scope=alice, raise_error=True)
@@ -224,7 +236,9 @@ def test_tool_start_without_end_is_closed_as_unknown(manager, alice):
     handler = LineageCaptureCallback(manager, scope=alice, raise_error=True)
     root, tool_run = uuid4(), uuid4()
     handler.on_chain_start({"name": "AgentExecutor"}, {"input": "go"}, run_id=root)
-    handler.on_tool_start({"name": "get_weather"}, "Paris", run_id=tool_run, parent_run_id=root, tool_call_id="c1")
+    handler.on_tool_start(
+        {"name": "get_weather"}, "Paris", run_id=tool_run, parent_run_id=root, tool_call_id="c1"
+    )
     handler.on_chain_end({"output": "done"}, run_id=root)
     act = manager.get_activity(str(tool_run))
     assert act is not None and act.outcome == "unknown" and act.ended_at is not None
@@ -249,7 +263,10 @@ def test_clear_archives_only_this_session(manager, alice):
     manager.remember("bob's fact", scope="bob")
     memory_for(manager, alice).clear()
     assert manager.find(scope=alice, session_only=True) == []
-    assert {m.content for m in manager.find(scope=other_session, session_only=True)} == {"session two fact", "ok two"}
+    assert {m.content for m in manager.find(scope=other_session, session_only=True)} == {
+        "session two fact",
+        "ok two",
+    }
     assert [m.content for m in manager.find(scope="bob")] == ["bob's fact"]
 
 

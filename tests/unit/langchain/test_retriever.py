@@ -8,16 +8,18 @@ import pytest
 
 pytest.importorskip("langchain_tests")
 from langchain_tests.integration_tests import RetrieversIntegrationTests
-
 from memlineage import InvalidInputError, MemoryManager, Relation, Scope
 from memlineage.testing import make_manager
+
 from memlineage_langchain import LineageCaptureCallback, LineageRetriever
 
 
 def seeded(n: int = 5, topic: str = "parrots") -> MemoryManager:
     mm = make_manager()
     for i in range(n):
-        mm.remember(f"Fact {i} about {topic}: {topic} are clever birds number {i}", scope="tests", source="user")
+        mm.remember(
+            f"Fact {i} about {topic}: {topic} are clever birds number {i}", scope="tests", source="user"
+        )
     mm.remember("Bob's secret about parrots", scope="bob", source="user")
     return mm
 

@@ -1,0 +1,312 @@
+"""Run every ``benchmarks/bench_*.py`` and print ONE summary table of the headline figures.
+
+Each script runs as a subprocess with this interpreter and a timeout; its output goes to
+``benchmarks/results/logs/<name>.log``. The figures are then read from the JSON files the scripts write into
+``benchmarks/results/`` (``bench_policy.py`` prints its JSON with ``--json``: that line is saved as
+``results/bench_policy.json``; ``bench_window.py`` prints text only: its timing is parsed from the log). A missing
+or unreadable result prints "not run"; a figure left over from an earlier run (the script failed or was skipped
+this time) is marked with the file's date.
+
+Run: ``make bench`` or ``.venv/bin/python benchmarks/run_all.py [--only stale,store] [--skip locomo]
+[--timeout 1800] [--collect-only]``. Writes ``benchmarks/results/summary.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+LOGS = RESULTS / "logs"
+SHARED_MODEL = HERE.parents[1] / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx"
+
+#: Extra command-line arguments per script (everything else runs with its defaults).
+EXTRA_ARGS: dict[str, list[str]] = {"bench_policy": ["--json"]}
+#: Scripts whose last stdout line is their JSON result; run_all saves it as ``results/<name>.json``.
+STDOUT_JSON = {"bench_policy"}
+
+
+@dataclass
+class Run:
+    """Outcome of one benchmark script in this invocation."""
+
+    name: str
+    status: str = "not run"  # ok | failed (rc N) | timeout after N s | not run
+    seconds: float = 0.0
+    log: str = ""
+    started: float = field(default_factory=time.time)
+
+
+# ====================================================================================== running
+
+
+def discover() -> list[Path]:
+    """Every ``bench_*.py`` beside this file, sorted."""
+    return sorted(HERE.glob("bench_*.py"))
+
+
+def run_script(path: Path, timeout: float, env: dict[str, str]) -> Run:
+    """Run one script with this interpreter; save its output; never raise."""
+    name = path.stem
+    run = Run(name)
+    cmd = [sys.executable, str(path), *EXTRA_ARGS.get(name, [])]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd, cwd=HERE.parent, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        out, err = proc.stdout, proc.stderr
+        run.status = "ok" if proc.returncode == 0 else f"failed (rc {proc.returncode})"
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        run.status = f"timeout after {timeout:.0f} s"
+    run.seconds = time.perf_counter() - t0
+    run.log = out
+    LOGS.mkdir(parents=True, exist_ok=True)
+    (LOGS / f"{name}.log").write_text(f"$ {' '.join(cmd)}\n{out}\n--- stderr ---\n{err}", encoding="utf-8")
+    if run.status == "ok" and name in STDOUT_JSON:
+        line = next((ln for ln in reversed(out.strip().splitlines()) if ln.startswith("{")), "")
+        try:
+            (RESULTS / f"{name}.json").write_text(json.dumps(json.loads(line), indent=2) + "\n", encoding="utf-8")
+        except json.JSONDecodeError:
+            run.status = "ok (no JSON line on stdout)"
+    return run
+
+
+# ====================================================================================== collecting
+
+
+def _load(*names: str) -> tuple[dict[str, Any] | None, Path | None]:
+    """The first readable JSON file among ``results/<name>``."""
+    for n in names:
+        p = RESULTS / n
+        if p.is_file():
+            try:
+                return json.loads(p.read_text(encoding="utf-8")), p
+            except (OSError, json.JSONDecodeError):
+                continue
+    return None, None
+
+
+def _get(d: Any, *path: str | int) -> Any:
+    for key in path:
+        if isinstance(d, dict) and key in d:
+            d = d[key]
+        elif isinstance(d, list) and isinstance(key, int) and -len(d) <= key < len(d):
+            d = d[key]
+        else:
+            return None
+    return d
+
+
+def _num(v: Any, fmt: str) -> str | None:
+    return fmt.format(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _pct(v: Any) -> str | None:
+    return _num(v * 100 if isinstance(v, (int, float)) else v, "{:.0f} %")
+
+
+Row = tuple[str, str, str | None, str]  # area, figure, value (None = not run), note
+
+
+def rows_store() -> Iterator[Row]:
+    d, _ = _load("bench_store.json", "store.json")
+    ir, emb = _get(d, "ingest_recall"), _get(d, "embedder")
+    n = _get(ir, "n")
+    yield ("store", f"ingest throughput vs raw Chroma (N={n})", _num(_get(ir, "ingest_throughput_ratio"), "{:.2f}x"),
+           _num(_get(ir, "memlineage_ingest_per_s"), "{:,.0f}/s") or "")  # fmt: skip
+    yield ("store", f"recall p50 latency vs raw Chroma (N={n})", _num(_get(ir, "recall_latency_ratio"), "{:.2f}x"),
+           _num(_get(ir, "memlineage_recall_p50_ms"), "{:.1f} ms") or "")  # fmt: skip
+    for k in ("1k", "10k"):
+        c = _get(d, f"cascade_{k}")
+        yield ("store", f"cascade, {k} descendants", _num(_get(c, "total_ms"), "{:,.0f} ms"),
+               f"ledger {_num(_get(c, 'cascade_ledger_ms'), '{:.0f}') or '?'} ms + index "
+               f"{_num(_get(c, 'index_sync_ms'), '{:.0f}') or '?'} ms" if c else "")  # fmt: skip
+    yield ("embedder", f"speed-up vs chromadb default ({_get(emb, 'texts')} texts)",
+           _num(_get(emb, "speedup"), "{:.1f}x"), "")  # fmt: skip
+    yield ("embedder", "max |diff| vs chromadb default", _num(_get(emb, "max_abs_diff"), "{:.1e}"), "")
+
+
+def rows_policy() -> Iterator[Row]:
+    d, _ = _load("bench_policy.json", "policy.json")
+    med = _get(d, "recall_ms_median") or {}
+    note = ""
+    if d:
+        note = (f"{_get(d, 'policies')} policies, N={_get(d, 'n')}: "
+                f"{_num(med.get('policies'), '{:.2f}') or '?'} vs {_num(med.get('none'), '{:.2f}') or '?'} ms")  # fmt: skip
+    yield ("policy", "recall overhead, policies / none (median)", _num(_get(d, "ratio_median"), "{:.2f}x"), note)
+
+
+def rows_window() -> Iterator[Row]:
+    d, _ = _load("bench_window.json", "window.json")
+    value = None
+    note = ""
+    if d:
+        ms = _get(d, "default_median_ms") or _get(d, "median_ms")
+        value = _num(ms, "{:.2f} ms")
+    if value is None:
+        log = LOGS / "bench_window.log"
+        text = log.read_text(encoding="utf-8") if log.is_file() else ""
+        m = re.search(r"target <= (\d+) ms for (\S+) messages: (\w+) \(([\d.]+) ms\)", text)
+        if m:
+            value, note = f"{float(m.group(4)):.2f} ms", f"{m.group(2)} messages, target <= {m.group(1)} ms: {m.group(3)}"
+    yield ("window", "window build, default budget (median)", value, note)
+
+
+def rows_locomo() -> Iterator[Row]:
+    d, _ = _load("locomo.json", "bench_locomo.json")
+    res = _get(d, "results") or {}
+    if not res:
+        yield ("LoCoMo", "R@10 (categories 1-4)", None, "")
+        return
+    for system, r in res.items():
+        if isinstance(r, dict) and "error" in r:
+            yield ("LoCoMo", f"R@10 {system}", None, f"error: {str(r['error'])[:60]}")
+            continue
+        yield ("LoCoMo", f"R@10 {system} (cat. 1-4)", _num(_get(r, "1-4", "R@10"), "{:.1f} %"),
+               f"R@5 {_num(_get(r, '1-4', 'R@5'), '{:.1f}') or '?'}, n={_get(r, '1-4', 'n')}")  # fmt: skip
+
+
+def rows_value_gate() -> Iterator[Row]:
+    d, _ = _load("value_gate.json", "bench_value_gate.json")
+    totals = {t.get("config"): t for t in (_get(d, "totals") or []) if isinstance(t, dict)}
+    gate, nogate = totals.get("gate"), totals.get("no-gate")
+    if gate:
+        yield ("value gate", "stored / buffered turns (gate)", f"{gate.get('stored')} / {gate.get('buffered')}",
+               f"of {gate.get('turns')} turns; evidence kept {gate.get('evidence_stored')}/{gate.get('evidence_turns')}")  # fmt: skip
+    else:
+        yield ("value gate", "stored / buffered turns (gate)", None, "")
+    for label, t in (("with gate", gate), ("without gate", nogate)):
+        yield ("value gate", f"recall@10 {label}", _pct(_get(t, "recall@10")),
+               f"recall@5 {_pct(_get(t, 'recall@5')) or '?'}" if t else "")  # fmt: skip
+
+
+def rows_stale() -> Iterator[Row]:
+    d, _ = _load("bench_stale.json")
+    systems = _get(d, "systems") or {}
+    if not systems:
+        yield ("stale", "stale memory served in top k", None, "")
+        return
+    for name, s in systems.items():
+        if _get(s, "status") != "ok":
+            yield ("stale", f"{name}: stale@3 / stale@5", None, str(_get(s, "status")))
+            continue
+        st, cu = _get(s, "stale_share") or {}, _get(s, "current_share") or {}
+        yield ("stale", f"{name}: stale@3 / stale@5", f"{_pct(st.get('3'))} / {_pct(st.get('5'))}",
+               f"current@5 {_pct(cu.get('5'))}; {_get(d, 'scenarios')} scenarios")  # fmt: skip
+
+
+#: Which script feeds which rows (the script name decides "not run" and "earlier run" notes).
+SECTIONS: list[tuple[str, Callable[[], Iterator[Row]], tuple[str, ...]]] = [
+    ("bench_store", rows_store, ("bench_store.json", "store.json")),
+    ("bench_policy", rows_policy, ("bench_policy.json", "policy.json")),
+    ("bench_window", rows_window, ("bench_window.json", "window.json", "logs/bench_window.log")),
+    ("bench_locomo", rows_locomo, ("locomo.json", "bench_locomo.json")),
+    ("bench_value_gate", rows_value_gate, ("value_gate.json", "bench_value_gate.json")),
+    ("bench_stale", rows_stale, ("bench_stale.json",)),
+]
+
+
+def _source_date(files: Sequence[str]) -> str:
+    for f in files:
+        p = RESULTS / f
+        if p.is_file():
+            return datetime.fromtimestamp(p.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+    return ""
+
+
+def collect(runs: dict[str, Run], started: float) -> list[dict[str, Any]]:
+    """All summary rows, each with where its figure came from."""
+    out = []
+    for script, rows, files in SECTIONS:
+        run = runs.get(script)
+        date = _source_date(files)
+        fresh = any((RESULTS / f).is_file() and (RESULTS / f).stat().st_mtime >= started for f in files)
+        for area, figure, value, note in rows():
+            if value is None:
+                source = "not run" if run is None or run.status == "ok" else run.status
+                if not (HERE / f"{script}.py").is_file():
+                    source = "not run (script absent)"
+            elif fresh:
+                source = "this run"
+            else:
+                source = f"earlier run, {date}" + (f" (now {run.status})" if run and run.status != "ok" else "")
+            out.append({"area": area, "figure": figure, "value": value or "not run", "note": note,
+                        "source": source, "script": script})  # fmt: skip
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--timeout", type=float, default=float(os.environ.get("BENCH_TIMEOUT", 1800)),
+                    help="seconds per script (default 1800, or $BENCH_TIMEOUT)")  # fmt: skip
+    ap.add_argument("--only", default="", help="comma-separated script names to run, e.g. 'stale,store'")
+    ap.add_argument("--skip", default="", help="comma-separated script names not to run")
+    ap.add_argument("--collect-only", action="store_true", help="run nothing; summarise the existing results")
+    args = ap.parse_args(argv)
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+
+    def norm(s: str) -> set[str]:
+        return {x.strip().removeprefix("bench_").removesuffix(".py") for x in s.split(",") if x.strip()}
+
+    only, skip = norm(args.only), norm(args.skip)
+    scripts = [p for p in discover() if (not only or p.stem.removeprefix("bench_") in only)
+               and p.stem.removeprefix("bench_") not in skip]  # fmt: skip
+    env = dict(os.environ)
+    env.setdefault("ANONYMIZED_TELEMETRY", "False")
+    env.setdefault("MEM0_TELEMETRY", "False")
+    if "MEMLINEAGE_EMBEDDING_MODEL_DIR" not in env and (SHARED_MODEL / "model.onnx").is_file():
+        env["MEMLINEAGE_EMBEDDING_MODEL_DIR"] = str(SHARED_MODEL)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+
+    started = time.time()
+    runs: dict[str, Run] = {}
+    if not args.collect_only:
+        for i, path in enumerate(scripts, 1):
+            with console.status(f"[{i}/{len(scripts)}] {path.name} (timeout {args.timeout:.0f} s)..."):
+                run = run_script(path, args.timeout, env)
+            runs[run.name] = run
+            colour = "green" if run.status.startswith("ok") else "red"
+            console.print(f"[{colour}]{path.name}: {run.status}[/{colour}] in {run.seconds:.0f} s "
+                          f"(log: {LOGS.relative_to(HERE.parent) / (run.name + '.log')})")  # fmt: skip
+
+    rows = collect(runs, started)
+    table = Table(title="MemLineage benchmarks: headline figures")
+    for col, kw in (("area", {}), ("figure", {}), ("value", {"justify": "right"}), ("note", {}), ("source", {})):
+        table.add_column(col, **kw)
+    for r in rows:
+        value = r["value"] if r["value"] != "not run" else "[dim]not run[/dim]"
+        table.add_row(r["area"], r["figure"], value, r["note"], r["source"])
+    console.print(table)
+    summary = {
+        "generated": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "python": sys.executable,
+        "runs": {n: {"status": r.status, "seconds": round(r.seconds, 1)} for n, r in runs.items()},
+        "rows": rows,
+    }
+    (RESULTS / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    failed = [n for n, r in runs.items() if not r.status.startswith("ok")]
+    if failed:
+        console.print(f"[red]failed or timed out: {', '.join(failed)}[/red] (see {LOGS})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
