@@ -574,22 +574,39 @@ class MemoryManager:
         mid = row["id"]
         t = to_epoch(now)
         groups = self.ledger.support_rows(mid, conn)
-        same = any(
-            g["source_kind"] == d.source.kind.value
-            and g["source_name"] == d.source.name
-            and set(self.ledger.premises([mid], conn, support=g["support"]).get(mid, ())) == set(d.derived_from)
-            for g in groups
-        )
-        if same:
-            self.ledger.insert_events(
-                conn, [_event(t, "seen_again", mid, d.activity_id, row["user_id"], {"source": str(d.source)})]
-            )
-            return
         if d.derived_from:
             descendants = self.ledger.walk([mid], direction="descendants", conn=conn)
             if mid in d.derived_from or descendants.keys() & set(d.derived_from):
                 msg = f"corroborating {mid!r} with premises {list(d.derived_from)} would create a lineage cycle"
                 raise LineageCycleError(msg)
+        own = next(
+            (g for g in groups if g["source_kind"] == d.source.kind.value and g["source_name"] == d.source.name),
+            None,
+        )
+        if own is not None:
+            # The same source again is not independent evidence: its premises join the same conjunctive group.
+            known = set(self.ledger.premises([mid], conn, support=own["support"]).get(mid, ()))
+            extra = [p for p in d.derived_from if p not in known]
+            if extra and own["premises"] > 0:
+                self.ledger.insert_edges(
+                    conn,
+                    [
+                        _edge(mid, p, Relation.WAS_DERIVED_FROM, t, row["user_id"], own["support"], d.activity_id)
+                        for p in extra
+                    ],
+                )
+                from sqlalchemy import update
+
+                from memlineage.ledger._schema import supports
+
+                conn.execute(
+                    update(supports)
+                    .where(supports.c.id == own["id"])
+                    .values(premises=own["premises"] + len(extra))
+                )
+            data = {"source": str(d.source), "new_premises": extra if own["premises"] > 0 else []}
+            self.ledger.insert_events(conn, [_event(t, "seen_again", mid, d.activity_id, row["user_id"], data)])
+            return
         group = max((g["support"] for g in groups), default=-1) + 1
         self.ledger.insert_supports(
             conn,

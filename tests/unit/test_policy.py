@@ -557,3 +557,57 @@ def test_string_literals_are_not_rewritten() -> None:
     eng = engine(p)
     out = eng.filter_read([mem("memory.content"), mem("other")], read())
     assert [m.content for m in out.memories] == ["other"]
+
+
+FAST_CASES = [
+    "memory.confidence < 0.7",
+    "memory.suspect && request.purpose == 'decision'",
+    "!request.promote",
+    "request.source_kind in ['tool', 'reasoning']",
+    "now - memory.created_at > 3600.0",
+    "memory.suspect == 1",
+    "request.agent_id != null",
+    "memory.trust * 2.0 >= 1 || memory.tags == []",
+    "'a' in memory.tags && !(memory.confidence > 0.9)",
+    "-memory.confidence < -0.5",
+]
+
+
+@pytest.mark.parametrize("source", FAST_CASES)
+def test_python_fast_path_matches_cel(source: str) -> None:
+    import cel
+
+    from memlineage.policy._condition import compile_python
+
+    compiled = compile_python(source)
+    assert compiled is not None
+    single, batch = compiled
+    rows = [
+        {"confidence": 0.5, "suspect": True, "created_at": 0.0, "trust": 0.2, "tags": ["a"]},
+        {"confidence": 0.95, "suspect": False, "created_at": 9000.0, "trust": 0.9, "tags": []},
+        {"confidence": 1, "suspect": 1, "created_at": 1.0, "trust": 1.0, "tags": ["b"]},
+    ]
+    for req in ({"purpose": "decision", "promote": False, "source_kind": "tool", "agent_id": None},
+                {"purpose": None, "promote": True, "source_kind": "user", "agent_id": "bot"}):  # fmt: skip
+        expected = [cel.evaluate(source, {"memory": r, "request": req, "now": 7200.0}) for r in rows]
+        assert batch(rows, req, None, 7200.0) == expected
+        assert [single(r, req, None, 7200.0) for r in rows] == expected
+
+
+@pytest.mark.parametrize("source", ["has(memory.slot)", "size(memory.tags) > 1", "memory.tags.exists(t, t == 'a')"])
+def test_python_fast_path_declines_what_it_cannot_mirror(source: str) -> None:
+    from memlineage.policy._condition import compile_python
+
+    assert compile_python(source) is None
+    assert Policy(id="p", effect="filter", condition=source).compiled.python is None
+
+
+def test_fast_path_errors_fall_back_to_cel_semantics() -> None:
+    # null < 1.0 raises in both; the policy fails closed (restrictive) with the CEL error in the reason
+    p = Policy(id="cmp_null", effect="filter", condition="memory.expires_at < 1.0")
+    assert p.compiled.python is not None
+    out = engine(p).filter_read([mem()], read())
+    assert out.memories == [] and "condition failed" in out.withheld[0][1].reason
+    # CEL absorbs an error with && false; Python would raise: the CEL fallback decides
+    q = Policy(id="absorb", effect="filter", condition="memory.expires_at < 1.0 && false")
+    assert engine(q).filter_read([mem()], read()).withheld == []

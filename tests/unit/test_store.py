@@ -490,3 +490,19 @@ def test_cascade_full_path_matches_shortcut_semantics(mm, alice):
     report = mm.retract(root.id, scope=alice)
     assert report.suspect == [weak.id, built_on_weak.id]
     assert set(report.unaffected) == {solid.id, built_on_solid.id}
+
+
+def test_same_source_duplicate_is_not_independent_evidence(mm, alice):
+    turn = mm.remember("What hotel?", scope=alice)
+    tool = mm.remember("Hotel list: Roma 90 EUR", scope=alice, source="tool:hotels")
+    answer = mm.remember("Stay at Hotel Roma", scope=alice, source="agent", derived_from=[turn.id])
+    again = mm.remember("Stay at Hotel Roma", scope=alice, source="agent", derived_from=[turn.id, tool.id])
+    assert again.id == answer.id
+    # One conjunctive support: retracting the tool result is enough to make the answer suspect.
+    assert mm.retract(tool.id, scope=alice).suspect == [answer.id]
+
+
+def test_user_restating_without_premises_keeps_independent_support(mm, alice):
+    fact = mm.remember("I live in Rome", scope=alice)
+    mm.remember("I live in Rome", scope=alice)
+    assert [e.type for e in mm.audit(alice, memory_id=fact.id)] == ["created", "seen_again"]
