@@ -34,7 +34,13 @@ test-fast: $(STAMP)
 test-reliability: $(STAMP)
 	$(PY) -m pytest tests/integration -m slow
 
-bench: $(STAMP)
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[langchain,llamaindex,server,dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
 	$(PY) benchmarks/run_all.py
 
 lint: $(STAMP)

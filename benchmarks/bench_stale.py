@@ -1,28 +1,33 @@
 """Stale-memory benchmark: is a superseded, retracted or expired memory served in the top k?
 
-Scripted knowledge-update scenarios (the user changes a preference, corrects a fact, a tool price outlives its
-freshness limit, a premise is retracted or corrected under a derived conclusion), generated from templates with
-different entities, in English and Chinese, each padded with unrelated "filler" memories. Every system gets the same
-history and the same question, with the same embedder, in this process:
+Scripted knowledge-update scenarios (the user changes a preference, corrects a fact, a tool price outlives
+its freshness limit, a premise is retracted or corrected under a derived conclusion), generated from
+templates with different entities, in English and Chinese, each padded with unrelated "filler" memories.
+Every system gets the same history and the same question, with the same embedder, in this process:
 
 - **MemLineage**: written with its verbs (slot-keyed ``remember``, ``supersede``, ``retract``, ``ttl``,
-  ``derived_from``) on the embedded default store (SQLite ledger + Chroma ``PersistentClient`` in a temp dir); the
-  clock is simulated, so TTLs elapse between the write and the question. Nothing else (no sweep) runs in between.
-- **LangChain**: classic ``VectorStoreRetrieverMemory`` (``save_context`` per turn) over ``langchain_chroma.Chroma``
-  on an in-memory chromadb ``EphemeralClient``, one collection per scenario.
-- **LlamaIndex**: ``VectorMemoryBlock`` (``aput`` per turn) over ``ChromaVectorStore`` on an in-memory chromadb
-  client (``SimpleVectorStore`` cannot be used: it does not store text, which ``VectorMemoryBlock`` rejects).
-- **mem0** (``pip install mem0ai``): ``Memory.add(..., infer=False)`` per turn, ``search(..., threshold=0)``, its
-  ``langchain`` embedder provider wrapping the same embedder, a scripted fake LangChain chat model as LLM (never
-  called with ``infer=False``) and local in-process Qdrant; telemetry off. Skipped with "n/a: <reason>" if absent.
+  ``derived_from``) on the embedded default store (SQLite ledger + Chroma ``PersistentClient`` in a temp
+  dir); the clock is simulated, so TTLs elapse between the write and the question. Nothing else (no sweep,
+  no ``expire_due``) runs in between: ``recall`` alone must keep stale memories out.
+- **LangChain**: classic ``VectorStoreRetrieverMemory`` (``save_context`` per turn) over
+  ``langchain_chroma.Chroma`` on an in-memory chromadb ``EphemeralClient``, one collection per scenario.
+- **LlamaIndex**: ``VectorMemoryBlock`` (``aput`` per turn) over ``ChromaVectorStore`` on an in-memory
+  chromadb client (``SimpleVectorStore`` cannot be used: it does not store text, which
+  ``VectorMemoryBlock`` rejects).
+- **mem0** (``pip install mem0ai``): ``Memory.add(..., infer=False)`` per turn,
+  ``search(..., threshold=0)``, its ``langchain`` embedder provider wrapping the same embedder, a scripted
+  fake LangChain chat model as LLM (never called with ``infer=False``) and local in-process Qdrant;
+  telemetry off. Reported as "n/a: <reason>" when it is not installed or fails.
 
 The baselines get plain text adds (that is how their users write); a correction is just a newer message.
 
-Metrics per system and k in {3, 5}: ``stale_share`` = share of scenarios whose top k holds at least one stale
-(superseded / retracted / expired / derived-from-invalid) memory; ``current_share`` = share whose top k holds the
-current correct memory (a sanity check that a system is not trivially empty). Goal: 0 % stale for MemLineage.
+Metrics per system and k in {3, 5}: ``stale_share`` = share of scenarios whose top k holds at least one
+stale (superseded / retracted / expired / derived-from-invalid) memory; ``current_share`` = share whose
+top k holds the current correct memory (a sanity check that a system is not trivially empty).
+Goal: 0 % stale for MemLineage.
 
-Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_stale.py`` (writes ``benchmarks/results/bench_stale.json``).
+Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_stale.py [--fake-embedder] [--systems ...]``;
+writes ``benchmarks/results/bench_stale.json``.
 """
 
 from __future__ import annotations
@@ -55,9 +60,10 @@ PRICE_TTL = HOUR  # freshness limit of tool prices
 class Step:
     """One turn of a scenario's history.
 
-    ``op`` says how MemLineage writes it: ``add`` (``remember``, with ``slot`` / ``ttl`` / ``derived_from`` when
-    given), ``supersede`` (``supersede(target, text)``) or ``retract`` (``retract(target)`` then ``remember(text)``,
-    the user's own words). The baselines always store ``text`` as a plain turn.
+    ``op`` says how MemLineage writes it: ``add`` (``remember``, with ``slot`` / ``ttl`` /
+    ``derived_from`` when given), ``supersede`` (``supersede(target, text)``) or ``retract``
+    (``retract(target)``, then ``remember(text)``: the user's own words). The baselines always store
+    ``text`` as a plain turn.
     """
 
     key: str
@@ -127,92 +133,219 @@ FILLERS = {
 
 # (lang, slot, old, new, question)
 _PREFERENCES = [
-    ("en", "pref/seat", "I prefer aisle seats on flights.",
-     "I've changed my mind: I now prefer window seats on flights.", "Which seat do I prefer on flights?"),
-    ("en", "pref/diet", "I'm vegetarian, so no meat or fish for me.",
-     "I eat fish again these days, so I'm pescatarian now.", "What is my diet?"),
-    ("en", "pref/coffee", "I drink my coffee black, no milk.",
-     "These days I take my coffee with oat milk.", "How do I take my coffee?"),
-    ("en", "pref/hotel", "I like staying in big chain hotels when I travel.",
-     "I now prefer small boutique hotels over big chains.", "What kind of hotel do I like when I travel?"),
-    ("en", "pref/airline", "My favourite airline is Lufthansa.",
-     "My favourite airline is KLM now, after the last few trips.", "Which airline is my favourite?"),
-    ("en", "pref/meetings", "Please schedule my meetings in the morning.",
-     "From now on, schedule my meetings in the afternoon instead.", "When should my meetings be scheduled?"),
-    ("zh", "pref/seat", "坐飞机我喜欢靠过道的座位。", "我改主意了，现在坐飞机我更喜欢靠窗的座位。", "坐飞机我喜欢什么座位？"),
+    (
+        "en",
+        "pref/seat",
+        "I prefer aisle seats on flights.",
+        "I've changed my mind: I now prefer window seats on flights.",
+        "Which seat do I prefer on flights?",
+    ),
+    (
+        "en",
+        "pref/diet",
+        "I'm vegetarian, so no meat or fish for me.",
+        "I eat fish again these days, so I'm pescatarian now.",
+        "What is my diet?",
+    ),
+    (
+        "en",
+        "pref/coffee",
+        "I drink my coffee black, no milk.",
+        "These days I take my coffee with oat milk.",
+        "How do I take my coffee?",
+    ),
+    (
+        "en",
+        "pref/hotel",
+        "I like staying in big chain hotels when I travel.",
+        "I now prefer small boutique hotels over big chains.",
+        "What kind of hotel do I like when I travel?",
+    ),
+    (
+        "en",
+        "pref/airline",
+        "My favourite airline is Lufthansa.",
+        "My favourite airline is KLM now, after the last few trips.",
+        "Which airline is my favourite?",
+    ),
+    (
+        "en",
+        "pref/meetings",
+        "Please schedule my meetings in the morning.",
+        "From now on, schedule my meetings in the afternoon instead.",
+        "When should my meetings be scheduled?",
+    ),
+    (
+        "zh",
+        "pref/seat",
+        "坐飞机我喜欢靠过道的座位。",
+        "我改主意了，现在坐飞机我更喜欢靠窗的座位。",
+        "坐飞机我喜欢什么座位？",
+    ),
     ("zh", "pref/tea", "我喝茶只喝绿茶。", "最近我改喝红茶了，不喝绿茶了。", "我喜欢喝什么茶？"),
 ]
 
 # (lang, old, new, question)
 _CORRECTIONS = [
-    ("en", "My daughter Emma's birthday is on March 3.",
-     "Correction: Emma's birthday is on March 13, not March 3.", "When is Emma's birthday?"),
-    ("en", "My office is on the 4th floor of building B.",
-     "Sorry, I got that wrong: my office is on the 7th floor of building B.", "Which floor is my office on?"),
-    ("en", "My passport number ends in 4471.",
-     "Correction: my passport number ends in 4417.", "What does my passport number end in?"),
-    ("en", "I live in Berlin, in the Kreuzberg district.",
-     "I moved last week; I live in Munich now.", "Which city do I live in?"),
-    ("en", "My manager is called David Chen.",
-     "My manager is Sarah Okafor now; David moved to another team.", "Who is my manager?"),
+    (
+        "en",
+        "My daughter Emma's birthday is on March 3.",
+        "Correction: Emma's birthday is on March 13, not March 3.",
+        "When is Emma's birthday?",
+    ),
+    (
+        "en",
+        "My office is on the 4th floor of building B.",
+        "Sorry, I got that wrong: my office is on the 7th floor of building B.",
+        "Which floor is my office on?",
+    ),
+    (
+        "en",
+        "My passport number ends in 4471.",
+        "Correction: my passport number ends in 4417.",
+        "What does my passport number end in?",
+    ),
+    (
+        "en",
+        "I live in Berlin, in the Kreuzberg district.",
+        "I moved last week; I live in Munich now.",
+        "Which city do I live in?",
+    ),
+    (
+        "en",
+        "My manager is called David Chen.",
+        "My manager is Sarah Okafor now; David moved to another team.",
+        "Who is my manager?",
+    ),
     ("zh", "我的车牌号是京A12345。", "更正一下：我的车牌号是京A54321，不是京A12345。", "我的车牌号是多少？"),
     ("zh", "我住在上海浦东。", "我上个月搬家了，现在住在杭州。", "我住在哪个城市？"),
 ]
 
 # (lang, tool, old, new, question, derived conclusion or None)
 _PRICES = [
-    ("en", "flight_search", "flight_search: Lufthansa LH1234 Frankfurt to Lisbon on June 12 costs EUR 412.",
-     "flight_search: Lufthansa LH1234 Frankfurt to Lisbon on June 12 now costs EUR 468.",
-     "How much does the Lufthansa flight to Lisbon cost?",
-     "Cheapest option found: book LH1234 to Lisbon at EUR 412."),
-    ("en", "hotel_search", "hotel_search: Hotel Miramar in Nice costs EUR 189 per night for June 12-15.",
-     "hotel_search: Hotel Miramar in Nice costs EUR 245 per night for June 12-15.",
-     "What is the nightly price of Hotel Miramar in Nice?", None),
-    ("en", "train_search", "train_search: Eurostar 9014 London to Paris on July 2 costs GBP 78.",
-     "train_search: Eurostar 9014 London to Paris on July 2 costs GBP 121.",
-     "How much is the Eurostar ticket to Paris?",
-     "Best value: the Eurostar 9014 to Paris at GBP 78, cheaper than flying."),
-    ("en", "fx_rates", "fx_rates: 1 EUR = 1.0842 USD.", "fx_rates: 1 EUR = 1.0917 USD.",
-     "What is the euro to dollar exchange rate?", None),
-    ("en", "car_rental", "car_rental: a compact car in Porto costs EUR 34 per day from Sixt.",
-     "car_rental: a compact car in Porto costs EUR 52 per day from Sixt.",
-     "How much is a rental car in Porto per day?",
-     "Suggestion: rent the Sixt compact in Porto at EUR 34 per day."),
-    ("zh", "flight_search", "机票查询：国航CA1501 北京到上海 6月12日 票价1280元。",
-     "机票查询：国航CA1501 北京到上海 6月12日 票价现在1560元。", "国航去上海的机票多少钱？",
-     "建议：订国航CA1501去上海，票价1280元最便宜。"),
-    ("zh", "hotel_search", "酒店查询：成都锦江宾馆 6月12日 每晚680元。",
-     "酒店查询：成都锦江宾馆 6月12日 每晚920元。", "成都锦江宾馆一晚多少钱？", None),
+    (
+        "en",
+        "flight_search",
+        "flight_search: Lufthansa LH1234 Frankfurt to Lisbon on June 12 costs EUR 412.",
+        "flight_search: Lufthansa LH1234 Frankfurt to Lisbon on June 12 now costs EUR 468.",
+        "How much does the Lufthansa flight to Lisbon cost?",
+        "Cheapest option found: book LH1234 to Lisbon at EUR 412.",
+    ),
+    (
+        "en",
+        "hotel_search",
+        "hotel_search: Hotel Miramar in Nice costs EUR 189 per night for June 12-15.",
+        "hotel_search: Hotel Miramar in Nice costs EUR 245 per night for June 12-15.",
+        "What is the nightly price of Hotel Miramar in Nice?",
+        None,
+    ),
+    (
+        "en",
+        "train_search",
+        "train_search: Eurostar 9014 London to Paris on July 2 costs GBP 78.",
+        "train_search: Eurostar 9014 London to Paris on July 2 costs GBP 121.",
+        "How much is the Eurostar ticket to Paris?",
+        "Best value: the Eurostar 9014 to Paris at GBP 78, cheaper than flying.",
+    ),
+    (
+        "en",
+        "fx_rates",
+        "fx_rates: 1 EUR = 1.0842 USD.",
+        "fx_rates: 1 EUR = 1.0917 USD.",
+        "What is the euro to dollar exchange rate?",
+        None,
+    ),
+    (
+        "en",
+        "car_rental",
+        "car_rental: a compact car in Porto costs EUR 34 per day from Sixt.",
+        "car_rental: a compact car in Porto costs EUR 52 per day from Sixt.",
+        "How much is a rental car in Porto per day?",
+        "Suggestion: rent the Sixt compact in Porto at EUR 34 per day.",
+    ),
+    (
+        "zh",
+        "flight_search",
+        "机票查询：国航CA1501 北京到上海 6月12日 票价1280元。",
+        "机票查询：国航CA1501 北京到上海 6月12日 票价现在1560元。",
+        "国航去上海的机票多少钱？",
+        "建议：订国航CA1501去上海，票价1280元最便宜。",
+    ),
+    (
+        "zh",
+        "hotel_search",
+        "酒店查询：成都锦江宾馆 6月12日 每晚680元。",
+        "酒店查询：成都锦江宾馆 6月12日 每晚920元。",
+        "成都锦江宾馆一晚多少钱？",
+        None,
+    ),
 ]
 
 # (lang, premise, derived, retraction-or-correction, mode, new derived or None, question)
 _PREMISES = [
-    ("en", "I'm flying to Lisbon for the robotics conference on June 12.",
-     "Recommendation: book Hotel Avenida Palace in Lisbon, five minutes from the conference venue.",
-     "The robotics conference was cancelled, so I'm not travelling to Lisbon after all.", "retract", None,
-     "Which hotel should I book for my trip?"),
-    ("en", "My budget for the summer holiday is EUR 2,000.",
-     "Recommended: the 5-night package at Hotel Azul in Crete for EUR 1,850, within your budget.",
-     "Please ignore the holiday budget I gave you; we haven't decided on one yet.", "retract", None,
-     "Which holiday package do you recommend for me?"),
-    ("en", "I'm training for the Berlin marathon in September.",
-     "Plan: long runs of 30 km every Saturday until the Berlin marathon.",
-     "I withdrew from the Berlin marathon because of a knee injury.", "retract", None,
-     "What should my Saturday training look like?"),
-    ("en", "I'm travelling to Rome in May with my partner.",
-     "Suggested restaurant for your trip: Roscioli in Rome, book a table for two.",
-     "Sorry, I meant Florence, not Rome: we're travelling to Florence in May.", "correct",
-     "Suggested restaurant for your trip: Trattoria Mario in Florence, book a table for two.",
-     "Which restaurant do you suggest for my trip?"),
-    ("en", "Our team offsite will be in Amsterdam in October.",
-     "Venue idea for the offsite: the Zoku loft in Amsterdam for 20 people.",
-     "Update: the offsite moved to Barcelona; it will be in Barcelona in October.", "correct",
-     "Venue idea for the offsite: Casa Seat in Barcelona for 20 people.",
-     "Which venue should we use for the team offsite?"),
-    ("zh", "我下周去成都出差。", "推荐：出差住成都春熙路附近的锦江宾馆。", "成都出差取消了，我下周不去成都了。", "retract", None,
-     "我出差应该住哪家酒店？"),
-    ("zh", "我五月去西安旅游。", "推荐餐厅：西安回民街的老孙家泡馍。", "说错了，我五月去的是成都，不是西安。", "correct",
-     "推荐餐厅：成都宽窄巷子附近的陈麻婆豆腐。", "你推荐我旅游时去哪家餐厅？"),
+    (
+        "en",
+        "I'm flying to Lisbon for the robotics conference on June 12.",
+        "Recommendation: book Hotel Avenida Palace in Lisbon, five minutes from the conference venue.",
+        "The robotics conference was cancelled, so I'm not travelling to Lisbon after all.",
+        "retract",
+        None,
+        "Which hotel should I book for my trip?",
+    ),
+    (
+        "en",
+        "My budget for the summer holiday is EUR 2,000.",
+        "Recommended: the 5-night package at Hotel Azul in Crete for EUR 1,850, within your budget.",
+        "Please ignore the holiday budget I gave you; we haven't decided on one yet.",
+        "retract",
+        None,
+        "Which holiday package do you recommend for me?",
+    ),
+    (
+        "en",
+        "I'm training for the Berlin marathon in September.",
+        "Plan: long runs of 30 km every Saturday until the Berlin marathon.",
+        "I withdrew from the Berlin marathon because of a knee injury.",
+        "retract",
+        None,
+        "What should my Saturday training look like?",
+    ),
+    (
+        "en",
+        "I'm travelling to Rome in May with my partner.",
+        "Suggested restaurant for your trip: Roscioli in Rome, book a table for two.",
+        "Sorry, I meant Florence, not Rome: we're travelling to Florence in May.",
+        "correct",
+        "Suggested restaurant for your trip: Trattoria Mario in Florence, book a table for two.",
+        "Which restaurant do you suggest for my trip?",
+    ),
+    (
+        "en",
+        "Our team offsite will be in Amsterdam in October.",
+        "Venue idea for the offsite: the Zoku loft in Amsterdam for 20 people.",
+        "Update: the offsite moved to Barcelona; it will be in Barcelona in October.",
+        "correct",
+        "Venue idea for the offsite: Casa Seat in Barcelona for 20 people.",
+        "Which venue should we use for the team offsite?",
+    ),
+    (
+        "zh",
+        "我下周去成都出差。",
+        "推荐：出差住成都春熙路附近的锦江宾馆。",
+        "成都出差取消了，我下周不去成都了。",
+        "retract",
+        None,
+        "我出差应该住哪家酒店？",
+    ),
+    (
+        "zh",
+        "我五月去西安旅游。",
+        "推荐餐厅：西安回民街的老孙家泡馍。",
+        "说错了，我五月去的是成都，不是西安。",
+        "correct",
+        "推荐餐厅：成都宽窄巷子附近的陈麻婆豆腐。",
+        "你推荐我旅游时去哪家餐厅？",
+    ),
 ]
 
 
@@ -233,22 +366,40 @@ def generate_scenarios(seed: int = 7, fillers: int = 8) -> list[Scenario]:
         return f"{cat}-{lang}-{counters[f'{cat}-{lang}']:02d}"
 
     for lang, slot, old, new, q in _PREFERENCES:
-        # MemLineage: the same slot key on both; the second write supersedes the first (the write gate's dedup)
+        # MemLineage: the same slot key on both; the second write supersedes the first (write gate)
         steps = [
             Step("old", old, at=HOUR, slot=slot, kind="semantic"),
             Step("new", new, at=5 * HOUR, slot=slot, kind="semantic"),
         ]
-        out.append(Scenario(sid("preference", lang), "preference", lang,
-                            tuple(_add_fillers(steps, lang, rng, fillers, 6 * HOUR)),
-                            q, 6 * HOUR, ("old",), ("new",)))  # fmt: skip
+        out.append(
+            Scenario(
+                sid("preference", lang),
+                "preference",
+                lang,
+                tuple(_add_fillers(steps, lang, rng, fillers, 6 * HOUR)),
+                q,
+                6 * HOUR,
+                ("old",),
+                ("new",),
+            )
+        )
     for lang, old, new, q in _CORRECTIONS:
         steps = [
             Step("old", old, at=HOUR, kind="semantic"),
             Step("new", new, at=5 * HOUR, op="supersede", target="old", kind="semantic"),
         ]
-        out.append(Scenario(sid("correction", lang), "correction", lang,
-                            tuple(_add_fillers(steps, lang, rng, fillers, 6 * HOUR)),
-                            q, 6 * HOUR, ("old",), ("new",)))  # fmt: skip
+        out.append(
+            Scenario(
+                sid("correction", lang),
+                "correction",
+                lang,
+                tuple(_add_fillers(steps, lang, rng, fillers, 6 * HOUR)),
+                q,
+                6 * HOUR,
+                ("old",),
+                ("new",),
+            )
+        )
     for lang, tool, old, new, q, derived in _PRICES:
         # the old price is fetched at 1h with a 1h freshness limit; a fresh fetch at 5h; the question at 5h10
         steps = [Step("old", old, at=HOUR, role="tool", tool=tool, ttl=PRICE_TTL)]
@@ -257,30 +408,59 @@ def generate_scenarios(seed: int = 7, fillers: int = 8) -> list[Scenario]:
             steps.append(Step("derived", derived, at=HOUR + 60, role="assistant", derived_from=("old",)))
             stale.append("derived")
         steps.append(Step("new", new, at=5 * HOUR, role="tool", tool=tool, ttl=PRICE_TTL))
-        out.append(Scenario(sid("stale_price", lang), "stale_price", lang,
-                            tuple(_add_fillers(steps, lang, rng, fillers, 5 * HOUR)),
-                            q, 5 * HOUR + 600, tuple(stale), ("new",)))  # fmt: skip
+        out.append(
+            Scenario(
+                sid("stale_price", lang),
+                "stale_price",
+                lang,
+                tuple(_add_fillers(steps, lang, rng, fillers, 5 * HOUR)),
+                q,
+                5 * HOUR + 600,
+                tuple(stale),
+                ("new",),
+            )
+        )
     for lang, premise, derived, change, mode, new_derived, q in _PREMISES:
         steps = [
             Step("premise", premise, at=HOUR, kind="semantic"),
             Step("derived", derived, at=HOUR + 60, role="assistant", derived_from=("premise",)),
         ]
         if mode == "retract":
-            # MemLineage: retract the premise (the derived conclusion becomes suspect) and keep the user's words
+            # MemLineage: retract the premise (its conclusion becomes suspect); keep the user's words
             steps.append(Step("change", change, at=4 * HOUR, op="retract", target="premise"))
             current: tuple[str, ...] = ("change",)
         else:
             # MemLineage: supersede the premise, then the agent derives a new conclusion from the new version
-            steps.append(Step("change", change, at=4 * HOUR, op="supersede", target="premise", kind="semantic"))
-            steps.append(Step("new_derived", new_derived or "", at=4 * HOUR + 60, role="assistant",
-                              derived_from=("change",)))  # fmt: skip
+            steps.append(
+                Step("change", change, at=4 * HOUR, op="supersede", target="premise", kind="semantic")
+            )
+            steps.append(
+                Step(
+                    "new_derived",
+                    new_derived or "",
+                    at=4 * HOUR + 60,
+                    role="assistant",
+                    derived_from=("change",),
+                )
+            )
             current = ("new_derived",)
-        out.append(Scenario(sid("retracted_premise", lang), "retracted_premise", lang,
-                            tuple(_add_fillers(steps, lang, rng, fillers, 5 * HOUR)),
-                            q, 5 * HOUR, ("premise", "derived"), current))  # fmt: skip
+        out.append(
+            Scenario(
+                sid("retracted_premise", lang),
+                "retracted_premise",
+                lang,
+                tuple(_add_fillers(steps, lang, rng, fillers, 5 * HOUR)),
+                q,
+                5 * HOUR,
+                ("premise", "derived"),
+                current,
+            )
+        )
     for sc in out:
         texts = [s.text for s in sc.steps]
-        assert len(set(texts)) == len(texts) and all(texts), f"{sc.id}: step texts must be unique and non-empty"
+        assert len(set(texts)) == len(texts) and all(texts), (
+            f"{sc.id}: step texts must be unique and non-empty"
+        )
     return out
 
 
@@ -305,12 +485,12 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if todo:
-            self._cache.update(zip(todo, self.base.embed(todo)))
+            self._cache.update(zip(todo, self.base.embed(todo), strict=True))
         return [self._cache[t] for t in texts]
 
 
 def load_embedder(fake: bool = False) -> tuple[CachedEmbedder, str]:
-    """The real ONNX MiniLM embedder, or ``FakeEmbedder`` (with a printed warning) when its files are absent."""
+    """The real ONNX MiniLM embedder, or ``FakeEmbedder`` (with a printed warning) when it is absent."""
     from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
     from memlineage.testing import FakeEmbedder
 
@@ -346,7 +526,9 @@ class MemLineageRunner:
 
     name = "MemLineage"
 
-    def __init__(self, mm: Any, clock: Clock, *, start: datetime = BASE_TIME, spacing: timedelta = timedelta(days=1)):
+    def __init__(
+        self, mm: Any, clock: Clock, *, start: datetime = BASE_TIME, spacing: timedelta = timedelta(days=1)
+    ):
         self.mm = mm
         self.clock = clock
         self.start = start
@@ -377,9 +559,14 @@ class MemLineageRunner:
                 assert st.target is not None
                 self.mm.retract(ids[st.target], scope=scope, reason=st.text)
             mem = self.mm.remember(
-                st.text, scope=scope, source=source, kind=st.kind, slot=st.slot, ttl=st.ttl,
+                st.text,
+                scope=scope,
+                source=source,
+                kind=st.kind,
+                slot=st.slot,
+                ttl=st.ttl,
                 derived_from=[ids[k] for k in st.derived_from],
-            )  # fmt: skip
+            )
             ids[st.key] = mem.id
 
     def ask(self, sc: Scenario, k: int) -> list[str]:
@@ -390,7 +577,7 @@ class MemLineageRunner:
 
 
 class LangChainRunner:
-    """LangChain classic ``VectorStoreRetrieverMemory`` over ``langchain_chroma.Chroma`` (in-memory chromadb)."""
+    """LangChain classic ``VectorStoreRetrieverMemory`` over ``langchain_chroma.Chroma`` (in memory)."""
 
     name = "LangChain VectorStoreRetrieverMemory"
     store = "langchain_chroma.Chroma on chromadb.EphemeralClient (in-memory), cosine"
@@ -412,12 +599,14 @@ class LangChainRunner:
         self._client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
         self._make = lambda name: VectorStoreRetrieverMemory(
             retriever=Chroma(
-                client=self._client, collection_name=name, embedding_function=_Embeddings(),
+                client=self._client,
+                collection_name=name,
+                embedding_function=_Embeddings(),
                 collection_metadata={"hnsw:space": "cosine"},
             ).as_retriever(search_kwargs={"k": k}),
             return_docs=True,
             input_key="input",
-        )  # fmt: skip
+        )
         self._mem: dict[str, Any] = {}
 
     def play(self, sc: Scenario) -> None:
@@ -461,7 +650,7 @@ class LlamaIndexRunner:
         self._captured = captured
 
         class _Capture(BaseNodePostprocessor):
-            """Records the retrieved nodes' text, in rank order (the block itself returns one joined string)."""
+            """Records the retrieved nodes' text in rank order (the block returns one joined string)."""
 
             def _postprocess_nodes(self, nodes: list[Any], query_bundle: Any = None) -> list[Any]:
                 captured[:] = [n.node.get_content() for n in nodes]
@@ -470,7 +659,9 @@ class LlamaIndexRunner:
         client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
 
         def make(name: str) -> Any:
-            col = client.get_or_create_collection(name, metadata={"hnsw:space": "cosine"}, embedding_function=None)
+            col = client.get_or_create_collection(
+                name, metadata={"hnsw:space": "cosine"}, embedding_function=None
+            )
             return VectorMemoryBlock(
                 vector_store=ChromaVectorStore(chroma_collection=col),
                 embed_model=_Embedding(model_name=embedder.name),
@@ -528,10 +719,17 @@ class Mem0Runner:
         config = {
             "embedder": {"provider": "langchain", "config": {"model": _Embeddings(), "embedding_dims": dims}},
             # never called with infer=False; a scripted fake so that nothing reaches for an API key
-            "llm": {"provider": "langchain", "config": {"model": GenericFakeChatModel(messages=iter(["{}"] * 10))}},
+            "llm": {
+                "provider": "langchain",
+                "config": {"model": GenericFakeChatModel(messages=iter(["{}"] * 10))},
+            },
             "vector_store": {
                 "provider": "qdrant",
-                "config": {"collection_name": "stale", "path": str(tmp / "mem0-qdrant"), "embedding_model_dims": dims},
+                "config": {
+                    "collection_name": "stale",
+                    "path": str(tmp / "mem0-qdrant"),
+                    "embedding_model_dims": dims,
+                },
             },
             "history_db_path": str(tmp / "mem0-history.db"),
         }
@@ -562,20 +760,26 @@ class SystemResult:
     status: str = "ok"
     store: str = ""
     seconds: float = 0.0
-    top: dict[str, list[str]] = field(default_factory=dict)  # scenario id -> keys of the top max(KS), rank order
+    top: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # scenario id -> keys of the top max(KS), rank order
 
     def shares(self, scenarios: Sequence[Scenario]) -> dict[str, Any]:
         """Stale and current shares per k, overall and per category."""
         out: dict[str, Any] = {"stale_share": {}, "current_share": {}, "by_category": {}}
         cats = sorted({s.category for s in scenarios})
         for k in KS:
-            for group, scs in [("all", list(scenarios))] + [(c, [s for s in scenarios if s.category == c]) for c in cats]:
+            for group, scs in [("all", list(scenarios))] + [
+                (c, [s for s in scenarios if s.category == c]) for c in cats
+            ]:
                 stale = sum(any(x in sc.stale for x in self.top[sc.id][:k]) for sc in scs) / len(scs)
                 cur = sum(any(x in sc.current for x in self.top[sc.id][:k]) for sc in scs) / len(scs)
                 if group == "all":
                     out["stale_share"][str(k)], out["current_share"][str(k)] = stale, cur
                 else:
-                    d = out["by_category"].setdefault(group, {"n": len(scs), "stale_share": {}, "current_share": {}})
+                    d = out["by_category"].setdefault(
+                        group, {"n": len(scs), "stale_share": {}, "current_share": {}}
+                    )
                     d["stale_share"][str(k)], d["current_share"][str(k)] = stale, cur
         return out
 
@@ -613,8 +817,14 @@ def stale_failures(res: SystemResult, scenarios: Sequence[Scenario], k: int) -> 
         top = res.top.get(sc.id, [])[:k]
         bad = [x for x in top if x in sc.stale]
         if bad:
-            out.append({"scenario": sc.id, "question": sc.question, "served_stale": [sc.text_of(x) for x in bad],
-                        "top": top})  # fmt: skip
+            out.append(
+                {
+                    "scenario": sc.id,
+                    "question": sc.question,
+                    "served_stale": [sc.text_of(x) for x in bad],
+                    "top": top,
+                }
+            )
     return out
 
 
@@ -623,7 +833,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--fillers", type=int, default=8, help="unrelated memories mixed into each history")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--fake-embedder", action="store_true", help="use FakeEmbedder instead of ONNX MiniLM")
-    ap.add_argument("--systems", default="memlineage,langchain,llamaindex,mem0", help="comma-separated subset")
+    ap.add_argument(
+        "--systems", default="memlineage,langchain,llamaindex,mem0", help="comma-separated subset"
+    )
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -646,7 +858,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             clock = Clock()
             mm = MemoryManager.open(tmp / "memlineage", embedder=embedder, clock=clock)
             runner = MemLineageRunner(mm, clock)
-            runner.store = "MemoryManager.open(): SQLite ledger + Chroma PersistentClient (temp dir), hybrid recall"  # type: ignore[attr-defined]
+            runner.store = (
+                "MemoryManager.open(): SQLite ledger + Chroma PersistentClient (temp dir), hybrid recall"  # type: ignore[attr-defined]
+            )
             runner.close = mm.close  # type: ignore[attr-defined]
             return runner
 

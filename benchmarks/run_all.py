@@ -3,9 +3,9 @@
 Each script runs as a subprocess with this interpreter and a timeout; its output goes to
 ``benchmarks/results/logs/<name>.log``. The figures are then read from the JSON files the scripts write into
 ``benchmarks/results/`` (``bench_policy.py`` prints its JSON with ``--json``: that line is saved as
-``results/bench_policy.json``; ``bench_window.py`` prints text only: its timing is parsed from the log). A missing
-or unreadable result prints "not run"; a figure left over from an earlier run (the script failed or was skipped
-this time) is marked with the file's date.
+``results/bench_policy.json``; ``bench_window.py`` prints text only: its timing is parsed from the log). A
+missing or unreadable result prints "not run"; a figure left over from an earlier run (the script failed or
+was skipped this time) is marked with the file's date.
 
 Run: ``make bench`` or ``.venv/bin/python benchmarks/run_all.py [--only stale,store] [--skip locomo]
 [--timeout 1800] [--collect-only]``. Writes ``benchmarks/results/summary.json``.
@@ -79,7 +79,9 @@ def run_script(path: Path, timeout: float, env: dict[str, str]) -> Run:
     if run.status == "ok" and name in STDOUT_JSON:
         line = next((ln for ln in reversed(out.strip().splitlines()) if ln.startswith("{")), "")
         try:
-            (RESULTS / f"{name}.json").write_text(json.dumps(json.loads(line), indent=2) + "\n", encoding="utf-8")
+            (RESULTS / f"{name}.json").write_text(
+                json.dumps(json.loads(line), indent=2) + "\n", encoding="utf-8"
+            )
         except json.JSONDecodeError:
             run.status = "ok (no JSON line on stdout)"
     return run
@@ -126,17 +128,35 @@ def rows_store() -> Iterator[Row]:
     d, _ = _load("bench_store.json", "store.json")
     ir, emb = _get(d, "ingest_recall"), _get(d, "embedder")
     n = _get(ir, "n")
-    yield ("store", f"ingest throughput vs raw Chroma (N={n})", _num(_get(ir, "ingest_throughput_ratio"), "{:.2f}x"),
-           _num(_get(ir, "memlineage_ingest_per_s"), "{:,.0f}/s") or "")  # fmt: skip
-    yield ("store", f"recall p50 latency vs raw Chroma (N={n})", _num(_get(ir, "recall_latency_ratio"), "{:.2f}x"),
-           _num(_get(ir, "memlineage_recall_p50_ms"), "{:.1f} ms") or "")  # fmt: skip
+    yield (
+        "store",
+        f"ingest throughput vs raw Chroma (N={n})",
+        _num(_get(ir, "ingest_throughput_ratio"), "{:.2f}x"),
+        _num(_get(ir, "memlineage_ingest_per_s"), "{:,.0f}/s") or "",
+    )
+    yield (
+        "store",
+        f"recall p50 latency vs raw Chroma (N={n})",
+        _num(_get(ir, "recall_latency_ratio"), "{:.2f}x"),
+        _num(_get(ir, "memlineage_recall_p50_ms"), "{:.1f} ms") or "",
+    )
     for k in ("1k", "10k"):
         c = _get(d, f"cascade_{k}")
-        yield ("store", f"cascade, {k} descendants", _num(_get(c, "total_ms"), "{:,.0f} ms"),
-               f"ledger {_num(_get(c, 'cascade_ledger_ms'), '{:.0f}') or '?'} ms + index "
-               f"{_num(_get(c, 'index_sync_ms'), '{:.0f}') or '?'} ms" if c else "")  # fmt: skip
-    yield ("embedder", f"speed-up vs chromadb default ({_get(emb, 'texts')} texts)",
-           _num(_get(emb, "speedup"), "{:.1f}x"), "")  # fmt: skip
+        yield (
+            "store",
+            f"cascade, {k} descendants",
+            _num(_get(c, "total_ms"), "{:,.0f} ms"),
+            f"ledger {_num(_get(c, 'cascade_ledger_ms'), '{:.0f}') or '?'} ms + index "
+            f"{_num(_get(c, 'index_sync_ms'), '{:.0f}') or '?'} ms"
+            if c
+            else "",
+        )
+    yield (
+        "embedder",
+        f"speed-up vs chromadb default ({_get(emb, 'texts')} texts)",
+        _num(_get(emb, "speedup"), "{:.1f}x"),
+        "",
+    )
     yield ("embedder", "max |diff| vs chromadb default", _num(_get(emb, "max_abs_diff"), "{:.1e}"), "")
 
 
@@ -145,9 +165,16 @@ def rows_policy() -> Iterator[Row]:
     med = _get(d, "recall_ms_median") or {}
     note = ""
     if d:
-        note = (f"{_get(d, 'policies')} policies, N={_get(d, 'n')}: "
-                f"{_num(med.get('policies'), '{:.2f}') or '?'} vs {_num(med.get('none'), '{:.2f}') or '?'} ms")  # fmt: skip
-    yield ("policy", "recall overhead, policies / none (median)", _num(_get(d, "ratio_median"), "{:.2f}x"), note)
+        note = (
+            f"{_get(d, 'policies')} policies, N={_get(d, 'n')}: "
+            f"{_num(med.get('policies'), '{:.2f}') or '?'} vs {_num(med.get('none'), '{:.2f}') or '?'} ms"
+        )
+    yield (
+        "policy",
+        "recall overhead, policies / none (median)",
+        _num(_get(d, "ratio_median"), "{:.2f}x"),
+        note,
+    )
 
 
 def rows_window() -> Iterator[Row]:
@@ -162,7 +189,10 @@ def rows_window() -> Iterator[Row]:
         text = log.read_text(encoding="utf-8") if log.is_file() else ""
         m = re.search(r"target <= (\d+) ms for (\S+) messages: (\w+) \(([\d.]+) ms\)", text)
         if m:
-            value, note = f"{float(m.group(4)):.2f} ms", f"{m.group(2)} messages, target <= {m.group(1)} ms: {m.group(3)}"
+            value, note = (
+                f"{float(m.group(4)):.2f} ms",
+                f"{m.group(2)} messages, target <= {m.group(1)} ms: {m.group(3)}",
+            )
     yield ("window", "window build, default budget (median)", value, note)
 
 
@@ -176,8 +206,12 @@ def rows_locomo() -> Iterator[Row]:
         if isinstance(r, dict) and "error" in r:
             yield ("LoCoMo", f"R@10 {system}", None, f"error: {str(r['error'])[:60]}")
             continue
-        yield ("LoCoMo", f"R@10 {system} (cat. 1-4)", _num(_get(r, "1-4", "R@10"), "{:.1f} %"),
-               f"R@5 {_num(_get(r, '1-4', 'R@5'), '{:.1f}') or '?'}, n={_get(r, '1-4', 'n')}")  # fmt: skip
+        yield (
+            "LoCoMo",
+            f"R@10 {system} (cat. 1-4)",
+            _num(_get(r, "1-4", "R@10"), "{:.1f} %"),
+            f"R@5 {_num(_get(r, '1-4', 'R@5'), '{:.1f}') or '?'}, n={_get(r, '1-4', 'n')}",
+        )
 
 
 def rows_value_gate() -> Iterator[Row]:
@@ -185,13 +219,22 @@ def rows_value_gate() -> Iterator[Row]:
     totals = {t.get("config"): t for t in (_get(d, "totals") or []) if isinstance(t, dict)}
     gate, nogate = totals.get("gate"), totals.get("no-gate")
     if gate:
-        yield ("value gate", "stored / buffered turns (gate)", f"{gate.get('stored')} / {gate.get('buffered')}",
-               f"of {gate.get('turns')} turns; evidence kept {gate.get('evidence_stored')}/{gate.get('evidence_turns')}")  # fmt: skip
+        yield (
+            "value gate",
+            "stored / buffered turns (gate)",
+            f"{gate.get('stored')} / {gate.get('buffered')}",
+            f"of {gate.get('turns')} turns; evidence kept "
+            f"{gate.get('evidence_stored')}/{gate.get('evidence_turns')}",
+        )
     else:
         yield ("value gate", "stored / buffered turns (gate)", None, "")
     for label, t in (("with gate", gate), ("without gate", nogate)):
-        yield ("value gate", f"recall@10 {label}", _pct(_get(t, "recall@10")),
-               f"recall@5 {_pct(_get(t, 'recall@5')) or '?'}" if t else "")  # fmt: skip
+        yield (
+            "value gate",
+            f"recall@10 {label}",
+            _pct(_get(t, "recall@10")),
+            f"recall@5 {_pct(_get(t, 'recall@5')) or '?'}" if t else "",
+        )
 
 
 def rows_stale() -> Iterator[Row]:
@@ -205,8 +248,12 @@ def rows_stale() -> Iterator[Row]:
             yield ("stale", f"{name}: stale@3 / stale@5", None, str(_get(s, "status")))
             continue
         st, cu = _get(s, "stale_share") or {}, _get(s, "current_share") or {}
-        yield ("stale", f"{name}: stale@3 / stale@5", f"{_pct(st.get('3'))} / {_pct(st.get('5'))}",
-               f"current@5 {_pct(cu.get('5'))}; {_get(d, 'scenarios')} scenarios")  # fmt: skip
+        yield (
+            "stale",
+            f"{name}: stale@3 / stale@5",
+            f"{_pct(st.get('3'))} / {_pct(st.get('5'))}",
+            f"current@5 {_pct(cu.get('5'))}; {_get(d, 'scenarios')} scenarios",
+        )
 
 
 #: Which script feeds which rows (the script name decides "not run" and "earlier run" notes).
@@ -228,8 +275,8 @@ def _source_date(files: Sequence[str]) -> str:
     return ""
 
 
-def collect(runs: dict[str, Run], started: float) -> list[dict[str, Any]]:
-    """All summary rows, each with where its figure came from."""
+def collect(runs: dict[str, Run], started: float, collect_only: bool = False) -> list[dict[str, Any]]:
+    """All summary rows, each with where its figure came from (this run, or the result file's date)."""
     out = []
     for script, rows, files in SECTIONS:
         run = runs.get(script)
@@ -242,17 +289,31 @@ def collect(runs: dict[str, Run], started: float) -> list[dict[str, Any]]:
                     source = "not run (script absent)"
             elif fresh:
                 source = "this run"
+            elif collect_only or run is None:
+                source = date
             else:
-                source = f"earlier run, {date}" + (f" (now {run.status})" if run and run.status != "ok" else "")
-            out.append({"area": area, "figure": figure, "value": value or "not run", "note": note,
-                        "source": source, "script": script})  # fmt: skip
+                source = f"earlier run, {date} (now {run.status})"
+            out.append(
+                {
+                    "area": area,
+                    "figure": figure,
+                    "value": value or "not run",
+                    "note": note,
+                    "source": source,
+                    "script": script,
+                }
+            )
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--timeout", type=float, default=float(os.environ.get("BENCH_TIMEOUT", 1800)),
-                    help="seconds per script (default 1800, or $BENCH_TIMEOUT)")  # fmt: skip
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=float(os.environ.get("BENCH_TIMEOUT", 1800)),
+        help="seconds per script (default 1800, or $BENCH_TIMEOUT)",
+    )
     ap.add_argument("--only", default="", help="comma-separated script names to run, e.g. 'stale,store'")
     ap.add_argument("--skip", default="", help="comma-separated script names not to run")
     ap.add_argument("--collect-only", action="store_true", help="run nothing; summarise the existing results")
@@ -261,14 +322,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 160)
 
     def norm(s: str) -> set[str]:
         return {x.strip().removeprefix("bench_").removesuffix(".py") for x in s.split(",") if x.strip()}
 
     only, skip = norm(args.only), norm(args.skip)
-    scripts = [p for p in discover() if (not only or p.stem.removeprefix("bench_") in only)
-               and p.stem.removeprefix("bench_") not in skip]  # fmt: skip
+    scripts = [
+        p
+        for p in discover()
+        if (not only or p.stem.removeprefix("bench_") in only) and p.stem.removeprefix("bench_") not in skip
+    ]
     env = dict(os.environ)
     env.setdefault("ANONYMIZED_TELEMETRY", "False")
     env.setdefault("MEM0_TELEMETRY", "False")
@@ -284,12 +348,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 run = run_script(path, args.timeout, env)
             runs[run.name] = run
             colour = "green" if run.status.startswith("ok") else "red"
-            console.print(f"[{colour}]{path.name}: {run.status}[/{colour}] in {run.seconds:.0f} s "
-                          f"(log: {LOGS.relative_to(HERE.parent) / (run.name + '.log')})")  # fmt: skip
+            console.print(
+                f"[{colour}]{path.name}: {run.status}[/{colour}] in {run.seconds:.0f} s "
+                f"(log: {LOGS.relative_to(HERE.parent) / (run.name + '.log')})"
+            )
 
-    rows = collect(runs, started)
+    rows = collect(runs, started, args.collect_only)
     table = Table(title="MemLineage benchmarks: headline figures")
-    for col, kw in (("area", {}), ("figure", {}), ("value", {"justify": "right"}), ("note", {}), ("source", {})):
+    for col, kw in (
+        ("area", {}),
+        ("figure", {}),
+        ("value", {"justify": "right"}),
+        ("note", {}),
+        ("source", {}),
+    ):
         table.add_column(col, **kw)
     for r in rows:
         value = r["value"] if r["value"] != "not run" else "[dim]not run[/dim]"
@@ -301,7 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "runs": {n: {"status": r.status, "seconds": round(r.seconds, 1)} for n, r in runs.items()},
         "rows": rows,
     }
-    (RESULTS / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (RESULTS / "summary.json").write_text(
+        json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     failed = [n for n, r in runs.items() if not r.status.startswith("ok")]
     if failed:
         console.print(f"[red]failed or timed out: {', '.join(failed)}[/red] (see {LOGS})")

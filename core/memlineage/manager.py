@@ -1313,6 +1313,8 @@ class MemoryManager:
         if k == 0:
             return RecallResult([], tr)
         now = self.clock()
+        # Expire what is past its TTL first, so conclusions derived from it are already suspect when ranked.
+        self.expire_due(scope=scope)
         hits = hybrid_recall(
             query,
             k=k,
@@ -1735,6 +1737,15 @@ class MemoryManager:
     def _apply_index(self, rows: Sequence[dict[str, Any]], *, fresh: bool = False) -> int:
         from memlineage.ledger import decode_vector
 
+        gone = (Status.ARCHIVED.value, Status.ERASED.value)
+        for r in rows:  # archived / erased rows never stay in the index, whatever transition touched them
+            if r["index_state"] in ("pending", "stale") and r["status"] in gone:
+                r["index_state"] = "removing"
+        stale_rows = [r for r in rows if r["index_state"] == "stale"]
+        if stale_rows:  # a metadata update cannot reach an entry that is not there (e.g. retract after forget)
+            for r, meta in zip(stale_rows, self.index.get_metadata([r["id"] for r in stale_rows])):
+                if meta is None:
+                    r["index_state"] = "pending"
         upserts = [r for r in rows if r["index_state"] == "pending"]
         stale = [r for r in rows if r["index_state"] == "stale"]
         removing = [r for r in rows if r["index_state"] == "removing"]
@@ -1887,6 +1898,10 @@ class MemoryManager:
     async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
         """Async :meth:`recall`."""
         return await asyncio.to_thread(self.recall, query, **kwargs)
+
+    async def aadmin_recall(self, query: str, **kwargs: Any) -> RecallResult:
+        """Async :meth:`admin_recall`."""
+        return await asyncio.to_thread(self.admin_recall, query, **kwargs)
 
     async def arevise(self, memory_id: str, content: str, **kwargs: Any) -> Memory:
         """Async :meth:`revise`."""

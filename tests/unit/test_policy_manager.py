@@ -316,3 +316,11 @@ def test_cross_scope_only_via_audited_admin_call(mm) -> None:
     events = [e for e in mm.audit(bob) if e.type == "admin_access"]
     assert events[0]["data"]["actor"] == "support-oncall" and events[0]["data"]["reason"] == "ticket 42"
     assert [e for e in mm.audit(ALICE) if e.type == "admin_access"] == []
+
+
+async def test_async_admin_recall_and_recall_with_budget(mm) -> None:
+    bob = Scope(user_id="bob")
+    note = mm.remember("Bob likes sailing", scope=bob, source="user")
+    result = await mm.aadmin_recall("sailing", scope=bob, actor="ops", reason="audit")
+    assert result.ids == [note.id]
+    assert (await mm.arecall("sailing", scope=bob, budget=0.0)).ids == [note.id]

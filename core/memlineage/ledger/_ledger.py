@@ -41,6 +41,9 @@ logger = logging.getLogger(__name__)
 #: Max bound parameters per IN (...) chunk; well under SQLite's and PostgreSQL's limits.
 CHUNK = 900
 
+#: PostgreSQL advisory lock key held while creating the tables ("mlineage" as a number).
+_DDL_LOCK_KEY = 0x6D6C696E65616765
+
 
 def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
@@ -188,10 +191,13 @@ class Ledger:
             self.engine: Engine = create_engine(url, **kwargs)
             if self.is_sqlite:
                 event.listen(self.engine, "connect", _sqlite_pragmas)
-            if schema and not self.is_sqlite:
-                with self.engine.begin() as conn:
+            with self.engine.begin() as conn:
+                if self.engine.dialect.name == "postgresql":
+                    # Processes opening a fresh database at once would race on CREATE SCHEMA / TABLE.
+                    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_DDL_LOCK_KEY})")
+                if schema and not self.is_sqlite:
                     conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-            metadata.create_all(self.engine)
+                metadata.create_all(conn)
         except SQLAlchemyError as exc:
             msg = f"cannot open the ledger at {url!r}: {exc}; check the URL and that the database is reachable"
             raise StorageError(msg) from exc

@@ -65,6 +65,7 @@ memories = Table(
     Index("ix_ml_memories_dedup", "user_id", "kind", "content_hash"),
     Index("ix_ml_memories_slot", "user_id", "slot"),
     Index("ix_ml_memories_index_state", "index_state"),
+    Index("ix_ml_memories_expiry", "user_id", "expires_at"),
 )
 
 #: Lineage edges between memories: ``src`` <relation> ``dst`` in PROV's argument order (generated, used).

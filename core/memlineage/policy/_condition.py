@@ -369,9 +369,9 @@ def request_fields(request: PolicyRequest, names: frozenset[str] | Sequence[str]
     return {name: REQUEST_FIELDS[name](request) for name in names}
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------------
 # Vectorised fast path: the simple CEL subset most policies use, evaluated over a whole batch in Python.
-# ---------------------------------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------------------------------
 
 _TOKEN_RE = re.compile(
     r"""\s*(?:
@@ -395,22 +395,131 @@ def _cel_eq(a: Any, b: Any) -> bool:
     """CEL equality: a bool only equals a bool (Python's ``True == 1`` is not CEL's)."""
     if isinstance(a, bool) is not isinstance(b, bool):
         return False
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_cel_eq(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b)
 
 
-class _EqRewriter(ast.NodeTransformer):
+def _orderable(a: Any, b: Any) -> None:
+    if isinstance(a, bool) or isinstance(b, bool):
+        if not (isinstance(a, bool) and isinstance(b, bool)):
+            raise TypeError("no such overload")
+    elif not (
+        (isinstance(a, (int, float)) and isinstance(b, (int, float)))
+        or (isinstance(a, str) and isinstance(b, str))
+    ):
+        raise TypeError("no such overload")
+
+
+def _lt(a: Any, b: Any) -> bool:
+    _orderable(a, b)
+    return bool(a < b)
+
+
+def _le(a: Any, b: Any) -> bool:
+    _orderable(a, b)
+    return bool(a <= b)
+
+
+def _gt(a: Any, b: Any) -> bool:
+    _orderable(a, b)
+    return bool(a > b)
+
+
+def _ge(a: Any, b: Any) -> bool:
+    _orderable(a, b)
+    return bool(a >= b)
+
+
+def _in(a: Any, b: Any) -> bool:
+    if isinstance(b, list):
+        return any(_cel_eq(a, x) for x in b)
+    if isinstance(b, dict):
+        return a in b
+    raise TypeError("no such overload")
+
+
+def _same_arith(a: Any, b: Any, kinds: tuple[type, ...]) -> None:
+    if isinstance(a, bool) or isinstance(b, bool) or type(a) is not type(b) or not isinstance(a, kinds):
+        raise TypeError("no such overload")  # CEL never mixes int and double, nor bools, in arithmetic
+
+
+def _add(a: Any, b: Any) -> Any:
+    _same_arith(a, b, (int, float, str, list))
+    return a + b
+
+
+def _sub(a: Any, b: Any) -> Any:
+    _same_arith(a, b, (int, float))
+    return a - b
+
+
+def _mul(a: Any, b: Any) -> Any:
+    _same_arith(a, b, (int, float))
+    return a * b
+
+
+def _neg(a: Any) -> Any:
+    if isinstance(a, bool) or not isinstance(a, (int, float)):
+        raise TypeError("no such overload")
+    return -a
+
+
+def _b(a: Any) -> bool:
+    if not isinstance(a, bool):
+        raise TypeError("no such overload: logical operator on a non-bool")
+    return a
+
+
+_HELPERS: dict[str, Any] = {
+    "_cel_eq": _cel_eq, "_lt": _lt, "_le": _le, "_gt": _gt, "_ge": _ge, "_in": _in, "_add": _add,
+    "_sub": _sub, "_mul": _mul, "_neg": _neg, "_b": _b,
+}  # fmt: skip
+_CMP = {ast.Eq: "_cel_eq", ast.NotEq: "_cel_eq", ast.Lt: "_lt", ast.LtE: "_le", ast.Gt: "_gt", ast.GtE: "_ge",
+        ast.In: "_in", ast.NotIn: "_in"}  # fmt: skip
+_ARITH = {ast.Add: "_add", ast.Sub: "_sub", ast.Mult: "_mul"}
+
+
+def _call(name: str, *args: ast.expr) -> ast.expr:
+    return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=list(args), keywords=[])
+
+
+def _is_bool_expr(node: ast.AST) -> bool:
+    return (
+        isinstance(node, (ast.Call, ast.BoolOp))
+        or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not))
+        or (isinstance(node, ast.Constant) and isinstance(node.value, bool))
+    )
+
+
+class _CelSemantics(ast.NodeTransformer):
+    """Rewrite operators into helpers with CEL's typing rules (errors where CEL has no overload)."""
+
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
         if len(node.ops) != 1:
             raise ValueError("chained comparison")
         op = node.ops[0]
-        if isinstance(op, (ast.Eq, ast.NotEq)):
-            call: ast.expr = ast.Call(
-                func=ast.Name(id="_cel_eq", ctx=ast.Load()), args=[node.left, node.comparators[0]], keywords=[]
-            )
-            if isinstance(op, ast.NotEq):
-                call = ast.UnaryOp(op=ast.Not(), operand=call)
-            return ast.copy_location(call, node)
+        call = _call(_CMP[type(op)], node.left, node.comparators[0])
+        if isinstance(op, (ast.NotEq, ast.NotIn)):
+            call = ast.UnaryOp(op=ast.Not(), operand=call)
+        return ast.copy_location(call, node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        return ast.copy_location(_call(_ARITH[type(node.op)], node.left, node.right), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.op, ast.USub):
+            return ast.copy_location(_call("_neg", node.operand), node)
+        if not _is_bool_expr(node.operand):
+            node.operand = _call("_b", node.operand)
+        return node
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        self.generic_visit(node)
+        node.values = [v if _is_bool_expr(v) else _call("_b", v) for v in node.values]
         return node
 
 
@@ -445,10 +554,12 @@ def compile_python(source: str) -> tuple[Callable[..., Any], Callable[..., Any]]
     """Compile a simple CEL condition to Python: ``(single, batch)`` or None when outside the subset.
 
     The subset: field selections on ``memory`` / ``new`` / ``request``, ``now``, number / string / bool / null
-    literals, list literals, ``&& || !``, comparisons, ``in``, ``+ - *`` and parentheses. ``single(m, r, n, now)``
+    literals, list literals, ``&& || !``, comparisons, ``in``, ``+ - *`` and parentheses.
+    ``single(m, r, n, now)``
     evaluates one memory's fields; ``batch(ms, r, n, now)`` a list of them (a list comprehension: no per-item
-    call). Callers fall back to the CEL program whenever the Python form raises, so CEL's error semantics are
-    kept exactly; equality follows CEL (a bool never equals a number).
+    call). Operators go through helpers with CEL's typing (no bool/number mixing, no int/double arithmetic,
+    logical operators on bools only), and callers fall back to the CEL program whenever the Python form
+    raises, so CEL decides every error case.
     """
     text = _translate(source)
     if text is None:
@@ -461,7 +572,7 @@ def compile_python(source: str) -> tuple[Callable[..., Any], Callable[..., Any]]
         if not isinstance(node, _ALLOWED_NODES):
             return None
         if isinstance(node, ast.Call):
-            return None  # no calls in the source (our own _cel_eq calls are added below)
+            return None  # no calls in the source (the helper calls are added below)
         if isinstance(node, ast.Name) and node.id not in {"m", "n", "r", "now", "True", "False", "None"}:
             return None
         if isinstance(node, ast.Subscript) and not (
@@ -469,8 +580,8 @@ def compile_python(source: str) -> tuple[Callable[..., Any], Callable[..., Any]]
         ):
             return None
     try:
-        body = _EqRewriter().visit(tree).body
-    except ValueError:
+        body = _CelSemantics().visit(tree).body
+    except (ValueError, KeyError):
         return None
     single = ast.Expression(
         body=ast.Lambda(
@@ -491,14 +602,16 @@ def compile_python(source: str) -> tuple[Callable[..., Any], Callable[..., Any]]
                 elt=body,
                 generators=[
                     ast.comprehension(
-                        target=ast.Name(id="m", ctx=ast.Store()), iter=ast.Name(id="ms", ctx=ast.Load()), ifs=[],
+                        target=ast.Name(id="m", ctx=ast.Store()),
+                        iter=ast.Name(id="ms", ctx=ast.Load()),
+                        ifs=[],
                         is_async=0,
                     )
                 ],
             ),
         )
     )  # fmt: skip
-    namespace: dict[str, Any] = {"__builtins__": {}, "_cel_eq": _cel_eq}
+    namespace: dict[str, Any] = {"__builtins__": {}, **_HELPERS}
     try:
         single_fn = eval(compile(ast.fix_missing_locations(single), "<cel-fast>", "eval"), namespace)  # noqa: S307
         batch_fn = eval(compile(ast.fix_missing_locations(batch), "<cel-fast>", "eval"), namespace)  # noqa: S307

@@ -147,6 +147,10 @@ class _Verdict:
     obligations: dict[str, Any] = field(default_factory=dict)
 
 
+#: Shared verdict of memories no policy fired on (never mutated).
+_NO_VERDICT = _Verdict(decisions=[], terminal=None, policy=None, flags=[], obligations={})
+
+
 def _target_matcher(target: PolicyTarget) -> Callable[[Memory], bool] | None:
     checks: list[Callable[[Memory], bool]] = []
     if target.kinds:
@@ -475,8 +479,8 @@ class PolicyEngine:
         """Evaluate every CEL policy on every candidate its target matches.
 
         Conditions in the simple subset run vectorised in Python over the batch (one list comprehension per
-        policy over field dicts extracted once per candidate); any item whose Python evaluation raises or is not
-        a bool is re-evaluated by the CEL program, so CEL semantics decide every edge case. Other conditions run
+        policy over field dicts extracted once per candidate); any item whose Python evaluation raises or is
+        not a bool is re-evaluated by the CEL program, so CEL semantics decide every edge case. Others run
         in CEL on one context per batch: request fields, ``now`` and ``new`` converted once, ``memory`` fields
         once per candidate (as flat scalar variables when possible, cheaper than a map). ``None`` marks pairs
         not evaluated (target does not match).
@@ -497,7 +501,9 @@ class PolicyEngine:
 
         req = request_fields(ctx.request, plan.cel_request_fields)
         new = None if ctx.new is None else memory_fields(ctx.new, ctx, plan.cel_new_fields)
-        fallback: list[Any] = []  # lazily built CEL context (map form) for items the Python form cannot decide
+        fallback: list[
+            Any
+        ] = []  # lazily built CEL context (map form) for items the Python form cannot decide
 
         def cel_eval(program: Any, i: int) -> bool | BaseException:
             if not fallback:
@@ -608,9 +614,9 @@ class PolicyEngine:
 
     def _walk(self, memories: Sequence[Memory], ctx: PolicyContext) -> list[_Verdict]:
         plan = self._plan(ctx.operation)
-        verdicts = [_Verdict() for _ in memories]
         if not plan.policies or not memories:
-            return verdicts
+            return [_NO_VERDICT] * len(memories)
+        touched: dict[int, _Verdict] = {}
         if plan.needs_premises:
             ctx.prefetch(memories)
         cel_results = self._cel_results(plan, memories, ctx)
@@ -634,7 +640,9 @@ class PolicyEngine:
                     )
                 if not fired:
                     continue
-                verdict = verdicts[i]
+                verdict = touched.get(i)
+                if verdict is None:
+                    verdict = touched[i] = _Verdict()
                 reason = policy.display_reason
                 if error is not None:
                     reason += f" (condition failed: {type(error).__name__}: {error}; applied to be safe)"
@@ -667,8 +675,8 @@ class PolicyEngine:
                 verdict.policy = policy
                 closed = True
             if closed:
-                open_idx = [i for i in open_idx if verdicts[i].terminal is None]
-        return verdicts
+                open_idx = [i for i in open_idx if i not in touched or touched[i].terminal is None]
+        return [touched.get(i, _NO_VERDICT) for i in range(len(memories))]
 
     def evaluate(
         self,
