@@ -291,6 +291,9 @@ class MemoryManager:
         self._closed = True
         self._value_flush()
         self.ledger.close()
+        close_index = getattr(self.index, "close", None)
+        if callable(close_index):
+            close_index()
         if self._lock is not None:
             self._lock.release()
 
@@ -452,7 +455,11 @@ class MemoryManager:
             if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
                 msg = f"ttl must be a positive timedelta or number of seconds, got {ttl!r}"
                 raise InvalidInputError(msg)
-            expires = now + timedelta(seconds=float(seconds))
+            try:
+                expires = now + timedelta(seconds=float(seconds))
+            except (OverflowError, ValueError) as exc:
+                msg = f"ttl {ttl!r} reaches past the year 9999; use a shorter ttl or None for no expiry"
+                raise InvalidInputError(msg) from exc
         if valid_from is not None and not isinstance(valid_from, datetime):
             msg = f"valid_from must be a datetime, got {type(valid_from).__name__}"
             raise InvalidInputError(msg)
@@ -463,6 +470,8 @@ class MemoryManager:
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 msg = f"{name} must be None or a non-empty string, got {value!r}"
                 raise InvalidInputError(msg)
+            if value is not None:
+                check_text(value, name)
         vec = _vector(embedding) if embedding is not None else None
         if vec is not None:
             self._check_dims(vec)
@@ -893,6 +902,8 @@ class MemoryManager:
             d.supersedes = self.ledger.memory_rows([old_id], conn)[0]
         if d.embedding is None:
             d.embedding = self._embed([d.content])[0]
+        d.force = True  # an explicit revision is always stored; a value model only scores it
+        self._value_gate([d], [d], [None], self.clock())
         (new,), suspect = self._persist([d], self.clock())
         self._sync_index([new.id])
         return CascadeReport(
@@ -2037,6 +2048,7 @@ def _ids(values: Any, name: str) -> tuple[str, ...]:
         if not isinstance(v, str) or not v.strip():
             msg = f"{name} must contain non-empty string ids, got {v!r}"
             raise InvalidInputError(msg)
+        check_text(v, name)  # lone surrogates would only fail deep inside the database driver
     return tuple(dict.fromkeys(items))
 
 

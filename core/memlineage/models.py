@@ -146,6 +146,15 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(timezone.utc)
 
 
+def _valid_unicode(value: str, what: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = f"{what} is not valid Unicode text (lone surrogate at position {exc.start}); fix the encoding"
+        raise ValueError(msg) from exc
+    return value
+
+
 class Scope(BaseModel):
     """Who a memory belongs to. Every read and write carries one.
 
@@ -170,7 +179,7 @@ class Scope(BaseModel):
         if not isinstance(value, str) or not value.strip():
             msg = "Scope.user_id must be a non-empty string; pass the id of the user the memory belongs to"
             raise ValueError(msg)
-        return value
+        return _valid_unicode(value, "Scope.user_id")
 
     @field_validator("agent_id", "session_id")
     @classmethod
@@ -178,7 +187,7 @@ class Scope(BaseModel):
         if value is not None and (not isinstance(value, str) or not value.strip()):
             msg = "agent_id / session_id must be None or a non-empty string"
             raise ValueError(msg)
-        return value
+        return value if value is None else _valid_unicode(value, "agent_id / session_id")
 
     @classmethod
     def coerce(cls, value: Scope | Mapping[str, Any] | str | None) -> Scope:

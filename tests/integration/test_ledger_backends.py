@@ -261,3 +261,33 @@ def test_ledger_schema_parameter(pg_schema) -> None:  # noqa: ANN001 - fixture t
 def test_unreachable_database_is_a_storage_error() -> None:
     with pytest.raises(StorageError, match="cannot open the ledger"):
         Ledger("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")
+
+
+def test_retract_after_forget_keeps_index_consistent(mm: MemoryManager) -> None:
+    """Regression: a status change on an archived memory used to mark it indexed although it was not."""
+    m = mm.remember("archive me, then retract me", scope=ALICE)
+    mm.forget(m.id, scope=ALICE)
+    mm.retract(m.id, scope=ALICE)
+    assert mm.verify().ok
+    assert mm.recall("archive me", scope=ALICE, k=5).ids == []
+
+
+def test_reopen_in_the_same_process_sees_other_writers(tmp_path: Path) -> None:
+    """Regression: close() must release the embedded Chroma client, or a reopen serves a stale cached index."""
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    with MemoryManager.open(store, embedder=FakeEmbedder()) as mm:
+        mm.remember("written by the test process", scope=ALICE)
+        assert len(mm.recall("written", scope=ALICE).hits) == 1  # loads Chroma's in-memory index
+    code = (
+        "import sys\nfrom memlineage import MemoryManager\nfrom memlineage.testing import FakeEmbedder\n"
+        "with MemoryManager.open(sys.argv[1], embedder=FakeEmbedder()) as mm:\n"
+        "    mm.remember_many([{'content': f'other process {i}', 'scope': 'alice'} for i in range(50)])\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(store)], check=True, timeout=120)  # noqa: S603
+    with MemoryManager.open(store, embedder=FakeEmbedder()) as mm:
+        found = {m.content for m in mm.recall("other process", scope=ALICE, k=60).memories}
+        assert {f"other process {i}" for i in range(50)} <= found
+        assert mm.verify().ok

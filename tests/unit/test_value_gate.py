@@ -329,3 +329,11 @@ class TestErasureAndLLM:
         assert first.slot == second.slot == "user.seat_preference"
         assert first.assessment.extractor == "llm"
         assert manager.require(first.id, scope=ALICE).status is Status.SUPERSEDED
+
+
+def test_explicit_revision_is_scored_and_stored(mm):
+    old = mm.remember("I prefer aisle seats on long flights", scope=ALICE)
+    report = mm.supersede(old.id, "ok", scope=ALICE)
+    new = report.memory
+    assert new is not None and new.assessment is not None and new.assessment.forced
+    assert new.value >= 0.6 and mm.require(old.id, scope=ALICE).status is Status.SUPERSEDED

@@ -72,6 +72,7 @@ class ChromaIndex:
     def __init__(self, client: Any, collection: str = "memlineage") -> None:
         self.client = client
         self.collection_name = collection
+        self._owns_client = False  # True when persistent() made the client: close() releases it then
         try:
             self._col = client.get_or_create_collection(
                 collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
@@ -87,7 +88,21 @@ class ChromaIndex:
         from chromadb.config import Settings
 
         client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-        return cls(client, collection)
+        index = cls(client, collection)
+        index._owns_client = True
+        return index
+
+    def close(self) -> None:
+        """Release an embedded client this index opened (an injected client stays open). Idempotent.
+
+        Chroma caches one in-memory system per path and process; without this, reopening the store in the same
+        process after another process wrote to it would serve that stale cache ("Error finding id").
+        """
+        if self._owns_client:
+            self._owns_client = False
+            close = getattr(self.client, "close", None)
+            if close is not None:
+                close()
 
     @classmethod
     def ephemeral(cls, collection: str = "memlineage") -> ChromaIndex:
