@@ -76,11 +76,13 @@ class _Recorder:
         capture_user_input: bool,
         capture_reasoning: bool,
         strict: Callable[[], bool],
+        tool_tags: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.manager = manager
         self.scope = scope
         self.capture_user_input = capture_user_input
         self.capture_reasoning = capture_reasoning
+        self.tool_tags = {name: tuple(tags) for name, tags in (tool_tags or {}).items()}
         self._strict = strict
         self._runs: dict[str, _Run] = {}
         self._lock = threading.RLock()
@@ -330,7 +332,7 @@ class _Recorder:
             activity_id=run.id,
             parent_activity_id=self._recorded_parent(run.parent),
             derived_from=self._context(run.parent),
-            tags=() if outcome == "success" else (f"outcome:{outcome}",),
+            tags=self.tool_tags.get(run.name, ()) + (() if outcome == "success" else (f"outcome:{outcome}",)),
             metadata={"tool_call_id": run.tool_call_id, "outcome": outcome},
         )
         if outcome == "success":
@@ -426,6 +428,8 @@ class LineageCaptureCallback(BaseCallbackHandler):
         capture_user_input: Remember the input of top-level runs as a ``user`` memory.
         capture_reasoning: Remember agent action logs as ``reasoning`` memories.
         raise_error: Re-raise handler failures (for tests).
+        tool_tags: Tags per tool name added to that tool's result memories, so policies can target them (e.g.
+            ``{"get_flight_price": ["flight_price"]}`` with a ``freshness("flight_price", 3600)`` policy).
     """
 
     def __init__(
@@ -436,6 +440,7 @@ class LineageCaptureCallback(BaseCallbackHandler):
         capture_user_input: bool = True,
         capture_reasoning: bool = True,
         raise_error: bool = False,
+        tool_tags: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.manager = manager
         self.raise_error = raise_error
@@ -445,6 +450,7 @@ class LineageCaptureCallback(BaseCallbackHandler):
             capture_user_input=capture_user_input,
             capture_reasoning=capture_reasoning,
             strict=lambda: self.raise_error,
+            tool_tags=tool_tags,
         )
 
     @override
@@ -621,6 +627,8 @@ class AsyncLineageCaptureCallback(AsyncCallbackHandler):
         capture_user_input: Remember the input of top-level runs as a ``user`` memory.
         capture_reasoning: Remember agent action logs as ``reasoning`` memories.
         raise_error: Re-raise handler failures (for tests).
+        tool_tags: Tags per tool name added to that tool's result memories, so policies can target them (e.g.
+            ``{"get_flight_price": ["flight_price"]}`` with a ``freshness("flight_price", 3600)`` policy).
     """
 
     def __init__(
@@ -631,6 +639,7 @@ class AsyncLineageCaptureCallback(AsyncCallbackHandler):
         capture_user_input: bool = True,
         capture_reasoning: bool = True,
         raise_error: bool = False,
+        tool_tags: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.manager = manager
         self.raise_error = raise_error
@@ -640,6 +649,7 @@ class AsyncLineageCaptureCallback(AsyncCallbackHandler):
             capture_user_input=capture_user_input,
             capture_reasoning=capture_reasoning,
             strict=lambda: self.raise_error,
+            tool_tags=tool_tags,
         )
 
     @override

@@ -38,6 +38,10 @@ def demo(
     agent: Annotated[
         bool, typer.Option("--agent/--core", help="Run the LangChain AgentExecutor story (needs the langchain extra).")
     ] = True,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Any LangChain init_chat_model spec, e.g. openai:gpt-4o-mini; default: scripted, offline."),
+    ] = None,
 ) -> None:
     """Run the travel-planning story on a fresh embedded store, offline."""
     if agent:
@@ -47,7 +51,7 @@ def demo(
         except ImportError:
             module = None
         if module is not None:
-            module.run_agent_demo(path, console)
+            module.run_agent_demo(path, console, model=model)
             return
         console.print("[yellow]langchain extra not installed; running the core story instead[/]")
     from memlineage._demo import run_core_demo

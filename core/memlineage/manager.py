@@ -227,7 +227,9 @@ class MemoryManager:
             collection: Chroma collection name.
             clock: See :class:`MemoryManager`.
             lock_timeout: Seconds to wait for the writer lock (0 = fail at once).
-            **kwargs: Passed to the constructor (``policy``, ``value_model``, ``trust_by_source``...).
+            **kwargs: Passed to the constructor (``policy``, ``value_model``, ``trust_by_source``...). ``policy``
+                defaults here to the built-in set (:func:`memlineage.builtin_policies`); pass ``policy=None`` to
+                run without a policy engine.
 
         Raises:
             StoreLockedError: another process holds the embedded store.
@@ -235,6 +237,10 @@ class MemoryManager:
         """
         from memlineage.index import ChromaIndex
 
+        if "policy" not in kwargs:
+            from memlineage.policy import builtin_policies
+
+            kwargs["policy"] = builtin_policies()
         embedded_ledger = ledger_url is None
         embedded_index = index is None and chroma_client is None
         store = Path(path or os.environ.get(ENV_HOME) or DEFAULT_DIR).expanduser()
@@ -556,7 +562,11 @@ class MemoryManager:
         batch_dups: list[tuple[int, int]] = []
         for i, d in enumerate(drafts):
             key = (d.scope.user_id, d.scope.agent_id, d.kind.value, d.hash)
-            if key in existing:
+            if key in existing and self._would_cycle(existing[key]["id"], d.derived_from):
+                # Same words, but derived from what came after the first occurrence: a new event that repeats
+                # earlier content (e.g. an agent saying "Noted." twice), not a circular re-derivation.
+                todo.append(d)
+            elif key in existing:
                 merges.append((i, existing[key], d))
             elif key in seen:
                 batch_dups.append((i, seen[key]))
@@ -566,6 +576,14 @@ class MemoryManager:
         if merges:
             self._merge_duplicates(merges, results, now)
         return todo, batch_dups
+
+    def _would_cycle(self, memory_id: str, premises: Sequence[str]) -> bool:
+        """Whether adding ``premises`` to ``memory_id`` would make it its own ancestor."""
+        if not premises:
+            return False
+        if memory_id in premises:
+            return True
+        return bool(self.ledger.walk([memory_id], direction="descendants").keys() & set(premises))
 
     def _merge_duplicates(
         self, merges: list[tuple[int, dict[str, Any], _Draft]], results: list[Memory | None], now: datetime

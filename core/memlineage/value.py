@@ -174,9 +174,10 @@ class ValueProfile(BaseModel):
         default=0.05, ge=0.0, le=1.0, description="Added to V per use, capped at 1, in [0, 1] (default 0.05)."
     )
     half_life_seconds: float = Field(
-        default=30 * DAY,
+        default=90 * DAY,
         gt=0,
-        description="Decay half-life of a never-used memory, in seconds (default 30 days).",
+        description="Decay half-life of a never-used memory, in seconds (default 90 days: seed 002 notes that a "
+        "user's preference from three months ago may have changed).",
     )
     half_life_growth: float = Field(
         default=1.5, ge=1.0, description="Half-life multiplier per use (spacing effect), ≥ 1 (default 1.5)."

@@ -141,10 +141,15 @@ def test_cycles_refused(mm, alice):
     b = mm.remember("B follows from A", scope=alice, derived_from=[a.id])
     before = mm.stats(alice)
     with pytest.raises(LineageCycleError):
-        mm.remember("A holds", scope=alice, source="tool:x", derived_from=[b.id])
-    with pytest.raises(LineageCycleError):
         mm.supersede(a.id, "A' holds", scope=alice, derived_from=[b.id])
+    with pytest.raises(LineageCycleError):
+        mm.supersede(a.id, "A' holds", scope=alice, derived_from=[a.id])
     assert mm.stats(alice) == before
+    # Repeating A's words derived from B is a new event, never a merge that would close a cycle.
+    again = mm.remember("A holds", scope=alice, source="tool:x", derived_from=[b.id])
+    assert again.id != a.id
+    assert a.id not in {m.id for m in mm.ancestors(a.id, scope=alice)}
+    assert [m.id for m in mm.ancestors(again.id, scope=alice)] == [b.id, a.id]
 
 
 def test_exact_duplicate_is_a_noop(mm, alice):

@@ -250,7 +250,7 @@ class TestSweep:
     def test_decay_archives_unused_memory(self, mm, clock):
         mem = mm.remember("My passport expires on 2027-05-01", scope=ALICE)
         assert mm.sweep(now=clock.now + 10 * DAY).archived == {}
-        report = mm.sweep(now=clock.now + 120 * DAY)
+        report = mm.sweep(now=clock.now + 400 * DAY)
         assert mem.id in report.archived and report.archived[mem.id] < 0.2
         archived = mm.require(mem.id, scope=ALICE)
         assert archived.status is Status.ARCHIVED
@@ -262,9 +262,9 @@ class TestSweep:
         used = mm.remember("I prefer aisle seats on long flights", scope=ALICE)
         unused = mm.remember("My passport expires on 2027-05-01", scope=BOB)
         for _ in range(4):
-            clock.tick(15 * DAY)
+            clock.tick(60 * DAY)
             mm.recall("aisle seats", scope=ALICE, k=1)
-        report = mm.sweep(now=clock.now + 30 * DAY)
+        report = mm.sweep(now=clock.now + 60 * DAY)
         assert unused.id in report.archived and used.id not in report.archived
 
     def test_premises_of_live_memories_are_protected(self, mm, clock):

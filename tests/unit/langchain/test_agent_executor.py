@@ -122,7 +122,7 @@ async def test_parallel_calls_async_path(manager, alice):
     assert turn.id in answer.derived_from
 
 
-def test_handled_tool_error_is_stored_as_fallback_not_success(manager, alice):
+def test_handled_tool_error_text_is_kept_under_agent_executor(manager, alice):
     flaky = flaky_api.model_copy(update={"handle_tool_error": True})
     handler = LineageCaptureCallback(manager, scope=alice, raise_error=True)
     model = scripted(tool_calls(("flaky_api", {"query": "x"}, "call_f")), AIMessage(content="Sorry."))
@@ -286,3 +286,12 @@ def test_load_returns_string_by_default(manager, alice):
     memory.save_context({"input": "I like green tea"}, {"output": "Noted."})
     loaded = memory.load_memory_variables({"input": "green tea"})
     assert "[user] I like green tea" in loaded["history"]
+
+
+def test_tool_tags_let_policies_target_tool_results(manager, alice):
+    handler = LineageCaptureCallback(
+        manager, scope=alice, raise_error=True, tool_tags={"get_weather": ["weather", "forecast"]}
+    )
+    executor(weather_model("Paris"), [get_weather]).invoke({"input": "Weather?"}, config={"callbacks": [handler]})
+    (result,) = by_source(manager, alice, "tool:get_weather")
+    assert result.tags == ("forecast", "weather")

@@ -1,0 +1,315 @@
+"""The ``memlineage demo`` story: a LangChain ``AgentExecutor`` travel agent whose memory has lineage.
+
+Runs offline with a scripted chat model; set ``MEMLINEAGE_DEMO_MODEL`` (or ``memlineage demo --model``) to any
+``init_chat_model`` spec such as ``"openai:gpt-4o-mini"`` to drive it with a real model instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import warnings
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from langchain_classic.agents import AgentExecutor, create_tool_calling_agent
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+from langchain_core.tools import tool
+from memlineage.manager import MemoryManager
+from memlineage.models import Memory, Scope, Status
+from memlineage.policy import PolicyEngine, builtin_policies
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from memlineage_langchain._callback import LineageCaptureCallback
+from memlineage_langchain._memory import LineageMemory
+
+__all__ = ["TravelWorld", "run_agent_demo"]
+
+warnings.filterwarnings("ignore", category=DeprecationWarning, module="langchain_classic.*")
+
+START = datetime(2026, 4, 20, 9, 0, tzinfo=timezone.utc)
+BASE_FARES = {"paris": 120, "lyon": 85, "rome": 140}
+HOTELS = {
+    "paris": [("Hotel Lumière", 95), ("Le Petit Louvre", 140)],
+    "lyon": [("Hôtel des Canuts", 78), ("Presqu'île Suites", 120)],
+    "rome": [("Albergo Roma", 110)],
+}
+
+
+class TravelWorld:
+    """A local, deterministic world: a simulated clock and fares that rise 7 EUR per simulated hour."""
+
+    def __init__(self) -> None:
+        self.now = START
+        self.lookups = 0
+
+    def clock(self) -> datetime:
+        """The simulated time (timezone-aware UTC)."""
+        return self.now
+
+    def advance(self, hours: float) -> None:
+        """Move the simulated time forward."""
+        self.now += timedelta(hours=hours)
+
+    def fare(self, city: str, date: str) -> str:
+        """The current fare, in EUR, from the local fare table."""
+        self.lookups += 1
+        base = BASE_FARES.get(city.strip().lower())
+        if base is None:
+            return f"No flights to {city} on {date}."
+        hours = (self.now - START).total_seconds() / 3600
+        price = base + round(7 * hours)
+        return f"Flight to {city.title()} on {date}: {price} EUR (aisle seats available), quoted {self.now:%H:%M} UTC"
+
+    def hotels(self, city: str) -> str:
+        """Hotels from the local table."""
+        found = HOTELS.get(city.strip().lower(), [])
+        if not found:
+            return f"No hotels found in {city}."
+        return f"Hotels in {city.title()}: " + "; ".join(f"{n} {p} EUR/night" for n, p in found)
+
+
+def make_tools(world: TravelWorld) -> list[Any]:
+    """The two real tools of the story, bound to ``world``."""
+
+    @tool
+    def get_flight_price(city: str, date: str) -> str:
+        """Look up the current flight price to a city on a date (YYYY-MM-DD)."""
+        return world.fare(city, date)
+
+    @tool
+    def search_hotels(city: str) -> str:
+        """Search hotels in a city."""
+        return world.hotels(city)
+
+    return [get_flight_price, search_hotels]
+
+
+class ScriptedTravelModel(BaseChatModel):
+    """An offline stand-in for a tool-calling chat model, reacting to what it is given.
+
+    A planning request ("find ... flight ... hotel") gets parallel tool calls for the city it finds in the
+    request or in the recalled memories; tool results get a recommendation built from them; anything else gets
+    an acknowledgement.
+    """
+
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-travel-model"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedTravelModel:  # type: ignore[override]
+        return self
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.calls += 1
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+
+    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+        results = [m for m in messages if isinstance(m, ToolMessage)]
+        if results:
+            flight = next((str(m.content) for m in results if "Flight" in str(m.content)), "")
+            hotels = next((str(m.content) for m in results if "Hotels" in str(m.content)), "")
+            first_hotel = hotels.split(": ", 1)[-1].split(";")[0] if hotels else "a central hotel"
+            return AIMessage(content=f"Recommendation: {flight.split(' (')[0]}; stay at {first_hotel}.")
+        human = [m for m in messages if isinstance(m, HumanMessage)]
+        request = str(human[-1].content) if human else ""
+        if "find" in request.lower():
+            context = " ".join(str(m.content) for m in messages[:-1]) + " " + request
+            city = _city_in(request) or _city_in(context) or "Paris"
+            return AIMessage(
+                content="",
+                tool_calls=[
+                    {"name": "get_flight_price", "args": {"city": city, "date": "2026-05-03"}, "id": f"call_flight_{city.lower()}_{self.calls}", "type": "tool_call"},
+                    {"name": "search_hotels", "args": {"city": city}, "id": f"call_hotels_{city.lower()}_{self.calls}", "type": "tool_call"},
+                ],
+            )  # fmt: skip
+        return AIMessage(content="Noted. I'll remember that.")
+
+
+def _city_in(text: str) -> str | None:
+    lowered = text.lower()
+    hits = [(lowered.rfind(c), c) for c in BASE_FARES if c in lowered]
+    return max(hits)[1].title() if hits else None
+
+
+def chat_model(spec: str | None) -> BaseChatModel:
+    """The scripted model, or any ``init_chat_model`` spec (e.g. ``"openai:gpt-4o-mini"``)."""
+    if not spec:
+        return ScriptedTravelModel()
+    from langchain.chat_models import init_chat_model
+
+    return init_chat_model(spec)
+
+
+PROMPT = ChatPromptTemplate.from_messages(
+    [
+        ("system", "You are a travel agent. Use the tools for prices and hotels. Memories from earlier turns:"),
+        MessagesPlaceholder("chat_history", optional=True),
+        ("human", "{input}"),
+        MessagesPlaceholder("agent_scratchpad"),
+    ]
+)
+
+
+def run_agent_demo(path: Path | None, console: Console, model: str | None = None) -> dict[str, Any]:
+    """Run the story and print it; returns a summary (used by tests).
+
+    Args:
+        path: Store directory; default a new temporary directory that is kept (its path is printed).
+        console: Where to print.
+        model: ``init_chat_model`` spec; default ``$MEMLINEAGE_DEMO_MODEL`` or the scripted model.
+    """
+    store = Path(path) if path else Path(tempfile.mkdtemp(prefix="memlineage-demo-"))
+    world = TravelWorld()
+    tools = make_tools(world)
+    alice = Scope(user_id="alice", session_id="trip-planning")
+    console.print(Panel.fit("MemLineage demo: a LangChain AgentExecutor travel agent with lineage", style="bold cyan"))
+    with console.status("Opening the embedded store (SQLite ledger + Chroma) and loading the embedding model..."):
+        engine = PolicyEngine(builtin_policies(freshness_by_tag={"flight_price": timedelta(hours=1)}), clock=world.clock)
+        mm = MemoryManager.open(store, clock=world.clock, policy=engine)
+        mm.recall("warm-up", scope=Scope(user_id="demo-warmup"))
+    summary: dict[str, Any] = {"store": str(store)}
+    with mm:
+        llm = chat_model(model or os.environ.get("MEMLINEAGE_DEMO_MODEL"))
+        memory = LineageMemory(manager=mm, scope=alice, memory_key="chat_history", return_messages=True, k=6)
+        # Tool-calling agents log "Invoking: `tool` with {...}" as their action; that is not reasoning worth keeping.
+        capture = LineageCaptureCallback(
+            mm, scope=alice, capture_reasoning=False, tool_tags={"get_flight_price": ["flight_price"]}
+        )
+        agent = AgentExecutor(agent=create_tool_calling_agent(llm, tools, PROMPT), tools=tools, memory=memory)
+
+        def turn(n: int, text: str) -> str:
+            console.rule(f"[bold]Turn {n}")
+            console.print(f"[bold green]user:[/] {text}")
+            with console.status("agent is thinking..."):
+                out = agent.invoke({"input": text}, config={"callbacks": [capture]})
+            console.print(f"[bold blue]agent:[/] {out['output']}")
+            world.advance(0.1)  # six simulated minutes per turn
+            return str(out["output"])
+
+        turn(1, "I'm planning a trip to Paris from 3 to 7 May. I prefer aisle seats.")
+        turn(2, "Find me a flight and a hotel for the trip.")
+        first_plan = _latest(mm, alice, "agent", "Recommendation")
+        paris_price = _latest(mm, alice, "tool:get_flight_price")
+        _ledger_table(console, mm, alice, "What the ledger captured (sources, lineage, trust)")
+
+        # Turn 3: the user corrects the destination; the app supersedes the premise.
+        turn(3, "Actually, I'm going to Lyon, not Paris.")
+        premise = next(m for m in mm.find(scope=alice) if m.content.startswith("I'm planning a trip to Paris"))
+        report = mm.supersede(premise.id, "I'm planning a trip to Lyon from 3 to 7 May. I prefer aisle seats.", scope=alice, source="user")
+        console.print(
+            f"[yellow]correction applied:[/] superseded the Paris premise; the cascade marked "
+            f"[bold]{len(report.suspect)}[/] derived memories suspect"
+        )
+        res = mm.recall("flight and hotel recommendation for my trip", scope=alice, k=5, purpose="decision")
+        served = set(res.ids)
+        assert first_plan is not None and paris_price is not None
+        console.print(
+            f"recall now serves the old Paris recommendation: [bold]{first_plan.id in served}[/]; "
+            f"the old Paris price: [bold]{paris_price.id in served}[/]"
+        )
+        summary.update(suspect=report.suspect, stale_served=bool({first_plan.id, paris_price.id} & served))
+
+        turn(4, "Find me a flight and a hotel in Lyon.")
+        lyon_price = _latest(mm, alice, "tool:get_flight_price")
+        assert lyon_price is not None
+
+        # Two hours later the fare quote is older than its 1 h freshness limit: the policy re-runs the tool.
+        world.advance(2)
+
+        def refresh_flight(stale: Memory, decision: Any) -> Memory | None:
+            args = mm.get_activity(stale.lineage.activity_id or "")
+            city, date = "Lyon", "2026-05-03"
+            if args is not None:
+                inputs = args.metadata.get("inputs") or args.metadata.get("input") or {}
+                if isinstance(inputs, dict):
+                    city, date = inputs.get("city", city), inputs.get("date", date)
+            fresh = tools[0].invoke({"city": city, "date": date})
+            return mm.remember(
+                fresh, scope=alice, source="tool:get_flight_price", tags=["flight_price"],
+                derived_from=list(stale.derived_from), metadata={"refreshed_from": stale.id},
+            )  # fmt: skip
+
+        engine.register_refresh_hook("flight_price", refresh_flight)
+        console.rule("[bold]Two hours later")
+        with console.status("recall for a booking decision (freshness policy may re-run the tool)..."):
+            res = mm.recall("flight price to Lyon", scope=alice, k=3, purpose="decision", trace=True)
+        quote = next((h for h in res if "flight_price" in h.memory.tags), None)
+        console.print(f"stale quote ({mm.require(lyon_price.id, scope=alice).status.value} now): [dim]{lyon_price.content}[/]")
+        if quote is not None:
+            console.print(f"served instead: [bold]{quote.content}[/]  (refreshed from {quote.memory.metadata.get('refreshed_from', '-')[:8]})")
+        refreshed = [d for d in res.trace.decisions if "refresh" in str(getattr(d, "effect", ""))]
+        for d in refreshed:
+            console.print(f"policy decision: [magenta]{d.policy_id}[/]: {d.reason}")
+        summary.update(
+            refreshed=bool(quote and quote.id != lyon_price.id and "Lyon" in quote.content), lookups=world.lookups
+        )
+
+        # The Lyon recommendation was derived from the stale quote, so it is now suspect too: explain shows why.
+        plan = _latest(mm, alice, "agent", "Recommendation", active_only=False)
+        assert plan is not None
+        console.rule("[bold]explain(latest recommendation)")
+        ex = mm.explain(plan.id, scope=alice)
+        from memlineage.cli import explanation_tree
+
+        console.print(explanation_tree(ex))
+        pictures = _write_pictures(ex, store)
+        for p in pictures:
+            console.print(f"picture written: [bold]{p}[/]")
+        console.print(f"\nstore kept at [bold]{store}[/]; try: memlineage audit --user alice --path {store}")
+        summary.update(pictures=[str(p) for p in pictures], stats=mm.stats(alice))
+    return summary
+
+
+def _latest(
+    mm: MemoryManager, scope: Scope, source: str, startswith: str = "", *, active_only: bool = True
+) -> Memory | None:
+    statuses = (Status.ACTIVE,) if active_only else (Status.ACTIVE, Status.SUSPECT)
+    found = [
+        m for m in mm.find(scope=scope, include_suspect=not active_only)
+        if str(m.source) == source and m.content.startswith(startswith) and m.status in statuses
+    ]  # fmt: skip
+    return max(found, key=lambda m: m.recorded_at) if found else None
+
+
+def _ledger_table(console: Console, mm: MemoryManager, scope: Scope, title: str) -> None:
+    table = Table(title=title, title_justify="left")
+    for col in ("id", "status", "source", "trust", "premises", "content"):
+        table.add_column(col)
+    for m in sorted(mm.find(scope=scope), key=lambda m: m.recorded_at):
+        table.add_row(m.id[:8], m.status.value, str(m.source), f"{m.trust:.2f}", str(len(m.derived_from)), m.content[:70])
+    console.print(table)
+
+
+def _write_pictures(ex: Any, store: Path) -> list[Path]:
+    out = [store / "lineage.mmd", store / "lineage.prov.json", store / "lineage.dot"]
+    out[0].write_text(ex.to_mermaid(), encoding="utf-8")
+    out[1].write_text(json.dumps(ex.to_prov_json(), ensure_ascii=False, indent=2), encoding="utf-8")
+    out[2].write_text(ex.to_dot(), encoding="utf-8")
+    dot = shutil.which("dot")
+    if dot:
+        for fmt in ("svg", "png"):
+            target = store / f"lineage.{fmt}"
+            subprocess.run([dot, f"-T{fmt}", str(out[2]), "-o", str(target)], check=False, capture_output=True)
+            if target.exists():
+                out.append(target)
+    return out

@@ -1,0 +1,51 @@
+"""`memlineage demo`: the LangChain AgentExecutor story and the core story run offline end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from memlineage.cli import app
+from memlineage.index import default_model_dir
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not (default_model_dir() / "model.onnx").is_file(), reason="embedding model files not available offline"
+    ),
+]
+
+
+def test_agent_demo_story(tmp_path: Path) -> None:
+    from memlineage_langchain._demo import run_agent_demo
+
+    console = Console(record=True, width=120)
+    summary = run_agent_demo(tmp_path / "store", console)
+    text = console.export_text()
+    assert len(summary["suspect"]) >= 4  # the Paris tool results, reasoning and recommendation
+    assert summary["stale_served"] is False
+    assert summary["refreshed"] is True
+    assert summary["lookups"] == 3  # Paris, Lyon, and the freshness refresh
+    assert all(Path(p).exists() for p in summary["pictures"])
+    assert "flowchart BT" in (tmp_path / "store" / "lineage.mmd").read_text()
+    assert "Recommendation: Flight to Lyon" in text
+    assert "builtin.freshness.flight_price" in text
+
+
+def test_cli_core_demo_and_views(tmp_path: Path) -> None:
+    runner = CliRunner()
+    store = tmp_path / "core"
+    result = runner.invoke(app, ["demo", "--core", "--path", str(store)])
+    assert result.exit_code == 0, result.output
+    assert "cascade marked 2 derived memories suspect" in result.output
+    stats = runner.invoke(app, ["stats", "--path", str(store), "--user", "alice"])
+    assert stats.exit_code == 0 and '"suspect": 2' in stats.output
+    recall = runner.invoke(app, ["recall", "hotel", "--user", "alice", "--path", str(store)])
+    assert recall.exit_code == 0 and "Lumière" not in recall.output
+    audit = runner.invoke(app, ["audit", "--user", "alice", "--path", str(store)])
+    assert audit.exit_code == 0 and "superseded" in audit.output
+    bad = runner.invoke(app, ["explain", "nope", "--user", "alice", "--path", str(store)])
+    assert bad.exit_code == 2 and "no memory" in bad.output
