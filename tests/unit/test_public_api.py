@@ -50,3 +50,14 @@ def test_import_memlineage_loads_no_framework_or_chromadb():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_import_linter_contracts_hold():
+    import shutil
+    from pathlib import Path
+
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).with_name("lint-imports"))
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([exe], capture_output=True, text=True, cwd=root)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 kept, 0 broken" in out.stdout
