@@ -48,6 +48,7 @@ Gates:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import threading
@@ -436,6 +437,14 @@ class ValueModel:
             goal_similarity=goal_similarity,
             profile=self.profile_for(scope),
         )
+
+    async def aextract(self, text: str, *, goal: str | None = None) -> MemoryFeatures:
+        """Async twin of :meth:`extract` (runs it in a worker thread; useful with an LLM extractor)."""
+        return await asyncio.to_thread(self.extract, text, goal=goal)
+
+    async def aassess(self, text: str, **kwargs: Any) -> ValueAssessment:
+        """Async twin of :meth:`assess` (runs it in a worker thread)."""
+        return await asyncio.to_thread(self.assess, text, **kwargs)
 
     def should_store(self, assessment: ValueAssessment, profile: ValueProfile | None = None) -> bool:
         """Write gate: True when storage is forced or V ≥ the store threshold."""

@@ -559,3 +559,9 @@ def test_score_always_in_unit_interval(text, sim, trust, weights):
         return  # e.g. lone surrogates
     for x in (a.score, a.goal_relevance, a.salience, a.utility, a.novelty):
         assert 0.0 <= x <= 1.0
+
+
+async def test_value_model_async_twins():
+    vm = ValueModel()
+    assert (await vm.aassess("I prefer aisle seats")).info_type == "preference"
+    assert (await vm.aextract("我住在上海")).slot == "user.residence"
