@@ -26,6 +26,21 @@ Run (MiniLM ONNX vectors; ``--embedder fake`` uses memlineage.testing.FakeEmbedd
         .venv/bin/python benchmarks/bench_value_gate.py [--convs 1] [--embedder onnx|fake]
 
 Writes benchmarks/results/value_gate.json and prints a table.
+
+Development figures (7 dev conversations, 4,124 turns, 941 evidence turns, MiniLM, categories 1-4):
+
+    config     stored  ev.kept  recall@10  hit@10
+    core         4124  941/941      0.693   0.764
+    no-gate      4124  941/941      0.679   0.750
+    gate         1392  494/941      0.423   0.489
+    gate-s0      1002  347/941      0.300   0.359
+    gate@0.55    1932  695/941      0.581   0.651
+    gate@0.5     2854  860/941      0.663   0.730
+
+The gate is selective (it keeps 52% of the evidence turns while storing 34% of all turns) but at the seed's
+threshold 0.6 it buffers half of what LoCoMo later asks about; at 0.5 it stores 69% of the turns and keeps 91% of
+the evidence for 1.6 points of recall@10. LoCoMo asks every question after the whole conversation and counts
+small talk as evidence, which is the worst case for a store-or-buffer decision made at write time.
 """
 
 from __future__ import annotations
@@ -123,9 +138,7 @@ def run_config(name: str, conv: str, turns: list[Turn], qs: list[Question], embe
     from memlineage.testing import make_manager
     from memlineage.value import ValueModel, ValueProfile
 
-    if name.startswith(
-        "gate@"
-    ):  # e.g. gate@0.5: another store threshold (seed §5.4: lower it if key facts are lost)
+    if name.startswith("gate@"):  # e.g. gate@0.5: another store threshold (seed §5.4: lower it if key facts are lost)
         value_model = ValueModel(profile=ValueProfile(store_threshold=float(name[5:]), forget_threshold=0.0))
     else:
         value_model = {

@@ -161,9 +161,7 @@ def check_citations(
         if require_overlap:
             source_terms = set().union(*(_terms(by_ref[r].content) for r in refs))
             if not (_terms(text) & source_terms):
-                rejected.append(
-                    RejectedLine(text, "not supported: shares no content with the cited messages")
-                )
+                rejected.append(RejectedLine(text, "not supported: shares no content with the cited messages"))
                 continue
         key = " ".join(text.casefold().split())
         if key in seen:
@@ -235,9 +233,7 @@ def summarize_session(
         answer = summarizer.summarize(labelled)
     else:
         answer = call_model(summarizer, build_prompt(labelled))
-    result.accepted, result.rejected = check_citations(
-        str(answer or ""), labelled, require_overlap=require_overlap
-    )
+    result.accepted, result.rejected = check_citations(str(answer or ""), labelled, require_overlap=require_overlap)
     for r in result.rejected:
         logger.info("consolidation rejected %r: %s", r.text[:80], r.reason)
     return result
@@ -285,9 +281,7 @@ def consolidate_session(
     rt = getattr(mm, "_value_runtime", None)
     if rt is not None:
         buffered = rt.buffer.items(sscope)
-    messages = [SourceMessage(m.id, m.content) for m in stored] + [
-        SourceMessage(b.id, b.content) for b in buffered
-    ]
+    messages = [SourceMessage(m.id, m.content) for m in stored] + [SourceMessage(b.id, b.content) for b in buffered]
     result = summarize_session(summarizer, messages, require_overlap=require_overlap)
     if not result.accepted:
         return result
@@ -306,9 +300,7 @@ def consolidate_session(
     activity = mm.record_activity(
         Activity(
             kind="consolidation",
-            name=getattr(summarizer, "name", None) or type(summarizer).__name__
-            if summarizer is not None
-            else "rules",
+            name=getattr(summarizer, "name", None) or type(summarizer).__name__ if summarizer is not None else "rules",
             scope=sscope,
             started_at=mm.clock(),
             metadata={

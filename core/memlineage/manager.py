@@ -411,14 +411,21 @@ class MemoryManager:
                 d.embedding = v
         todo = self._value_gate(drafts, todo, results, now)
         written: list[dict[str, Any]] = []
-        created, _ = self._persist(todo, now, rows_out=written)
+        created, suspects = self._persist(todo, now, rows_out=written)
         by_draft = {id(d): m for d, m in zip(todo, created)}
         for i, d in enumerate(drafts):
             if id(d) in by_draft:
                 results[i] = by_draft[id(d)]
         for i, first in batch_dups:
             results[i] = results[first]
-        self._sync_index([m.id for m in created], rows=written, fresh=True)
+        # A new memory made suspect in the same transaction (its premise was the slot value it superseded) was
+        # already synced from the ledger by _persist; its in-memory row is out of date.
+        cascaded = set(suspects)
+        self._sync_index(
+            [m.id for m in created if m.id not in cascaded],
+            rows=[r for r in written if r["id"] not in cascaded],
+            fresh=True,
+        )
         return [r for r in results if r is not None]
 
     def _draft(

@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from memlineage import MemoryManager
 from memlineage.index import ChromaIndex, InMemoryIndex
 from memlineage.testing import FakeEmbedder

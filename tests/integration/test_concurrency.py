@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from memlineage import Ledger, MemoryManager, Scope, StoreLockedError
 from memlineage.index import ChromaIndex
 from memlineage.testing import FakeEmbedder
@@ -152,9 +151,26 @@ def _server_writers(
 ) -> list[subprocess.CompletedProcess[str]]:
     procs = [
         subprocess.Popen(  # noqa: S603
-            [sys.executable, str(SCRIPT), "--ledger-url", pg.url, "--chroma-port", str(server.port),
-             "--collection", collection, "--user", f"writer-{w}", "--run", f"w{w}", "--count", str(per)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+            [
+                sys.executable,
+                str(SCRIPT),
+                "--ledger-url",
+                pg.url,
+                "--chroma-port",
+                str(server.port),
+                "--collection",
+                collection,
+                "--user",
+                f"writer-{w}",
+                "--run",
+                f"w{w}",
+                "--count",
+                str(per),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
         )  # fmt: skip
         for w in range(n)
     ]

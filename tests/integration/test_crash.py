@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from memlineage import MemoryManager, Scope
 from memlineage.testing import FakeEmbedder
 
@@ -98,7 +97,9 @@ def _check_after_crash(store: Path, acked: dict[int, str], run: str, stats: Cras
         backlog = mm.ledger.index_backlog()
         stats.backlog_seen += len(backlog)
         expected = {
-            "upserted": sum(r["index_state"] == "pending" and r["status"] not in ("archived", "erased") for r in backlog),
+            "upserted": sum(
+                r["index_state"] == "pending" and r["status"] not in ("archived", "erased") for r in backlog
+            ),
             "updated": sum(r["index_state"] == "stale" for r in backlog),
         }
         report = mm.repair()

@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from memlineage import Ledger, MemoryManager, Scope
 from memlineage.index import IndexFilter, VectorIndex
 from memlineage.testing import FakeEmbedder

@@ -7,8 +7,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select, text
-
 from memlineage import (
     Activity,
     InMemoryIndex,
@@ -21,6 +19,7 @@ from memlineage import (
 )
 from memlineage.ledger._schema import events, memories
 from memlineage.testing import FakeEmbedder
+from sqlalchemy import select, text
 
 pytestmark = pytest.mark.integration
 
@@ -197,9 +196,7 @@ def test_reopen_repairs_and_verifies(ledger_url: str) -> None:
         mm.ledger.update_memories(conn, [kept[3].id], {"status": "retracted", "index_state": "stale"})
     index.delete([m.id for m in kept[:3]])
     mm.close()
-    reopened = MemoryManager(
-        ledger=Ledger(ledger_url), index=index, embedder=FakeEmbedder(), repair_on_open=False
-    )
+    reopened = MemoryManager(ledger=Ledger(ledger_url), index=index, embedder=FakeEmbedder(), repair_on_open=False)
     before = reopened.verify()
     assert set(before.pending) == {m.id for m in kept[:4]}
     assert reopened.repair() == {"upserted": 3, "updated": 1, "removed": 0}
@@ -291,3 +288,14 @@ def test_reopen_in_the_same_process_sees_other_writers(tmp_path: Path) -> None:
         found = {m.content for m in mm.recall("other process", scope=ALICE, k=60).memories}
         assert {f"other process {i}" for i in range(50)} <= found
         assert mm.verify().ok
+
+
+def test_new_slot_value_derived_from_the_old_one_is_indexed_with_its_status(mm: MemoryManager) -> None:
+    """Regression: the new version turned suspect in its own transaction was indexed as active."""
+    old = mm.remember("city: Paris", scope=ALICE, kind="semantic", slot="city")
+    new = mm.remember(
+        "city: Lyon", scope=ALICE, kind="semantic", slot="city", source="reasoning", derived_from=[old.id]
+    )
+    assert mm.require(new.id, scope=ALICE).status is Status.SUSPECT
+    assert mm.verify().ok
+    assert new.id not in mm.recall("city Lyon", scope=ALICE, k=5).ids

@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
-
 from memlineage import (
     Activity,
     InvalidInputError,
@@ -28,6 +26,7 @@ from memlineage import (
 )
 from memlineage.ledger._schema import metadata as ledger_tables
 from memlineage.testing import make_manager
+from sqlalchemy import select
 
 ALICE = Scope(user_id="alice", session_id="s1")
 BOB = Scope(user_id="bob", session_id="s9")
@@ -61,9 +60,7 @@ def store() -> Iterator[tuple[MemoryManager, dict[str, str]]]:
     mm.close()
 
 
-def refused(
-    mm: MemoryManager, call: Callable[[], Any], error: type[MemLineageError], *words: str
-) -> MemLineageError:
+def refused(mm: MemoryManager, call: Callable[[], Any], error: type[MemLineageError], *words: str) -> MemLineageError:
     """Assert ``call`` raises ``error`` mentioning ``words`` and leaves the store exactly as it was."""
     before = snapshot(mm)
     with pytest.raises(error) as info:
@@ -106,7 +103,19 @@ def test_one_megabyte_content_round_trips(store: tuple[MemoryManager, dict[str, 
 # ------------------------------------------------------------------------------------------------ scope
 @pytest.mark.parametrize(
     "scope",
-    [None, "", "   ", 42, {"user_id": ""}, {"agent_id": "x"}, {"user_id": None}, {"user_id": "a", "bogus": 1}, ["alice"], "\ud800", {"user_id": "a", "session_id": "\udc00"}],
+    [
+        None,
+        "",
+        "   ",
+        42,
+        {"user_id": ""},
+        {"agent_id": "x"},
+        {"user_id": None},
+        {"user_id": "a", "bogus": 1},
+        ["alice"],
+        "\ud800",
+        {"user_id": "a", "session_id": "\udc00"},
+    ],
 )
 def test_bad_scope_on_every_verb(store: tuple[MemoryManager, dict[str, str]], scope: Any) -> None:
     mm, ids = store
@@ -211,10 +220,16 @@ def test_nested_metadata_is_kept(store: tuple[MemoryManager, dict[str, str]]) ->
         ({"embedding": 3.0}, ("embedding",)),
     ],
 )
-def test_bad_arguments(store: tuple[MemoryManager, dict[str, str]], kwargs: dict[str, Any], words: tuple[str, ...]) -> None:
+def test_bad_arguments(
+    store: tuple[MemoryManager, dict[str, str]], kwargs: dict[str, Any], words: tuple[str, ...]
+) -> None:
     mm, _ = store
     refused(mm, lambda: mm.remember("a fine sentence", scope=ALICE, **kwargs), InvalidInputError, *words)
-    refused(mm, lambda: mm.remember_many([{"content": "ok one", "scope": ALICE}, {"content": "x", "scope": ALICE, **kwargs}]), InvalidInputError)
+    refused(
+        mm,
+        lambda: mm.remember_many([{"content": "ok one", "scope": ALICE}, {"content": "x", "scope": ALICE, **kwargs}]),
+        InvalidInputError,
+    )
 
 
 def test_premises_unknown_foreign_erased(store: tuple[MemoryManager, dict[str, str]]) -> None:
@@ -228,13 +243,14 @@ def test_premises_unknown_foreign_erased(store: tuple[MemoryManager, dict[str, s
 
 def test_cycles_are_refused(store: tuple[MemoryManager, dict[str, str]]) -> None:
     mm, ids = store
-    # Corroborating the premise with its own conclusion as a premise would make a cycle.
-    refused(
-        mm,
-        lambda: mm.remember("Alice lives in Paris", scope=ALICE, kind="semantic", source="agent", derived_from=[ids["concl"]]),
-        LineageCycleError,
-        "cycle",
+    # The same words derived from the fact's own conclusion are a new memory, never a corroboration that would
+    # make the fact its own ancestor.
+    again = mm.remember(
+        "Alice lives in Paris", scope=ALICE, kind="semantic", source="agent", derived_from=[ids["concl"]]
     )
+    assert again.id != ids["fact"]
+    assert ids["concl"] not in {m.id for m in mm.ancestors(ids["fact"], scope=ALICE)}
+    assert again.id not in {m.id for m in mm.ancestors(again.id, scope=ALICE)}
     # A new version of a memory cannot derive from the memory's own descendants.
     refused(
         mm,
@@ -254,8 +270,15 @@ def test_remember_many_shapes(store: tuple[MemoryManager, dict[str, str]]) -> No
     refused(mm, lambda: mm.remember_many({"content": "x", "scope": ALICE}), InvalidInputError, "list")
     refused(mm, lambda: mm.remember_many(None), InvalidInputError)
     refused(mm, lambda: mm.remember_many([{"content": "ok", "scope": ALICE}, "x"]), InvalidInputError, "dict")
-    refused(mm, lambda: mm.remember_many([{"content": "ok", "scope": ALICE}, {"scope": ALICE}]), InvalidInputError, "content")
-    refused(mm, lambda: mm.remember_many([{"content": "ok", "scope": ALICE, "colour": "red"}]), InvalidInputError, "colour")
+    refused(
+        mm,
+        lambda: mm.remember_many([{"content": "ok", "scope": ALICE}, {"scope": ALICE}]),
+        InvalidInputError,
+        "content",
+    )
+    refused(
+        mm, lambda: mm.remember_many([{"content": "ok", "scope": ALICE, "colour": "red"}]), InvalidInputError, "colour"
+    )
     assert mm.remember_many([]) == []
 
 
@@ -331,7 +354,9 @@ def test_state_errors(store: tuple[MemoryManager, dict[str, str]]) -> None:
         ({"activity_id": 5}, ("activity_id",)),
     ],
 )
-def test_bad_recall(store: tuple[MemoryManager, dict[str, str]], kwargs: dict[str, Any], words: tuple[str, ...]) -> None:
+def test_bad_recall(
+    store: tuple[MemoryManager, dict[str, str]], kwargs: dict[str, Any], words: tuple[str, ...]
+) -> None:
     mm, _ = store
     args = {"query": "Paris", "scope": ALICE, **kwargs}
     query = args.pop("query")
@@ -340,7 +365,12 @@ def test_bad_recall(store: tuple[MemoryManager, dict[str, str]], kwargs: dict[st
 
 @pytest.mark.parametrize(
     ("kwargs", "words"),
-    [({"limit": -1}, ("limit",)), ({"limit": "10"}, ("limit",)), ({"types": 5}, ("types",)), ({"types": [1]}, ("types",))],
+    [
+        ({"limit": -1}, ("limit",)),
+        ({"limit": "10"}, ("limit",)),
+        ({"types": 5}, ("types",)),
+        ({"types": [1]}, ("types",)),
+    ],
 )
 def test_bad_audit(store: tuple[MemoryManager, dict[str, str]], kwargs: dict[str, Any], words: tuple[str, ...]) -> None:
     mm, _ = store
@@ -368,7 +398,9 @@ JUNK = st.one_of(
     st.text(max_size=20),
     st.binary(max_size=8),
     st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=5), st.floats()), max_size=3),
-    st.dictionaries(st.text(max_size=6), st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=5)), max_size=3),
+    st.dictionaries(
+        st.text(max_size=6), st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=5)), max_size=3
+    ),
     st.sampled_from(["user", "tool:web", "semantic", "  ", "\ud800", "_ml_x", "alice"]),
 )
 REMEMBER_ARGS = [
@@ -379,8 +411,16 @@ FUZZ_CASES = {"n": 0}
 FUZZ_EXAMPLES = int(os.environ.get("MEMLINEAGE_FUZZ_EXAMPLES", "300"))
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(content=st.one_of(JUNK, st.text(max_size=40)), overrides=st.dictionaries(st.sampled_from(REMEMBER_ARGS), JUNK, max_size=3))
+@settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    content=st.one_of(JUNK, st.text(max_size=40)),
+    overrides=st.dictionaries(st.sampled_from(REMEMBER_ARGS), JUNK, max_size=3),
+)
 def test_fuzz_remember_never_leaks_untyped_errors(
     store: tuple[MemoryManager, dict[str, str]], content: Any, overrides: dict[str, Any]
 ) -> None:
@@ -410,7 +450,12 @@ VERB_KWARGS: dict[str, tuple[str, ...]] = {
 NAMED_IDS = ("fact", "concl", "bob", "retracted", "erased")
 
 
-@settings(max_examples=FUZZ_EXAMPLES + 100, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=FUZZ_EXAMPLES + 100,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     verb=st.sampled_from(sorted(VERB_KWARGS)),
     first=st.one_of(JUNK, st.sampled_from(NAMED_IDS)),

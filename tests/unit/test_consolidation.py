@@ -32,10 +32,7 @@ MSGS = label_messages(
 
 class TestCitationCheck:
     def test_accepts_cited_lines(self):
-        answer = (
-            "- The user prefers aisle seats [m2]\n* 用户住在上海 [m3]\n"
-            "1. Hotel budget is $200 per night [m4, m2]."
-        )
+        answer = "- The user prefers aisle seats [m2]\n* 用户住在上海 [m3]\n1. Hotel budget is $200 per night [m4, m2]."
         ok, bad = check_citations(answer, MSGS)
         assert bad == []
         assert [(c.text, c.cites) for c in ok] == [
@@ -58,9 +55,7 @@ class TestCitationCheck:
         ok, bad = check_citations(answer, MSGS)
         assert ok == []
         reasons = [r.reason for r in bad]
-        assert (
-            reasons[0].startswith("uncited") and "m9" in reasons[1] and reasons[2].startswith("not supported")
-        )
+        assert reasons[0].startswith("uncited") and "m9" in reasons[1] and reasons[2].startswith("not supported")
         assert reasons[3].startswith("uncited")
 
     def test_overlap_check_can_be_disabled_and_duplicates_collapse(self):
@@ -93,9 +88,7 @@ class TestSummarizers:
     def test_langchain_fake_model(self):
         from langchain_core.language_models import FakeListChatModel
 
-        model = FakeListChatModel(
-            responses=["Prefers aisle seats [m2]\nLikes opera\nBudget $200 per night [m4]"]
-        )
+        model = FakeListChatModel(responses=["Prefers aisle seats [m2]\nLikes opera\nBudget $200 per night [m4]"])
         result = summarize_session(model, MSGS)
         assert [c.text for c in result.accepted] == ["Prefers aisle seats", "Budget $200 per night"]
         assert [r.text for r in result.rejected] == ["Likes opera"]

@@ -16,8 +16,6 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, multiple, precondition, rule
-from sqlalchemy import select
-
 from memlineage import (
     InvalidInputError,
     LineageCycleError,
@@ -29,6 +27,7 @@ from memlineage import (
 )
 from memlineage.ledger._schema import metadata as ledger_tables
 from memlineage.testing import make_manager
+from sqlalchemy import select
 
 USERS = ("u0", "u1", "u2")
 AGENTS = (None, "planner", "booker")
@@ -263,7 +262,7 @@ class IsolationMachine(RuleBasedStateMachine):
         assert report.ok, report.differences()
 
 
-MAX = int(os.environ.get("MEMLINEAGE_ISOLATION_EXAMPLES", "25"))
+MAX = int(os.environ.get("MEMLINEAGE_ISOLATION_EXAMPLES", "60"))
 STEPS = int(os.environ.get("MEMLINEAGE_ISOLATION_STEPS", "30"))
 
 TestIsolation = IsolationMachine.TestCase

@@ -80,9 +80,7 @@ class TestGoalRelevance:
 
     def test_goal_factor_values_follow_seed(self, model):
         f = MemoryFeatures(info_type=InfoType.FACT)
-        scores = {
-            r: model.score(f.model_copy(update={"goal_relation": r})).goal_relevance for r in GoalRelation
-        }
+        scores = {r: model.score(f.model_copy(update={"goal_relation": r})).goal_relevance for r in GoalRelation}
         assert scores == {GoalRelation.DIRECT: 0.9, GoalRelation.INDIRECT: 0.4, GoalRelation.NONE: 0.1}
 
     def test_goal_similarity_overrides_relation(self, model):
@@ -273,9 +271,7 @@ class TestForcedDirective:
         a = model.assess(text)
         assert a.forced and model.should_store(a) and a.score >= 0.6
 
-    @pytest.mark.parametrize(
-        "text", ["I don't remember where I parked", "我记不住他的名字", "Do you remember me?"]
-    )
+    @pytest.mark.parametrize("text", ["I don't remember where I parked", "我记不住他的名字", "Do you remember me?"])
     def test_not_a_directive(self, text):
         assert not is_forcing_directive(text)
 
@@ -380,9 +376,7 @@ class TestLLMExtractor:
         from langchain_core.messages import AIMessage
 
         bad_schema = json.dumps({"user_directive_intensity": 42, "emotional_valence": "meh"})
-        fake = GenericFakeChatModel(
-            messages=iter([AIMessage(content="no json at all"), AIMessage(content=bad_schema)])
-        )
+        fake = GenericFakeChatModel(messages=iter([AIMessage(content="no json at all"), AIMessage(content=bad_schema)]))
         ext = LLMExtractor(fake)
         f = ext.extract("记住：我对花生过敏")
         assert f.extractor == "rules(fallback)" and ext.calls == 2 and ext.fallbacks == 1

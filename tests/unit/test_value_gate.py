@@ -105,9 +105,7 @@ class TestWriteGate:
         assert calls == [] and emb.calls == 0
 
     def test_novelty_lowers_value_of_repetition(self, mm):
-        first = mm.remember(
-            "The quarterly budget review happens in room 4B", scope=ALICE, kind="semantic", force=True
-        )
+        first = mm.remember("The quarterly budget review happens in room 4B", scope=ALICE, kind="semantic", force=True)
         again = mm.remember("The quarterly budget review happens in room 4B", scope=ALICE, kind="episodic")
         assert first.assessment.novelty == 1.0
         assert again.assessment.novelty < 0.2
@@ -189,9 +187,7 @@ class TestSlots:
 
     def test_superseding_a_premise_makes_conclusion_suspect(self, mm, clock):
         city = mm.remember("I live in Paris", scope=ALICE)
-        plan = mm.remember(
-            "Suggest hotels near the Louvre", scope=ALICE, source="reasoning", derived_from=[city.id]
-        )
+        plan = mm.remember("Suggest hotels near the Louvre", scope=ALICE, source="reasoning", derived_from=[city.id])
         clock.tick()
         mm.remember("I live in Madrid", scope=ALICE)
         assert mm.require(plan.id, scope=ALICE).status is Status.SUSPECT
@@ -205,9 +201,7 @@ class TestRerankAndReinforce:
         mm.remember("I prefer aisle seats on long flights", scope=ALICE)
         hit = mm.recall("aisle seats", scope=ALICE)[0]
         assert set(hit.scores) >= {"similarity", "value", "final"}
-        assert hit.score == pytest.approx(
-            0.7 * hit.scores["similarity"] + 0.3 * hit.scores["value"], abs=1e-5
-        )
+        assert hit.score == pytest.approx(0.7 * hit.scores["similarity"] + 0.3 * hit.scores["value"], abs=1e-5)
 
     def test_value_breaks_similarity_ties(self, mm, clock):
         from memlineage.retrieval import RecallHit
@@ -222,8 +216,7 @@ class TestRerankAndReinforce:
         # decay enters through V_eff: a year later the value part has shrunk
         later = rerank_hits(mm, hits, clock.now + 365 * DAY)
         assert all(
-            a.scores["value"] < b.scores["value"]
-            for a, b in zip(later, rerank_hits(mm, hits, clock.now), strict=True)
+            a.scores["value"] < b.scores["value"] for a, b in zip(later, rerank_hits(mm, hits, clock.now), strict=True)
         )
 
     def test_reinforcement_is_batched(self, mm, clock):
@@ -308,7 +301,6 @@ class TestErasureAndLLM:
         import json
 
         from langchain_core.language_models import FakeListChatModel
-
         from memlineage.extractors import LLMExtractor
 
         answer = json.dumps(

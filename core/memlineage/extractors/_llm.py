@@ -59,9 +59,7 @@ class LLMFeatureOutput(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     entities: list[str] = Field(default_factory=list, description="Key entities mentioned in the text.")
-    user_directive_intensity: int = Field(
-        ge=0, le=10, description="Directive strength, 0-10, higher = stronger."
-    )
+    user_directive_intensity: int = Field(ge=0, le=10, description="Directive strength, 0-10, higher = stronger.")
     emotional_valence: Literal["positive", "neutral", "negative"] = Field(description="Emotional valence.")
     emotion_intensity: int = Field(default=0, ge=0, le=10, description="Emotion strength, 0-10.")
     relation_to_goal: GoalRelation = Field(description="direct / indirect / none.")
@@ -145,9 +143,7 @@ class LLMExtractor:
 
     def __init__(self, model: Any, *, fallback: FeatureExtractor | None = None, max_retries: int = 1) -> None:
         if not (
-            callable(getattr(model, "complete", None))
-            or callable(getattr(model, "invoke", None))
-            or callable(model)
+            callable(getattr(model, "complete", None)) or callable(getattr(model, "invoke", None)) or callable(model)
         ):
             msg = (
                 f"unsupported model type {type(model).__name__}: pass a LangChain chat model (.invoke), a "

@@ -33,14 +33,11 @@ _FORCE_EN = re.compile(
     re.IGNORECASE,
 )
 _FORCE_ZH = re.compile(
-    _SENT_START
-    + r"(?:请|你要|你得|一定要|务必)?\s*(?:记住|记得|记下|切记|牢记|别忘了?|不要忘[记了]?|千万别忘)"
+    _SENT_START + r"(?:请|你要|你得|一定要|务必)?\s*(?:记住|记得|记下|切记|牢记|别忘了?|不要忘[记了]?|千万别忘)"
 )
 _DIRECTIVE_EN: tuple[tuple[re.Pattern[str], float], ...] = (
     (
-        re.compile(
-            r"\b(?:very\s+important|extremely\s+important|critical|crucial|vital|top\s+priority)\b", re.I
-        ),
+        re.compile(r"\b(?:very\s+important|extremely\s+important|critical|crucial|vital|top\s+priority)\b", re.I),
         0.9,
     ),
     (
@@ -172,9 +169,7 @@ _ENTITY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "amount",
-        re.compile(
-            r"\d[\d,]*(?:\.\d+)?\s?(?:元|块钱?|万元?|美元|人民币|英镑|欧元|公里|公斤|%|小时|分钟|天|晚)"
-        ),
+        re.compile(r"\d[\d,]*(?:\.\d+)?\s?(?:元|块钱?|万元?|美元|人民币|英镑|欧元|公里|公斤|%|小时|分钟|天|晚)"),
     ),
     (
         "product",
@@ -182,9 +177,7 @@ _ENTITY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),  # iPhone, MacBook, PowerPoint
     ("product", re.compile(r"\b[A-Z][A-Za-z]+[- ]?\d{1,4}[A-Za-z]{0,3}\b")),  # XPS-13, GPT-4, Pixel 8, UA123
 )
-_NAME_AFTER = re.compile(
-    r"\b(?:my name is|i am called|i'm called|call me|named)\s+([A-Z][\w-]+(?:\s+[A-Z][\w-]+)?)"
-)
+_NAME_AFTER = re.compile(r"\b(?:my name is|i am called|i'm called|call me|named)\s+([A-Z][\w-]+(?:\s+[A-Z][\w-]+)?)")
 
 
 def _entities(text: str) -> tuple[str, ...]:
@@ -238,16 +231,12 @@ _CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "cuisine",
-        re.compile(
-            r"\b(?:food|cuisine|restaurants?|sushi|pizza|pasta|burgers?|noodles?|dishes)\b|菜|美食|餐厅|料理"
-        ),
+        re.compile(r"\b(?:food|cuisine|restaurants?|sushi|pizza|pasta|burgers?|noodles?|dishes)\b|菜|美食|餐厅|料理"),
     ),
     ("report_style", re.compile(r"\b(?:reports?|summar(?:y|ies)|answers?|responses?)\b|报告|总结|回答|回复")),
     (
         "language",
-        re.compile(
-            r"\b(?:english|chinese|french|german|spanish|japanese|language)\b|中文|英文|英语|法语|日语|语言"
-        ),
+        re.compile(r"\b(?:english|chinese|french|german|spanish|japanese|language)\b|中文|英文|英语|法语|日语|语言"),
     ),
     ("pet", re.compile(r"\b(?:dogs?|cats?|pets?|birds?)\b|狗|猫|宠物")),
     (
@@ -311,9 +300,7 @@ _ZH_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "user.preference",
-        re.compile(
-            rf"我(?:比较|更|最|很|特别|非常)?(?:喜欢|爱|偏好|讨厌|不喜欢)(?P<v>[{_CJK}A-Za-z0-9 ]{{1,16}})"
-        ),
+        re.compile(rf"我(?:比较|更|最|很|特别|非常)?(?:喜欢|爱|偏好|讨厌|不喜欢)(?P<v>[{_CJK}A-Za-z0-9 ]{{1,16}})"),
     ),
 )
 _EAT_PREFIX = re.compile(r"^(?:吃|喝|to eat\s+|eating\s+)", re.I)
@@ -433,9 +420,7 @@ _STOP = frozenset(
 
 def _terms(text: str) -> set[str]:
     text = unicodedata.normalize("NFKC", text).casefold()
-    words = {
-        w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _EN_WORD.findall(text) if w not in _STOP
-    }
+    words = {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _EN_WORD.findall(text) if w not in _STOP}
     cjk = re.findall(rf"[{_CJK}]+", text)
     bigrams = {run[i : i + 2] for run in cjk for i in range(max(1, len(run) - 1))}
     return words | bigrams
