@@ -95,7 +95,8 @@ LANGCHAIN_AGENT = [
         from memlineage_langchain._demo import PROMPT, ScriptedTravelModel, TravelWorld, make_tools
 
         warnings.filterwarnings("ignore", category=DeprecationWarning)  # langchain_classic's deprecation notices
-        console = Console(width=130)
+        warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets
+        console = Console(width=150)
 
         world = TravelWorld()      # simulated clock, starts 2026-04-20 09:00 UTC; fares rise 7 EUR per hour
         tools = make_tools(world)  # get_flight_price(city, date), search_hotels(city)
@@ -140,14 +141,15 @@ LANGCHAIN_AGENT = [
             \"\"\"The ledger as a table: status, source, trust, premises, tool call id, content.\"\"\"
             short = {m.id: m.id[:8] for m in all_versions(scope)}
             table = Table(title=title, title_justify="left")
-            for col in ("id", "status", "source", "trust", "derived from", "tool call id", "content"):
+            for col in ("id", "status", "source", "trust", "derived from", "tool call id"):
                 table.add_column(col, overflow="fold")
+            table.add_column("content", no_wrap=True, overflow="ellipsis", max_width=60)
             colour = {"active": "green", "suspect": "yellow"}
             for m in all_versions(scope):
                 status = f"[{colour.get(m.status.value, 'red')}]{m.status.value}[/]"
                 premises = " ".join(short.get(p, p[:8]) for p in m.derived_from)
                 table.add_row(short[m.id], status, str(m.source), f"{m.trust:.2f}", premises,
-                              str(m.metadata.get("tool_call_id") or ""), m.content[:64])
+                              str(m.metadata.get("tool_call_id") or ""), m.content)
             console.print(table)
     """),
     md("## Turn 1: the user states the trip and a preference"),
@@ -191,8 +193,9 @@ LANGCHAIN_AGENT = [
     md("""
         ## Recall no longer serves what was derived from the old premise
 
-        For a booking decision the retrieval gate filters suspect memories before the top-k cut; the trace says
-        what was left out and why. `include_suspect=True` shows them, flagged, for a UI that wants to ask the user.
+        Suspect memories are filtered out inside the index query (by status, like the scope), so a booking
+        decision never sees the Paris fare or the Paris recommendation. `include_suspect=True` shows them,
+        flagged, for a UI that wants to ask the user.
     """),
     code("""
         res = mm.recall("flight and hotel recommendation for my trip", scope=alice, k=5, purpose="decision", trace=True)
@@ -201,7 +204,6 @@ LANGCHAIN_AGENT = [
         served = set(res.ids)
         print("\\nold Paris recommendation served:", recommendation.id in served, "| old Paris fare served:", paris_quote.id in served)
         assert not {recommendation.id, paris_quote.id} & served
-        print("excluded:", {mid[:8]: why for mid, why in res.trace.reasons().items()})
         flagged = mm.recall("flight and hotel recommendation for my trip", scope=alice, k=5, include_suspect=True)
         print("with include_suspect=True:", [(h.id[:8], h.flags) for h in flagged if h.flags])
     """),
@@ -319,7 +321,7 @@ LANGCHAIN_AGENT = [
             calls(("save_preference", {"key": "seat", "text": "window seat"}, "call_pref_1"),
                   ("get_flight_price", {"city": "Rome", "date": "2026-05-03"}, "call_flight_rome"),
                   ("search_hotels", {"city": "Rome"}, "call_hotels_rome")),
-            AIMessage(content="Rome on 3 May: flight 168 EUR, Albergo Roma 110 EUR/night. Window seat noted."),
+            AIMessage(content="Here are your Rome options for 3 May: the flight and Albergo Roma. Window seat saved."),
             AIMessage(content="You prefer a window seat."),
         ])
         bob_agent = create_agent(model, [save_preference, *tools], system_prompt="You are a travel agent.",
@@ -357,7 +359,8 @@ LANGCHAIN_AGENT = [
         print("search:", [(i.key, i.value) for i in store.search(("bob", "prefs"), query="seat preference")])
 
         request = next(m for m in mm.find(scope="bob") if m.content.startswith("I always take a window seat"))
-        report = mm.supersede(request.id, "Find me a flight and a hotel in Lyon for 3 May.", scope=bob, source="user")
+        report = mm.supersede(request.id, "I always take a window seat. Find me a flight and a hotel in Lyon for 3 May.",
+                              scope=bob, source="user")
         print(f"\\n{len(report.suspect)} memories derived from the Rome request are suspect now")
         ledger(Scope(user_id="bob"), "bob's ledger after the store update and the correction")
     """),
@@ -382,7 +385,9 @@ LLAMAINDEX_AGENT = [
         flight and hotel tools when the user says "find", and answers from the tool results.
     """),
     code("""
+        import re
         import tempfile
+        import warnings
         from pathlib import Path
 
         from IPython.display import Markdown
@@ -396,7 +401,8 @@ LLAMAINDEX_AGENT = [
         from memlineage import MemoryManager, Scope
         from memlineage_llamaindex import capture_run, lineage_memory
 
-        console = Console(width=130)
+        warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets
+        console = Console(width=150)
         workdir = tempfile.TemporaryDirectory(prefix="memlineage-nb03-")  # removed in the last cell
         mm = MemoryManager.open(Path(workdir.name) / "store")
 
@@ -431,39 +437,33 @@ LLAMAINDEX_AGENT = [
     code("""
         seen: list[str] = []       # the system message of each model call
         requested: list[str] = []  # the tool call ids the model asked for
-        n_calls = 0
 
 
         def scripted(messages, **kwargs) -> ChatMessage:
-            global n_calls
-            n_calls += 1
             seen.append("\\n".join(m.content or "" for m in messages if m.role == "system"))
             last = messages[-1]
-            if last.role == "tool":  # answer from the tool results of this turn
+            if last.role == "tool":  # answer from this turn's tool results
                 results = []
                 for m in reversed(messages):
                     if m.role != "tool":
                         break
                     results.insert(0, m.content or "")
-                if any("no rooms" in r or "Error" in r for r in results):
+                if any("no rooms" in r for r in results):
                     return ChatMessage(role="assistant", content="Sorry, the hotel is fully booked; shall I look for another?")
                 return ChatMessage(role="assistant", content="Recommendation: " + "; ".join(results) + ".")
-            request = (last.content or "").lower()
-            context = " ".join((m.content or "") for m in messages).lower()
-            cities = [c for c in FARES if c in request] or sorted((c for c in FARES if c in context), key=context.rfind)[-1:]
-            city = cities[0] if cities else "paris"
+            request = re.sub(r"not \\w+", "", (last.content or "").lower())  # "Lyon, not Paris" means Lyon
+            context = re.sub(r"not \\w+", "", " ".join(m.content or "" for m in messages).lower())
+            city = next((c for c in FARES if c in request), None) or max(FARES, key=context.rfind)
             if "book" in request:
                 wanted = [("book_hotel", {"city": city})]
             elif "find" in request:
                 wanted = [("get_flight_price", {"city": city, "date": "2026-05-03"}), ("search_hotels", {"city": city})]
             else:
-                wanted = []
-            if wanted:
-                blocks = [ToolCallBlock(tool_call_id=f"call_{name}_{city}_{n_calls}", tool_name=name, tool_kwargs=kwargs)
-                          for name, kwargs in wanted]
-                requested.extend(b.tool_call_id for b in blocks)
-                return ChatMessage(role="assistant", blocks=blocks)
-            return ChatMessage(role="assistant", content="Noted, I'll remember that.")
+                return ChatMessage(role="assistant", content="Noted, I'll remember that.")
+            blocks = [ToolCallBlock(tool_call_id=f"call_{name}_{city}_{len(seen)}", tool_name=name, tool_kwargs=kwargs)
+                      for name, kwargs in wanted]
+            requested.extend(b.tool_call_id for b in blocks)
+            return ChatMessage(role="assistant", blocks=blocks)
 
 
         agent = FunctionAgent(tools=tools, llm=MockFunctionCallingLLM(response_generator=scripted),
@@ -473,7 +473,7 @@ LLAMAINDEX_AGENT = [
         ## Session 1: a user turn, tool results with call ids, an answer derived from them
 
         One `Memory` per session (`lineage_memory(manager, user_id=..., session_id=...)`); each run is wrapped in
-        `capture_run` with the same scope. Both write through the core, so the same message is stored once.
+        `capture_run` with the same scope. Both write through the core, which stores a repeated message once.
     """),
     code("""
         def all_versions(scope: Scope) -> list:
@@ -485,14 +485,15 @@ LLAMAINDEX_AGENT = [
         def ledger(scope: Scope, title: str) -> None:
             short = {m.id: m.id[:8] for m in all_versions(scope)}
             table = Table(title=title, title_justify="left")
-            for col in ("id", "session", "status", "source", "derived from", "tool call id", "content"):
+            for col in ("id", "session", "status", "source", "derived from", "tool call id"):
                 table.add_column(col, overflow="fold")
+            table.add_column("content", no_wrap=True, overflow="ellipsis", max_width=64)
             colour = {"active": "green", "suspect": "yellow"}
             for m in all_versions(scope):
                 status = f"[{colour.get(m.status.value, 'red')}]{m.status.value}[/]"
                 premises = " ".join(short.get(p, p[:8]) for p in m.derived_from)
                 table.add_row(short[m.id], m.scope.session_id or "", status, str(m.source), premises,
-                              str(m.metadata.get("tool_call_id") or ""), m.content[:70])
+                              str(m.metadata.get("tool_call_id") or ""), m.content)
             console.print(table)
 
 
@@ -505,47 +506,52 @@ LLAMAINDEX_AGENT = [
         alice = Scope(user_id="alice")
         s1 = Scope(user_id="alice", session_id="trip-1")
         memory1 = lineage_memory(mm, user_id="alice", session_id="trip-1")
-        await ask("I'm planning a trip to Paris from 3 to 7 May.", memory1, s1)
-        await ask("Find me a flight and a hotel.", memory1, s1)
+        await ask("I prefer aisle seats and hotels in the city centre.", memory1, s1)
+        await ask("I'm going to Paris from 3 to 7 May: find me a flight and a hotel.", memory1, s1)
         ledger(alice, "alice's ledger after session 1")
     """),
     md("""
-        The tool results are joined to their calls: each memory's `activity_id` is the tool call id, whose
-        activity hangs under the LLM step that requested it, under the agent run.
+        The answer is derived from the user turn and both tool results. Each tool result is joined to its call:
+        its `activity_id` is the tool call id, whose activity hangs under the LLM step that requested it, under
+        the agent run.
     """),
     code("""
         answer = next(m for m in mm.find(scope=alice) if m.content.startswith("Recommendation"))
+        request = next(m for m in mm.find(scope=alice) if m.content.startswith("I'm going to Paris"))
+        assert request.id in answer.derived_from
         for premise in mm.get_many(list(answer.derived_from), scope=alice):
-            act = mm.get_activity(premise.lineage.activity_id) if premise.lineage.activity_id else None
-            chain = []
+            if premise.source.kind.value != "tool":
+                continue
+            act, chain = mm.get_activity(premise.lineage.activity_id), []
             while act is not None:
-                chain.append(f"{act.kind}({act.name or act.id[:8]}, {act.outcome})")
+                chain.append(f"{act.kind}({act.name}, {act.outcome})")
                 act = mm.get_activity(act.parent_id) if act.parent_id else None
-            print(f"{premise.source}: {premise.content[:60]!r}\\n    generated by: {' <- '.join(chain) or '-'}")
+            print(f"{premise.content[:72]}\\n    tool_call_id={premise.metadata['tool_call_id']}; generated by {' <- '.join(chain)}")
     """),
     md("""
         ## Session 2: a correction marks the derived memories suspect
 
         A new session, a new `Memory`, the same user. The user corrects the destination; the app supersedes the
-        Paris statement. The cascade marks everything derived from it suspect: the tool results and the
-        recommendation. The next "find" recalls the Lyon statement (the Paris results are no longer served), so
-        the model asks the tools for Lyon.
+        Paris request with a Lyon version (the old version is kept and linked). The cascade marks everything
+        derived from it suspect: both tool results and the recommendation. In the next run the memory block
+        recalls the preferences and the corrected request, never the suspect Paris results, so the model asks
+        the tools for Lyon.
     """),
     code("""
         s2 = Scope(user_id="alice", session_id="trip-2")
         memory2 = lineage_memory(mm, user_id="alice", session_id="trip-2")
         await ask("Correction: I'm going to Lyon, not Paris.", memory2, s2)
-        paris = next(m for m in mm.find(scope=alice) if m.content.startswith("I'm planning a trip to Paris"))
-        report = mm.supersede(paris.id, "I'm planning a trip to Lyon from 3 to 7 May.", scope=s2, source="user")
-        print(f"{len(report.suspect)} memories derived from the Paris statement are suspect:")
+        report = mm.supersede(request.id, "I'm going to Lyon from 3 to 7 May: find me a flight and a hotel.",
+                              scope=s2, source="user")
+        print(f"{len(report.suspect)} memories derived from the Paris request are suspect:")
         for m in mm.get_many(report.suspect, scope=alice):
-            print(f"  [{m.status.value}] {m.source}: {m.content[:70]}")
+            print(f"  [{m.status.value}] {m.source}: {m.content[:80]}")
         assert answer.id in report.suspect
     """),
     code("""
         await ask("Find me a flight and a hotel.", memory2, s2)
-        print("\\nmemories recalled into the system message of that call:\\n" + seen[-2])
-        assert "Paris" not in seen[-2]
+        print("\\nlong-term memories in the system message of that model call:\\n" + seen[-2])
+        assert "Hotel Lumière" not in seen[-2] and "Flight to Paris" not in seen[-2]
         ledger(alice, "alice's ledger after session 2")
     """),
     md("""
@@ -750,6 +756,9 @@ LOCOMO = [
             print(f"  evidence turns kept:         {len(evidence & stored):4d} of {len(evidence)}")
             print(f"  in the last session's buffer now: {len(mm.buffered(scope))} (capacity {profile.buffer_size})")
             print("  ledger:", mm.stats(CONV)["by_status"])
+            for m in mm.get_many([outcome[d].id for d in sorted(stored)], scope=CONV):
+                if m.status.value == "superseded":  # the extractor gave it a slot that a later turn took over
+                    print(f"  superseded (slot {m.slot!r}): {m.content[:90]}")
     """),
     md("What the value model saw in the highest- and lowest-valued turns:"),
     code("""
@@ -775,7 +784,8 @@ LOCOMO = [
             print("Q:", q.text, "| evidence:", q.evidence)
             for hit in mm.recall(q.text, scope=Scope(user_id=CONV), k=5, reinforce=False):
                 mark = "*" if hit.memory.metadata["dia_id"] in q.evidence else " "
-                parts = ", ".join(f"{k} {v:.2f}" for k, v in hit.scores.items() if isinstance(v, float))
+                parts = ", ".join(f"{k} {hit.scores[k]:.2f}" for k in ("vector", "lexical", "relevance", "value", "final")
+                                  if k in hit.scores)
                 print(f" {mark} {hit.memory.metadata['dia_id']:7} {hit.content[:70]:70}  ({parts})")
     """),
     md("""
@@ -825,9 +835,9 @@ LOCOMO = [
                 ax.set_ylim(0, 100)
                 ax.grid(axis="y", alpha=0.3)
             axes[0].set_ylabel("% of evidence turns retrieved")
-            axes[0].legend(fontsize=8, loc="upper left")
+            fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(results), fontsize=9)
             fig.suptitle(f"LoCoMo {CONV}: {len(questions)} questions (one conversation; development figures)")
-            fig.tight_layout()
+            fig.tight_layout(rect=(0, 0.07, 1, 1))
             plt.show()
     """),
     md("""
@@ -843,7 +853,7 @@ LOCOMO = [
             from datetime import timedelta
 
             end = turns[-1].when
-            live = {m.metadata["dia_id"]: m for m in mm.find(scope=CONV)}
+            in_ledger = dict(zip(sorted(stored), mm.get_many([outcome[d].id for d in sorted(stored)], scope=CONV)))
             x = {}  # spread each session's turns over a day so that they do not overlap
             for session_turns in sessions.values():
                 for i, t in enumerate(session_turns):
@@ -854,7 +864,7 @@ LOCOMO = [
             ax.scatter([x[t.dia_id] for t in keep], [outcome[t.dia_id].value for t in keep], s=14, label="stored: V at write")
             ax.scatter([x[t.dia_id] for t in drop], [outcome[t.dia_id].value for t in drop], s=14, marker="x",
                        color="grey", alpha=0.6, label="buffered: V at write")
-            ax.scatter([x[t.dia_id] for t in keep], [value_model.memory_effective_value(live[t.dia_id], end) for t in keep],
+            ax.scatter([x[t.dia_id] for t in keep], [value_model.memory_effective_value(in_ledger[t.dia_id], end) for t in keep],
                        s=8, color="tab:orange", label=f"stored: V_eff on {end:%d %b %Y}")
             ev = [t for t in turns if t.dia_id in evidence]
             ax.scatter([x[t.dia_id] for t in ev], [outcome[t.dia_id].value for t in ev], s=60, facecolors="none",

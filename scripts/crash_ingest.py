@@ -1,4 +1,4 @@
-"""Writer process for the crash-safety and multi-process tests: ingest memories and acknowledge each one.
+r"""Writer process for the crash-safety and multi-process tests: ingest memories and acknowledge each one.
 
 For every memory, once ``remember()`` (or ``remember_many()``) has returned, the script prints one line
 ``ACK <index> <memory id>`` and flushes stdout, so a parent that kills it with SIGKILL at any moment knows exactly
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             idx = [i]
             mems = [mm.remember(content_for(args.run, i), scope=scope)]
-        for j, m in zip(idx, mems):
+        for j, m in zip(idx, mems, strict=True):
             out.write(f"ACK {j} {m.id}\n")
         out.flush()
         i = idx[-1] + 1

@@ -403,12 +403,15 @@ class MemoryManager:
         self._value_prepare(drafts)
         self._before_write(drafts)
         results: list[Memory | None] = [None] * len(drafts)
-        todo, batch_dups = self._dedupe(drafts, results, now)
+        todo, batch_dups, merges = self._dedupe(drafts, now)
         missing = [d for d in todo if d.embedding is None]
         if missing:
             vectors = self._embed([d.content for d in missing])
             for d, v in zip(missing, vectors):
                 d.embedding = v
+        # Writes start only now, after everything that can fail on bad input or a broken embedder.
+        if merges:
+            self._merge_duplicates(merges, results, now)
         todo = self._value_gate(drafts, todo, results, now)
         written: list[dict[str, Any]] = []
         created, suspects = self._persist(todo, now, rows_out=written)
@@ -536,12 +539,13 @@ class MemoryManager:
             enforce_write(self, drafts)
 
     def _dedupe(
-        self, drafts: list[_Draft], results: list[Memory | None], now: datetime
-    ) -> tuple[list[_Draft], list[tuple[int, int]]]:
-        """Resolve exact duplicates and slot supersession.
+        self, drafts: list[_Draft], now: datetime
+    ) -> tuple[list[_Draft], list[tuple[int, int]], list[tuple[int, dict[str, Any], _Draft]]]:
+        """Resolve exact duplicates and slot supersession (reads only; nothing is written here).
 
         Returns:
-            The drafts to persist, and ``(index, first_index)`` pairs for in-batch duplicates.
+            The drafts to persist, ``(index, first_index)`` pairs for in-batch duplicates, and
+            ``(index, existing_row, draft)`` for duplicates of live ledger memories (to merge).
         """
         todo: list[_Draft] = []
         seen: dict[tuple[str, str | None, str, str], int] = {}
@@ -580,9 +584,7 @@ class MemoryManager:
             else:
                 seen[key] = i
                 todo.append(d)
-        if merges:
-            self._merge_duplicates(merges, results, now)
-        return todo, batch_dups
+        return todo, batch_dups, merges
 
     def _would_cycle(self, memory_id: str, premises: Sequence[str]) -> bool:
         """Whether adding ``premises`` to ``memory_id`` would make it its own ancestor."""
@@ -1779,7 +1781,7 @@ class MemoryManager:
                 r["index_state"] = "removing"
         stale_rows = [r for r in rows if r["index_state"] == "stale"]
         if stale_rows:  # a metadata update cannot reach an entry that is not there (e.g. retract after forget)
-            for r, meta in zip(stale_rows, self.index.get_metadata([r["id"] for r in stale_rows])):
+            for r, meta in zip(stale_rows, self.index.get_metadata([r["id"] for r in stale_rows]), strict=True):
                 if meta is None:
                     r["index_state"] = "pending"
         upserts = [r for r in rows if r["index_state"] == "pending"]
@@ -1874,7 +1876,7 @@ class MemoryManager:
         both = [i for i in expected if i in present]
         for start in range(0, len(both), 2000):
             chunk = both[start : start + 2000]
-            for mid, meta in zip(chunk, self.index.get_metadata(chunk)):
+            for mid, meta in zip(chunk, self.index.get_metadata(chunk), strict=True):
                 row, meta = rows[mid], meta or {}
                 if meta.get("user_id") != row["user_id"]:
                     report.scope_mismatch.append(mid)

@@ -111,7 +111,7 @@ def _check_after_crash(store: Path, acked: dict[int, str], run: str, stats: Cras
         assert not check.orphans, "the index has an entry the ledger lacks"
         scope = Scope(user_id=USER)
         got = mm.get_many(list(acked.values()), scope=scope)
-        for (i, mid), mem in zip(acked.items(), got):
+        for (i, mid), mem in zip(acked.items(), got, strict=True):
             if mem is None or mem.content != content_for(run, i):
                 stats.lost.append(mid)
         sample = list(acked.items()) if recall_all else list(acked.items())[-20:]

@@ -40,7 +40,7 @@ def snapshot(mm: MemoryManager) -> dict[str, Any]:
             rows = [tuple(r) for r in conn.execute(select(table))]
             out[table.name] = sorted(rows, key=repr)
     ids = sorted(mm.index.ids())
-    out["index"] = list(zip(ids, mm.index.get_metadata(ids)))
+    out["index"] = list(zip(ids, mm.index.get_metadata(ids), strict=True))
     out["stats"] = mm.stats()
     return out
 

@@ -100,7 +100,8 @@ class IsolationMachine(RuleBasedStateMachine):
         try:
             mem = self.mm.remember(
                 f"{' '.join(words)} {mk}", scope=scope, metadata={"note": mk}, tags=[mk], derived_from=premises,
-                activity_id=activity, slot=slot, source="reasoning" if premises else "user", kind="semantic" if slot else "episodic",
+                activity_id=activity, slot=slot, source="reasoning" if premises else "user",
+                kind="semantic" if slot else "episodic",
             )  # fmt: skip
         except ScopeViolationError:
             assert foreign, "a same-scope premise was refused"
@@ -176,7 +177,8 @@ class IsolationMachine(RuleBasedStateMachine):
         scope = Scope(user_id=user, agent_id=agent, session_id=session)
         expected = {
             i for i, o in self.owner.items()
-            if o.user_id == user and (agent is None or o.agent_id == agent) and (session is None or o.session_id == session)
+            if o.user_id == user and (agent is None or o.agent_id == agent)
+            and (session is None or o.session_id == session)
         }  # fmt: skip
         receipt = self.mm.erase(scope=scope)
         STATS["erasures"] += 1

@@ -511,3 +511,24 @@ def test_user_restating_without_premises_keeps_independent_support(mm, alice):
     fact = mm.remember("I live in Rome", scope=alice)
     mm.remember("I live in Rome", scope=alice)
     assert [e.type for e in mm.audit(alice, memory_id=fact.id)] == ["created", "seen_again"]
+
+
+def test_failing_embedder_writes_nothing_even_for_duplicates(alice):
+    from memlineage import StorageError
+
+    class Broken(FakeEmbedder):
+        broken = False
+
+        def embed(self, texts):
+            if self.broken:
+                raise RuntimeError("model crashed")
+            return super().embed(texts)
+
+    emb = Broken()
+    mm = make_manager(embedder=emb)
+    mm.remember("already here", scope=alice)
+    before = (mm.stats(), [e.type for e in mm.audit(alice)])
+    emb.broken = True
+    with pytest.raises(StorageError, match="model crashed"):
+        mm.remember_many([{"content": "already here", "scope": alice}, {"content": "new one", "scope": alice}])
+    assert (mm.stats(), [e.type for e in mm.audit(alice)]) == before
