@@ -1060,7 +1060,7 @@ class MemoryManager:
             self.ledger.insert_events(
                 conn, [_event(t, "erasure_receipt", None, None, scope.user_id, {"memories": len(ids), "reason": reason})]
             )
-        removed = self._sync_index(list(ids))
+        removed = self._sync_index([*ids, *dict.fromkeys(suspects)])  # descendants made suspect need a sync too
         self._compact()
         return ErasureReceipt(
             user_id=scope.user_id,
@@ -1837,13 +1837,14 @@ class MemoryManager:
             ``{"upserted": n, "updated": n, "removed": n}``.
         """
         rows = self.ledger.index_backlog()
+        removed = self._apply_index(rows) if rows else 0
+        # _apply_index settles each row's action in place (e.g. a stale entry the index lost is upserted).
         report = {
             "upserted": sum(r["index_state"] == "pending" for r in rows),
             "updated": sum(r["index_state"] == "stale" for r in rows),
-            "removed": 0,
+            "removed": removed,
         }
         if rows:
-            report["removed"] = self._apply_index(rows)
             logger.info("index repaired: %s", report)
         return report
 

@@ -299,3 +299,13 @@ def test_new_slot_value_derived_from_the_old_one_is_indexed_with_its_status(mm: 
     assert mm.require(new.id, scope=ALICE).status is Status.SUSPECT
     assert mm.verify().ok
     assert new.id not in mm.recall("city Lyon", scope=ALICE, k=5).ids
+
+
+def test_erasing_a_premise_syncs_the_suspect_descendants(mm: MemoryManager) -> None:
+    """Regression: erase() left the descendants it made suspect unsynced (index still said active)."""
+    premise = mm.remember("premise to erase", scope=ALICE)
+    child = mm.remember("conclusion from it", scope=ALICE, source="reasoning", derived_from=[premise.id])
+    receipt = mm.erase(premise.id, scope=ALICE)
+    assert receipt.suspect == [child.id]
+    assert mm.verify().ok
+    assert mm.index.get_metadata([child.id])[0]["status"] == "suspect"
