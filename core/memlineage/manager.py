@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -184,6 +185,9 @@ class MemoryManager:
         self.value_model = value_model
         self.path = path
         self._lock = lock
+        # Serialises the write gate (duplicate check → insert) within this process, so two threads writing the
+        # same content cannot both store it. Across processes, server mode relies on the ledger's transactions.
+        self._write_mutex = threading.RLock()
         self._closed = False
         self._dims: int | None = None  # the embedder's vector size, learnt from its first output
         # hybrid retrieval (memlineage.retrieval): lexical leg built lazily per user from the ledger
@@ -402,6 +406,10 @@ class MemoryManager:
             self._check_premises(drafts, conn)
         self._value_prepare(drafts)
         self._before_write(drafts)
+        with self._write_mutex:
+            return self._remember_locked(drafts, now)
+
+    def _remember_locked(self, drafts: list[_Draft], now: datetime) -> list[Memory]:
         results: list[Memory | None] = [None] * len(drafts)
         todo, batch_dups, merges = self._dedupe(drafts, now)
         missing = [d for d in todo if d.embedding is None]
@@ -931,7 +939,12 @@ class MemoryManager:
             d.embedding = self._embed([d.content])[0]
         d.force = True  # an explicit revision is always stored; a value model only scores it
         self._value_gate([d], [d], [None], self.clock())
-        (new,), suspect = self._persist([d], self.clock())
+        with self._write_mutex:
+            current = self.ledger.memory_rows([old_id])[0]
+            if current is None or current["status"] not in _LIVE:
+                msg = f"memory {old_id!r} was superseded or invalidated meanwhile; supersede its newest version"
+                raise InvalidInputError(msg)
+            (new,), suspect = self._persist([d], self.clock())
         self._sync_index([new.id])
         return CascadeReport(
             target=old_id, action="supersede", suspect=suspect, memory=self.get(new.id, scope=scope)
@@ -1499,13 +1512,13 @@ class MemoryManager:
             rows = [r for r in self.ledger.activity_rows(frontier) if r and r["id"] not in seen]
             frontier = []
             for r in rows:
-                if r["user_id"] not in (None, scope.user_id):
+                if r["user_id"] not in (None, scope.user_id) or r["id"] in seen:
                     continue
                 seen.add(r["id"])
                 activities.append(_row_activity(r))
                 if r["parent_id"]:
                     edges.append((r["id"], Relation.WAS_INFORMED_BY.value, r["parent_id"]))
-                    if r["parent_id"] not in seen:
+                    if r["parent_id"] not in seen and r["parent_id"] not in frontier:
                         frontier.append(r["parent_id"])
         known = shown | seen
         edges = [e for e in dict.fromkeys(edges) if e[2] in known]

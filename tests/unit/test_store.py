@@ -532,3 +532,40 @@ def test_failing_embedder_writes_nothing_even_for_duplicates(alice):
     with pytest.raises(StorageError, match="model crashed"):
         mm.remember_many([{"content": "already here", "scope": alice}, {"content": "new one", "scope": alice}])
     assert (mm.stats(), [e.type for e in mm.audit(alice)]) == before
+
+
+def test_concurrent_identical_writes_store_one_memory(alice):
+    import threading
+
+    from memlineage.ledger import Ledger
+
+    for _ in range(10):
+        mm = make_manager(ledger=Ledger("sqlite://"))
+        barrier = threading.Barrier(4)
+        out: list[str] = []
+
+        def write() -> None:
+            barrier.wait()
+            out.append(mm.remember("Flight to Paris: 120 EUR", scope=alice, source="tool:x").id)
+
+        threads = [threading.Thread(target=write) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(set(out)) == 1
+        assert mm.stats(alice)["memories"] == 1
+
+
+def test_explain_lists_each_activity_once(mm, alice):
+    mm.record_activity(Activity(id="run", kind="agent_run", scope=alice))
+    mm.record_activity(Activity(id="llm", kind="llm_call", parent_id="run", scope=alice))
+    mm.record_activity(Activity(id="t1", kind="tool_call", parent_id="llm", scope=alice))
+    mm.record_activity(Activity(id="t2", kind="tool_call", parent_id="llm", scope=alice))
+    a = mm.remember("result one", scope=alice, source="tool:a", activity_id="t1")
+    b = mm.remember("result two", scope=alice, source="tool:b", activity_id="t2")
+    c = mm.remember("answer", scope=alice, source="agent", derived_from=[a.id, b.id])
+    ex = mm.explain(c.id, scope=alice)
+    ids = [act.id for act in ex.activities]
+    assert sorted(ids) == ["llm", "run", "t1", "t2"]
+    assert ex.to_mermaid().count('llm(["') == 1
