@@ -559,3 +559,15 @@ async def test_value_model_async_twins():
     vm = ValueModel()
     assert (await vm.aassess("I prefer aisle seats")).info_type == "preference"
     assert (await vm.aextract("我住在上海")).slot == "user.residence"
+
+
+def test_pronoun_objects_make_no_slot_and_speakers_get_their_own():
+    from memlineage.extractors._rules import RuleBasedExtractor
+
+    ex = RuleBasedExtractor()
+    assert ex.extract("I love it!").slot is None
+    assert ex.extract("我喜欢它").slot is None
+    a = ex.extract("[8 May, 2023] Caroline: I love creating art").slot
+    b = ex.extract("[9 May, 2023] Melanie: I love creating art").slot
+    assert a == "caroline.preference.art" and b == "melanie.preference.art"
+    assert ex.extract("user: I prefer aisle seats").slot == "user.preference.seat"

@@ -313,6 +313,14 @@ def _slug(value: str) -> str:
     return value[:32] or "other"
 
 
+#: Objects that name nothing by themselves ("I love it!"): no slot, or unrelated statements would collide.
+_PRONOUN_OBJECT = re.compile(
+    r"^(?:it|this|that|these|those|them|you|him|her|us|one|that one|this one|everything|all of (?:it|them)"
+    r"|它|这个|那个|这些|那些|你|他|她|他们|她们|一切)\W*$",
+    re.IGNORECASE,
+)
+
+
 def _category(obj: str) -> str:
     for name, pattern in _CATEGORIES:
         if pattern.search(obj):
@@ -364,6 +372,8 @@ def detect_slot(text: str) -> tuple[str | None, str | None]:
             return f"user.diet.{_diet_key(value)}", value
         if slot == "user.preference":
             obj = _FILLER.sub("", value)
+            if _PRONOUN_OBJECT.match(obj.strip()):
+                return None, None
             if _EAT_PREFIX.match(obj):
                 return f"user.diet.{_diet_key(_EAT_PREFIX.sub('', obj))}", value
             return f"user.preference.{_category(obj)}", value
@@ -479,6 +489,24 @@ _TRANSCRIPT_PREFIX = re.compile(
 )
 
 
+_SPEAKER = re.compile(r"^\s*\[[^\]\n]{1,60}\]\s*(?P<who>[^\s:：\[\]][^:：\n]{0,30})[:：]")
+_ROLE_LABELS = {"user", "human", "用户"}
+
+
+def transcript_speaker(text: str) -> str | None:
+    """The speaker named by a ``[timestamp] speaker:`` prefix (None without one, or for a generic user label).
+
+    Example:
+        >>> transcript_speaker("[8 May, 2023] Caroline: I love art")
+        'Caroline'
+    """
+    match = _SPEAKER.match(text)
+    if not match:
+        return None
+    who = match.group("who").strip()
+    return None if who.lower() in _ROLE_LABELS else who
+
+
 def strip_transcript_prefix(text: str) -> str:
     """Drop a leading ``[timestamp] speaker:`` or ``role:`` label (kept when nothing would remain).
 
@@ -528,8 +556,12 @@ class RuleBasedExtractor:
             The features, with ``extractor="rules"``. A transcript prefix (``[timestamp] speaker:``, ``user:``)
             is ignored: it frames the content and is not part of it.
         """
+        speaker = transcript_speaker(text)
         text = strip_transcript_prefix(text)
         slot, slot_value = detect_slot(text)
+        if slot is not None and speaker is not None:
+            # In a multi-party transcript "I" is the speaker: Caroline's and Melanie's preferences are two slots.
+            slot = f"{_slug(speaker)}.{slot.split('.', 1)[1]}"
         info_type = _info_type(text, slot)
         entities = _entities(text)
         if slot_value and not any(e.endswith(f":{slot_value}") for e in entities):
