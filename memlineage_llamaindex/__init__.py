@@ -10,6 +10,10 @@ Which to use:
   explicit.
 * ``LineageEventHandler(...).register()`` captures the same through ``get_dispatcher()`` for code you cannot
   wrap; it is process-global, so give it one scope or tag each run with ``instrument_tags``.
+
+The memories recalled into a turn's context are premises of its tool results and answer (the block records
+them; ``capture_run`` and the handler read them from the run's ``lineage_memory``), so correcting a recalled
+memory makes what was built on it suspect.
 """
 
 from memlineage_llamaindex._block import LineageMemoryBlock

@@ -27,6 +27,12 @@ the result stored as a memory of source ``tool:<name>`` derived from the user tu
 (``is_error=True``) only closes its activity with ``outcome="error"`` and the error text; it is never stored
 as a result. The final answer (source ``agent``) derives from the user turn and every successful tool result
 of the run.
+
+With :func:`~memlineage_llamaindex.lineage_memory` (the run's ``memory``), ``capture_run`` also derives the
+tool results and the answer from the memories the block recalled into the run's context
+(:meth:`LineageMemoryBlock.recalled_ids`), so correcting one of them makes them suspect. The block and the
+capture write the same memories (the core stores a repeated write once); when the block stored one first,
+the capture links it to its activity with :meth:`MemoryManager.link`, so ``explain`` shows the run.
 """
 
 from __future__ import annotations
@@ -49,10 +55,12 @@ from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.llms import ChatMessage
 from llama_index.core.workflow import StopEvent
+from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Scope, new_id
+from memlineage.models import Activity, Memory, Scope, new_id
 from typing_extensions import override
 
+from memlineage_llamaindex._block import LineageMemoryBlock
 from memlineage_llamaindex._convert import (
     latest_user_text,
     message_text,
@@ -60,6 +68,7 @@ from memlineage_llamaindex._convert import (
     tool_metadata,
     tool_result_content,
 )
+from memlineage_llamaindex._memory import LineageMemory
 
 __all__ = ["LineageEventHandler", "LineageSpanHandler", "capture_run"]
 
@@ -68,15 +77,25 @@ logger = logging.getLogger(__name__)
 
 # ====================================================================== shared translation
 @dataclass
+class _Context:
+    """Where the memories recalled into a run's context are found: its memory block and session."""
+
+    block: LineageMemoryBlock
+    session_id: str | None
+
+
+@dataclass
 class _Run:
     """What one agent run has recorded so far (ids only)."""
 
     run_id: str
     scope: Scope
     user_memory_id: str | None = None
+    user_text: str | None = None
     llm_id: str | None = None
     results: list[str] = field(default_factory=list)
     answered: bool = False
+    context: _Context | None = None
 
 
 class _Recorder:
@@ -85,13 +104,35 @@ class _Recorder:
     def __init__(self, manager: MemoryManager) -> None:
         self.manager = manager
 
+    def _link(self, run: _Run, mem: Memory, activity_id: str) -> None:
+        """Link a memory to the activity that wrote it when an earlier identical write absorbed the write."""
+        if mem.lineage.activity_id != activity_id:
+            self.manager.link(mem.id, activity_id, scope=run.scope)
+
+    def _premises(self, run: _Run, content: str) -> list[str]:
+        """The user turn and the memories recalled into the run's context (none without a memory block)."""
+        own = [run.user_memory_id] if run.user_memory_id else []
+        ctx = run.context
+        if ctx is None or not run.user_text:
+            return own
+        recalled = ctx.block.recalled_ids(
+            run.user_text,
+            session_id=ctx.session_id,
+            user_memory_id=run.user_memory_id,
+            scope=run.scope,
+            exclude_content=content,
+        )
+        return list(dict.fromkeys([*own, *recalled]))
+
     def start_run(self, run: _Run, user_text: str | None, name: str | None) -> None:
         self.manager.record_activity(Activity(id=run.run_id, kind="agent_run", name=name, scope=run.scope))
+        run.user_text = user_text or None
         if user_text:
             mem = self.manager.remember(
                 user_text, scope=run.scope, source="user", activity_id=run.run_id, metadata={"role": "user"}
             )
             run.user_memory_id = mem.id
+            self._link(run, mem, run.run_id)
 
     def start_llm(self, run: _Run, llm_id: str, name: str | None) -> None:
         run.llm_id = llm_id
@@ -138,15 +179,17 @@ class _Recorder:
         if is_error:
             self.manager.end_activity(tool_id, outcome="error", metadata={"error": output})
             return
+        content = tool_result_content(tool_name, tool_kwargs, output)
         mem = self.manager.remember(
-            tool_result_content(tool_name, tool_kwargs, output),
+            content,
             scope=run.scope,
             source=f"tool:{tool_name}",
             activity_id=tool_id,
             parent_activity_id=run.llm_id or run.run_id,
-            derived_from=[run.user_memory_id] if run.user_memory_id else [],
+            derived_from=self._premises(run, content),
             metadata=tool_metadata(tool_id, tool_name, tool_kwargs),
         )
+        self._link(run, mem, tool_id)
         run.results.append(mem.id)
         self.manager.end_activity(tool_id, metadata={"memory_id": mem.id})
 
@@ -155,16 +198,18 @@ class _Recorder:
             return
         run.answered = True
         if text:
-            premises = ([run.user_memory_id] if run.user_memory_id else []) + run.results
-            self.manager.remember(
+            premises = list(dict.fromkeys([*self._premises(run, text), *run.results]))
+            activity_id = run.llm_id or run.run_id
+            mem = self.manager.remember(
                 text,
                 scope=run.scope,
                 source="agent",
-                activity_id=run.llm_id or run.run_id,
+                activity_id=activity_id,
                 parent_activity_id=run.run_id,
                 derived_from=premises,
                 metadata={"role": "assistant"},
             )
+            self._link(run, mem, activity_id)
         self.manager.end_activity(run.run_id)
 
     def fail(self, run: _Run, error: str) -> None:
@@ -190,8 +235,12 @@ async def capture_run(
     scope: Scope | Mapping[str, Any] | str,
     user_msg: str | None = None,
     on_event: Callable[[Any], Any] | None = None,
+    memory: Any = None,
 ) -> Any:
     """Run a workflow agent to completion while recording its turn, tool calls and answer with lineage.
+
+    Tool results and the answer derive from the user turn and, when the run's memory is a
+    :func:`~memlineage_llamaindex.lineage_memory`, from the memories it recalled into the run's context.
 
     Args:
         handler: The ``WorkflowHandler`` returned by ``agent.run(...)``; its events are consumed here.
@@ -199,6 +248,9 @@ async def capture_run(
         scope: Owner of the run's memories; required.
         user_msg: The user turn; default the run's ``user_msg`` (read from the run context).
         on_event: Called with every streamed event (e.g. to print tokens); may be async.
+        memory: The run's :class:`~memlineage_llamaindex.LineageMemory` or a
+            :class:`~memlineage_llamaindex.LineageMemoryBlock`; default the ``memory`` of the run context
+            when it is a ``LineageMemory``. Other memories are ignored.
 
     Returns:
         The run's result (``await handler``).
@@ -214,6 +266,7 @@ async def capture_run(
         ... )  # doctest: +SKIP
     """
     run = _Run(run_id=str(getattr(handler, "run_id", None) or new_id()), scope=Scope.coerce(scope))
+    run.context = _context_of(memory, run.scope)
     recorder = _Recorder(manager)
     started = False
     try:
@@ -226,6 +279,8 @@ async def capture_run(
                 if not started:
                     started = True
                     text = user_msg or await _run_user_msg(handler) or latest_user_text(ev.input)
+                    if run.context is None and memory is None:
+                        run.context = _context_of(await _run_memory(handler), run.scope)
                     await asyncio.to_thread(recorder.start_run, run, text, ev.current_agent_name)
                 await asyncio.to_thread(recorder.start_llm, run, new_id(), ev.current_agent_name)
             elif isinstance(ev, AgentOutput) and run.llm_id is not None:
@@ -256,14 +311,34 @@ async def capture_run(
 
 
 async def _run_user_msg(handler: Any) -> str | None:
+    value = await _run_state(handler, "user_msg_str")
+    return value or None
+
+
+async def _run_memory(handler: Any) -> Any:
+    return await _run_state(handler, "memory")
+
+
+async def _run_state(handler: Any, key: str) -> Any:
     ctx = getattr(handler, "ctx", None)
     if ctx is None:
         return None
     try:
-        value = await ctx.store.get("user_msg_str", default=None)
-    except Exception:  # the context API differs between workflow versions; fall back to the input messages
+        return await ctx.store.get(key, default=None)
+    except Exception:  # the context API differs between workflow versions; the caller falls back
         return None
-    return value or None
+
+
+def _context_of(memory: Any, scope: Scope) -> _Context | None:
+    """The block and session a run's recalled memories are read from, or ``None``."""
+    if isinstance(memory, LineageMemory):
+        try:
+            return _Context(block=memory.lineage_block, session_id=memory.session_id)
+        except MemLineageError:
+            return None
+    if isinstance(memory, LineageMemoryBlock):
+        return _Context(block=memory, session_id=memory.session_id or scope.session_id)
+    return None
 
 
 # ====================================================================== instrumentation
@@ -337,7 +412,9 @@ class LineageEventHandler(BaseEventHandler):
     """Captures every tool call, LLM call, user turn and answer of workflow agents through instrumentation.
 
     LLM chat start/end events become ``llm_call`` activities (id = the LLM span id); the companion
-    :class:`LineageSpanHandler` records runs and tool calls. See the module docstring for when to prefer
+    :class:`LineageSpanHandler` records runs and tool calls. When a run's ``memory`` is a
+    :func:`~memlineage_llamaindex.lineage_memory`, its tool results and answer also derive from the memories
+    recalled into the run's context, as with :func:`capture_run`. See the module docstring for when to prefer
     :func:`capture_run`.
 
     Setup:
@@ -371,7 +448,7 @@ class LineageEventHandler(BaseEventHandler):
     _runs: dict[str, _Run] = PrivateAttr(default_factory=dict)
     _tools: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
     _run_spans: dict[str, list[str]] = PrivateAttr(default_factory=dict)
-    _pending: dict[str, tuple[str | None, str | None]] = PrivateAttr(default_factory=dict)
+    _pending: dict[str, tuple[str | None, str | None, Any]] = PrivateAttr(default_factory=dict)
     _recorder: _Recorder | None = PrivateAttr(default=None)
 
     def __init__(
@@ -466,7 +543,7 @@ class LineageEventHandler(BaseEventHandler):
             if outer is None:
                 # The run span itself carries no instrument tags; its first step span does, so the run starts
                 # there.
-                self._pending[id_] = (_start_user_msg(args), instance.name)
+                self._pending[id_] = (_start_user_msg(args), instance.name, _start_memory(args))
         elif ".call_tool-" in id_ and isinstance(args.get("ev"), ToolCall) and outer is not None:
             ev = args["ev"]
             self._tools[id_] = (ev.tool_id, ev.tool_name)
@@ -481,12 +558,12 @@ class LineageEventHandler(BaseEventHandler):
             )
 
     def _activate(self, run_id: str, tags: Mapping[str, Any] | None) -> _Run | None:
-        user_text, name = self._pending.pop(run_id)
+        user_text, name, memory = self._pending.pop(run_id)
         scope = scope_from_tags(tags, self.scope)
         if scope is None:
             logger.debug("agent run %s has no MemLineage scope (no handler scope, no tags); skipped", run_id)
             return None
-        run = _Run(run_id=run_id, scope=scope)
+        run = _Run(run_id=run_id, scope=scope, context=_context_of(memory, scope))
         self._runs[run_id] = run
         self._guard("an agent run start", self._recorder_().start_run, run, user_text, name)
         return run
@@ -529,6 +606,15 @@ class LineageEventHandler(BaseEventHandler):
         for span_id in self._run_spans.pop(run_id, []):
             self._parents.pop(span_id, None)
         self._runs.pop(run_id, None)
+
+
+def _start_memory(args: Mapping[str, Any]) -> Any:
+    """The ``memory`` passed to ``agent.run``, if the start event carries one."""
+    start = args.get("start_event")
+    memory = getattr(start, "memory", None) if start is not None else None
+    if memory is None and start is not None and hasattr(start, "get"):
+        memory = start.get("memory", None)
+    return memory
 
 
 def _start_user_msg(args: Mapping[str, Any]) -> str | None:

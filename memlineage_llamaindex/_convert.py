@@ -7,12 +7,13 @@ recall hits to the compact text the model reads, and scope resolution from block
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from memlineage.errors import InvalidInputError
-from memlineage.models import Scope
+from memlineage.models import Scope, normalize_content
 from memlineage.retrieval import RecallHit
 
 #: Instrument-tag keys that name the scope of a run (see ``instrument_tags`` in
@@ -134,6 +135,55 @@ def render_hits(hits: Sequence[RecallHit], header: str) -> str:
     if not hits:
         return ""
     return "\n".join([header, *(hit_line(h) for h in hits)])
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A memory recalled into a turn's context: what deciding whether it can be a premise needs.
+
+    Attributes:
+        id: The memory id.
+        text: Its normalised content.
+        scope: Its scope.
+        premises: Its premises when it was recalled.
+    """
+
+    id: str
+    text: str
+    scope: Scope
+    premises: tuple[str, ...]
+
+    @classmethod
+    def of(cls, hit: RecallHit) -> Recalled:
+        """The record of one recall hit."""
+        mem = hit.memory
+        return cls(id=mem.id, text=normalize_content(mem.content), scope=mem.scope, premises=mem.derived_from)
+
+
+def context_premises(
+    recalled: Iterable[Recalled],
+    *,
+    user_memory_ids: Iterable[str | None] = (),
+    scope: Scope | None = None,
+    exclude_content: str | None = None,
+) -> list[str]:
+    """The ids of recalled memories that can be premises of what a turn produces, in recall order.
+
+    Left out: the user turn itself (``user_memory_ids``: the ids it was stored under) and what the turn
+    produced (memories derived from it, which a later recall of the same turn can return), memories ``scope``
+    cannot derive from, and a memory with the very words being written (that write is absorbed by it, and a
+    memory is never its own premise).
+    """
+    turn = {i for i in user_memory_ids if i}
+    skip = normalize_content(exclude_content) if exclude_content else None
+    out: list[str] = []
+    for rec in recalled:
+        if rec.id in turn or turn.intersection(rec.premises):
+            continue
+        if (scope is not None and not scope.contains(rec.scope)) or rec.text == skip or rec.id in out:
+            continue
+        out.append(rec.id)
+    return out
 
 
 def truncate_lines(content: str, tokens_to_truncate: int, count_tokens: Callable[[str], int]) -> str | None:

@@ -177,5 +177,6 @@ def lineage_memory(
     memory = LineageMemory.from_defaults(
         session_id=session_id, token_limit=token_limit, memory_blocks=[block], **memory_kwargs
     )
+    assert isinstance(memory, LineageMemory)  # from_defaults builds the class it is called on
     memory.write_through = write_through
     return memory

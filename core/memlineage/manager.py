@@ -1736,6 +1736,58 @@ class MemoryManager:
             self.ledger.upsert_activity(conn, ended)
         return ended
 
+    def link(
+        self,
+        memory_id: str,
+        activity_id: str,
+        relation: Relation | str = Relation.WAS_GENERATED_BY,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+    ) -> bool:
+        """Record that an activity also generated (``wasGeneratedBy``) or read (``used``) an existing memory.
+
+        For a write absorbed by an exact duplicate (``seen_again``), which keeps the first writer's activity only,
+        e.g. a user turn stored by a memory component before the agent run that received it was recorded.
+        Idempotent; records a ``linked`` event. Premises are not edited here (use :meth:`remember`).
+
+        Args:
+            memory_id: The memory; must be readable in ``scope``.
+            activity_id: A recorded activity of the same user (or of none).
+            relation: ``wasGeneratedBy`` (memory -> activity) or ``used`` (activity -> memory).
+            scope: Caller's scope.
+
+        Returns:
+            ``True`` when the edge was added, ``False`` when it already existed.
+
+        Raises:
+            InvalidInputError: another relation.
+            MemoryNotFoundError: no such memory in the scope, or no such activity.
+            ScopeViolationError: the activity belongs to another user.
+        """
+        allowed = (Relation.WAS_GENERATED_BY.value, Relation.USED.value)
+        rel = relation.value if isinstance(relation, Relation) else relation
+        if rel not in allowed:
+            msg = f"link() records {' or '.join(allowed)} edges, not {relation!r}"
+            raise InvalidInputError(msg)
+        scope = Scope.coerce(scope)
+        mem = self.require(memory_id, scope=scope)
+        act = self.get_activity(activity_id)
+        if act is None:
+            msg = f"no activity {activity_id!r}; record_activity() it first"
+            raise MemoryNotFoundError(msg)
+        if act.scope is not None and act.scope.user_id != mem.scope.user_id:
+            msg = f"activity {activity_id!r} belongs to another user"
+            raise ScopeViolationError(msg)
+        src, dst = (mem.id, act.id) if rel == Relation.WAS_GENERATED_BY.value else (act.id, mem.id)
+        t = to_epoch(self.clock())
+        user = mem.scope.user_id
+        with self._write_mutex, self.ledger.transaction() as conn:
+            if any(e["dst"] == dst and e["relation"] == rel for e in self.ledger.edges_touching([src], conn)):
+                return False
+            self.ledger.insert_edges(conn, [_edge(src, dst, Relation(rel), t, user)])
+            self.ledger.insert_events(conn, [_event(t, "linked", mem.id, act.id, user, {"relation": rel})])
+        return True
+
     # ================================================================== index maintenance
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         try:
@@ -1998,6 +2050,10 @@ class MemoryManager:
     async def aend_activity(self, activity_id: str, **kwargs: Any) -> Activity:
         """Async :meth:`end_activity`."""
         return await asyncio.to_thread(self.end_activity, activity_id, **kwargs)
+
+    async def alink(self, memory_id: str, activity_id: str, *args: Any, **kwargs: Any) -> bool:
+        """Async :meth:`link`."""
+        return await asyncio.to_thread(self.link, memory_id, activity_id, *args, **kwargs)
 
     async def asweep(self, **kwargs: Any) -> Any:
         """Async :meth:`sweep`."""

@@ -569,3 +569,30 @@ def test_explain_lists_each_activity_once(mm, alice):
     ids = [act.id for act in ex.activities]
     assert sorted(ids) == ["llm", "run", "t1", "t2"]
     assert ex.to_mermaid().count('llm(["') == 1
+
+
+def test_link_records_an_extra_activity_edge(mm, alice, bob):
+    mm.record_activity(Activity(id="run-a", kind="agent_run", scope=alice))
+    mm.record_activity(Activity(id="run-b", kind="agent_run", scope=bob))
+    turn = mm.remember("Find me a flight", scope=alice, source="user")  # stored before the run linked it
+    again = mm.remember("Find me a flight", scope=alice, source="user", activity_id="run-a")
+    assert again.id == turn.id and mm.explain(turn.id, scope=alice).activities == []  # seen_again: no edge
+
+    assert mm.link(turn.id, "run-a", Relation.WAS_GENERATED_BY, scope=alice) is True
+    assert mm.link(turn.id, "run-a", "wasGeneratedBy", scope=alice) is False  # idempotent
+    ex = mm.explain(turn.id, scope=alice)
+    assert (turn.id, "wasGeneratedBy", "run-a") in ex.edges and [a.id for a in ex.activities] == ["run-a"]
+    assert mm.link(turn.id, "run-a", "used", scope=alice) is True
+    used = [(e["src"], e["dst"]) for e in mm.ledger.edges_touching(["run-a"]) if e["relation"] == "used"]
+    assert used == [("run-a", turn.id)]
+    assert [e.type for e in mm.audit(alice, memory_id=turn.id, types=["linked"])] == ["linked", "linked"]
+
+    with pytest.raises(InvalidInputError, match="wasGeneratedBy"):
+        mm.link(turn.id, "run-a", "wasDerivedFrom", scope=alice)
+    with pytest.raises(MemoryNotFoundError):
+        mm.link(turn.id, "run-a", scope=bob)  # the memory is not in bob's scope
+    with pytest.raises(MemoryNotFoundError):
+        mm.link(turn.id, "no-such-run", scope=alice)
+    with pytest.raises(ScopeViolationError):
+        mm.link(turn.id, "run-b", scope=alice)  # bob's activity
+    assert asyncio.run(mm.alink(turn.id, "run-a", scope=alice)) is False
