@@ -31,6 +31,7 @@ class LookupEmbedder:
     """Returns precomputed vectors (so both sides pay nothing for embedding)."""
 
     name = "lookup"
+    dims = DIMS
 
     def __init__(self, table: dict[str, list[float]]) -> None:
         self.table = table

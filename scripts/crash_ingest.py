@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.batch_every and n % args.batch_every == 0:
             idx = list(range(i, min(i + 3, end)))
             mems = mm.remember_many([{"content": content_for(args.run, j), "scope": scope} for j in idx])
+            if len(mems) != len(idx):  # the contract: one memory per item, in order
+                sys.stderr.write(f"remember_many returned {len(mems)} memories for items {idx}: {mems}\n")
+                return 3
         else:
             idx = [i]
             mems = [mm.remember(content_for(args.run, i), scope=scope)]

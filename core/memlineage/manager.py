@@ -1806,7 +1806,11 @@ class MemoryManager:
     def _check_dims(self, vector: Sequence[float]) -> None:
         """A precomputed embedding must have the embedder's size, or it would poison the index for the scope."""
         if self._dims is None:
-            self._embed(["dimension probe"])
+            declared = getattr(self.embedder, "dims", None)
+            if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
+                self._dims = declared
+            else:
+                self._embed(["dimension probe"])
         if len(vector) != self._dims:
             msg = (
                 f"embedding has {len(vector)} dimensions but the embedder {self.embedder.name!r} makes "

@@ -129,7 +129,10 @@ def test_second_writer_process_is_refused(tmp_path: Path) -> None:
         )  # fmt: skip
         assert other.stdout.startswith("LOCKED"), other.stderr[-2000:]
     finally:
-        out, _ = proc.communicate(input="", timeout=60)  # EOF on stdin: the holder closes its store
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()  # EOF on stdin: the holder closes its store
+        out = proc.stdout.read()  # through the buffer readline() used (communicate() would bypass it)
+        proc.wait(timeout=60)
     assert "CLOSED" in out
     with MemoryManager.open(store, embedder=FakeEmbedder()) as mm:  # released on close
         assert [m.content for m in mm.find(scope="u")] == ["held by the first process"]

@@ -47,13 +47,28 @@ class CrashStats:
 
 def _writer(store: Path, start: int, count: int, run: str) -> subprocess.Popen[str]:
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen(  # noqa: S603 - fixed argv
-        [sys.executable, str(SCRIPT), str(store), "--start", str(start), "--count", str(count), "--run", run],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    store.parent.mkdir(parents=True, exist_ok=True)
+    # stderr goes to a file: a full stderr pipe nobody reads would stall the writer.
+    with (store.parent / f"writer-{start}.err").open("w") as err:
+        return subprocess.Popen(  # noqa: S603 - fixed argv
+            [sys.executable, str(SCRIPT), str(store), "--start", str(start), "--count", str(count), "--run", run],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=env,
+        )
+
+
+def _finish(proc: subprocess.Popen[str], store: Path, start: int) -> tuple[str, str]:
+    """The rest of stdout and the stderr text, once the writer has exited.
+
+    Reads through ``proc.stdout`` (not ``communicate()``, which reads the raw pipe and would drop the lines that
+    ``readline()`` already buffered: acknowledgements the test would then miss).
+    """
+    assert proc.stdout is not None
+    rest = proc.stdout.read()
+    proc.wait(timeout=600)
+    return rest, (store.parent / f"writer-{start}.err").read_text()
 
 
 def _acks(lines: list[str]) -> dict[int, str]:
@@ -82,7 +97,7 @@ def _kill_during_ingest(store: Path, start: int, total: int, run: str, rng: rand
     if not finished:
         os.kill(proc.pid, signal.SIGKILL)
         stats.kills += 1
-    rest, err = proc.communicate(timeout=60)
+    rest, err = _finish(proc, store, start)
     lines.extend(rest.splitlines())
     if finished or "DONE" in rest:
         assert proc.returncode == 0, err[-3000:]
@@ -131,6 +146,7 @@ def run_crash_campaign(store: Path, *, total: int, kills: int, seed: int, recall
         if start >= total:
             break
         new, done = _kill_during_ingest(store, start, total, run, rng, stats, max_acks=max(1, total // kills))
+        assert sorted(new) == list(range(start, start + len(new))), f"seed={seed}: acknowledgements not contiguous"
         for i, mid in new.items():
             assert acked.setdefault(i, mid) == mid, "a resent item must deduplicate to the same memory"
         _check_after_crash(store, acked, run, stats, recall_all=recall_all)
@@ -139,14 +155,17 @@ def run_crash_campaign(store: Path, *, total: int, kills: int, seed: int, recall
     start = max(acked, default=-1) + 1
     if start < total:  # finish the ingest without a kill
         proc = _writer(store, start, total - start, run)
-        out, err = proc.communicate(timeout=600)
+        out, err = _finish(proc, store, start)
         assert proc.returncode == 0, err[-3000:]
         for i, mid in _acks(out.splitlines()).items():
             assert acked.setdefault(i, mid) == mid
     _check_after_crash(store, acked, run, stats, recall_all=recall_all)
     stats.acknowledged = set(acked.values())
     with MemoryManager.open(store, embedder=FakeEmbedder()) as mm:
-        assert mm.stats(Scope(user_id=USER))["memories"] == total == len(stats.acknowledged)
+        in_ledger = mm.ledger.ids_in_scope(Scope(user_id=USER))
+        extra = [m.content for m in mm.get_many(sorted(set(in_ledger) - stats.acknowledged), scope=USER) if m]
+        assert len(acked) == total == len(stats.acknowledged), f"seed={seed}: {len(acked)} acked, {total} sent"
+        assert len(in_ledger) == total, f"seed={seed}: unacknowledged rows {extra[:5]}"
         assert mm.index.count() == total
     return stats
 
