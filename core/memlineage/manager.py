@@ -7,6 +7,7 @@ each with an ``a``-prefixed async twin that offloads the sync implementation to 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
+import numpy as np
 from sqlalchemy import Connection
 
 from memlineage.errors import (
@@ -1842,17 +1844,10 @@ class MemoryManager:
             return 0
 
     def _apply_index(self, rows: Sequence[dict[str, Any]], *, fresh: bool = False) -> int:
-        from memlineage.ledger import decode_vector
-
         gone = (Status.ARCHIVED.value, Status.ERASED.value)
         for r in rows:  # archived / erased rows never stay in the index, whatever transition touched them
             if r["index_state"] in ("pending", "stale") and r["status"] in gone:
                 r["index_state"] = "removing"
-        stale_rows = [r for r in rows if r["index_state"] == "stale"]
-        if stale_rows:  # a metadata update cannot reach an entry that is not there (e.g. retract after forget)
-            for r, meta in zip(stale_rows, self.index.get_metadata([r["id"] for r in stale_rows]), strict=True):
-                if meta is None:
-                    r["index_state"] = "pending"
         upserts = [r for r in rows if r["index_state"] == "pending"]
         stale = [r for r in rows if r["index_state"] == "stale"]
         removing = [r for r in rows if r["index_state"] == "removing"]
@@ -1864,7 +1859,7 @@ class MemoryManager:
             write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
             write(
                 [r["id"] for r in upserts],
-                [decode_vector(r["embedding"]) or [] for r in upserts],
+                [np.frombuffer(r["embedding"], dtype="<f4") for r in upserts],
                 [index_metadata(r) for r in upserts],
             )
         if stale:
@@ -2103,6 +2098,7 @@ def _check_item(item: Any) -> dict[str, Any]:
     return dict(item)
 
 
+@functools.cache
 def _remember_keys() -> frozenset[str]:
     """The keyword arguments a remember_many() item may carry (those of ``_draft``, whatever hooks add)."""
     import inspect
@@ -2116,16 +2112,26 @@ def _vector(value: Any) -> list[float]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         msg = f"embedding must be a list of floats, not {type(value).__name__}"
         raise InvalidInputError(msg)
-    out: list[float] = []
-    for x in value:
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not -float("inf") < float(x) < float("inf"):
-            msg = f"embedding must contain finite numbers only, got {x!r}; pass embedding=None to embed the content"
-            raise InvalidInputError(msg)
-        out.append(float(x))
-    if not out:
-        msg = "embedding is empty; pass embedding=None to embed the content"
+    # Vectorised check (numpy infers one dtype for the whole list): numbers only, flat, all finite.
+    try:
+        raw = value if isinstance(value, np.ndarray) else np.asarray(list(value))
+    except (TypeError, ValueError) as exc:
+        msg = "embedding must be a flat list of finite numbers; pass embedding=None to embed the content"
+        raise InvalidInputError(msg) from exc
+    if raw.dtype.kind not in "fiu":
+        msg = (
+            f"embedding must contain numbers only (got {raw.dtype.name} values); pass embedding=None to embed "
+            "the content"
+        )
         raise InvalidInputError(msg)
-    return out
+    arr = raw.astype(np.float64, copy=False)
+    if arr.ndim != 1 or arr.size == 0:
+        msg = "embedding must be a non-empty flat list of numbers; pass embedding=None to embed the content"
+        raise InvalidInputError(msg)
+    if not np.isfinite(arr).all():
+        msg = "embedding must contain finite numbers only (found NaN or inf); pass embedding=None to embed the content"
+        raise InvalidInputError(msg)
+    return arr.tolist()
 
 
 def _unit_float(value: Any, name: str) -> float:

@@ -596,3 +596,25 @@ def test_link_records_an_extra_activity_edge(mm, alice, bob):
     with pytest.raises(ScopeViolationError):
         mm.link(turn.id, "run-b", scope=alice)  # bob's activity
     assert asyncio.run(mm.alink(turn.id, "run-a", scope=alice)) is False
+
+
+def test_status_changes_never_resurrect_or_skip_index_entries(alice):
+    idx = _FlakyIndex()
+    idx.fail = False
+    mm = make_manager(index=idx)
+    a = mm.remember("premise", scope=alice)
+    b = mm.remember("derived", scope=alice, derived_from=[a.id])
+    mm.forget(b.id, scope=alice)
+    mm.retract(a.id, scope=alice)  # b is archived: its status may change, its index entry stays gone
+    assert b.id not in idx.ids()
+    assert mm.verify().ok
+    # A memory whose first index write failed stays pending through a status change, then is fully written.
+    idx.fail = True
+    c = mm.remember("premise two", scope=alice)
+    d = mm.remember("derived two", scope=alice, derived_from=[c.id])
+    mm.retract(c.id, scope=alice)
+    idx.fail = False
+    mm.repair()
+    assert {c.id, d.id} <= idx.ids()
+    assert idx.get_metadata([d.id])[0]["status"] == "suspect"
+    assert mm.verify().ok

@@ -30,6 +30,13 @@ def _import_chromadb() -> Any:
     return chromadb
 
 
+def _matrix(vectors: Sequence[Sequence[float]]) -> Any:
+    """Vectors as one float32 array (Chroma's native input; no per-float Python conversion)."""
+    import numpy as np
+
+    return np.asarray(vectors, dtype=np.float32)
+
+
 def chroma_where(where: IndexFilter) -> dict[str, Any]:
     """Translate an :class:`IndexFilter` into a Chroma ``where`` clause (never empty)."""
     clauses: list[dict[str, Any]] = [{"user_id": where.user_id}]
@@ -129,7 +136,7 @@ class ChromaIndex:
                 "upsert",
                 self._col.upsert,
                 ids=list(ids[start:end]),
-                embeddings=[list(map(float, v)) for v in vectors[start:end]],
+                embeddings=_matrix(vectors[start:end]),
                 metadatas=[dict(m) for m in metadatas[start:end]],
             )
 
@@ -143,7 +150,7 @@ class ChromaIndex:
                 "add",
                 self._col.add,
                 ids=list(ids[start:end]),
-                embeddings=[list(map(float, v)) for v in vectors[start:end]],
+                embeddings=_matrix(vectors[start:end]),
                 metadatas=[dict(m) for m in metadatas[start:end]],
             )
 

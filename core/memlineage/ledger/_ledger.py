@@ -14,7 +14,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, and_, create_engine, event, func, insert, or_, select, update
+from sqlalchemy import Connection, Engine, and_, case, create_engine, event, func, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
@@ -264,6 +264,12 @@ class Ledger:
     def update_memories(self, conn: Connection, ids: Sequence[str], values: Mapping[str, Any]) -> int:
         """Set the same column ``values`` on every memory in ``ids``; returns the number of rows changed."""
         changed = 0
+        values = dict(values)
+        if values.get("index_state") == "stale":
+            # Only an indexed entry can go stale: a pending one still needs its full write, a removed one stays out.
+            values["index_state"] = case(
+                (memories.c.index_state == "indexed", "stale"), else_=memories.c.index_state
+            )
         for chunk in _chunks(list(ids)):
             result = conn.execute(update(memories).where(memories.c.id.in_(chunk)).values(**values))
             changed += result.rowcount or 0
