@@ -1836,7 +1836,12 @@ class MemoryManager:
         if not ids:
             return 0
         if rows is None:
-            rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids))) if r]
+            rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids)), embedding=False) if r]
+            pending = [r for r in rows if r["index_state"] == "pending"]
+            if pending:  # only a full write needs the stored vector
+                vectors = self.ledger.memory_rows([r["id"] for r in pending])
+                for r, full in zip(pending, vectors, strict=True):
+                    r["embedding"] = full["embedding"] if full else None
         try:
             return self._apply_index(rows, fresh=fresh)
         except StorageError as exc:

@@ -259,7 +259,7 @@ class Ledger:
     def insert_events(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append events (at, type, memory_id, activity_id, user_id, data)."""
         if rows:
-            conn.execute(insert(events), [{**r, "data": r.get("data") or {}} for r in rows])
+            conn.execute(insert(events), [r if r.get("data") else {**r, "data": {}} for r in rows])
 
     def update_memories(self, conn: Connection, ids: Sequence[str], values: Mapping[str, Any]) -> int:
         """Set the same column ``values`` on every memory in ``ids``; returns the number of rows changed."""
@@ -295,14 +295,26 @@ class Ledger:
             conn.execute(insert(activities).values(id=act.id, **row))
 
     # ------------------------------------------------------------------ reads
-    def memory_rows(self, ids: Sequence[str], conn: Connection | None = None) -> list[dict[str, Any] | None]:
-        """Rows for ``ids`` in input order; ``None`` for ids that do not exist."""
+    def memory_rows(
+        self, ids: Sequence[str], conn: Connection | None = None, *, embedding: bool = True
+    ) -> list[dict[str, Any] | None]:
+        """Rows for ``ids`` in input order; ``None`` for ids that do not exist.
+
+        Args:
+            ids: Memory ids.
+            conn: Optional connection to read in.
+            embedding: Include the stored vector (``embedding`` is ``None`` in the rows otherwise).
+        """
         found: dict[str, dict[str, Any]] = {}
         unique = list(dict.fromkeys(ids))
+        cols = [c for c in memories.c if embedding or c.name != "embedding"]
         with self._maybe(conn) as c:
             for chunk in _chunks(unique):
-                for row in c.execute(select(memories).where(memories.c.id.in_(chunk))).mappings():
+                for row in c.execute(select(*cols).where(memories.c.id.in_(chunk))).mappings():
                     found[row["id"]] = dict(row)
+        if not embedding:
+            for row in found.values():
+                row["embedding"] = None
         return [found.get(i) for i in ids]
 
     def memories(self, ids: Sequence[str], conn: Connection | None = None) -> list[Memory | None]:
