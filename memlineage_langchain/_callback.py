@@ -189,9 +189,7 @@ class _Recorder:
         if run is None:
             return
         self._close_open_tools(run_id)
-        for (
-            action
-        ) in run.actions:  # actions whose tool run this handler never saw (e.g. attached at construction)
+        for action in run.actions:  # actions whose tool run this handler never saw (e.g. attached at construction)
             self.manager.record_activity(
                 Activity(
                     kind="tool_call", name=action.tool, parent_id=run.id if run.recorded else None, scope=run.scope,
@@ -466,9 +464,7 @@ class LineageCaptureCallback(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        self._recorder.chain_start(
-            inputs, str(run_id), _sid(parent_run_id), metadata, _run_name(serialized, kwargs)
-        )
+        self._recorder.chain_start(inputs, str(run_id), _sid(parent_run_id), metadata, _run_name(serialized, kwargs))
 
     @override
     @_guard
@@ -594,9 +590,7 @@ class LineageCaptureCallback(BaseCallbackHandler):
 
     @override
     @_guard
-    def on_tool_end(
-        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
-    ) -> None:
+    def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         self._recorder.tool_end(output, str(run_id))
 
     @override
@@ -807,9 +801,7 @@ class AsyncLineageCaptureCallback(AsyncCallbackHandler):
 
     @override
     @_aguard
-    async def on_tool_end(
-        self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
-    ) -> None:
+    async def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         await asyncio.to_thread(self._recorder.tool_end, output, str(run_id))
 
     @override

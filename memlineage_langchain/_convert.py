@@ -262,9 +262,7 @@ def namespace_tags(namespace: tuple[str, ...]) -> list[str]:
     return [namespace_tag(namespace[: i + 1]) for i in range(len(namespace))]
 
 
-def item_content(
-    namespace: tuple[str, ...], key: str, value: Mapping[str, Any], fields: list[str] | None
-) -> str:
+def item_content(namespace: tuple[str, ...], key: str, value: Mapping[str, Any], fields: list[str] | None) -> str:
     """The text embedded for an item: its path inside the user's namespace, then the value (or ``fields``)."""
     if fields:
         parts = [text_of(_field(value, f)) for f in fields]

@@ -135,13 +135,15 @@ class ScriptedTravelModel(BaseChatModel):
         if "find" in request.lower():
             context = " ".join(str(m.content) for m in messages[:-1]) + " " + request
             city = _city_in(request) or _city_in(context) or "Paris"
+            tag = f"{city.lower()}_{self.calls}"
+            flight = {"city": city, "date": "2026-05-03"}
             return AIMessage(
                 content="",
                 tool_calls=[
-                    {"name": "get_flight_price", "args": {"city": city, "date": "2026-05-03"}, "id": f"call_flight_{city.lower()}_{self.calls}", "type": "tool_call"},
-                    {"name": "search_hotels", "args": {"city": city}, "id": f"call_hotels_{city.lower()}_{self.calls}", "type": "tool_call"},
+                    {"name": "get_flight_price", "args": flight, "id": f"call_flight_{tag}", "type": "tool_call"},
+                    {"name": "search_hotels", "args": {"city": city}, "id": f"call_hotels_{tag}", "type": "tool_call"},
                 ],
-            )  # fmt: skip
+            )
         return AIMessage(content="Noted. I'll remember that.")
 
 
@@ -184,7 +186,9 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
     alice = Scope(user_id="alice", session_id="trip-planning")
     console.print(Panel.fit("MemLineage demo: a LangChain AgentExecutor travel agent with lineage", style="bold cyan"))
     with console.status("Opening the embedded store (SQLite ledger + Chroma) and loading the embedding model..."):
-        engine = PolicyEngine(builtin_policies(freshness_by_tag={"flight_price": timedelta(hours=1)}), clock=world.clock)
+        engine = PolicyEngine(
+            builtin_policies(freshness_by_tag={"flight_price": timedelta(hours=1)}), clock=world.clock
+        )
         mm = MemoryManager.open(store, clock=world.clock, policy=engine)
         mm.recall("warm-up", scope=Scope(user_id="demo-warmup"))
     summary: dict[str, Any] = {"store": str(store)}
@@ -215,7 +219,9 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         # Turn 3: the user corrects the destination; the app supersedes the premise.
         turn(3, "Actually, I'm going to Lyon, not Paris.")
         premise = next(m for m in mm.find(scope=alice) if m.content.startswith("I'm planning a trip to Paris"))
-        report = mm.supersede(premise.id, "I'm planning a trip to Lyon from 3 to 7 May. I prefer aisle seats.", scope=alice, source="user")
+        report = mm.supersede(
+            premise.id, "I'm planning a trip to Lyon from 3 to 7 May. I prefer aisle seats.", scope=alice, source="user"
+        )
         console.print(
             f"[yellow]correction applied:[/] superseded the Paris premise; the cascade marked "
             f"[bold]{len(report.suspect)}[/] derived memories suspect"
@@ -254,9 +260,12 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         with console.status("recall for a booking decision (freshness policy may re-run the tool)..."):
             res = mm.recall("flight price to Lyon", scope=alice, k=3, purpose="decision", trace=True)
         quote = next((h for h in res if "flight_price" in h.memory.tags), None)
-        console.print(f"stale quote ({mm.require(lyon_price.id, scope=alice).status.value} now): [dim]{lyon_price.content}[/]")
+        console.print(
+            f"stale quote ({mm.require(lyon_price.id, scope=alice).status.value} now): [dim]{lyon_price.content}[/]"
+        )
         if quote is not None:
-            console.print(f"served instead: [bold]{quote.content}[/]  (refreshed from {quote.memory.metadata.get('refreshed_from', '-')[:8]})")
+            origin = str(quote.memory.metadata.get("refreshed_from", "-"))[:8]
+            console.print(f"served instead: [bold]{quote.content}[/]  (refreshed from {origin})")
         refreshed = [d for d in res.trace.decisions if "refresh" in str(getattr(d, "effect", ""))]
         for d in refreshed:
             console.print(f"policy decision: [magenta]{d.policy_id}[/]: {d.reason}")
@@ -296,7 +305,9 @@ def _ledger_table(console: Console, mm: MemoryManager, scope: Scope, title: str)
     for col in ("id", "status", "source", "trust", "premises", "content"):
         table.add_column(col)
     for m in sorted(mm.find(scope=scope), key=lambda m: m.recorded_at):
-        table.add_row(m.id[:8], m.status.value, str(m.source), f"{m.trust:.2f}", str(len(m.derived_from)), m.content[:70])
+        table.add_row(
+            m.id[:8], m.status.value, str(m.source), f"{m.trust:.2f}", str(len(m.derived_from)), m.content[:70]
+        )
     console.print(table)
 
 

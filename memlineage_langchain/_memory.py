@@ -99,9 +99,7 @@ class LineageMemory(BaseMemory):
             if len(self._pending) >= _MAX_PENDING:
                 self._pending.pop(next(iter(self._pending)))
             self._pending[(scope.user_id, scope.session_id, query)] = ids
-        value: Any = (
-            [memory_to_message(m) for m in memories] if self.return_messages else format_memories(memories)
-        )
+        value: Any = [memory_to_message(m) for m in memories] if self.return_messages else format_memories(memories)
         return {self.memory_key: value, RECALLED_KEY: ids}
 
     def _empty(self) -> dict[str, Any]:
@@ -174,9 +172,7 @@ class LineageMemory(BaseMemory):
         query = user_text(inputs, self.input_key)
         if not query.strip() or self.k == 0:
             return self._empty()
-        result = await self.manager.arecall(
-            query, scope=scope, k=self.k, include_suspect=self.include_suspect
-        )
+        result = await self.manager.arecall(query, scope=scope, k=self.k, include_suspect=self.include_suspect)
         return self._loaded(scope, query, [h.memory for h in result])
 
     @override
@@ -195,9 +191,7 @@ class LineageMemory(BaseMemory):
         answer = self._answer_text(outputs)
         if answer.strip():
             derived = list(dict.fromkeys([*premises, *(m.id for m in tools)]))
-            mem = self.manager.remember(
-                answer, scope=scope, source="agent", kind=self.kind, derived_from=derived
-            )
+            mem = self.manager.remember(answer, scope=scope, source="agent", kind=self.kind, derived_from=derived)
             self._written.append(mem.id)
         self._written.extend(m.id for m in tools)
 

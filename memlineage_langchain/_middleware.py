@@ -49,9 +49,7 @@ def _runtime_scope(runtime: Any) -> Scope | None:
     context = getattr(runtime, "context", None)
     found = scope_from_mapping(context) if isinstance(context, Mapping) else None
     if found is None and context is not None and getattr(context, "user_id", None):
-        found = scope_from_mapping(
-            {k: getattr(context, k, None) for k in ("user_id", "agent_id", "session_id")}
-        )
+        found = scope_from_mapping({k: getattr(context, k, None) for k in ("user_id", "agent_id", "session_id")})
     if found is None:
         found = scope_from_config(getattr(runtime, "config", None))
     if found is None:
@@ -139,9 +137,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         text = last_human_text(state.get("messages", []))
         if not text.strip():
             return None
-        recalled = await self.manager.arecall(
-            text, scope=scope, k=self.k, include_suspect=self.include_suspect
-        )
+        recalled = await self.manager.arecall(text, scope=scope, k=self.k, include_suspect=self.include_suspect)
         turn = await self.manager.aremember(text, scope=scope, source="user")
         return self._context(turn.id, [h.memory for h in recalled])
 
@@ -174,9 +170,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
     async def aafter_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         text, premises = self._answer(state)
         if text.strip():
-            await self.manager.aremember(
-                text, scope=self._scope(runtime), source="agent", derived_from=premises
-            )
+            await self.manager.aremember(text, scope=self._scope(runtime), source="agent", derived_from=premises)
         return None
 
     # ------------------------------------------------------------------ model calls
@@ -213,9 +207,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         state = request.state if isinstance(request.state, Mapping) else {}
         return scope, act, list(state.get("memlineage_context", []))
 
-    def _tool_item(
-        self, scope: Scope, act: Activity, premises: list[str], text: str, outcome: str
-    ) -> dict[str, Any]:
+    def _tool_item(self, scope: Scope, act: Activity, premises: list[str], text: str, outcome: str) -> dict[str, Any]:
         return {
             "content": text, "scope": scope, "source": f"tool:{act.name}", "activity_id": act.id,
             "derived_from": premises, "metadata": {"tool_call_id": act.metadata["tool_call_id"], "outcome": outcome},

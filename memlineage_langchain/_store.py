@@ -206,9 +206,7 @@ def _matches(namespace: tuple[str, ...], conditions: tuple[Any, ...] | None) -> 
         path = tuple(cond.path)
         if len(path) > len(namespace):
             return False
-        part = (
-            namespace[: len(path)] if cond.match_type == "prefix" else namespace[len(namespace) - len(path) :]
-        )
+        part = namespace[: len(path)] if cond.match_type == "prefix" else namespace[len(namespace) - len(path) :]
         if any(p != "*" and p != n for p, n in zip(path, part, strict=True)):
             return False
     return True

@@ -241,9 +241,7 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
             text, scope=scope, source="agent", derived_from=premises, metadata={"role": "assistant"}
         )
 
-    async def _put_tool(
-        self, message: ChatMessage, scope: Scope, calls: dict[str, tuple[str, dict[str, Any]]]
-    ) -> None:
+    async def _put_tool(self, message: ChatMessage, scope: Scope, calls: dict[str, tuple[str, dict[str, Any]]]) -> None:
         tool_id = message.additional_kwargs.get("tool_call_id")
         output = message_text(message)
         if not output:
@@ -252,9 +250,7 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
         if tool_id:
             activity = await asyncio.to_thread(self.manager.get_activity, tool_id)
             if activity is not None and activity.outcome == "error":
-                logger.debug(
-                    "tool call %s failed; its output is kept on the activity, not as a memory", tool_id
-                )
+                logger.debug("tool call %s failed; its output is kept on the activity, not as a memory", tool_id)
                 return
         content = tool_result_content(name, kwargs, output)
         mem = await self.manager.aremember(

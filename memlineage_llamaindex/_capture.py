@@ -422,9 +422,7 @@ class LineageEventHandler(BaseEventHandler):
 
     Instantiate:
         >>> from memlineage.testing import make_manager
-        >>> handler = LineageEventHandler(
-        ...     manager=make_manager(), scope={"user_id": "alice", "session_id": "s1"}
-        ... )
+        >>> handler = LineageEventHandler(manager=make_manager(), scope={"user_id": "alice", "session_id": "s1"})
 
     Use:
         >>> handler.register()  # adds the event and span handlers to get_dispatcher()  # doctest: +SKIP
@@ -451,9 +449,7 @@ class LineageEventHandler(BaseEventHandler):
     _pending: dict[str, tuple[str | None, str | None, Any]] = PrivateAttr(default_factory=dict)
     _recorder: _Recorder | None = PrivateAttr(default=None)
 
-    def __init__(
-        self, *, manager: MemoryManager, scope: Scope | Mapping[str, Any] | str | None = None, **kwargs: Any
-    ):
+    def __init__(self, *, manager: MemoryManager, scope: Scope | Mapping[str, Any] | str | None = None, **kwargs: Any):
         super().__init__(manager=manager, scope=Scope.coerce(scope) if scope is not None else None, **kwargs)
         self._recorder = _Recorder(manager)
 

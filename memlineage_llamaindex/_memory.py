@@ -31,10 +31,7 @@ def _run_sync(coro: Coroutine[Any, Any, _T], name: str) -> _T:
     except RuntimeError:
         return asyncio.run(coro)
     coro.close()
-    msg = (
-        f"LineageMemory.{name}() was called inside a running event loop; "
-        f"use `await memory.a{name}(...)` instead"
-    )
+    msg = f"LineageMemory.{name}() was called inside a running event loop; use `await memory.a{name}(...)` instead"
     raise MemLineageError(msg)
 
 

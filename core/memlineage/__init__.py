@@ -4,6 +4,7 @@ The public API is what ``__all__`` lists; everything else is internal.
 """
 
 from memlineage._version import __version__
+from memlineage.consolidation import ConsolidationResult, RuleBasedConsolidator
 from memlineage.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -18,6 +19,7 @@ from memlineage.errors import (
     StorageError,
     StoreLockedError,
 )
+from memlineage.extractors import FeatureExtractor, LLMExtractor, MemoryFeatures, RuleBasedExtractor
 from memlineage.index import ChromaIndex, Embedder, InMemoryIndex, OnnxMiniLMEmbedder, VectorIndex
 from memlineage.ledger import Event, Ledger
 from memlineage.lineage import CascadeReport, ErasureReceipt, Explanation
@@ -48,8 +50,6 @@ from memlineage.policy import (
 )
 from memlineage.retrieval import Exclusion, RecallHit, RecallResult, Trace
 from memlineage.settings import MemLineageSettings
-from memlineage.consolidation import ConsolidationResult, RuleBasedConsolidator
-from memlineage.extractors import FeatureExtractor, LLMExtractor, MemoryFeatures, RuleBasedExtractor
 from memlineage.value import SweepReport, ValueModel, ValueProfile, ValueWeights
 
 __all__ = [

@@ -20,7 +20,9 @@ from memlineage.models import Scope
 app = typer.Typer(help="MemLineage: agent memory with lineage, policies and value.", no_args_is_help=True)
 console = Console()
 
-PathOpt = Annotated[Path | None, typer.Option("--path", help="Store directory (default $MEMLINEAGE_HOME or ./.memlineage).")]
+PathOpt = Annotated[
+    Path | None, typer.Option("--path", help="Store directory (default $MEMLINEAGE_HOME or ./.memlineage).")
+]
 UserOpt = Annotated[str, typer.Option("--user", help="user_id of the scope to read.")]
 
 
@@ -111,7 +113,9 @@ def audit(user: UserOpt, path: PathOpt = None, limit: Annotated[int, typer.Optio
     with _open(path) as mm:
         table = Table("at", "event", "memory", "data")
         for e in mm.audit(Scope(user_id=user), limit=limit):
-            table.add_row(e["at"].isoformat(timespec="seconds"), e.type, (e["memory_id"] or "")[:8], json.dumps(e["data"]))
+            table.add_row(
+                e["at"].isoformat(timespec="seconds"), e.type, (e["memory_id"] or "")[:8], json.dumps(e["data"])
+            )
         console.print(table)
 
 

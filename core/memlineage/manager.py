@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
 import numpy as np
+from pydantic import BaseModel, Field
 from sqlalchemy import Connection
 
 from memlineage.errors import (
@@ -31,7 +31,7 @@ from memlineage.errors import (
     StoreLockedError,
 )
 from memlineage.index import Embedder, IndexFilter, VectorIndex, ensure_embedder, index_metadata
-from memlineage.ledger import Event, Ledger, encode_vector, memory_to_row, row_to_memory
+from memlineage.ledger import Event, Ledger, encode_vector, memory_to_row
 from memlineage.lineage import CascadeReport, ErasureReceipt, Explanation, evaluate_cascade
 from memlineage.models import (
     DEFAULT_TRUST,
@@ -52,7 +52,14 @@ from memlineage.models import (
     to_epoch,
     utcnow,
 )
-from memlineage.retrieval import CandidateFilter, Exclusion, RecallHit, RecallResult, RetrievalConfig, Trace, hybrid_recall
+from memlineage.retrieval import (
+    CandidateFilter,
+    RecallHit,
+    RecallResult,
+    RetrievalConfig,
+    Trace,
+    hybrid_recall,
+)
 
 __all__ = ["ConsistencyReport", "MemoryManager"]
 
@@ -646,9 +653,7 @@ class MemoryManager:
                 from memlineage.ledger._schema import supports
 
                 conn.execute(
-                    update(supports)
-                    .where(supports.c.id == own["id"])
-                    .values(premises=own["premises"] + len(extra))
+                    update(supports).where(supports.c.id == own["id"]).values(premises=own["premises"] + len(extra))
                 )
             data = {"source": str(d.source), "new_premises": extra if own["premises"] > 0 else []}
             self.ledger.insert_events(conn, [_event(t, "seen_again", mid, d.activity_id, row["user_id"], data)])
@@ -828,9 +833,7 @@ class MemoryManager:
                 scope=_row_scope(row), metadata={"reason": reason, "target": mid},
             ),
         )  # fmt: skip
-        self.ledger.update_memories(
-            conn, [mid], {"status": status.value, "invalidated_at": t, "index_state": "stale"}
-        )
+        self.ledger.update_memories(conn, [mid], {"status": status.value, "invalidated_at": t, "index_state": "stale"})
         edge_rows = [_edge(mid, inv_activity, Relation.WAS_INVALIDATED_BY, t, row["user_id"])]
         events = [_event(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})]
         if suspect:
@@ -888,9 +891,7 @@ class MemoryManager:
             suspect, unaffected = self._invalidate(
                 conn, memory_id, Status.RETRACTED, self.clock(), reason="impact", dry_run=True
             )
-        return CascadeReport(
-            target=memory_id, action="impact", suspect=suspect, unaffected=unaffected, dry_run=True
-        )
+        return CascadeReport(target=memory_id, action="impact", suspect=suspect, unaffected=unaffected, dry_run=True)
 
     def supersede(
         self,
@@ -948,9 +949,7 @@ class MemoryManager:
                 raise InvalidInputError(msg)
             (new,), suspect = self._persist([d], self.clock())
         self._sync_index([new.id])
-        return CascadeReport(
-            target=old_id, action="supersede", suspect=suspect, memory=self.get(new.id, scope=scope)
-        )
+        return CascadeReport(target=old_id, action="supersede", suspect=suspect, memory=self.get(new.id, scope=scope))
 
     def revise(
         self,
@@ -970,7 +969,9 @@ class MemoryManager:
         assert report.memory is not None
         return report.memory
 
-    def revalidate(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "revalidated") -> Memory:
+    def revalidate(
+        self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "revalidated"
+    ) -> Memory:
         """Mark a ``suspect`` (or ``expired``) memory active again after it was checked.
 
         Raises:
@@ -1073,7 +1074,8 @@ class MemoryManager:
             if memory_id is None:
                 acts = self._redact_activities(conn, scope)
             self.ledger.insert_events(
-                conn, [_event(t, "erasure_receipt", None, None, scope.user_id, {"memories": len(ids), "reason": reason})]
+                conn,
+                [_event(t, "erasure_receipt", None, None, scope.user_id, {"memories": len(ids), "reason": reason})],
             )
         removed = self._sync_index([*ids, *dict.fromkeys(suspects)])  # descendants made suspect need a sync too
         self._compact()
@@ -1412,7 +1414,9 @@ class MemoryManager:
 
         return enforce_read(self, candidates, scope=scope, purpose=purpose, query=query, trace=trace, budget=budget)
 
-    def _check_operation(self, operation: str, memories: Sequence[Memory], *, scope: Scope, source: Source | None = None) -> None:
+    def _check_operation(
+        self, operation: str, memories: Sequence[Memory], *, scope: Scope, source: Source | None = None
+    ) -> None:
         """Hook: update / delete policies (no policy engine: allow)."""
         if self.policy is not None:
             from memlineage.policy._enforce import enforce_operation
@@ -1617,9 +1621,7 @@ class MemoryManager:
 
         return value.runtime(self).buffer.items(scope)
 
-    def sweep(
-        self, *, now: datetime | None = None, scope: Scope | Mapping[str, Any] | str | None = None
-    ) -> Any:
+    def sweep(self, *, now: datetime | None = None, scope: Scope | Mapping[str, Any] | str | None = None) -> Any:
         """The forget gate: archive memories whose decayed value ``V_eff`` fell below the threshold (0.2).
 
         Archived memories leave the index and stay in the ledger with an ``archived`` event saying why. A
@@ -1879,10 +1881,14 @@ class MemoryManager:
                 self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
         return removed
 
-    def _lexical_apply(self, upserts: Sequence[dict[str, Any]], stale: Sequence[dict[str, Any]], removing: Sequence[dict[str, Any]]) -> None:
+    def _lexical_apply(
+        self, upserts: Sequence[dict[str, Any]], stale: Sequence[dict[str, Any]], removing: Sequence[dict[str, Any]]
+    ) -> None:
         """Mirror an index write into the lexical leg (in memory; rebuilt from the ledger if lost)."""
         if upserts:
-            self.lexical.upsert([r["id"] for r in upserts], [r["content"] for r in upserts], [index_metadata(r) for r in upserts])
+            self.lexical.upsert(
+                [r["id"] for r in upserts], [r["content"] for r in upserts], [index_metadata(r) for r in upserts]
+            )
         if stale:
             self.lexical.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
         if removing:
@@ -1894,7 +1900,9 @@ class MemoryManager:
 
         from memlineage.ledger._schema import memories
 
-        query = select(memories).where(memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale")))
+        query = select(memories).where(
+            memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale"))
+        )
         with self.ledger.transaction() as conn:
             rows = [dict(r) for r in conn.execute(query).mappings()]
         return [(r["id"], r["content"], index_metadata(r)) for r in rows]
@@ -1980,7 +1988,9 @@ class MemoryManager:
         self.lexical.reset()
         rows = self.ledger.all_index_rows()
         for r in rows:
-            r["index_state"] = "pending" if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value) else "removing"
+            r["index_state"] = (
+                "pending" if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value) else "removing"
+            )
         live = [r for r in rows if r["index_state"] == "pending"]
         for start in range(0, len(live), 2000):
             self._apply_index(live[start : start + 2000])

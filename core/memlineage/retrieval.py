@@ -227,9 +227,7 @@ class Fused:
     relevance: float = 0.0
 
 
-def fuse(
-    vector_hits: Sequence[Any], lexical_hits: Sequence[Any], config: RetrievalConfig | None = None
-) -> list[Fused]:
+def fuse(vector_hits: Sequence[Any], lexical_hits: Sequence[Any], config: RetrievalConfig | None = None) -> list[Fused]:
     """Fuse the two legs into one list ordered by relevance (highest first, ties by id: deterministic).
 
     Args:
@@ -352,9 +350,7 @@ def hybrid_recall(
         expired: list[str] = []
         for f, m in zip(fused, mems, strict=False):
             if m is None or not scope.contains(m.scope):
-                trace.excluded.append(
-                    Exclusion(f.id, "scope guard: not in the caller's scope", None, "guard")
-                )
+                trace.excluded.append(Exclusion(f.id, "scope guard: not in the caller's scope", None, "guard"))
             elif m.status.value not in statuses:
                 trace.excluded.append(Exclusion(f.id, f"status {m.status.value}", None, "guard"))
             elif m.expires_at is not None and m.expires_at <= now:
@@ -369,9 +365,7 @@ def hybrid_recall(
             if cfg.contiguity > 0 and lexical_index is not None
             else {}
         )
-        w_rel = (
-            1.0 - cfg.value_weight - cfg.recency_weight if value_of is not None else 1.0 - cfg.recency_weight
-        )
+        w_rel = 1.0 - cfg.value_weight - cfg.recency_weight if value_of is not None else 1.0 - cfg.recency_weight
         scored: list[tuple[Memory, float, dict[str, float]]] = []
         for f, m in live:
             nb = max((rel.get(n, 0.0) for n in neighbours.get(f.id, ())), default=0.0)

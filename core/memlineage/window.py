@@ -180,14 +180,10 @@ class ChatMessage(BaseModel):
     role: Role = Field(description="'system', 'user', 'assistant' or 'tool'.")
     content: str = Field(default="", description="Message text (for 'tool': the tool result).")
     tool_calls: tuple[ToolCall, ...] = Field(default=(), description="Tool calls of an assistant message.")
-    tool_call_id: str | None = Field(
-        default=None, description="For role 'tool': the call this result answers."
-    )
+    tool_call_id: str | None = Field(default=None, description="For role 'tool': the call this result answers.")
     name: str | None = Field(default=None, description="Optional participant or tool name.")
     reasoning: str | None = Field(default=None, description="Reasoning text sent back to the model, if any.")
-    id: str = Field(
-        default_factory=new_id, description="Message id, stable across copies; str(uuid4()) default."
-    )
+    id: str = Field(default_factory=new_id, description="Message id, stable across copies; str(uuid4()) default.")
 
     @classmethod
     def from_openai(cls, data: Mapping[str, Any]) -> ChatMessage:
@@ -649,11 +645,7 @@ class WorkingMemory:
 
 def _check_window(window: Sequence[ChatMessage], history: Sequence[ChatMessage]) -> None:
     """Raise if a built window breaks an invariant (a bug, never bad input)."""
-    body = list(
-        window[1:]
-        if window and window[0].role == "system" and history and window[0] is history[0]
-        else window
-    )
+    body = list(window[1:] if window and window[0].role == "system" and history and window[0] is history[0] else window)
     if body and body[0].role == "tool":
         msg = "internal error: the window begins with a tool result; please report this with the history"
         raise MemLineageError(msg)

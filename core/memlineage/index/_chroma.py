@@ -161,9 +161,7 @@ class ChromaIndex:
         pairs = [(i, dict(m)) for i, m in zip(ids, metadatas)]
         for start in range(0, len(pairs), BATCH):
             chunk = pairs[start : start + BATCH]
-            self._call(
-                "update", self._col.update, ids=[i for i, _ in chunk], metadatas=[m for _, m in chunk]
-            )
+            self._call("update", self._col.update, ids=[i for i, _ in chunk], metadatas=[m for _, m in chunk])
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete entries; an empty ``ids`` is a no-op returning 0 (never an empty list to Chroma)."""

@@ -300,11 +300,7 @@ class LexicalIndex:
                     self._drop(mid)
                 tokens = tokenize(text)
                 when = valid_from[j] if valid_from is not None else None
-                if (
-                    when is None
-                    and isinstance(meta.get("valid_from"), (int, float))
-                    and meta.get("valid_from")
-                ):
+                if when is None and isinstance(meta.get("valid_from"), (int, float)) and meta.get("valid_from"):
                     when = datetime.fromtimestamp(float(meta["valid_from"]), tz=timezone.utc)
                 if when is not None:
                     tokens.extend(date_tokens(when))
@@ -375,9 +371,7 @@ class LexicalIndex:
             rows = list(self._loader(user))
             self._loaded.add(user)
             if rows:
-                self.upsert(
-                    [r[0] for r in rows], [r[1] for r in rows], [dict(r[2], user_id=user) for r in rows]
-                )
+                self.upsert([r[0] for r in rows], [r[1] for r in rows], [dict(r[2], user_id=user) for r in rows])
         ui = self._users.get(user)
         if ui is None or not ui.docs:
             return None
@@ -420,9 +414,7 @@ class LexicalIndex:
             ids = [t for t in dict.fromkeys(terms) if t in model.vocab_dict]
             if not ids:
                 return []
-            mask = np.fromiter(
-                (where.matches(ui.meta[i]) for i in ui.order), dtype=np.float32, count=len(ui.order)
-            )
+            mask = np.fromiter((where.matches(ui.meta[i]) for i in ui.order), dtype=np.float32, count=len(ui.order))
             scores = model.get_scores(ids) * mask
             order = ui.order
         nz = np.flatnonzero(scores > 0)

@@ -106,9 +106,7 @@ def row_to_memory(row: Mapping[str, Any], derived_from: Sequence[str] = ()) -> M
         id=row["id"],
         content=row["content"],
         kind=MemoryKind(row["kind"]),
-        scope=Scope.model_construct(
-            user_id=row["user_id"], agent_id=row["agent_id"], session_id=row["session_id"]
-        ),
+        scope=Scope.model_construct(user_id=row["user_id"], agent_id=row["agent_id"], session_id=row["session_id"]),
         lineage=Lineage.model_construct(
             source_kind=SourceKind(row["source_kind"]),
             source_name=row["source_name"],
@@ -139,8 +137,10 @@ def row_to_memory(row: Mapping[str, Any], derived_from: Sequence[str] = ()) -> M
 
 
 class Event(dict):  # type: ignore[type-arg]
-    """One event of the append-only log: ``id``, ``at`` (UTC datetime), ``type``, ``memory_id``, ``activity_id``,
-    ``user_id`` and ``data`` (dict). A ``dict`` subclass so it serialises as is.
+    """One event of the append-only log.
+
+    Keys: ``id``, ``at`` (UTC datetime), ``type``, ``memory_id``, ``activity_id``, ``user_id`` and ``data``
+    (dict). A ``dict`` subclass so it serialises as is.
     """
 
     @property
@@ -230,7 +230,7 @@ class Ledger:
     def read(self) -> Iterator[Connection]:
         """A read-only connection."""
         try:
-            with (self._lock if self._shared_connection else nullcontext()), self.engine.connect() as conn:
+            with self._lock if self._shared_connection else nullcontext(), self.engine.connect() as conn:
                 yield conn
         except SQLAlchemyError as exc:
             msg = f"ledger read failed: {exc}"
@@ -267,9 +267,7 @@ class Ledger:
         values = dict(values)
         if values.get("index_state") == "stale":
             # Only an indexed entry can go stale: a pending one still needs its full write, a removed one stays out.
-            values["index_state"] = case(
-                (memories.c.index_state == "indexed", "stale"), else_=memories.c.index_state
-            )
+            values["index_state"] = case((memories.c.index_state == "indexed", "stale"), else_=memories.c.index_state)
         for chunk in _chunks(list(ids)):
             result = conn.execute(update(memories).where(memories.c.id.in_(chunk)).values(**values))
             changed += result.rowcount or 0
@@ -594,9 +592,9 @@ class Ledger:
                 select(func.count()).select_from(events).where(*([events.c.user_id == user_id] if user_id else []))
             ).scalar_one()
             pending = c.execute(
-                select(func.count()).select_from(memories).where(
-                    memories.c.index_state.in_(["pending", "stale", "removing"]), *cond
-                )
+                select(func.count())
+                .select_from(memories)
+                .where(memories.c.index_state.in_(["pending", "stale", "removing"]), *cond)
             ).scalar_one()
         return {
             "memories": sum(by_status.values()),

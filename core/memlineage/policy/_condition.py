@@ -248,9 +248,7 @@ class CompiledCondition:
     python: tuple[Callable[..., Any], Callable[..., Any]] | None = None
 
 
-def compile_condition(
-    condition: Any, *, batch: bool = False, inputs: Sequence[str] = ()
-) -> CompiledCondition:
+def compile_condition(condition: Any, *, batch: bool = False, inputs: Sequence[str] = ()) -> CompiledCondition:
     """Compile a policy condition once.
 
     Args:
@@ -357,9 +355,7 @@ class PolicyContext:
         return memory.status is Status.SUSPECT or bool(self.invalid_premises(memory))
 
 
-def memory_fields(
-    memory: Memory, ctx: PolicyContext, names: frozenset[str] | Sequence[str]
-) -> dict[str, Any]:
+def memory_fields(memory: Memory, ctx: PolicyContext, names: frozenset[str] | Sequence[str]) -> dict[str, Any]:
     """Extract the named ``memory.*`` fields of ``memory`` as CEL-ready values."""
     return {name: MEMORY_FIELDS[name](memory, ctx) for name in names}
 
@@ -405,8 +401,7 @@ def _orderable(a: Any, b: Any) -> None:
         if not (isinstance(a, bool) and isinstance(b, bool)):
             raise TypeError("no such overload")
     elif not (
-        (isinstance(a, (int, float)) and isinstance(b, (int, float)))
-        or (isinstance(a, str) and isinstance(b, str))
+        (isinstance(a, (int, float)) and isinstance(b, (int, float))) or (isinstance(a, str) and isinstance(b, str))
     ):
         raise TypeError("no such overload")
 

@@ -129,9 +129,7 @@ def enforce_read(
         verdict[mid] = terminal[-1] if terminal else None
     if new:
         now = mm.clock()
-        request = PolicyRequest(
-            operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget
-        )
+        request = PolicyRequest(operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget)
         outcome = engine.filter_read(new, request, now=now, premise_status=_premise_lookup(mm))
         decisions = outcome.all_decisions()
         trace.decisions.extend(decisions)
@@ -312,9 +310,7 @@ def _provisional(d: Any, now: datetime) -> Memory:
 def _live_slot_holder(mm: MemoryManager, d: Any) -> Memory | None:
     if not d.slot:
         return None
-    rows = [
-        r for r in mm.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot) if r["status"] in _LIVE
-    ]
+    rows = [r for r in mm.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot) if r["status"] in _LIVE]
     if not rows or rows[-1]["content_hash"] == d.hash:
         return None
     return mm.ledger.memories([rows[-1]["id"]])[0]
@@ -330,9 +326,7 @@ def _apply_obligations(d: Any, decision: Decision, now: datetime) -> None:
         d.kind = MemoryKind(ob["demote_kind"])
 
 
-def admin_recall(
-    mm: MemoryManager, query: str, *, scope: Scope, actor: str, reason: str, **kwargs: Any
-) -> Any:
+def admin_recall(mm: MemoryManager, query: str, *, scope: Scope, actor: str, reason: str, **kwargs: Any) -> Any:
     """Recall in another user's scope for an operator, with an ``admin_access`` event in that user's log.
 
     Raises:

@@ -394,9 +394,7 @@ class PolicyEngine:
                 matchers=matchers,
                 cel_memory_fields=mem,
                 cel_new_fields=frozenset().union(*(c.new_fields for c in cels)) if cels else frozenset(),
-                cel_request_fields=frozenset().union(*(c.request_fields for c in cels))
-                if cels
-                else frozenset(),
+                cel_request_fields=frozenset().union(*(c.request_fields for c in cels)) if cels else frozenset(),
                 needs_premises=bool(mem & {"suspect", "invalid_premises"})
                 or any(p.compiled.kind != "cel" for p in ordered),
                 cel=tuple(
@@ -501,9 +499,7 @@ class PolicyEngine:
 
         req = request_fields(ctx.request, plan.cel_request_fields)
         new = None if ctx.new is None else memory_fields(ctx.new, ctx, plan.cel_new_fields)
-        fallback: list[
-            Any
-        ] = []  # lazily built CEL context (map form) for items the Python form cannot decide
+        fallback: list[Any] = []  # lazily built CEL context (map form) for items the Python form cannot decide
 
         def cel_eval(program: Any, i: int) -> bool | BaseException:
             if not fallback:
@@ -595,9 +591,7 @@ class PolicyEngine:
             except Exception as exc:
                 return [exc] * len(idx)
             if len(result) != len(idx):
-                err = ConfigurationError(
-                    f"batch condition of {policy.id!r} returned {len(result)} for {len(idx)}"
-                )
+                err = ConfigurationError(f"batch condition of {policy.id!r} returned {len(result)} for {len(idx)}")
                 return [err] * len(idx)
             return [bool(r) for r in result]
         if compiled.kind == "callable":
@@ -635,9 +629,7 @@ class PolicyEngine:
                     error = fired
                     # fail closed: a broken restriction applies, a broken allow does not
                     fired = policy.effect is not Effect.ALLOW
-                    logger.warning(
-                        "condition of policy %s failed on memory %s: %r", policy.id, memories[i].id, error
-                    )
+                    logger.warning("condition of policy %s failed on memory %s: %r", policy.id, memories[i].id, error)
                 if not fired:
                     continue
                 verdict = touched.get(i)
@@ -808,9 +800,7 @@ class PolicyEngine:
         try:
             fresh = hook(memory, decision)
         except Exception as exc:
-            logger.warning(
-                "refresh hook %r failed for memory %s", policy.refresh_hook_name, memory.id, exc_info=True
-            )
+            logger.warning("refresh hook %r failed for memory %s", policy.refresh_hook_name, memory.id, exc_info=True)
             reason = (
                 f"{decision.reason}; refresh hook {policy.refresh_hook_name!r} failed "
                 f"({type(exc).__name__}: {exc}), so the stale memory is withheld"
@@ -859,9 +849,7 @@ class PolicyEngine:
         verdict = self._walk([memory], ctx)[0]
         flags = tuple(verdict.flags)
         if verdict.terminal is not None:
-            return verdict.terminal.model_copy(
-                update={"flags": flags, "obligations": dict(verdict.obligations)}
-            )
+            return verdict.terminal.model_copy(update={"flags": flags, "obligations": dict(verdict.obligations)})
         if verdict.decisions:
             last = verdict.decisions[-1]
             return last.model_copy(update={"flags": flags, "obligations": dict(verdict.obligations)})

@@ -138,10 +138,7 @@ def load_policies(data: Any, *, source: str = "<data>") -> list[Policy]:
         finally:
             LOAD_SOURCE.reset(token)
         if policy.id in seen:
-            msg = (
-                f"{source}: policy {policy.id!r} (entry #{index}): field 'id': "
-                f"duplicate of entry #{seen[policy.id]}"
-            )
+            msg = f"{source}: policy {policy.id!r} (entry #{index}): field 'id': duplicate of entry #{seen[policy.id]}"
             raise PolicyLoadError(msg)
         seen[policy.id] = index
         policies.append(policy)

@@ -105,9 +105,7 @@ LAYER_RANK: dict[PolicyLayer, int] = {PolicyLayer.GLOBAL: 0, PolicyLayer.DOMAIN:
 OBLIGATION_KEYS = frozenset({"ttl_seconds", "demote_kind"})
 
 #: Where policies being constructed come from ((source, entry index)); set by the file loader.
-LOAD_SOURCE: ContextVar[tuple[str, int | None]] = ContextVar(
-    "memlineage_policy_source", default=("<python>", None)
-)
+LOAD_SOURCE: ContextVar[tuple[str, int | None]] = ContextVar("memlineage_policy_source", default=("<python>", None))
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]*$")
 RESERVED_PREFIX = "builtin.scope"
@@ -135,12 +133,8 @@ class PolicyTarget(BaseModel):
 
     kinds: tuple[MemoryKind, ...] = Field(default=(), description="Memory kinds (working, episodic, ...).")
     tags: tuple[str, ...] = Field(default=(), description="Tags; the memory needs at least one of them.")
-    source_kinds: tuple[SourceKind, ...] = Field(
-        default=(), description="Source kinds (user, tool, reasoning...)."
-    )
-    source_names: tuple[str, ...] = Field(
-        default=(), description="Source names, e.g. tool names ('flight_api')."
-    )
+    source_kinds: tuple[SourceKind, ...] = Field(default=(), description="Source kinds (user, tool, reasoning...).")
+    source_names: tuple[str, ...] = Field(default=(), description="Source names, e.g. tool names ('flight_api').")
     statuses: tuple[Status, ...] = Field(default=(), description="Lifecycle statuses (active, suspect...).")
     user_ids: tuple[str, ...] = Field(default=(), description="Scope user ids.")
     agent_ids: tuple[str, ...] = Field(default=(), description="Scope agent ids.")
@@ -224,9 +218,7 @@ class Policy(BaseModel):
             "semantic and procedural, are stored as this kind instead, e.g. episodic)."
         ),
     )
-    reason: str | None = Field(
-        default=None, description="Reason shown in decisions; default: the description."
-    )
+    reason: str | None = Field(default=None, description="Reason shown in decisions; default: the description.")
     enabled: bool = Field(default=True, description="Disabled policies are kept but never evaluated.")
 
     _compiled: CompiledCondition = PrivateAttr()
@@ -350,9 +342,7 @@ class Policy(BaseModel):
         return data
 
 
-def format_validation_error(
-    exc: ValidationError, *, source: str, policy_id: Any, index: int | None = None
-) -> str:
+def format_validation_error(exc: ValidationError, *, source: str, policy_id: Any, index: int | None = None) -> str:
     """Turn a pydantic error into one message naming the source, the policy and the field(s)."""
     where = f"policy {policy_id!r}" if policy_id else "policy"
     if index is not None:
@@ -399,12 +389,8 @@ class PolicyRequest(BaseModel):
         default=None, ge=0.0, description="Refresh budget in policy cost units, >= 0; None = unlimited."
     )
     promote: bool = Field(default=False, description="The caller promotes a tool result to long-term memory.")
-    admin: AdminGrant | None = Field(
-        default=None, description="Audited cross-scope grant (admin calls only)."
-    )
-    attributes: dict[str, Any] = Field(
-        default_factory=dict, description="Extra request fields for conditions."
-    )
+    admin: AdminGrant | None = Field(default=None, description="Audited cross-scope grant (admin calls only).")
+    attributes: dict[str, Any] = Field(default_factory=dict, description="Extra request fields for conditions.")
 
     @field_validator("source", mode="before")
     @classmethod
@@ -425,9 +411,7 @@ class Decision(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str = Field(default_factory=new_id, description="Decision id.")
-    policy_id: str | None = Field(
-        description="Deciding policy; 'builtin.scope_isolation' for the scope guard."
-    )
+    policy_id: str | None = Field(description="Deciding policy; 'builtin.scope_isolation' for the scope guard.")
     effect: Effect = Field(description="The effect applied.")
     operation: Operation = Field(description="The operation decided on.")
     memory_id: str | None = Field(default=None, description="The memory decided on.")
@@ -437,9 +421,7 @@ class Decision(BaseModel):
     priority: int | None = Field(default=None, description="Priority of the deciding policy.")
     withheld: bool = Field(default=False, description="The memory was kept from the caller / the op refused.")
     warning: str | None = Field(default=None, description="E.g. a stale memory accepted within budget.")
-    flags: tuple[str, ...] = Field(
-        default=(), description="Ids of downgrade policies that flagged the memory."
-    )
+    flags: tuple[str, ...] = Field(default=(), description="Ids of downgrade policies that flagged the memory.")
     obligations: dict[str, Any] = Field(default_factory=dict, description="Write obligations to apply.")
     cost: float = Field(default=0.0, ge=0.0, description="Cost spent on compliance, in budget units.")
     replacement_id: str | None = Field(default=None, description="Id of the refreshed memory served instead.")
