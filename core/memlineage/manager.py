@@ -1450,17 +1450,21 @@ class MemoryManager:
         from memlineage.ledger._schema import memories
 
         t = to_epoch(now)
-        ids = [m.id for m in mems]
+        ids = sorted(m.id for m in mems)
         self._value_reinforce(ids, now)
-        with self.ledger.transaction() as conn:
-            conn.execute(
-                update(memories)
-                .where(memories.c.id.in_(ids))
-                .values(use_count=memories.c.use_count + 1, last_used_at=t)
-            )
-            if activity_id:
-                user = mems[0].scope.user_id
-                self.ledger.insert_edges(conn, [_edge(activity_id, m.id, Relation.USED, t, user) for m in mems])
+        try:
+            with self.ledger.transaction() as conn:
+                conn.execute(
+                    update(memories)
+                    .where(memories.c.id.in_(ids))
+                    .values(use_count=memories.c.use_count + 1, last_used_at=t)
+                )
+                if activity_id:
+                    user = mems[0].scope.user_id
+                    self.ledger.insert_edges(conn, [_edge(activity_id, m.id, Relation.USED, t, user) for m in mems])
+        except StorageError as exc:
+            # Usage bookkeeping must never fail a read (e.g. a PostgreSQL deadlock with a concurrent cascade).
+            logger.warning("could not record the use of %d memories: %s", len(ids), exc)
 
     def ancestors(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
         """Every premise of the memory, transitively, nearest first.
