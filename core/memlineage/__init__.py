@@ -23,7 +23,7 @@ from memlineage.extractors import FeatureExtractor, LLMExtractor, MemoryFeatures
 from memlineage.index import ChromaIndex, Embedder, InMemoryIndex, OnnxMiniLMEmbedder, VectorIndex
 from memlineage.ledger import Event, Ledger
 from memlineage.lineage import CascadeReport, ErasureReceipt, Explanation
-from memlineage.manager import MemoryManager
+from memlineage.manager import ConsistencyReport, MemoryManager
 from memlineage.models import (
     Activity,
     Lineage,
@@ -57,6 +57,7 @@ __all__ = [
     "CascadeReport",
     "ChromaIndex",
     "ConfigurationError",
+    "ConsistencyReport",
     "ConsolidationResult",
     "Decision",
     "Effect",
