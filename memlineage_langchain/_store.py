@@ -20,6 +20,7 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
+from memlineage.errors import InvalidNamespaceError
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope
 from typing_extensions import override
@@ -57,7 +58,8 @@ class LineageStore(BaseStore):
       ledger keeps the version with a ``wasInvalidatedBy`` edge. Nothing is ever hard-deleted.
     - ``search`` with a query uses MemLineage recall (scope- and status-filtered, policies applied); ``score`` is
       in [0, 1], higher = more relevant. Without a query items come oldest first with ``score=None``.
-    - ``list_namespaces`` lists the namespaces of live items (``prefix`` / ``suffix`` / ``max_depth``).
+    - ``list_namespaces`` lists the namespaces of live items (``prefix`` / ``suffix`` / ``max_depth``) of the user
+      its prefix names; listing across users needs ``admin=(actor, reason)`` and is audited.
     - TTL is not supported (``supports_ttl = False``); use MemLineage TTLs.
 
     Setup:
@@ -77,17 +79,34 @@ class LineageStore(BaseStore):
         user_label: Position of the namespace label that names the user.
         source: Source recorded for items (who writes through the store).
         kind: Memory kind of items.
+        admin: ``(actor, reason)`` allowing ``list_namespaces`` across users (each call is recorded as an
+            audited ``admin_access`` event); without it a listing must name the user in its prefix.
     """
 
     supports_ttl: bool = False
 
     def __init__(
-        self, manager: MemoryManager, *, user_label: int = 0, source: str = "agent", kind: str = "semantic"
+        self,
+        manager: MemoryManager,
+        *,
+        user_label: int = 0,
+        source: str = "agent",
+        kind: str = "semantic",
+        admin: tuple[str, str] | None = None,
     ) -> None:
         self.manager = manager
         self.user_label = user_label
         self.source = source
         self.kind = kind
+        self.admin = admin
+
+    def _listed_user(self, op: ListNamespacesOp) -> str | None:
+        """The user a ``list_namespaces`` prefix names, if it names one (no wildcard at the user label)."""
+        for cond in op.match_conditions or ():
+            path = tuple(cond.path)
+            if cond.match_type == "prefix" and len(path) > self.user_label and path[self.user_label] != "*":
+                return str(path[self.user_label])
+        return None
 
     # ------------------------------------------------------------------ validation (ours, before LangGraph's)
     @override
@@ -189,7 +208,18 @@ class LineageStore(BaseStore):
 
     def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         namespaces = set()
-        for _, slot in self.manager.slots(prefix=STORE_SLOT_PREFIX):
+        user = self._listed_user(op)
+        if user is not None:
+            keys = self.manager.slots(scope=Scope(user_id=user), prefix=STORE_SLOT_PREFIX)
+        elif self.admin is not None:
+            keys = self.manager.slots(prefix=STORE_SLOT_PREFIX, admin=self.admin)
+        else:
+            msg = (
+                f"list_namespaces across users is an admin read: pass a prefix naming the user "
+                f"(namespace[{self.user_label}]), or build the store with admin=(actor, reason)"
+            )
+            raise InvalidNamespaceError(msg)
+        for _, slot in keys:
             parsed = parse_store_slot(slot)
             if parsed is None:
                 continue

@@ -1265,19 +1265,39 @@ class MemoryManager:
         ids = ids[offset:] if limit is None else ids[offset : offset + limit]
         return [m for m in self.ledger.memories(ids) if m is not None]
 
-    def slots(self, *, scope: Scope | Mapping[str, Any] | str | None = None, prefix: str = "") -> list[tuple[str, str]]:
+    def slots(
+        self,
+        *,
+        scope: Scope | Mapping[str, Any] | str | None = None,
+        prefix: str = "",
+        admin: tuple[str, str] | None = None,
+    ) -> list[tuple[str, str]]:
         """Distinct ``(user_id, slot)`` keys held by live memories, sorted; keys only, never content.
 
         Args:
-            scope: Only this scope's slots; ``None`` = every user (maintenance and adapter listings such as
-                LangGraph's ``list_namespaces``).
+            scope: Only this scope's slots. ``None`` lists every user's keys, which is a cross-user read: it
+                needs ``admin``.
             prefix: Only slot keys starting with this string.
+            admin: ``(actor, reason)`` for a cross-user listing; recorded as an ``admin_access`` event.
+
+        Raises:
+            ScopeViolationError: ``scope`` is None and no ``admin`` actor and reason were given.
         """
         from sqlalchemy import select
 
         from memlineage.ledger._schema import memories
 
         cond = [memories.c.slot.is_not(None), memories.c.status.in_(list(_LIVE))]
+        if scope is None:
+            actor, reason = admin or ("", "")
+            if not (isinstance(actor, str) and actor.strip() and isinstance(reason, str) and reason.strip()):
+                msg = "listing slots across users is an admin read: pass scope=..., or admin=(actor, reason)"
+                raise ScopeViolationError(msg)
+            data = {"actor": actor, "reason": reason, "operation": "slots", "prefix": prefix}
+            with self.ledger.transaction() as conn:
+                self.ledger.insert_events(
+                    conn, [_event(to_epoch(self.clock()), "admin_access", None, None, "*", data)]
+                )
         if scope is not None:
             s = Scope.coerce(scope)
             cond.append(memories.c.user_id == s.user_id)

@@ -618,3 +618,13 @@ def test_status_changes_never_resurrect_or_skip_index_entries(alice):
     assert {c.id, d.id} <= idx.ids()
     assert idx.get_metadata([d.id])[0]["status"] == "suspect"
     assert mm.verify().ok
+
+
+def test_slots_across_users_is_an_audited_admin_read(mm, alice, bob):
+    mm.remember("I like tea", scope=alice, slot="user/drink")
+    mm.remember("I like coffee", scope=bob, slot="user/drink")
+    assert mm.slots(scope=alice) == [("alice", "user/drink")]
+    with pytest.raises(ScopeViolationError, match="admin"):
+        mm.slots()
+    assert mm.slots(admin=("ops", "migration")) == [("alice", "user/drink"), ("bob", "user/drink")]
+    assert mm.ledger.events(user_id="*", types=["admin_access"])[0]["data"]["actor"] == "ops"

@@ -47,10 +47,11 @@ def test_slots_lists_live_keys_per_user_with_prefix():
     mm.remember("y", scope="b", slot="ns:2")
     gone = mm.remember("z", scope="b", slot="other")
     mm.retract(gone.id, scope="b")
-    assert mm.slots() == [("a", "ns:1"), ("b", "ns:2")]
+    admin = ("ops", "test")
+    assert mm.slots(admin=admin) == [("a", "ns:1"), ("b", "ns:2")]
     assert mm.slots(scope="b") == [("b", "ns:2")]
-    assert mm.slots(prefix="ns:1") == [("a", "ns:1")]
-    assert mm.slots(prefix="n_") == []  # LIKE wildcards are escaped
+    assert mm.slots(prefix="ns:1", admin=admin) == [("a", "ns:1")]
+    assert mm.slots(prefix="n_", admin=admin) == []  # LIKE wildcards are escaped
     mm.close()
 
 

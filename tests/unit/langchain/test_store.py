@@ -95,6 +95,8 @@ def test_search_with_query_returns_items_of_the_prefix(store):
 
 
 def test_list_namespaces_prefix_suffix_max_depth(store):
+    if isinstance(store, LineageStore):
+        store.admin = ("ops@example", "conformance test")  # a cross-user listing is an audited admin read
     for ns in [("alice", "prefs"), ("alice", "facts", "travel"), ("bob", "prefs"), ("bob", "facts", "food")]:
         store.put(ns, "k", {"text": "x"})
     assert store.list_namespaces() == sorted(
@@ -216,3 +218,17 @@ def test_user_label_maps_another_position(tmp_path):
     with pytest.raises(InvalidNamespaceError):
         store.put(("memories",), "k", {"text": "x"})
     mm.close()
+
+
+def test_list_namespaces_is_scoped_unless_admin(lineage):
+    lineage.put(("alice", "prefs"), "k", {"text": "x"})
+    lineage.put(("bob", "prefs"), "k", {"text": "y"})
+    assert lineage.list_namespaces(prefix=("alice",)) == [("alice", "prefs")]
+    with pytest.raises(InvalidNamespaceError, match="admin"):
+        lineage.list_namespaces()
+    with pytest.raises(InvalidNamespaceError, match="admin"):
+        lineage.list_namespaces(prefix=("*", "prefs"))
+    lineage.admin = ("ops@example", "support ticket 42")
+    assert lineage.list_namespaces() == [("alice", "prefs"), ("bob", "prefs")]
+    events = lineage.manager.ledger.events(user_id="*", types=["admin_access"])
+    assert [e["data"]["reason"] for e in events] == ["support ticket 42"]
