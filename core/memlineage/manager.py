@@ -129,6 +129,35 @@ class _Draft:
     embedding: list[float] | None = None
     supersedes: dict[str, Any] | None = None
     extra_rows: dict[str, Any] = field(default_factory=dict)
+
+    def to_memory(self, now: datetime, *, previous: Mapping[str, Any] | None = None) -> Memory:
+        """The memory this draft becomes when written at ``now`` (``previous``: the ledger row it supersedes)."""
+        return Memory(
+            content=self.content,
+            kind=self.kind,
+            scope=self.scope,
+            lineage=Lineage(
+                source_kind=self.source.kind,
+                source_name=self.source.name,
+                activity_id=self.activity_id,
+                parent_activity_id=self.parent_activity_id,
+                derived_from=self.derived_from,
+                confidence=self.confidence,
+                trust=self.trust,
+                context_hash=self.context_hash,
+            ),
+            tags=self.tags,
+            metadata=self.metadata,
+            created_at=now,
+            recorded_at=now,
+            valid_from=self.valid_from or now,
+            expires_at=self.expires_at,
+            version=(previous["version"] + 1) if previous else 1,
+            supersedes=previous["id"] if previous else None,
+            slot=self.slot,
+            **self.extra_rows,
+        )
+
     force: bool = False  # value gate: store even below the threshold
     goal: str | None = None  # value gate: the agent's current goal, for goal relevance
 
@@ -712,31 +741,7 @@ class MemoryManager:
         activity_ids = {d.activity_id for d in drafts if d.activity_id}
         for d in drafts:
             old = d.supersedes
-            mem = Memory(
-                content=d.content,
-                kind=d.kind,
-                scope=d.scope,
-                lineage=Lineage(
-                    source_kind=d.source.kind,
-                    source_name=d.source.name,
-                    activity_id=d.activity_id,
-                    parent_activity_id=d.parent_activity_id,
-                    derived_from=d.derived_from,
-                    confidence=d.confidence,
-                    trust=d.trust,
-                    context_hash=d.context_hash,
-                ),
-                tags=d.tags,
-                metadata=d.metadata,
-                created_at=now,
-                recorded_at=now,
-                valid_from=d.valid_from or now,
-                expires_at=d.expires_at,
-                version=(old["version"] + 1) if old else 1,
-                supersedes=old["id"] if old else None,
-                slot=d.slot,
-                **d.extra_rows,
-            )
+            mem = d.to_memory(now, previous=old)
             mems.append(mem)
             row = memory_to_row(mem)
             row.update(
@@ -1295,9 +1300,7 @@ class MemoryManager:
                 raise ScopeViolationError(msg)
             data = {"actor": actor, "reason": reason, "operation": "slots", "prefix": prefix}
             with self.ledger.transaction() as conn:
-                self.ledger.insert_events(
-                    conn, [_event(to_epoch(self.clock()), "admin_access", None, None, "*", data)]
-                )
+                self.ledger.insert_events(conn, [_event(to_epoch(self.clock()), "admin_access", None, None, "*", data)])
         if scope is not None:
             s = Scope.coerce(scope)
             cond.append(memories.c.user_id == s.user_id)

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memlineage.errors import InvalidInputError, PolicyViolationError, ScopeViolationError
-from memlineage.models import Lineage, Memory, MemoryKind, Scope, Source, Status, to_epoch
+from memlineage.models import Memory, MemoryKind, Scope, Source, Status, to_epoch
 from memlineage.policy._engine import SCOPE_POLICY_ID, PolicyEngine
 from memlineage.policy._model import Decision, Effect, Operation, PolicyRequest
 
@@ -256,7 +256,7 @@ def enforce_write(mm: MemoryManager, drafts: Sequence[Any]) -> list[Decision]:
     recorded: list[tuple[Decision, str, str | None]] = []
     failure: tuple[Decision, str] | None = None
     for d in drafts:
-        provisional = _provisional(d, now)
+        provisional = d.to_memory(now)
         request = PolicyRequest(operation=Operation.WRITE, scope=d.scope, source=d.source)
         decision = engine.check(Operation.WRITE, provisional, request, now=now, premise_status=lookup)
         recorded.append((decision.model_copy(update={"memory_id": None}), d.scope.user_id, None))
@@ -282,29 +282,6 @@ def enforce_write(mm: MemoryManager, drafts: Sequence[Any]) -> list[Decision]:
     if failure is not None:
         _raise(*failure)
     return [d for d, _, _ in recorded]
-
-
-def _provisional(d: Any, now: datetime) -> Memory:
-    return Memory(
-        content=d.content,
-        kind=d.kind,
-        scope=d.scope,
-        lineage=Lineage(
-            source_kind=d.source.kind,
-            source_name=d.source.name,
-            activity_id=d.activity_id,
-            derived_from=d.derived_from,
-            confidence=d.confidence,
-            trust=d.trust,
-        ),
-        tags=d.tags,
-        metadata=d.metadata,
-        created_at=now,
-        recorded_at=now,
-        valid_from=d.valid_from,
-        expires_at=d.expires_at,
-        slot=d.slot,
-    )
 
 
 def _live_slot_holder(mm: MemoryManager, d: Any) -> Memory | None:
