@@ -58,6 +58,7 @@ __all__ = [
     "ToolCall",
     "Window",
     "WorkingMemory",
+    "WriteGateSink",
     "count_tokens",
     "get_encoding",
 ]
@@ -656,3 +657,57 @@ def _check_window(window: Sequence[ChatMessage], history: Sequence[ChatMessage])
         if m.role == "tool" and m.tool_call_id not in calls:
             msg = "internal error: a tool result is in the window without its call; please report this"
             raise MemLineageError(msg)
+
+
+class WriteGateSink:
+    """An ``on_evict`` callback that hands messages leaving the window to a manager's write gate.
+
+    Evicted messages do not vanish: user turns are remembered with source ``user``, assistant text with
+    ``agent`` and tool results with ``tool:<name>`` (the activity id is the tool-call id), all in ``scope``. With a
+    value model on the manager, the write gate decides what reaches long-term memory; without one, every message
+    is stored. System messages are never stored; exact duplicates are merged by the manager.
+
+    Example:
+        >>> from memlineage.testing import make_manager
+        >>> mm = make_manager()
+        >>> wm = WorkingMemory(max_tokens=8, on_evict=WriteGateSink(mm, scope="alice"))
+
+    Args:
+        manager: A :class:`~memlineage.MemoryManager`.
+        scope: Scope the evicted messages belong to.
+        kind: Memory kind for the stored messages (default ``episodic``).
+    """
+
+    def __init__(self, manager: Any, *, scope: Any, kind: str = "episodic") -> None:
+        from memlineage.models import Scope
+
+        self.manager = manager
+        self.scope = Scope.coerce(scope)
+        self.kind = kind
+        self._tool_names: dict[str, str] = {}
+
+    def __call__(self, messages: list[ChatMessage]) -> list[Any]:
+        """Store ``messages`` (oldest first); returns the stored (or buffered) memories."""
+        items: list[dict[str, Any]] = []
+        for m in messages:
+            for call in m.tool_calls:
+                self._tool_names[call.id] = call.name
+            if m.role == "system" or not m.content.strip():
+                continue
+            item: dict[str, Any] = {
+                "content": m.content,
+                "scope": self.scope,
+                "kind": self.kind,
+                "metadata": {"message_id": m.id, "evicted_from": "working_memory"},
+            }
+            if m.role == "user":
+                item["source"] = "user"
+            elif m.role == "assistant":
+                item["source"] = "agent"
+            else:
+                tool = m.name or self._tool_names.get(m.tool_call_id or "", "tool")
+                item["source"] = f"tool:{tool}"
+                item["activity_id"] = m.tool_call_id
+                item["metadata"]["tool_call_id"] = m.tool_call_id
+            items.append(item)
+        return self.manager.remember_many(items) if items else []

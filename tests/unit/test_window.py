@@ -274,3 +274,27 @@ def test_offline_counting_with_sockets_disabled(socket_disabled: None) -> None:
     assert out.returncode == 0, out.stderr
     a, b = map(int, out.stdout.split())
     assert a > 5 and b == 1
+
+
+def test_evicted_messages_reach_the_write_gate():
+    from memlineage import Scope
+    from memlineage.testing import make_manager
+    from memlineage.window import ChatMessage, ToolCall, WorkingMemory, WriteGateSink
+
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    wm = WorkingMemory(max_tokens=40, on_evict=WriteGateSink(mm, scope=alice))
+    wm.add(ChatMessage(role="system", content="You are a travel agent."))
+    wm.add(ChatMessage(role="user", content="I prefer aisle seats on every flight I take, always."))
+    call = ToolCall(id="call_1", name="get_flight_price", arguments='{"city": "Paris"}')
+    wm.add(ChatMessage(role="assistant", tool_calls=(call,)))
+    wm.add(ChatMessage(role="tool", tool_call_id="call_1", content="Paris flight costs 120 EUR on 3 May."))
+    wm.add(ChatMessage(role="assistant", content="The Paris flight costs 120 EUR and has aisle seats."))
+    for i in range(6):
+        wm.add(ChatMessage(role="user", content=f"filler question number {i} about nothing in particular"))
+    wm.window()
+    stored = {str(m.source): m for m in mm.find(scope=alice)}
+    assert "user" in stored and "agent" in stored
+    tool = stored["tool:get_flight_price"]
+    assert tool.lineage.activity_id == "call_1" and tool.metadata["evicted_from"] == "working_memory"
+    assert all(m.content != "You are a travel agent." for m in stored.values())
