@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -247,7 +248,8 @@ class _Recorder:
             return
         with self._lock:
             run.actions.append(_Action(action.tool, action.tool_input, getattr(action, "tool_call_id", None)))
-        log = (action.log or "").strip()
+        # Tool-calling agents log only "Invoking: `tool` with `{...}`": that is the call, not reasoning.
+        log = _INVOKING.sub("", action.log or "").strip()
         if self.capture_reasoning and log and self._writable(run, "reasoning") is not None:
             self.manager.remember(
                 log, scope=run.scope, source="reasoning", activity_id=self._recorded_parent(run_id),
@@ -337,6 +339,9 @@ class _Recorder:
             with self._lock:
                 for r in self._chain(run.parent):
                     r.produced.append(mem.id)
+
+
+_INVOKING = re.compile(r"^\s*Invoking: `[^`]*` with `.*?`\s*(?:responded: )?", re.MULTILINE | re.DOTALL)
 
 
 def _tool_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> str:

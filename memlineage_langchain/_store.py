@@ -20,7 +20,7 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
 )
-from memlineage.errors import InvalidNamespaceError
+from memlineage.errors import InvalidInputError, InvalidNamespaceError
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope
 from typing_extensions import override
@@ -120,6 +120,7 @@ class LineageStore(BaseStore):
         ttl: float | None | NotProvided = NOT_PROVIDED,
     ) -> None:
         validate_namespace(namespace)
+        _check_value(value)
         super().put(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
 
     @override
@@ -133,6 +134,7 @@ class LineageStore(BaseStore):
         ttl: float | None | NotProvided = NOT_PROVIDED,
     ) -> None:
         validate_namespace(namespace)
+        _check_value(value)
         await super().aput(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ batch
@@ -229,6 +231,12 @@ class LineageStore(BaseStore):
             namespaces.add(ns[: op.max_depth] if op.max_depth is not None else ns)
         out = sorted(namespaces)
         return out[op.offset : op.offset + op.limit]
+
+
+def _check_value(value: Any) -> None:
+    if value is not None and not isinstance(value, dict):
+        msg = f"LineageStore values are dicts (JSON objects) or None to delete, not {type(value).__name__}"
+        raise InvalidInputError(msg)
 
 
 def _matches(namespace: tuple[str, ...], conditions: tuple[Any, ...] | None) -> bool:

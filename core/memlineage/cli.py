@@ -93,7 +93,8 @@ def explain(
     """Print the provenance chain of a memory."""
     with _open(path) as mm:
         try:
-            ex = mm.explain(memory_id, scope=Scope(user_id=user))
+            scope = Scope(user_id=user)
+            ex = mm.explain(_resolve_id(mm, memory_id, scope), scope=scope)
         except MemLineageError as exc:
             console.print(f"[red]error:[/] {exc}")
             raise typer.Exit(2) from exc
@@ -124,6 +125,14 @@ def stats(path: PathOpt = None, user: Annotated[str | None, typer.Option("--user
     """Counts per status, kind and source."""
     with _open(path) as mm:
         console.print_json(json.dumps(mm.stats(Scope(user_id=user) if user else None)))
+
+
+def _resolve_id(mm: MemoryManager, memory_id: str, scope: Scope) -> str:
+    """Accept the short ids ``recall`` prints: a unique prefix of an id in the scope."""
+    if mm.get(memory_id, scope=scope) is not None or len(memory_id) >= 36:
+        return memory_id
+    matches = [i for i in mm.ledger.ids_in_scope(scope) if i.startswith(memory_id)]
+    return matches[0] if len(matches) == 1 else memory_id
 
 
 def explanation_tree(ex: Any) -> Tree:

@@ -25,6 +25,7 @@ from memlineage.errors import (
     ConfigurationError,
     InvalidInputError,
     LineageCycleError,
+    MemLineageError,
     MemoryNotFoundError,
     ScopeViolationError,
     StorageError,
@@ -1823,6 +1824,8 @@ class MemoryManager:
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         try:
             vectors = self.embedder.embed(list(texts))
+        except MemLineageError:
+            raise  # e.g. ConfigurationError: the model files are missing (the message says what to set)
         except Exception as exc:
             msg = f"embedder {self.embedder.name!r} failed: {exc}"
             raise StorageError(msg) from exc

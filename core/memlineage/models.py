@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memlineage.errors import InvalidInputError
 
@@ -189,6 +189,14 @@ class Scope(BaseModel):
             raise ValueError(msg)
         return value if value is None else _valid_unicode(value, "agent_id / session_id")
 
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'scope'}: {e['msg']}" for e in exc.errors())
+            msg = f"invalid scope ({problems}); e.g. Scope(user_id='alice', session_id='s1')"
+            raise InvalidInputError(msg) from None
+
     @classmethod
     def coerce(cls, value: Scope | Mapping[str, Any] | str | None) -> Scope:
         """Build a scope from a ``Scope``, a mapping or a bare user id.
@@ -206,7 +214,9 @@ class Scope(BaseModel):
                 return cls(user_id=value)
             if isinstance(value, Mapping):
                 return cls(**dict(value))
-        except Exception as exc:  # pydantic.ValidationError or TypeError
+        except InvalidInputError:
+            raise
+        except Exception as exc:  # TypeError (unknown keys are caught by the model)
             msg = f"invalid scope {value!r}: {exc}"
             raise InvalidInputError(msg) from exc
         msg = f"scope must be a Scope, a mapping or a user id string, not {type(value).__name__}"
@@ -492,7 +502,8 @@ def check_text(text: Any, what: str = "content") -> str:
         msg = f"{what} must be a str, not {type(text).__name__}"
         raise InvalidInputError(msg)
     if not text.strip():
-        msg = f"{what} is empty or whitespace; there is nothing to remember"
+        tail = "there is nothing to remember" if what == "content" else f"pass a non-empty {what}"
+        msg = f"{what} is empty or whitespace; {tail}"
         raise InvalidInputError(msg)
     _check_text(text, what)
     return text

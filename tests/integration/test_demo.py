@@ -49,3 +49,15 @@ def test_cli_core_demo_and_views(tmp_path: Path) -> None:
     assert audit.exit_code == 0 and "superseded" in audit.output
     bad = runner.invoke(app, ["explain", "nope", "--user", "alice", "--path", str(store)])
     assert bad.exit_code == 2 and "no memory" in bad.output
+
+
+def test_cli_explain_accepts_the_short_ids_recall_prints(tmp_path: Path) -> None:
+    from memlineage import MemoryManager, Scope
+    from memlineage.testing import FakeEmbedder
+
+    store = tmp_path / "s"
+    with MemoryManager.open(store, embedder=FakeEmbedder()) as mm:
+        m = mm.remember("short ids work", scope=Scope(user_id="alice"))
+    result = CliRunner().invoke(app, ["explain", m.id[:8], "--user", "alice", "--path", str(store)])
+    assert result.exit_code == 0, result.output
+    assert "short ids work" in result.output

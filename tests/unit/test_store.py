@@ -628,3 +628,14 @@ def test_slots_across_users_is_an_audited_admin_read(mm, alice, bob):
         mm.slots()
     assert mm.slots(admin=("ops", "migration")) == [("alice", "user/drink"), ("bob", "user/drink")]
     assert mm.ledger.events(user_id="*", types=["admin_access"])[0]["data"]["actor"] == "ops"
+
+
+def test_scope_errors_are_typed():
+    from memlineage import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="user_id"):
+        Scope(user_id="")
+    with pytest.raises(InvalidInputError, match="Field required"):
+        Scope()
+    with pytest.raises(InvalidInputError, match="pass a non-empty query"):
+        make_manager().recall("  ", scope="alice")

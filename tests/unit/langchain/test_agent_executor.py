@@ -295,3 +295,9 @@ def test_tool_tags_let_policies_target_tool_results(manager, alice):
     executor(weather_model("Paris"), [get_weather]).invoke({"input": "Weather?"}, config={"callbacks": [handler]})
     (result,) = by_source(manager, alice, "tool:get_weather")
     assert result.tags == ("forecast", "weather")
+
+
+def test_tool_calling_boilerplate_is_not_stored_as_reasoning(manager, alice):
+    handler = LineageCaptureCallback(manager, scope=alice, raise_error=True)
+    executor(weather_model("Paris"), [get_weather]).invoke({"input": "Weather?"}, config={"callbacks": [handler]})
+    assert by_source(manager, alice, "reasoning") == []

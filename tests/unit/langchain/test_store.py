@@ -232,3 +232,10 @@ def test_list_namespaces_is_scoped_unless_admin(lineage):
     assert lineage.list_namespaces() == [("alice", "prefs"), ("bob", "prefs")]
     events = lineage.manager.ledger.events(user_id="*", types=["admin_access"])
     assert [e["data"]["reason"] for e in events] == ["support ticket 42"]
+
+
+def test_put_rejects_non_dict_values_with_a_typed_error(lineage):
+    from memlineage import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="dicts"):
+        lineage.put(("alice", "prefs"), "k", "not a dict")  # type: ignore[arg-type]
