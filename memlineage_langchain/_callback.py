@@ -396,7 +396,34 @@ def _llm_meta(response: LLMResult) -> dict[str, Any] | None:
     return {"token_usage": usage} if isinstance(usage, Mapping) else None
 
 
-class LineageCaptureCallback(BaseCallbackHandler):
+class _CaptureSetup:
+    """The constructor shared by the sync and async handlers (both delegate to one :class:`_Recorder`)."""
+
+    raise_error: bool
+
+    def __init__(
+        self,
+        manager: MemoryManager,
+        *,
+        scope: Scope | Mapping[str, Any] | str | None = None,
+        capture_user_input: bool = True,
+        capture_reasoning: bool = True,
+        raise_error: bool = False,
+        tool_tags: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.manager = manager
+        self.raise_error = raise_error
+        self._recorder = _Recorder(
+            manager,
+            Scope.coerce(scope) if scope is not None else None,
+            capture_user_input=capture_user_input,
+            capture_reasoning=capture_reasoning,
+            strict=lambda: self.raise_error,
+            tool_tags=tool_tags,
+        )
+
+
+class LineageCaptureCallback(_CaptureSetup, BaseCallbackHandler):
     """Capture LangChain runs as MemLineage activities and memories with lineage.
 
     Chain, LLM / chat-model and tool runs become activities (ids are LangChain ``run_id`` / ``parent_run_id``);
@@ -434,27 +461,6 @@ class LineageCaptureCallback(BaseCallbackHandler):
         tool_tags: Tags per tool name added to that tool's result memories, so policies can target them (e.g.
             ``{"get_flight_price": ["flight_price"]}`` with a ``freshness("flight_price", 3600)`` policy).
     """
-
-    def __init__(
-        self,
-        manager: MemoryManager,
-        *,
-        scope: Scope | Mapping[str, Any] | str | None = None,
-        capture_user_input: bool = True,
-        capture_reasoning: bool = True,
-        raise_error: bool = False,
-        tool_tags: Mapping[str, Sequence[str]] | None = None,
-    ) -> None:
-        self.manager = manager
-        self.raise_error = raise_error
-        self._recorder = _Recorder(
-            manager,
-            Scope.coerce(scope) if scope is not None else None,
-            capture_user_input=capture_user_input,
-            capture_reasoning=capture_reasoning,
-            strict=lambda: self.raise_error,
-            tool_tags=tool_tags,
-        )
 
     @override
     @_guard
@@ -606,7 +612,7 @@ class LineageCaptureCallback(BaseCallbackHandler):
         self._recorder.tool_error(error, str(run_id), kwargs.get("tool_call_id"))
 
 
-class AsyncLineageCaptureCallback(AsyncCallbackHandler):
+class AsyncLineageCaptureCallback(_CaptureSetup, AsyncCallbackHandler):
     """Async :class:`LineageCaptureCallback`: the same capture, each write offloaded to a worker thread.
 
     Setup:
@@ -621,35 +627,8 @@ class AsyncLineageCaptureCallback(AsyncCallbackHandler):
         only propagated on async paths; test with ``raise_error=True`` and ``ainvoke``.
 
     Args:
-        manager: The memory manager to write to.
-        scope: Fixed scope; ``None`` = from each run's metadata.
-        capture_user_input: Remember the input of top-level runs as a ``user`` memory.
-        capture_reasoning: Remember agent action logs as ``reasoning`` memories.
-        raise_error: Re-raise handler failures (for tests).
-        tool_tags: Tags per tool name added to that tool's result memories, so policies can target them (e.g.
-            ``{"get_flight_price": ["flight_price"]}`` with a ``freshness("flight_price", 3600)`` policy).
+        Those of :class:`LineageCaptureCallback`.
     """
-
-    def __init__(
-        self,
-        manager: MemoryManager,
-        *,
-        scope: Scope | Mapping[str, Any] | str | None = None,
-        capture_user_input: bool = True,
-        capture_reasoning: bool = True,
-        raise_error: bool = False,
-        tool_tags: Mapping[str, Sequence[str]] | None = None,
-    ) -> None:
-        self.manager = manager
-        self.raise_error = raise_error
-        self._recorder = _Recorder(
-            manager,
-            Scope.coerce(scope) if scope is not None else None,
-            capture_user_input=capture_user_input,
-            capture_reasoning=capture_reasoning,
-            strict=lambda: self.raise_error,
-            tool_tags=tool_tags,
-        )
 
     @override
     @_aguard
