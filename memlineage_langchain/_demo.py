@@ -281,6 +281,9 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         from memlineage.cli import explanation_tree
 
         console.print(explanation_tree(ex))
+        why = [e["data"].get("reason") for e in mm.audit(alice, memory_id=plan.id, types=["suspect"])]
+        if why:
+            console.print(f"why suspect: [yellow]{why[-1]}[/] (the fare it quoted was older than its 1 h limit)")
         pictures = _write_pictures(ex, store)
         for p in pictures:
             console.print(f"picture written: [bold]{p}[/]")

@@ -33,6 +33,7 @@ def test_agent_demo_story(tmp_path: Path) -> None:
     assert "flowchart BT" in (tmp_path / "store" / "lineage.mmd").read_text()
     assert "Recommendation: Flight to Lyon" in text
     assert "builtin.freshness.flight_price" in text
+    assert "why suspect: premise" in text and "expired" in text
 
 
 def test_cli_core_demo_and_views(tmp_path: Path) -> None:
