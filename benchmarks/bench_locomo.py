@@ -34,7 +34,11 @@ from typing import Any
 
 import numpy as np
 
-DATA = Path(os.environ.get("LOCOMO_PATH", "/work/shared/data/locomo/locomo_dev7.json"))
+#: The LoCoMo dev file: $LOCOMO_PATH, or ../shared/data/locomo/locomo_dev7.json beside the repository.
+DATA = Path(
+    os.environ.get("LOCOMO_PATH")
+    or Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev7.json"
+)
 RESULTS = Path(__file__).parent / "results"
 KS = (5, 10, 20)
 CATS = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

@@ -47,74 +47,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-DATA = Path(os.environ.get("LOCOMO_PATH", "/work/shared/data/locomo/locomo_dev7.json"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_locomo import Question, Turn  # noqa: E402  (one LoCoMo loader for every benchmark)
+from bench_locomo import load as load_locomo  # noqa: E402
+
 RESULTS = Path(__file__).parent / "results"
 KS = (5, 10)
 
 
-@dataclass
-class Turn:
-    dia_id: str
-    session: int
-    when: datetime
-    doc: str
-
-
-@dataclass
-class Question:
-    text: str
-    category: int
-    evidence: list[str]
-
-
-def _parse_date(s: str) -> datetime:
-    return datetime.strptime(s.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
-
-
-def _evidence(raw: Sequence[str], known: set[str]) -> list[str]:
-    out: list[str] = []
-    for item in raw:
-        for part in re.split(r"[;\s]+", str(item)):
-            m = re.fullmatch(r"D:?(\d+):0*(\d+)", part.strip())
-            if m:
-                did = f"D{int(m.group(1))}:{int(m.group(2))}"
-                if did in known and did not in out:
-                    out.append(did)
-    return out
-
-
 def load(n_convs: int) -> list[tuple[str, list[Turn], list[Question]]]:
-    out = []
-    for sample in json.loads(DATA.read_text())[:n_convs]:
-        c = sample["conversation"]
-        turns: list[Turn] = []
-        n = 1
-        while f"session_{n}" in c:
-            date_text = c[f"session_{n}_date_time"]
-            when = _parse_date(date_text)
-            for t in c[f"session_{n}"]:
-                text = t["text"] + (f" [image: {t['blip_caption']}]" if t.get("blip_caption") else "")
-                doc = f"[{date_text.split(' on ')[-1]}] {t['speaker']}: {text}"
-                turns.append(Turn(t["dia_id"], n, when, doc))
-            n += 1
-        known = {t.dia_id for t in turns}
-        qs = [
-            Question(q["question"], int(q["category"]), ev)
-            for q in sample["qa"]
-            if int(q["category"]) in (1, 2, 3, 4) and (ev := _evidence(q.get("evidence") or [], known))
-        ]
-        out.append((sample["sample_id"], turns, qs))
-    return out
+    """The first ``n_convs`` conversations with their category 1-4 questions that have evidence."""
+    convs, questions = load_locomo(n_convs)
+    return [
+        (conv, turns, [q for q in questions if q.conv == conv and q.category in (1, 2, 3, 4)])
+        for conv, turns in convs.items()
+    ]
 
 
 class SharedEmbedder:
