@@ -120,7 +120,6 @@ class LineageStore(BaseStore):
         ttl: float | None | NotProvided = NOT_PROVIDED,
     ) -> None:
         validate_namespace(namespace)
-        _check_value(value)
         super().put(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
 
     @override
@@ -134,7 +133,6 @@ class LineageStore(BaseStore):
         ttl: float | None | NotProvided = NOT_PROVIDED,
     ) -> None:
         validate_namespace(namespace)
-        _check_value(value)
         await super().aput(namespace, key, value, index, ttl=ttl)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ batch
@@ -171,6 +169,7 @@ class LineageStore(BaseStore):
         return memory_to_item(mem) if mem is not None else None
 
     def _put(self, op: PutOp) -> None:
+        _check_value(op.value)
         scope = self._scope(op.namespace)
         old = self._current(op.namespace, op.key)
         if op.value is None:

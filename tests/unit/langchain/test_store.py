@@ -239,3 +239,5 @@ def test_put_rejects_non_dict_values_with_a_typed_error(lineage):
 
     with pytest.raises(InvalidInputError, match="dicts"):
         lineage.put(("alice", "prefs"), "k", "not a dict")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="dicts"):
+        lineage.batch([PutOp(("alice", "prefs"), "k", ["a", "list"])])  # type: ignore[arg-type]
