@@ -71,7 +71,7 @@ from memlineage.extractors import (
     MemoryFeatures,
     RuleBasedExtractor,
 )
-from memlineage.models import Memory, Scope, ValueAssessment, check_text, normalize_content
+from memlineage.models import Memory, MemoryKind, Scope, ValueAssessment, check_text, normalize_content
 
 __all__ = [
     "BufferedItem",
@@ -778,23 +778,7 @@ def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[A
             keep.append(d)
             continue
         d.supersedes = None  # a buffered value never retires a stored one
-        mem = Memory(
-            content=d.content,
-            kind="working",
-            scope=d.scope,
-            lineage={
-                "source_kind": d.source.kind, "source_name": d.source.name, "activity_id": d.activity_id,
-                "parent_activity_id": d.parent_activity_id, "confidence": d.confidence, "trust": d.trust,
-            },
-            tags=d.tags,
-            metadata=d.metadata,
-            created_at=now,
-            recorded_at=now,
-            valid_from=d.valid_from or now,
-            slot=d.slot,
-            value=assessment.score,
-            assessment=assessment,
-        )  # fmt: skip
+        mem = d.to_memory(now).model_copy(update={"kind": MemoryKind.WORKING})  # short-term only
         runtime(mm).buffer.add(
             BufferedItem(mem.id, d.content, d.scope, assessment, now, features), capacity=profile.buffer_size
         )

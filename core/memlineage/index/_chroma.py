@@ -130,25 +130,27 @@ class ChromaIndex:
         self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
     ) -> None:
         """Insert or replace entries (batched)."""
-        for start in range(0, len(ids), BATCH):
-            end = start + BATCH
-            self._call(
-                "upsert",
-                self._col.upsert,
-                ids=list(ids[start:end]),
-                embeddings=_matrix(vectors[start:end]),
-                metadatas=[dict(m) for m in metadatas[start:end]],
-            )
+        self._write("upsert", self._col.upsert, ids, vectors, metadatas)
 
     def add(
         self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
     ) -> None:
         """Insert entries known to be new (about twice as fast as :meth:`upsert` in Chroma)."""
+        self._write("add", self._col.add, ids, vectors, metadatas)
+
+    def _write(
+        self,
+        what: str,
+        fn: Any,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
         for start in range(0, len(ids), BATCH):
             end = start + BATCH
             self._call(
-                "add",
-                self._col.add,
+                what,
+                fn,
                 ids=list(ids[start:end]),
                 embeddings=_matrix(vectors[start:end]),
                 metadatas=[dict(m) for m in metadatas[start:end]],
