@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select, update
 
 from memlineage.errors import (
     ConfigurationError,
@@ -33,6 +33,7 @@ from memlineage.errors import (
 )
 from memlineage.index import Embedder, IndexFilter, VectorIndex, ensure_embedder, index_metadata
 from memlineage.ledger import Event, Ledger, encode_vector, memory_to_row
+from memlineage.ledger._schema import activities, events, memories, supports
 from memlineage.lineage import CascadeReport, ErasureReceipt, Explanation, evaluate_cascade
 from memlineage.models import (
     DEFAULT_TRUST,
@@ -678,10 +679,6 @@ class MemoryManager:
                         for p in extra
                     ],
                 )
-                from sqlalchemy import update
-
-                from memlineage.ledger._schema import supports
-
                 conn.execute(
                     update(supports).where(supports.c.id == own["id"]).values(premises=own["premises"] + len(extra))
                 )
@@ -1102,10 +1099,6 @@ class MemoryManager:
         while row and row["supersedes"]:
             chain.append(row["supersedes"])
             row = self.ledger.memory_rows([row["supersedes"]])[0]
-        from sqlalchemy import select
-
-        from memlineage.ledger._schema import memories
-
         frontier = [mid]
         with self.ledger.read() as conn:
             while frontier:
@@ -1116,10 +1109,6 @@ class MemoryManager:
         return chain
 
     def _redact_events(self, conn: Connection, ids: Sequence[str]) -> int:
-        from sqlalchemy import update
-
-        from memlineage.ledger._schema import events
-
         n = 0
         for start in range(0, len(ids), 900):
             chunk = list(ids[start : start + 900])
@@ -1128,10 +1117,6 @@ class MemoryManager:
         return n
 
     def _redact_activities(self, conn: Connection, scope: Scope) -> int:
-        from sqlalchemy import update
-
-        from memlineage.ledger._schema import activities
-
         cond = [activities.c.user_id == scope.user_id]
         if scope.agent_id is not None:
             cond.append(activities.c.agent_id == scope.agent_id)
@@ -1157,10 +1142,6 @@ class MemoryManager:
         Returns:
             The ids that expired now.
         """
-        from sqlalchemy import select
-
-        from memlineage.ledger._schema import memories
-
         t = to_epoch(self.clock())
         cond = [memories.c.expires_at.is_not(None), memories.c.expires_at <= t, memories.c.status.in_(_LIVE)]
         if scope is not None:
@@ -1240,10 +1221,6 @@ class MemoryManager:
         Raises:
             InvalidInputError: bad scope, kinds, limit or offset.
         """
-        from sqlalchemy import select
-
-        from memlineage.ledger._schema import memories
-
         scope = Scope.coerce(scope)
         for name, value in (("limit", limit), ("offset", offset)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
@@ -1289,10 +1266,6 @@ class MemoryManager:
         Raises:
             ScopeViolationError: ``scope`` is None and no ``admin`` actor and reason were given.
         """
-        from sqlalchemy import select
-
-        from memlineage.ledger._schema import memories
-
         cond = [memories.c.slot.is_not(None), memories.c.status.in_(list(_LIVE))]
         if scope is None:
             actor, reason = admin or ("", "")
@@ -1469,10 +1442,6 @@ class MemoryManager:
         return admin_recall(self, query, scope=Scope.coerce(scope), actor=actor, reason=reason, **kwargs)
 
     def _mark_used(self, mems: Sequence[Memory], activity_id: str | None, now: datetime) -> None:
-        from sqlalchemy import update
-
-        from memlineage.ledger._schema import memories
-
         t = to_epoch(now)
         ids = sorted(m.id for m in mems)
         self._value_reinforce(ids, now)
@@ -1926,10 +1895,6 @@ class MemoryManager:
 
     def _lexical_rows(self, user_id: str) -> list[tuple[str, str, dict[str, Any]]]:
         """Loader of the lexical leg: one user's indexable memories from the ledger, as (id, text, metadata)."""
-        from sqlalchemy import select
-
-        from memlineage.ledger._schema import memories
-
         query = select(memories).where(
             memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale"))
         )
