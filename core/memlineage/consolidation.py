@@ -19,7 +19,7 @@ from typing import Any
 
 from memlineage.extractors import InfoType, RuleBasedExtractor
 from memlineage.extractors._llm import call_model
-from memlineage.extractors._rules import _terms
+from memlineage.extractors._rules import content_terms
 
 __all__ = [
     "CitedLine",
@@ -159,8 +159,8 @@ def check_citations(
             continue
         cited = list(dict.fromkeys(by_ref[r].id for r in refs))
         if require_overlap:
-            source_terms = set().union(*(_terms(by_ref[r].content) for r in refs))
-            if not (_terms(text) & source_terms):
+            source_terms = set().union(*(content_terms(by_ref[r].content) for r in refs))
+            if not (content_terms(text) & source_terms):
                 rejected.append(RejectedLine(text, "not supported: shares no content with the cited messages"))
                 continue
         key = " ".join(text.casefold().split())

@@ -134,8 +134,12 @@ class Explanation:
         memory: The explained memory.
         ancestors: Every premise reachable through wasDerivedFrom, nearest first.
         edges: ``(src, relation, dst)`` triples among the memories and activities shown (PROV argument order).
-        activities: Activities that generated the memories shown.
+        activities: Activities that generated the memories shown, and the update decisions in ``decisions``.
         depth: ``{memory_id: hops from the explained memory}``.
+        revisions: Earlier versions of the memories shown (``wasRevisionOf``), newest first.
+        decisions: Automatic update decisions (activities of kind ``update_detection``) that superseded, withdrew or
+            merged into a memory shown; ``metadata`` holds ``reason``, ``evidence``, ``decided_by``, ``target`` and
+            ``statement``; ``outcome`` is ``applied`` or ``undone``.
     """
 
     memory: Memory
@@ -143,16 +147,18 @@ class Explanation:
     edges: list[tuple[str, str, str]] = field(default_factory=list)
     activities: list[Activity] = field(default_factory=list)
     depth: dict[str, int] = field(default_factory=dict)
+    revisions: list[Memory] = field(default_factory=list)
+    decisions: list[Activity] = field(default_factory=list)
 
     @property
     def memories(self) -> list[Memory]:
-        """The explained memory followed by its ancestors."""
-        return [self.memory, *self.ancestors]
+        """The explained memory, its ancestors, then earlier versions."""
+        return [self.memory, *self.ancestors, *self.revisions]
 
     def sources(self) -> list[Memory]:
         """Ancestors (or the memory itself) with no premises: the original statements and tool results."""
         derived = {src for src, rel, _ in self.edges if rel == "wasDerivedFrom"}
-        return [m for m in self.memories if m.id not in derived]
+        return [m for m in (self.memory, *self.ancestors) if m.id not in derived]
 
     def to_text(self) -> str:
         """An indented tree, one line per memory: ``[status] source: content``."""
@@ -171,6 +177,16 @@ class Explanation:
                     walk(child, level + 1, seen | {child})
 
         walk(self.memory.id, 0, frozenset({self.memory.id}))
+        for old in self.revisions:
+            lines.append(f"  revision of: [{old.status.value}] {old.source}: {_short(old.content, 72)} ({old.id[:8]})")
+        for act in self.decisions:
+            meta = act.metadata
+            target = by_id.get(str(meta.get("target")))
+            what = f" {_short(target.content, 48)!r}" if target is not None else ""
+            lines.append(
+                f"  decision {act.name} ({meta.get('decided_by', '?')}, {act.outcome or 'applied'}, {act.id[:8]}) "
+                f"on {str(meta.get('target'))[:8]}{what}: {meta.get('reason', '')}"
+            )
         return "\n".join(lines)
 
     def to_mermaid(self) -> str:
@@ -213,6 +229,8 @@ class Explanation:
             "wasAttributedTo": {},
             "wasRevisionOf": {},
             "wasInformedBy": {},
+            "wasInvalidatedBy": {},
+            "used": {},
         }
         for mem in self.memories:
             doc["entity"][f"ml:{mem.id}"] = {
@@ -243,6 +261,10 @@ class Explanation:
                 doc[rel][key] = {"prov:entity": f"ml:{src}", "prov:activity": f"ml:{dst}"}
             elif rel == "wasInformedBy":
                 doc[rel][key] = {"prov:informed": f"ml:{src}", "prov:informant": f"ml:{dst}"}
+            elif rel == "wasInvalidatedBy":
+                doc[rel][key] = {"prov:entity": f"ml:{src}", "prov:activity": f"ml:{dst}"}
+            elif rel == "used":
+                doc[rel][key] = {"prov:activity": f"ml:{src}", "prov:entity": f"ml:{dst}"}
         return {k: v for k, v in doc.items() if v}
 
     def to_json(self) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sqlalchemy import Connection, select, update
 
+from memlineage._detect import detect_updates
 from memlineage.errors import (
     ConfigurationError,
     InvalidInputError,
@@ -32,7 +33,7 @@ from memlineage.errors import (
     StoreLockedError,
 )
 from memlineage.index import Embedder, IndexFilter, VectorIndex, ensure_embedder, index_metadata
-from memlineage.ledger import Event, Ledger, encode_vector, memory_to_row
+from memlineage.ledger import Event, Ledger, encode_vector, memory_to_row, row_to_memory
 from memlineage.ledger._schema import activities, events, memories, supports
 from memlineage.lineage import CascadeReport, ErasureReceipt, Explanation, evaluate_cascade
 from memlineage.models import (
@@ -54,6 +55,7 @@ from memlineage.models import (
     to_epoch,
     utcnow,
 )
+from memlineage.reconcile import Action, Decision, Reconciler, RuleReconciler
 from memlineage.retrieval import (
     CandidateFilter,
     RecallHit,
@@ -131,6 +133,10 @@ class _Draft:
     embedding: list[float] | None = None
     supersedes: dict[str, Any] | None = None
     extra_rows: dict[str, Any] = field(default_factory=dict)
+    decision: Decision | None = None  # update detection: the automatic decision behind supersedes / retracts
+    retracts: str | None = None  # update detection: a live memory this statement withdraws
+    slot_value: str | None = None  # update detection: the value the statement assigns to its (detected) slot
+    auto_slot: bool = False  # the slot was detected, not given by the caller
 
     def to_memory(self, now: datetime, *, previous: Mapping[str, Any] | None = None) -> Memory:
         """The memory this draft becomes when written at ``now`` (``previous``: the ledger row it supersedes)."""
@@ -212,6 +218,7 @@ class MemoryManager:
         lexical: Any = None,
         retrieval: RetrievalConfig | None = None,
         read_filter: CandidateFilter | None = None,
+        reconciler: Reconciler | None | str = "rules",
     ) -> None:
         if ledger is None or index is None:
             msg = "MemoryManager needs a ledger and an index; use MemoryManager.open() for the defaults"
@@ -223,6 +230,7 @@ class MemoryManager:
         self.trust_by_source = {str(k): float(v) for k, v in (trust_by_source or DEFAULT_TRUST).items()}
         self.policy = _policy_engine(policy)
         self.value_model = value_model
+        self.reconciler = _reconciler(reconciler)
         self.path = path
         self._lock = lock
         # Serialises the write gate (duplicate check → insert) within this process, so two threads writing the
@@ -457,6 +465,7 @@ class MemoryManager:
             vectors = self._embed([d.content for d in missing])
             for d, v in zip(missing, vectors):
                 d.embedding = v
+        todo = self._detect(drafts, todo, batch_dups, merges, now)
         # Writes start only now, after everything that can fail on bad input or a broken embedder.
         if merges:
             self._merge_duplicates(merges, results, now)
@@ -634,6 +643,20 @@ class MemoryManager:
                 todo.append(d)
         return todo, batch_dups, merges
 
+    def _detect(
+        self,
+        drafts: list[_Draft],
+        todo: list[_Draft],
+        batch_dups: list[tuple[int, int]],
+        merges: list[tuple[int, dict[str, Any], _Draft]],
+        now: datetime,
+    ) -> list[_Draft]:
+        """Update detection (see :mod:`memlineage._detect`); reads only, decisions are carried out by ``_persist``."""
+        return detect_updates(
+            drafts, todo, batch_dups, merges, now, ledger=self.ledger, index=self.index, reconciler=self.reconciler,
+            check_operation=lambda op, mems, scope, source: self._check_operation(op, mems, scope=scope, source=source),
+        )  # fmt: skip
+
     def _would_cycle(self, memory_id: str, premises: Sequence[str]) -> bool:
         """Whether adding ``premises`` to ``memory_id`` would make it its own ancestor."""
         if not premises:
@@ -648,6 +671,8 @@ class MemoryManager:
         """Record ``seen_again`` or a corroborating support for duplicates of live ledger rows."""
         with self.ledger.transaction() as conn:
             for _, row, d in merges:
+                if d.decision is not None:
+                    self._record_decision(conn, d, None, now)
                 self._corroborate(conn, row, d, now)
         fresh = self.ledger.memories([row["id"] for _, row, _ in merges])
         for (i, _, _), mem in zip(merges, fresh):
@@ -683,6 +708,8 @@ class MemoryManager:
                     update(supports).where(supports.c.id == own["id"]).values(premises=own["premises"] + len(extra))
                 )
             data = {"source": str(d.source), "new_premises": extra if own["premises"] > 0 else []}
+            if d.decision is not None:
+                data["decision"] = {"action": d.decision.action.value, "reason": d.decision.reason}
             self.ledger.insert_events(conn, [_event(t, "seen_again", mid, d.activity_id, row["user_id"], data)])
             return
         group = max((g["support"] for g in groups), default=-1) + 1
@@ -735,7 +762,8 @@ class MemoryManager:
         edge_rows: list[dict[str, Any]] = []
         support_rows: list[dict[str, Any]] = []
         event_rows: list[dict[str, Any]] = []
-        superseded: list[str] = []
+        # (old id, status, reason, decision) for each memory this batch supersedes or withdraws
+        invalidations: list[tuple[str, Status, str, Decision | None]] = []
         activity_ids = {d.activity_id for d in drafts if d.activity_id}
         for d in drafts:
             old = d.supersedes
@@ -763,8 +791,15 @@ class MemoryManager:
             data: dict[str, Any] = {"source": str(d.source), "kind": d.kind.value}
             if old:
                 edge_rows.append(_edge(mem.id, old["id"], Relation.WAS_REVISION_OF, t, user))
-                superseded.append(old["id"])
+                reason = d.decision.reason if d.decision else "superseded by a new version"
+                invalidations.append((old["id"], Status.SUPERSEDED, reason, d.decision))
                 data["supersedes"] = old["id"]
+            if d.retracts:
+                assert d.decision is not None
+                invalidations.append((d.retracts, Status.RETRACTED, d.decision.reason, d.decision))
+                data["retracts"] = d.retracts
+            if d.decision is not None:
+                data["decision"] = {"action": d.decision.action.value, "target": d.decision.target}
             event_rows.append(_event(t, "created", mem.id, d.activity_id, user, data))
         with self.ledger.transaction() as conn:
             known = {r["id"] for r in self.ledger.activity_rows(sorted(activity_ids), conn) if r}
@@ -785,12 +820,44 @@ class MemoryManager:
             self.ledger.insert_edges(conn, edge_rows)
             self.ledger.insert_events(conn, event_rows)
             suspects: list[str] = []
-            for old_id in superseded:
-                s, _ = self._invalidate(conn, old_id, Status.SUPERSEDED, now, reason="superseded by a new version")
+            by_target = {d.decision.target: (d, m) for d, m in zip(drafts, mems) if d.decision is not None}
+            for old_id, status, reason, decision in invalidations:
+                act = None
+                if decision is not None:
+                    d, mem = by_target[old_id]
+                    act = self._record_decision(conn, d, mem.id, now)
+                s, _ = self._invalidate(conn, old_id, status, now, reason=reason, activity_id=act)
                 suspects.extend(s)
-        if superseded:
-            self._sync_index(superseded + suspects)
+        if invalidations:
+            self._sync_index([i[0] for i in invalidations] + suspects)
         return mems, suspects
+
+    def _record_decision(self, conn: Connection, d: _Draft, memory_id: str | None, now: datetime) -> str:
+        """Record an automatic update decision as an activity (kind ``update_detection``); return its id.
+
+        The activity ``used`` the new statement (its evidence) and the memory it acts on; the latter's
+        ``wasInvalidatedBy`` edge (written by the cascade) points at it, so ``explain`` shows why.
+        """
+        decision = d.decision
+        assert decision is not None and decision.target is not None
+        act = new_id()
+        t = to_epoch(now)
+        self.ledger.upsert_activity(
+            conn,
+            Activity(
+                id=act, kind="update_detection", name=decision.action.value, scope=d.scope, started_at=now,
+                ended_at=now, outcome="applied",
+                metadata={
+                    "reason": decision.reason, "evidence": decision.evidence, "decided_by": decision.decided_by,
+                    "target": decision.target, "statement": memory_id,
+                },
+            ),
+        )  # fmt: skip
+        rows = [_edge(act, decision.target, Relation.USED, t, d.scope.user_id)]
+        if memory_id is not None:
+            rows.append(_edge(act, memory_id, Relation.USED, t, d.scope.user_id))
+        self.ledger.insert_edges(conn, rows)
+        return act
 
     # ================================================================== cascade
     def _invalidate(
@@ -829,13 +896,14 @@ class MemoryManager:
         if dry_run:
             return suspect, unaffected
         inv_activity = activity_id or new_id()
-        self.ledger.upsert_activity(
-            conn,
-            Activity(
-                id=inv_activity, kind="invalidation", name=status.value, started_at=now, ended_at=now,
-                scope=_row_scope(row), metadata={"reason": reason, "target": mid},
-            ),
-        )  # fmt: skip
+        if activity_id is None or self.ledger.activity_rows([activity_id], conn)[0] is None:
+            self.ledger.upsert_activity(
+                conn,
+                Activity(
+                    id=inv_activity, kind="invalidation", name=status.value, started_at=now, ended_at=now,
+                    scope=_row_scope(row), metadata={"reason": reason, "target": mid},
+                ),
+            )  # fmt: skip
         self.ledger.update_memories(conn, [mid], {"status": status.value, "invalidated_at": t, "index_state": "stale"})
         edge_rows = [_edge(mid, inv_activity, Relation.WAS_INVALIDATED_BY, t, row["user_id"])]
         events = [_event(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})]
@@ -998,6 +1066,75 @@ class MemoryManager:
             )
         self._sync_index([memory_id])
         return self.require(memory_id, scope=scope)
+
+    def undo(
+        self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "decision undone"
+    ) -> Memory:
+        """Reverse an automatic update decision (``update`` or ``contradict``) made by update detection.
+
+        The memory the decision superseded or retracted is active again, every memory that the decision's cascade
+        made suspect and that is still suspect is active again, and the decision activity's outcome becomes
+        ``undone``. For an undone ``update`` the two statements are taken to be about different attributes: the
+        restored memory gives up its slot, the newer one keeps it. Decision ids are in ``explain(...).decisions``
+        and in the ``audit`` events.
+
+        Args:
+            decision_id: Id of the ``update_detection`` activity.
+            scope: Caller's scope; must own the decision.
+            reason: Why (kept in the event log).
+
+        Returns:
+            The restored memory.
+
+        Raises:
+            MemoryNotFoundError: no such decision in the scope.
+            InvalidInputError: already undone, a ``duplicate`` decision (nothing was stored to restore), or the
+                memory changed since (it is no longer in the state the decision left it in).
+        """
+        scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
+        row = self.ledger.activity_rows([check_text(decision_id, "decision_id")])[0]
+        if row is None or row["kind"] != "update_detection" or row["user_id"] != scope.user_id:
+            msg = f"no update decision {decision_id!r} in this scope; see explain(...).decisions"
+            raise MemoryNotFoundError(msg)
+        if row["outcome"] == "undone":
+            msg = f"decision {decision_id!r} was already undone"
+            raise InvalidInputError(msg)
+        meta = dict(row["meta"] or {})
+        if row["name"] not in (Action.UPDATE.value, Action.CONTRADICT.value):
+            msg = f"a {row['name']} decision stored nothing that could be restored; remember the statement again"
+            raise InvalidInputError(msg)
+        target = str(meta.get("target"))
+        mem = self.require(target, scope=scope)
+        expected = Status.SUPERSEDED if row["name"] == Action.UPDATE.value else Status.RETRACTED
+        if mem.status is not expected:
+            msg = f"memory {target!r} is {mem.status.value} now, not {expected.value}; it changed since the decision"
+            raise InvalidInputError(msg)
+        now = self.clock()
+        t = to_epoch(now)
+        with self.ledger.transaction() as conn:
+            marked = conn.execute(
+                select(events.c.memory_id).where(events.c.activity_id == decision_id, events.c.type == "suspect")
+            ).all()
+            statuses = self.ledger.statuses([m[0] for m in marked if m[0]], conn)
+            restored = sorted(m for m, st in statuses.items() if st == Status.SUSPECT.value)
+            values: dict[str, Any] = {"status": Status.ACTIVE.value, "invalidated_at": None, "index_state": "stale"}
+            if expected is Status.SUPERSEDED:
+                values["slot"] = None
+            self.ledger.update_memories(conn, [target], values)
+            if restored:
+                self.ledger.update_memories(conn, restored, {"status": Status.ACTIVE.value, "index_state": "stale"})
+            data = {"reason": reason, "decision": decision_id}
+            self.ledger.insert_events(
+                conn,
+                [_event(t, "decision_undone", target, decision_id, scope.user_id, data)]
+                + [_event(t, "revalidated", m, decision_id, scope.user_id, data) for m in restored],
+            )
+            self.ledger.upsert_activity(
+                conn, _row_activity(row).model_copy(update={"outcome": "undone", "metadata": {**meta, "undo": reason}})
+            )
+        self._sync_index([target, *restored])
+        return self.require(target, scope=scope)
 
     def forget(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "forgotten") -> Memory:
         """Archive a memory: out of the index, kept in the ledger (its descendants are not affected).
@@ -1523,9 +1660,45 @@ class MemoryManager:
                     edges.append((r["id"], Relation.WAS_INFORMED_BY.value, r["parent_id"]))
                     if r["parent_id"] not in seen and r["parent_id"] not in frontier:
                         frontier.append(r["parent_id"])
-        known = shown | seen
-        edges = [e for e in dict.fromkeys(edges) if e[2] in known]
-        return Explanation(memory=mem, ancestors=ancestors, edges=edges, activities=activities, depth=depth)
+        revisions, decisions, extra = self._explain_decisions(mem, shown, scope)
+        activities.extend(decisions)
+        known = shown | seen | {r.id for r in revisions} | {a.id for a in decisions}
+        edges = [e for e in dict.fromkeys([*edges, *extra]) if e[2] in known and e[0] in known]
+        return Explanation(
+            memory=mem, ancestors=ancestors, edges=edges, activities=activities, depth=depth, revisions=revisions,
+            decisions=decisions,
+        )  # fmt: skip
+
+    def _explain_decisions(
+        self, mem: Memory, shown: set[str], scope: Scope
+    ) -> tuple[list[Memory], list[Activity], list[tuple[str, str, str]]]:
+        """Earlier versions of ``mem`` and the update decisions touching what ``explain`` shows."""
+        revisions: list[Memory] = []
+        row = self.ledger.memory_rows([mem.id])[0]
+        while row is not None and row["supersedes"] and len(revisions) < 20:
+            row = self.ledger.memory_rows([row["supersedes"]])[0]
+            if row is None or row["user_id"] != scope.user_id:
+                break
+            revisions.append(row_to_memory(row))
+        ids = sorted(shown | {r.id for r in revisions})
+        edges: list[tuple[str, str, str]] = []
+        act_ids: list[str] = []
+        touching = self.ledger.edges_touching(ids) + self.ledger.edges_into(ids, Relation.USED.value)
+        for e in touching:
+            if e["relation"] == Relation.WAS_INVALIDATED_BY.value and e["src"] in ids:
+                edges.append((e["src"], e["relation"], e["dst"]))
+                act_ids.append(e["dst"])
+            elif e["relation"] == Relation.USED.value and e["dst"] in ids:
+                edges.append((e["src"], e["relation"], e["dst"]))
+                act_ids.append(e["src"])
+            elif e["relation"] == Relation.WAS_REVISION_OF.value and e["src"] in ids:
+                edges.append((e["src"], e["relation"], e["dst"]))
+        decisions = [
+            _row_activity(r)
+            for r in self.ledger.activity_rows(list(dict.fromkeys(act_ids)))
+            if r and r["kind"] == "update_detection" and r["user_id"] == scope.user_id
+        ]
+        return revisions, decisions, edges
 
     def audit(
         self,
@@ -2036,6 +2209,10 @@ class MemoryManager:
         """Async :meth:`revalidate`."""
         return await asyncio.to_thread(self.revalidate, memory_id, **kwargs)
 
+    async def aundo(self, decision_id: str, **kwargs: Any) -> Memory:
+        """Async :meth:`undo`."""
+        return await asyncio.to_thread(self.undo, decision_id, **kwargs)
+
     async def aforget(self, memory_id: str, **kwargs: Any) -> Memory:
         """Async :meth:`forget`."""
         return await asyncio.to_thread(self.forget, memory_id, **kwargs)
@@ -2074,6 +2251,19 @@ class MemoryManager:
 
 
 # ====================================================================== helpers
+def _reconciler(reconciler: Any) -> Reconciler | None:
+    """``"rules"`` → the offline :class:`~memlineage.reconcile.RuleReconciler`; None → no update detection."""
+    if reconciler is None or isinstance(reconciler, Reconciler):
+        return reconciler
+    if reconciler == "rules":
+        return RuleReconciler()
+    msg = (
+        f"reconciler must be 'rules', None or an object with decide(items) and a name (e.g. LLMReconciler(model)), "
+        f"got {type(reconciler).__name__}"
+    )
+    raise ConfigurationError(msg)
+
+
 def _policy_engine(policy: Any) -> Any:
     """Accept ``policy=`` as None, a ``PolicyEngine`` or a list of ``Policy`` objects."""
     if policy is None:

@@ -14,8 +14,16 @@ import unicodedata
 from collections.abc import Iterable
 
 from memlineage.extractors._base import GoalRelation, InfoType, MemoryFeatures
+from memlineage.extractors._patterns import LanguageTable, SlotRule, tables, tables_for
 
-__all__ = ["RuleBasedExtractor", "detect_slot", "is_forcing_directive", "strip_transcript_prefix"]
+__all__ = [
+    "RuleBasedExtractor",
+    "content_terms",
+    "detect_slot",
+    "is_forcing_directive",
+    "strip_transcript_prefix",
+    "transcript_speaker",
+]
 
 _CJK = r"\u4e00-\u9fff"
 
@@ -196,114 +204,10 @@ def _entities(text: str) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Semantic slots (seed 002 §3.1 rule extraction, §3.3 "合并覆盖"): same subject + attribute = same slot.
+# Semantic slots (seed 002 §3.1 rule extraction, §3.3 "合并覆盖"): same subject + attribute = same slot. The rules
+# are data: the per-language tables in patterns/*.yaml (memlineage.extractors._patterns).
 # ------------------------------------------------------------------------------------------------------------
-#: Category lexicon for preference slots: a preference for window seats and one for aisle seats share the slot
-#: ``user.preference.seat``; a preference for jazz does not touch it.
-_CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("seat", re.compile(r"\bseats?\b|\bwindow\b|\baisle\b|座位|靠窗|靠过道|过道|座")),
-    (
-        "drink",
-        re.compile(
-            r"\b(?:coffee|tea|latte|espresso|beer|wine|juice|soda|water|milk)\b|咖啡|茶|啤酒|红酒|果汁|奶茶|牛奶"
-        ),
-    ),
-    (
-        "music",
-        re.compile(
-            r"\b(?:music|jazz|rock|pop|classical|hip[- ]?hop|rap|country|songs?|bands?)\b"
-            r"|音乐|爵士|摇滚|古典|流行|歌"
-        ),
-    ),
-    (
-        "color",
-        re.compile(
-            r"\b(?:colou?r|red|blue|green|yellow|black|white|purple|pink|orange)\b|颜色|红色|蓝色|绿色|黄色|黑色|白色|紫色"
-        ),
-    ),
-    ("airline", re.compile(r"\b(?:airlines?|airways|united|delta|lufthansa|emirates)\b|航空|国航|东航|南航")),
-    ("hotel", re.compile(r"\b(?:hotels?|hostels?|airbnb|resorts?)\b|酒店|宾馆|民宿")),
-    (
-        "transport",
-        re.compile(
-            r"\b(?:trains?|flights?|planes?|cars?|bus|buses|bikes?|subway|taxi)\b|高铁|火车|飞机|汽车|地铁|出租车|打车"
-        ),
-    ),
-    (
-        "cuisine",
-        re.compile(r"\b(?:food|cuisine|restaurants?|sushi|pizza|pasta|burgers?|noodles?|dishes)\b|菜|美食|餐厅|料理"),
-    ),
-    ("report_style", re.compile(r"\b(?:reports?|summar(?:y|ies)|answers?|responses?)\b|报告|总结|回答|回复")),
-    (
-        "language",
-        re.compile(r"\b(?:english|chinese|french|german|spanish|japanese|language)\b|中文|英文|英语|法语|日语|语言"),
-    ),
-    ("pet", re.compile(r"\b(?:dogs?|cats?|pets?|birds?)\b|狗|猫|宠物")),
-    (
-        "sport",
-        re.compile(
-            r"\b(?:sports?|football|soccer|basketball|tennis|running|swimming|yoga|hiking|gym)\b|运动|足球|篮球|网球|跑步|游泳|瑜伽|健身"
-        ),
-    ),
-)
-_EN_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "user.name",
-        re.compile(r"\b(?:my name is|my name's|i am called|i'm called|call me)\s+(?P<v>[^.,;!?\n]+)", re.I),
-    ),
-    (
-        "user.residence",
-        re.compile(
-            r"\b(?:i live in|i'm living in|i am living in|i moved to|i've moved to|"
-            r"i have moved to|i'm based in|i am based in|my home is in)\s+(?P<v>[^.,;!?\n]+)",
-            re.I,
-        ),
-    ),
-    (
-        "user.employer",
-        re.compile(
-            r"\b(?:i work (?:at|for)|i'm working (?:at|for)|i am working (?:at|for))\s+"
-            r"(?P<v>[^.,;!?\n]+)",
-            re.I,
-        ),
-    ),
-    (
-        "user.diet",
-        re.compile(
-            r"\b(?:i don'?t eat|i do not eat|i never eat|i can'?t eat|i'm allergic to|"
-            r"i am allergic to)\s+(?P<v>[^.,;!?\n]+)",
-            re.I,
-        ),
-    ),
-    (
-        "user.preference",
-        re.compile(
-            r"\b(?:i (?:really |much |strongly )?(?:like|love|prefer|enjoy|hate|dislike|"
-            r"don'?t like|do not like|can'?t stand)|my fav(?:ou)?rite \w+ is)\s+"
-            r"(?P<v>[^.,;!?\n]+)",
-            re.I,
-        ),
-    ),
-)
-_ZH_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("user.name", re.compile(rf"我(?:的名字)?(?:叫|是叫|名叫)(?P<v>[{_CJK}A-Za-z·]{{1,12}})")),
-    (
-        "user.residence",
-        re.compile(rf"我(?:现在|目前)?(?:住在|居住在|常住|搬到了?|定居在?)(?P<v>[{_CJK}A-Za-z]{{1,12}})"),
-    ),
-    ("user.employer", re.compile(rf"我(?:现在|目前)?在(?P<v>[{_CJK}A-Za-z]{{1,12}}?)(?:工作|上班)")),
-    (
-        "user.diet",
-        re.compile(
-            rf"我(?:现在|平时|从来)?(?:不吃|不能吃|忌口|对)(?P<v>[{_CJK}A-Za-z]{{1,8}}?)(?:过敏)?(?:了|的|[，。！,.!]|$)"
-        ),
-    ),
-    (
-        "user.preference",
-        re.compile(rf"我(?:比较|更|最|很|特别|非常)?(?:喜欢|爱|偏好|讨厌|不喜欢)(?P<v>[{_CJK}A-Za-z0-9 ]{{1,16}})"),
-    ),
-)
-_EAT_PREFIX = re.compile(r"^(?:吃|喝|to eat\s+|eating\s+)", re.I)
+_EAT_PREFIX = re.compile(r"^(?:吃|to eat\s+|eating\s+)", re.I)
 _FILLER = re.compile(r"^(?:the|a|an|to|my|some)\s+", re.I)
 
 
@@ -321,14 +225,18 @@ _PRONOUN_OBJECT = re.compile(
 )
 
 
-def _category(obj: str) -> str:
-    for name, pattern in _CATEGORIES:
-        if pattern.search(obj):
-            return name
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _category(obj: str, table: LanguageTable) -> str:
+    for t in (table, *tables()):
+        for name, pattern in t.categories:
+            if pattern.search(obj):
+                return name
     words = re.findall(r"[A-Za-z]+", obj)
     if words:
-        head = words[-1].lower()
-        return head[:-1] if len(head) > 3 and head.endswith("s") and not head.endswith("ss") else head
+        return _singular(words[-1].lower())
     return _slug(obj[-2:]) if obj else "other"
 
 
@@ -339,45 +247,72 @@ def _diet_key(obj: str) -> str:
     return _slug(obj)
 
 
+def _attr_key(attr: str) -> str:
+    attr = re.sub(r"^(?:new|current)\s+", "", attr.strip(), flags=re.I)
+    return "_".join(_singular(w) for w in _slug(attr).split("_")) or "other"
+
+
+def _fill(rule: SlotRule, match: re.Match[str], table: LanguageTable) -> tuple[str | None, str | None]:
+    """The slot key and value of one matched rule, or ``(None, None)`` when the match names no slot."""
+    groups = match.groupdict()
+    value = (groups.get("v") or groups.get("obj") or "").strip(" ，。！,.!")
+    if not value:
+        return None, None
+    fields: dict[str, str] = {}
+    if rule.kind == "diet":
+        fields["obj"] = _diet_key(value)
+    if "attr" in groups and groups["attr"]:
+        attr = groups["attr"].strip()
+        if rule.kind in ("attribute", "possessive") and attr.casefold() not in table.single_valued:
+            return None, None  # "my family is great" names no single-valued attribute
+        fields["attr"] = _attr_key(attr)
+    if "subject" in groups and groups["subject"]:
+        fields["subject"] = _slug(groups["subject"])
+    if rule.kind == "preference":
+        obj = _FILLER.sub("", value)
+        if _PRONOUN_OBJECT.match(obj.strip()):
+            return None, None
+        if _EAT_PREFIX.match(obj):
+            return f"user.diet.{_diet_key(_EAT_PREFIX.sub('', obj))}", value
+        fields["category"] = _category(obj, table)
+    try:
+        return rule.key.format(**fields), value
+    except KeyError:  # a template field the pattern did not fill: the table is inconsistent, skip the rule
+        return None, None
+
+
 def detect_slot(text: str) -> tuple[str | None, str | None]:
     """Detect a semantic slot and its value ("I live in Paris" → ``("user.residence", "Paris")``).
 
-    Slots are ``subject.attribute`` keys. Recognised patterns (English and Chinese): name ("my name
-    is", "我叫"), residence ("I live in", "我住在"), employer ("I work at", "我在…工作"), diet ("I don't
-    eat", "我不吃"), and preferences ("I like / love / prefer / hate", "我喜欢 / 讨厌 / 偏好"), keyed by the
-    category of their object (``user.preference.seat``, ``user.preference.music``...). Liking something
-    edible ("我喜欢吃辣") shares the diet slot with "我不吃辣", so a change of mind supersedes the old
-    statement (seed 002 §3.3).
+    Slots are ``subject.attribute`` keys, never keyed by the value: residence, employer, job title, diet, name,
+    favourite X (``user.favourite.restaurant``), names of pets and relatives (``user.dog.name``), dates of a trip
+    or appointment (``user.trip.date``), a person's single-valued attribute (``emma.birthday``), "my <attribute>
+    is ..." for single-valued attributes (``user.phone_number``) and preferences keyed by the category of their
+    object (``user.preference.seat``). Liking something edible ("我喜欢吃辣") shares the diet slot with "我不吃辣",
+    so a change of mind supersedes the old statement (seed 002 §3.3). The rules are the per-language tables in
+    ``memlineage/extractors/patterns/``.
 
     Args:
         text: The candidate memory text.
 
     Returns:
-        ``(slot, value)``, or ``(None, None)`` when no pattern matches.
+        ``(slot, value)``, or ``(None, None)`` when no rule matches.
 
     Example:
         >>> detect_slot("I prefer aisle seats on long flights")
         ('user.preference.seat', 'aisle seats on long flights')
         >>> detect_slot("我住在上海")
         ('user.residence', '上海')
+        >>> detect_slot("My favourite restaurant is Haidilao")
+        ('user.favourite.restaurant', 'Haidilao')
     """
-    for slot, pattern in (*_EN_SLOTS, *_ZH_SLOTS):
-        match = pattern.search(text)
-        if not match:
-            continue
-        value = match.group("v").strip(" ，。！,.!")
-        if not value:
-            continue
-        if slot == "user.diet":
-            return f"user.diet.{_diet_key(value)}", value
-        if slot == "user.preference":
-            obj = _FILLER.sub("", value)
-            if _PRONOUN_OBJECT.match(obj.strip()):
-                return None, None
-            if _EAT_PREFIX.match(obj):
-                return f"user.diet.{_diet_key(_EAT_PREFIX.sub('', obj))}", value
-            return f"user.preference.{_category(obj)}", value
-        return slot, value
+    for table in tables_for(text):
+        for rule in table.slots:
+            for pattern in rule.patterns:
+                for match in pattern.finditer(text):
+                    slot, value = _fill(rule, match, table)
+                    if slot is not None:
+                        return slot, value
     return None, None
 
 
@@ -428,7 +363,8 @@ _STOP = frozenset(
 )
 
 
-def _terms(text: str) -> set[str]:
+def content_terms(text: str) -> set[str]:
+    """Content words (stop words dropped, crude plural folding) and CJK bigrams of ``text``, case-folded."""
     text = unicodedata.normalize("NFKC", text).casefold()
     words = {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _EN_WORD.findall(text) if w not in _STOP}
     cjk = re.findall(rf"[{_CJK}]+", text)
@@ -451,7 +387,7 @@ def _info_type(text: str, slot: str | None) -> InfoType:
         return InfoType.PREFERENCE
     if _FEEDBACK.search(stripped):
         return InfoType.FEEDBACK
-    if len(_terms(stripped)) <= 1 and not _entities(stripped):
+    if len(content_terms(stripped)) <= 1 and not _entities(stripped):
         return InfoType.CHITCHAT  # nothing to remember: "lol", "😂", "...", "Oh!"
     return InfoType.FACT
 
@@ -461,8 +397,8 @@ def _goal_relation(
 ) -> GoalRelation:
     personal = info_type in (InfoType.INSTRUCTION, InfoType.PREFERENCE) or slot is not None
     if goal is not None and goal.strip():
-        goal_terms = _terms(goal)
-        shared = _terms(text) & goal_terms
+        goal_terms = content_terms(goal)
+        shared = content_terms(text) & goal_terms
         if goal_terms and (len(shared) >= 2 or len(shared) / len(goal_terms) >= 0.33):
             return GoalRelation.DIRECT
         if shared or personal:

@@ -565,6 +565,15 @@ class Ledger:
                 out.extend(dict(r) for r in c.execute(query).mappings())
         return out
 
+    def edges_into(self, ids: Sequence[str], relation: str, conn: Connection | None = None) -> list[dict[str, Any]]:
+        """Every edge of ``relation`` whose ``dst`` is in ``ids`` (e.g. the activities that ``used`` a memory)."""
+        out: list[dict[str, Any]] = []
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                query = select(edges).where(edges.c.dst.in_(chunk), edges.c.relation == relation).order_by(edges.c.id)
+                out.extend(dict(r) for r in c.execute(query).mappings())
+        return out
+
     def counts(self, user_id: str | None = None) -> dict[str, Any]:
         """Row counts per status / kind / source kind, plus edges, activities and events."""
         with self.read() as c:

@@ -77,9 +77,10 @@ def test_user_correction_in_a_later_turn_makes_the_answer_suspect(manager, alice
     ex2 = executor(scripted(AIMessage(content="Noted, Lyon.")), [get_weather], memory)
     out = ex2.invoke({"input": "Correction: I live in Lyon, not Paris"}, config={"callbacks": [handler]})
     assert turn.id in out["memlineage_recalled"]
-    report = manager.supersede(turn.id, "I live in Lyon", scope=alice, source="user")
-
-    assert answer.id in report.suspect
+    # Nobody calls supersede: update detection reads the correction as a new value of user.residence.
+    assert manager.require(turn.id, scope=alice).status is Status.SUPERSEDED
+    (decision,) = [a for a in manager.explain(turn.id, scope=alice).decisions if a.name == "update"]
+    assert decision.metadata["evidence"]["slot"] == "user.residence"
     assert manager.require(answer.id, scope=alice).status is Status.SUSPECT
     (result,) = by_source(manager, alice, "tool:get_weather")
     assert manager.require(result.id, scope=alice).status is Status.SUSPECT

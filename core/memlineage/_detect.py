@@ -1,0 +1,296 @@
+"""Write-path stage: update detection (gather candidates, ask the reconciler, plan supersede / retract / merge).
+
+Runs inside :meth:`MemoryManager.remember_many` after exact-duplicate resolution and embedding, before the value gate
+and persistence, so nothing is written here: decisions are attached to the drafts (``supersedes``, ``retracts``,
+``decision``) and carried out in the same ledger transaction as the new memories. See :mod:`memlineage.reconcile`
+for the decisions and the rules behind them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+
+from memlineage.errors import PolicyViolationError
+from memlineage.extractors._patterns import has_cjk
+from memlineage.index import IndexFilter, VectorIndex
+from memlineage.ledger import Ledger, row_to_memory
+from memlineage.ledger._ledger import _agent_eq
+from memlineage.ledger._schema import activities, memories
+from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, from_epoch, new_id
+from memlineage.reconcile import Action, Candidate, Reconciler, Statement, may_update, slot_of, tool_slot
+
+__all__ = ["detect_updates"]
+
+logger = logging.getLogger(__name__)
+
+_LIVE = (Status.ACTIVE.value, Status.SUSPECT.value)
+#: Nearest statements by vector offered to the reconciler.
+NEIGHBOURS = 8
+#: Most recent live statements of the scope offered too (words, not vectors: the English MiniLM cannot tell
+#: unrelated Chinese sentences apart, and a withdrawal names its object in few words).
+RECENT = 50
+RECENT_CJK = 200
+#: In-batch earlier statements count as neighbours at or above this cosine similarity.
+BATCH_SIMILARITY = 0.6
+
+CheckOperation = Callable[[str, Sequence[Memory], Scope, Source], None]
+
+
+@dataclass
+class _Ports:
+    ledger: Ledger
+    index: VectorIndex
+    check_operation: CheckOperation
+
+
+def detect_updates(
+    drafts: list[Any],
+    todo: list[Any],
+    batch_dups: list[tuple[int, int]],
+    merges: list[tuple[int, dict[str, Any], Any]],
+    now: datetime,
+    *,
+    ledger: Ledger,
+    index: VectorIndex,
+    reconciler: Reconciler | None,
+    check_operation: CheckOperation,
+) -> list[Any]:
+    """Decide, for each draft about to be stored, whether it updates, repeats or withdraws a live memory.
+
+    Args:
+        drafts: Every draft of the call, in input order (positions index ``batch_dups`` and ``merges``).
+        todo: The drafts still to store (exact duplicates already removed), embedded.
+        batch_dups: ``(index, first_index)`` pairs; in-batch restatements are appended.
+        merges: ``(index, ledger_row, draft)`` triples; restatements of ledger memories are appended.
+        now: Write time.
+        ledger: The ledger (read only here).
+        index: The vector index (read only here).
+        reconciler: Decides; None = detection off.
+        check_operation: Raises ``PolicyViolationError`` when an update / delete policy refuses the change.
+
+    Returns:
+        The drafts to store. Drafts that update or withdraw a memory carry ``supersedes`` / ``retracts`` and their
+        ``decision``; detected slots are set on the drafts (``slot``, ``slot_value``, ``auto_slot``).
+    """
+    if reconciler is None or not todo:
+        return todo
+    ports = _Ports(ledger, index, check_operation)
+    position = {id(d): i for i, d in enumerate(drafts)}
+    ids = {id(d): d.extra_rows.setdefault("id", new_id()) for d in todo}
+    pending: list[tuple[Any, Statement, list[Candidate]]] = []
+    earlier: list[Any] = []
+    for d in todo:
+        st = _statement(ports, d, now)
+        if st is not None and d.supersedes is None:
+            cands = _candidates(ports, d, st, earlier, ids, now)
+            if cands:
+                pending.append((d, st, cands))
+        earlier.append(d)
+    if not pending:
+        return todo
+    decisions = reconciler.decide([(st, cands) for _, st, cands in pending])
+    by_mem_id = {ids[id(d)]: d for d in todo}
+    dropped: set[int] = set()
+    claimed: set[str] = set()
+    for (d, _st, cands), decision in zip(pending, decisions, strict=True):
+        known = {c.id: c for c in cands}
+        if decision.action is Action.NEW or decision.target not in known or decision.target in claimed:
+            continue
+        target = decision.target
+        assert target is not None
+        in_batch = by_mem_id.get(target)
+        if in_batch is not None and id(in_batch) in dropped:
+            continue  # its target was itself merged away
+        if decision.action is Action.DUPLICATE:
+            # A restatement merges into a memory of the same kind only (an episodic turn that repeats a semantic
+            # fact is a new event, as for exact duplicates).
+            if in_batch is not None:
+                if in_batch.kind is d.kind:
+                    d.decision = decision
+                    dropped.add(id(d))
+                    batch_dups.append((position[id(d)], position[id(in_batch)]))
+                continue
+            row = ledger.memory_rows([target])[0]
+            if row is not None and row["status"] in _LIVE and row["kind"] == d.kind.value:
+                d.decision = decision
+                dropped.add(id(d))
+                merges.append((position[id(d)], row, d))
+            continue
+        if in_batch is None and not _allowed(ports, d, target, decision.action):
+            continue
+        claimed.add(target)
+        d.decision = decision
+        if decision.action is Action.UPDATE:
+            if in_batch is not None:
+                d.supersedes = {"id": target, "version": 1, "slot": in_batch.slot}
+            else:
+                d.supersedes = ledger.memory_rows([target])[0]
+            if d.slot is None and d.supersedes is not None and d.supersedes.get("slot"):
+                d.slot = d.supersedes["slot"]  # the new value takes over the attribute the old one held
+        else:
+            d.retracts = target
+    return [d for d in todo if id(d) not in dropped]
+
+
+def _allowed(ports: _Ports, d: Any, target: str, action: Action) -> bool:
+    """Whether a live ledger memory may be superseded / retracted by this draft (status and policies)."""
+    row = ports.ledger.memory_rows([target])[0]
+    if row is None or row["status"] not in _LIVE:
+        return False
+    operation = "update" if action is Action.UPDATE else "delete"
+    try:
+        ports.check_operation(operation, [row_to_memory(row)], d.scope, d.source)
+    except PolicyViolationError as exc:
+        logger.info("update detection: %s of %s by %s refused by a policy (%s)", operation, target, d.source, exc)
+        return False
+    return True
+
+
+def _statement(ports: _Ports, d: Any, now: datetime) -> Statement | None:
+    """The statement a draft makes, with its slot (given, or detected for user statements and tool results)."""
+    if d.kind is MemoryKind.WORKING:
+        return None
+    source = str(d.source)
+    if d.source.kind is SourceKind.USER:
+        if d.slot is None:
+            slot, value = slot_of(d.content)
+            features = d.extra_rows.get("_features")
+            if slot is None and features is not None and getattr(features, "slot", None):
+                slot, value = features.slot, features.slot_value  # a model-based extractor named the slot
+            if slot is not None:
+                d.slot, d.slot_value, d.auto_slot = slot, value, True
+        elif d.slot_value is None:
+            d.slot_value = slot_of(d.content)[1]
+    elif d.source.kind is SourceKind.TOOL:
+        if d.slot is None:
+            slot = tool_slot(source, _tool_arguments(ports, d))
+            if slot is None:
+                return None  # a tool result is only compared with the same call of the same tool
+            d.slot, d.slot_value, d.auto_slot = slot, d.content, True
+    elif d.slot is None:
+        return None  # agent text, reasoning, consolidation...: never matched by content (no silent overrides)
+    return Statement(
+        content=d.content, source=source, slot=d.slot, slot_value=d.slot_value, valid_from=d.valid_from or now
+    )
+
+
+def _tool_arguments(ports: _Ports, d: Any) -> Any:
+    """The arguments of the tool call behind a tool result: from its metadata, else from its activity."""
+    for key in ("tool_args", "arguments", "tool_input", "input"):
+        if key in d.metadata:
+            return d.metadata[key]
+    if d.activity_id:
+        with ports.ledger.read() as conn:
+            row = conn.execute(
+                select(activities.c.meta, activities.c.user_id).where(activities.c.id == d.activity_id)
+            ).first()
+        if row is not None and row[1] in (None, d.scope.user_id):
+            meta = row[0] or {}
+            for key in ("arguments", "tool_args", "tool_input", "input"):
+                if key in meta:
+                    return meta[key]
+    return None
+
+
+def _candidates(
+    ports: _Ports, d: Any, st: Statement, earlier: Sequence[Any], ids: dict[int, str], now: datetime
+) -> list[Candidate]:
+    """Live memories of the draft's scope the statement may update: slot holders, neighbours, recent statements."""
+    rows: dict[str, dict[str, Any]] = {}
+    similarity: dict[str, float] = {}
+    user, agent = d.scope.user_id, d.scope.agent_id
+    with ports.ledger.read() as conn:
+        if st.slot:
+            for r in ports.ledger.slot_versions(user, agent, st.slot, conn):
+                if r["status"] in _LIVE:
+                    rows[r["id"]] = r
+        if d.source.kind is SourceKind.USER:
+            if d.embedding is not None:
+                where = IndexFilter(user_id=user, agent_id=agent, statuses=_LIVE)
+                for hit in ports.index.query(d.embedding, NEIGHBOURS, where):
+                    similarity[hit.id] = hit.similarity
+            limit = RECENT_CJK if has_cjk(d.content) else RECENT
+            recent = (
+                select(memories.c.id)
+                .where(memories.c.user_id == user, _agent_eq(agent), memories.c.status.in_(_LIVE))
+                .order_by(memories.c.recorded_at.desc())
+                .limit(limit)
+            )
+            wanted = {r[0] for r in conn.execute(recent)} | set(similarity)
+            wanted -= rows.keys()
+            for r in ports.ledger.memory_rows(sorted(wanted), conn):
+                if r is not None:
+                    rows[r["id"]] = r
+    source = str(d.source)
+    out: list[Candidate] = []
+    for r in sorted(rows.values(), key=lambda r: (r["valid_from"] or r["recorded_at"], r["recorded_at"])):
+        if r["status"] not in _LIVE or r["kind"] == MemoryKind.WORKING.value or r["user_id"] != user:
+            continue
+        if r["agent_id"] != agent:
+            continue
+        old_source = r["source_kind"] + (f":{r['source_name']}" if r["source_name"] else "")
+        if not may_update(source, old_source):
+            continue
+        slot, value = r["slot"], None
+        if r["source_kind"] == SourceKind.USER.value:
+            detected, value = slot_of(r["content"])
+            slot = slot or detected
+            if detected != slot:
+                value = None
+        elif r["source_kind"] == SourceKind.TOOL.value:
+            value = r["content"]
+        out.append(
+            Candidate(
+                id=r["id"],
+                content=r["content"],
+                source=old_source,
+                slot=slot,
+                slot_value=value,
+                valid_from=from_epoch(r["valid_from"] or r["recorded_at"]),
+                similarity=similarity.get(r["id"]),
+            )
+        )
+    out.extend(_batch_candidates(d, st, earlier, ids, now))
+    return out
+
+
+def _batch_candidates(
+    d: Any, st: Statement, earlier: Sequence[Any], ids: dict[int, str], now: datetime
+) -> list[Candidate]:
+    """Earlier drafts of the same call that the statement may update (same scope, slot or close wording)."""
+    out: list[Candidate] = []
+    source = str(d.source)
+    cjk = has_cjk(d.content)
+    mine = np.asarray(d.embedding, dtype=np.float32) if d.embedding is not None else None
+    for e in earlier:
+        if (e.scope.user_id, e.scope.agent_id) != (d.scope.user_id, d.scope.agent_id):
+            continue
+        if e.kind is MemoryKind.WORKING or not may_update(source, str(e.source)):
+            continue
+        sim = None
+        if mine is not None and e.embedding is not None:
+            theirs = np.asarray(e.embedding, dtype=np.float32)
+            denom = float(np.linalg.norm(mine) * np.linalg.norm(theirs)) or 1.0
+            sim = float(mine @ theirs) / denom
+        close = (st.slot is not None and e.slot == st.slot) or cjk or (sim is not None and sim >= BATCH_SIMILARITY)
+        if not close:
+            continue
+        out.append(
+            Candidate(
+                id=ids[id(e)],
+                content=e.content,
+                source=str(e.source),
+                slot=e.slot,
+                slot_value=e.slot_value,
+                valid_from=e.valid_from or now,
+                similarity=sim,
+            )
+        )
+    return out

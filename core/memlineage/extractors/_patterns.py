@@ -1,0 +1,116 @@
+"""The per-language pattern tables of the rule extractor and the update detector.
+
+The tables are data (``patterns/en.yaml``, ``patterns/zh.yaml``, one per language): slot rules keyed by subject and
+attribute, update cues, withdrawal and negation patterns, event markers, single-valued attributes and preference
+categories. This module only loads and compiles them; see ``en.yaml`` for the format. Adding a language is adding a
+table.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from memlineage.errors import ConfigurationError
+
+__all__ = ["LanguageTable", "SlotRule", "has_cjk", "tables", "tables_for"]
+
+_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
+
+
+@dataclass(frozen=True)
+class SlotRule:
+    """One slot rule: a key template (``user.favourite.{attr}``) and the patterns that fill it.
+
+    Attributes:
+        key: Slot key template; ``{subject}``, ``{attr}``, ``{obj}`` come from named groups, ``{category}`` from
+            the object's preference category.
+        kind: How the key is completed: ``plain``, ``diet``, ``preference``, ``possessive`` or ``attribute``.
+        patterns: Compiled patterns; group ``v`` is the value the statement assigns.
+    """
+
+    key: str
+    kind: str
+    patterns: tuple[re.Pattern[str], ...]
+
+
+@dataclass(frozen=True)
+class LanguageTable:
+    """The compiled table of one language (see the module docstring)."""
+
+    language: str
+    update_cues: tuple[re.Pattern[str], ...]
+    withdrawal: tuple[re.Pattern[str], ...]
+    negation: tuple[re.Pattern[str], ...]
+    event_markers: tuple[re.Pattern[str], ...]
+    single_valued: frozenset[str]
+    categories: tuple[tuple[str, re.Pattern[str]], ...]
+    slots: tuple[SlotRule, ...]
+
+    def cue(self, text: str) -> str | None:
+        """The first update cue found in ``text`` (the matched words), or None."""
+        for pattern in self.update_cues:
+            match = pattern.search(text)
+            if match:
+                return match.group(0)
+        return None
+
+    def is_event(self, text: str) -> bool:
+        """Whether ``text`` reports an event (past action or a dated happening) rather than a state."""
+        return any(p.search(text) for p in self.event_markers)
+
+
+def _compile(items: Any, where: str) -> tuple[re.Pattern[str], ...]:
+    try:
+        return tuple(re.compile(str(p), re.IGNORECASE) for p in items or ())
+    except re.error as exc:
+        msg = f"bad regular expression in pattern table {where}: {exc}"
+        raise ConfigurationError(msg) from exc
+
+
+def _load(language: str) -> LanguageTable:
+    text = resources.files("memlineage.extractors").joinpath(f"patterns/{language}.yaml").read_text("utf-8")
+    data = yaml.safe_load(text)
+    slots = tuple(
+        SlotRule(
+            key=str(rule["key"]),
+            kind=str(rule.get("kind", "plain")),
+            patterns=_compile(rule["patterns"], f"{language}:{rule['key']}"),
+        )
+        for rule in data.get("slots", ())
+    )
+    return LanguageTable(
+        language=language,
+        update_cues=_compile(data.get("update_cues"), f"{language}:update_cues"),
+        withdrawal=_compile(data.get("withdrawal"), f"{language}:withdrawal"),
+        negation=_compile(data.get("negation"), f"{language}:negation"),
+        event_markers=_compile(data.get("event_markers"), f"{language}:event_markers"),
+        single_valued=frozenset(str(a).casefold() for a in data.get("single_valued_attributes", ())),
+        categories=tuple(
+            (str(name), _compile([pattern], f"{language}:categories")[0])
+            for name, pattern in (data.get("categories") or {}).items()
+        ),
+        slots=slots,
+    )
+
+
+@lru_cache(maxsize=1)
+def tables() -> tuple[LanguageTable, ...]:
+    """Every shipped table (English, Chinese), loaded once."""
+    return tuple(_load(lang) for lang in ("en", "zh"))
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` contains CJK ideographs."""
+    return bool(_CJK_CHAR.search(text))
+
+
+def tables_for(text: str) -> tuple[LanguageTable, ...]:
+    """The tables to try on ``text``, most likely language first (Chinese when it has CJK ideographs)."""
+    en, zh = tables()
+    return (zh, en) if has_cjk(text) else (en, zh)

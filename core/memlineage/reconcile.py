@@ -1,0 +1,659 @@
+"""Update detection: does a new statement update, repeat or withdraw something already remembered?
+
+Real agents never call ``supersede`` or ``retract``: the user says "actually, I moved to Munich" in passing. Before a
+memory is stored, :class:`~memlineage.MemoryManager` gathers what it may update in the same scope (the live holder
+of the same slot, the nearest statements by vector, recent statements by words) and asks a *reconciler* for one
+decision per statement:
+
+- ``new``: nothing to do, store it;
+- ``duplicate``: same meaning as a live memory; nothing new is stored (a ``seen_again`` or corroboration);
+- ``update``: a new value of the same attribute of the same subject; the old memory is ``superseded`` (it keeps its
+  history, its dependants become suspect through the lineage cascade) and the new one records ``wasRevisionOf``;
+- ``contradict``: the statement withdraws or denies a live fact without replacing it; that fact is ``retracted``.
+
+Every automatic decision is recorded as an activity (kind ``update_detection``) with its reason and evidence,
+shown by :meth:`~memlineage.MemoryManager.explain` and reversible with :meth:`~memlineage.MemoryManager.undo`.
+Sources matter and are enforced before any reconciler sees a candidate (:func:`may_update`): a user statement may
+update anything but a tool's result for other arguments; a tool result updates only an earlier result of the same
+tool for the same arguments; model reasoning and agent text never update or withdraw what the user said.
+
+Two reconcilers ship:
+
+- :class:`RuleReconciler` (the offline default): slots keyed by subject and attribute from the per-language tables
+  (``memlineage/extractors/patterns/*.yaml``, English and Chinese), withdrawal and negation patterns, and a generic
+  rule for statements that match an older one closely but change a key entity, number or date (seed 002 §3.3
+  "合并覆盖": same subject + attribute = same slot, the newer value wins).
+- :class:`LLMReconciler`: any LangChain chat model or LlamaIndex LLM decides from the candidate ids, with pydantic-
+  validated structured output, batching, a timeout and a per-statement fallback to the rules (the mem0
+  ADD/UPDATE/DELETE/NOOP idea, mapped onto supersede/retract with lineage, never a hard delete).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import re
+import unicodedata
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memlineage.errors import ConfigurationError
+from memlineage.extractors._llm import _json_object, call_model
+from memlineage.extractors._patterns import LanguageTable, tables_for
+from memlineage.extractors._rules import (
+    _slug,
+    content_terms,
+    detect_slot,
+    strip_transcript_prefix,
+    transcript_speaker,
+)
+from memlineage.models import SourceKind, StrEnum
+
+__all__ = [
+    "Action",
+    "Candidate",
+    "Decision",
+    "LLMReconciler",
+    "Reconciler",
+    "RuleReconciler",
+    "Statement",
+    "competing_key",
+    "may_update",
+    "slot_of",
+    "tool_slot",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class Action(StrEnum):
+    """What an update decision does to the ledger."""
+
+    NEW = "new"
+    DUPLICATE = "duplicate"
+    UPDATE = "update"
+    CONTRADICT = "contradict"
+
+
+class Statement(BaseModel):
+    """A statement about to be stored, as a reconciler sees it.
+
+    Attributes:
+        content: The text.
+        source: ``user``, ``tool:<name>``, ``agent``...
+        slot: Slot key (given by the caller or detected), or None.
+        slot_value: The value the statement assigns to ``slot`` (detected), or None.
+        valid_from: Event time of the statement (UTC).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    source: str
+    slot: str | None = None
+    slot_value: str | None = None
+    valid_from: datetime | None = None
+
+
+class Candidate(BaseModel):
+    """A live memory the statement may update (same scope, compatible source).
+
+    Attributes:
+        id: Memory id.
+        content: Its text.
+        source: Its source.
+        slot: Its slot key (stored or detected now), or None.
+        slot_value: Its slot value as detected now, or None.
+        valid_from: Its event time (UTC).
+        similarity: Cosine similarity to the statement in [-1, 1], higher = closer; None when found by slot or words.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    content: str
+    source: str
+    slot: str | None = None
+    slot_value: str | None = None
+    valid_from: datetime | None = None
+    similarity: float | None = None
+
+
+class Decision(BaseModel):
+    """One reconciler decision for one statement.
+
+    Attributes:
+        action: ``new``, ``duplicate``, ``update`` or ``contradict``.
+        target: The candidate id the action applies to (None for ``new``).
+        reason: Why, in words (kept on the decision activity and shown by ``explain``).
+        evidence: What the decision rests on (slot, old and new value, cue, similarity, overlap...).
+        decided_by: ``rules``, ``llm`` or ``rules(fallback)``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    action: Action = Action.NEW
+    target: str | None = None
+    reason: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    decided_by: str = "rules"
+
+
+@runtime_checkable
+class Reconciler(Protocol):
+    """Port for update detection: statements with their candidates in, one decision per statement out."""
+
+    name: str
+
+    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
+        """One decision per ``(statement, candidates)`` pair, in order; a target must be one of its candidates."""
+        ...
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Sources and slots
+# ------------------------------------------------------------------------------------------------------------
+def may_update(new_source: str, old_source: str) -> bool:
+    """Whether a statement from ``new_source`` may update or withdraw a memory from ``old_source``.
+
+    A user statement may update anything but tool results (a tool result is refreshed by the tool); a tool result
+    only an earlier result of the same tool (the arguments are in the slot key, see :func:`tool_slot`); agent,
+    reasoning and every other source only memories of its own source, never the user's (seed 000 write
+    protection: reasoning never silently overrides the user).
+
+    Example:
+        >>> may_update("user", "agent"), may_update("reasoning", "user"), may_update("tool:fares", "tool:fares")
+        (True, False, True)
+    """
+    new_kind = new_source.split(":", 1)[0]
+    old_kind = old_source.split(":", 1)[0]
+    if new_kind == SourceKind.USER.value:
+        return old_kind != SourceKind.TOOL.value
+    if new_kind == SourceKind.TOOL.value:
+        return new_source == old_source
+    return new_source == old_source and old_kind != SourceKind.USER.value
+
+
+def tool_slot(tool_source: str, arguments: Any) -> str | None:
+    """The slot of a tool result: the tool and its arguments (a new fare for the same query replaces the old).
+
+    Args:
+        tool_source: ``tool:<name>``.
+        arguments: The arguments the tool received (a dict, or a string as some frameworks record it); None when
+            unknown.
+
+    Returns:
+        ``tool.<name>.<digest of the canonical arguments>``, or None without arguments.
+
+    Example:
+        >>> tool_slot("tool:fares", {"to": "Lyon", "from": "Paris"}) == tool_slot(
+        ...     "tool:fares", {"from": "Paris", "to": "Lyon"}
+        ... )
+        True
+    """
+    import hashlib
+
+    if arguments is None or arguments == "" or not tool_source.startswith("tool:"):
+        return None
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = " ".join(arguments.split()).casefold()
+    canonical = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"tool.{_slug(tool_source.split(':', 1)[1])}.{digest}"
+
+
+def slot_of(text: str) -> tuple[str | None, str | None]:
+    """Slot and value of a first-person statement, with a transcript speaker as the subject.
+
+    ``"[8 May 2023] Caroline: I live in Boston"`` → ``("caroline.residence", "Boston")``; without a speaker prefix
+    the subject is ``user``.
+    """
+    speaker = transcript_speaker(text)
+    slot, value = detect_slot(strip_transcript_prefix(text))
+    if slot is not None and speaker is not None and slot.startswith("user."):
+        slot = f"{_slug(speaker)}.{slot.split('.', 1)[1]}"
+    return slot, value
+
+
+def _norm_value(value: str | None) -> str:
+    if not value:
+        return ""
+    value = unicodedata.normalize("NFKC", value).casefold()
+    value = re.sub(r"\b(?:now|actually|still|again|anymore|these days|instead)\b|现在|其实|了", " ", value)
+    return " ".join(re.findall(r"[\w\u4e00-\u9fff]+", value))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Words: key tokens (entities, numbers, dates) and the terms around them
+# ------------------------------------------------------------------------------------------------------------
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_CAPITALISED = re.compile(r"\b[A-Z][\w'-]*[\w]")
+_TIME_WORDS = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|"
+    r"nov(?:ember)?|dec(?:ember)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday|morning|afternoon|"
+    r"evening|night|noon|midnight|weekdays?|weekends?)\b|上午|下午|晚上|早上|中午|周[一二三四五六日天]|星期[一二三四五六日天]",
+    re.IGNORECASE,
+)
+_NOT_ENTITIES = frozenset(
+    "i i'm i've i'd i'll my we our the a an it this that these those sorry correction actually please yes no oh ok "
+    "and but so now from update hey hi well also just still then there here what when where which who how".split()
+)
+
+
+def _key_tokens(text: str) -> set[str]:
+    """Entities, numbers and dates in ``text`` (what a correction changes), case-folded."""
+    keys = {n.replace(",", "") for n in _NUMBER.findall(text)}
+    keys |= {m.group(0).casefold() for m in _TIME_WORDS.finditer(text)}
+    for match in _CAPITALISED.finditer(text):
+        word = match.group(0)
+        if word.casefold() not in _NOT_ENTITIES:
+            keys.add(word.casefold())
+    return keys
+
+
+def _without_cues(text: str, table: LanguageTable) -> str:
+    for pattern in table.update_cues:
+        text = pattern.sub(" ", text)
+    return text
+
+
+def _terms_without_keys(text: str, keys: set[str]) -> set[str]:
+    terms = content_terms(text)
+    return {t for t in terms if t not in keys and not t.isdigit()}
+
+
+def _overlap(needle: set[str], hay: set[str]) -> float:
+    return len(needle & hay) / len(needle) if needle else 0.0
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The offline reconciler
+# ------------------------------------------------------------------------------------------------------------
+class RuleReconciler:
+    """Offline update detection from the per-language pattern tables (the default reconciler).
+
+    Rules, in order (the first that applies decides):
+
+    1. **Same slot** (subject + attribute, e.g. ``user.residence``, ``user.favourite.restaurant``, a tool and its
+       arguments): the same value is a ``duplicate``; another value from an event at or after the holder's is an
+       ``update`` of the holder.
+    2. **Withdrawal** ("forget what I said about the Lisbon trip", "the trip is cancelled", "忘掉…", "…取消了"): the
+       live statement that covers at least ``withdraw_overlap`` of the withdrawn words is ``contradict``-ed.
+    3. **Negation** ("I'm not allergic to cats anymore", "我不再喝咖啡了"): the live statement that covers at least
+       ``negation_overlap`` of the negated fact's words is ``contradict``-ed.
+    4. **Changed key** (no slot): a statement sharing at least ``near_jaccard`` of its other words with a live one
+       but naming another entity, number or date is an ``update`` of it, when it carries an update cue
+       ("actually", "correction", "now", "not X but Y", 其实, 更正, 改成…), or when both describe a state of the
+       speaker ("I have 2 kids" → "I have 3 kids"). Two similar events are two events, and "travel note number 1"
+       does not correct "travel note number 0".
+
+    Args:
+        near_jaccard: Word overlap (Jaccard of non-key content terms, in [0, 1]) for rule 4 (default 0.5).
+        withdraw_overlap: Share of the withdrawn words a candidate must contain, in [0, 1] (default 0.5).
+        negation_overlap: Share of the negated fact's words a candidate must contain, in [0, 1] (default 0.6).
+
+    Example:
+        >>> r = RuleReconciler()
+        >>> old = Candidate(id="m1", content="I live in Paris", source="user", slot="user.residence")
+        >>> new = Statement(content="Actually I moved to Munich", source="user", slot="user.residence")
+        >>> r.decide([(new, [old])])[0].action.value
+        'update'
+    """
+
+    name = "rules"
+
+    def __init__(self, *, near_jaccard: float = 0.5, withdraw_overlap: float = 0.5, negation_overlap: float = 0.6):
+        for label, value in (
+            ("near_jaccard", near_jaccard),
+            ("withdraw_overlap", withdraw_overlap),
+            ("negation_overlap", negation_overlap),
+        ):
+            if not 0.0 < value <= 1.0:
+                msg = f"{label} must be in (0, 1], got {value!r}"
+                raise ConfigurationError(msg)
+        self.near_jaccard = near_jaccard
+        self.withdraw_overlap = withdraw_overlap
+        self.negation_overlap = negation_overlap
+
+    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
+        """One decision per statement (see the class docstring for the rules)."""
+        return [self._decide_one(st, list(cands)) for st, cands in items]
+
+    def _decide_one(self, st: Statement, cands: list[Candidate]) -> Decision:
+        if not cands:
+            return Decision(reason="no live memory it could update")
+        table = tables_for(st.content)[0]
+        text = strip_transcript_prefix(st.content)
+        cue = table.cue(text)
+        for rule in (self._same_slot, self._withdrawal, self._negation, self._changed_key):
+            decision = rule(st, text, cands, table, cue)
+            if decision is not None:
+                return decision
+        return Decision(reason="no candidate about the same subject and attribute")
+
+    def _same_slot(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        if not st.slot:
+            return None
+        holders = [c for c in cands if c.slot == st.slot]
+        if not holders:
+            return None
+        holder = max(holders, key=lambda c: (c.valid_from or datetime.min, c.id))
+        evidence = {"slot": st.slot, "old_value": holder.slot_value, "new_value": st.slot_value, "cue": cue}
+        if st.slot_value and _norm_value(st.slot_value) == _norm_value(holder.slot_value):
+            return Decision(
+                action=Action.DUPLICATE,
+                target=holder.id,
+                reason=f"restates the value of slot {st.slot} held by {holder.id}",
+                evidence=evidence,
+            )
+        if st.valid_from and holder.valid_from and st.valid_from < holder.valid_from:
+            return Decision(reason=f"older than the value of slot {st.slot} held by {holder.id}", evidence=evidence)
+        return Decision(
+            action=Action.UPDATE,
+            target=holder.id,
+            reason=f"new value of slot {st.slot}",
+            evidence=evidence,
+        )
+
+    def _withdrawal(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        kind = st.source.split(":", 1)[0]
+        return self._withdraw_by(table.withdrawal, text, cands, self.withdraw_overlap, "withdraws", kind)
+
+    def _negation(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        kind = st.source.split(":", 1)[0]
+        return self._withdraw_by(table.negation, text, cands, self.negation_overlap, "denies", kind)
+
+    def _withdraw_by(
+        self,
+        patterns: Sequence[re.Pattern[str]],
+        text: str,
+        cands: list[Candidate],
+        threshold: float,
+        verb: str,
+        source_kind: str,
+    ) -> Decision | None:
+        for pattern in patterns:
+            match = pattern.search(text)
+            if not match:
+                continue
+            obj = match.groupdict().get("obj") or ""
+            wanted = content_terms(obj)
+            if not wanted:
+                continue
+            scored = []
+            for c in cands:
+                if c.source.split(":", 1)[0] != source_kind:
+                    continue  # one withdraws one's own statements; what derives from them turns suspect
+                body = content_terms(strip_transcript_prefix(c.content))
+                share = _overlap(wanted, body)
+                if share >= threshold and _negated(c.content) is None:
+                    scored.append((share, c.valid_from or datetime.min, c.id, c))
+            if not scored:
+                continue
+            share, _, _, best = max(scored)
+            return Decision(
+                action=Action.CONTRADICT,
+                target=best.id,
+                reason=f"the statement {verb} {best.id}: {obj.strip()[:80]!r}",
+                evidence={"withdrawn": obj.strip()[:200], "overlap": round(share, 3), "pattern": pattern.pattern[:80]},
+            )
+        return None
+
+    def _changed_key(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        base = _without_cues(text, table)
+        new_keys = _key_tokens(base)
+        if not new_keys:
+            return None
+        new_terms = _terms_without_keys(base, new_keys)
+        new_event = table.is_event(text)
+        best: tuple[float, Candidate, set[str], set[str]] | None = None
+        for c in cands:
+            if st.slot and c.slot and c.slot != st.slot:
+                continue  # both name their attribute, and they differ
+            old = _without_cues(strip_transcript_prefix(c.content), table)
+            old_keys = _key_tokens(old)
+            added, dropped = new_keys - old_keys, old_keys - new_keys
+            if not added or not dropped:
+                continue
+            old_terms = _terms_without_keys(old, old_keys)
+            shared = new_terms & old_terms
+            union = new_terms | old_terms
+            if len(shared) < 2 or not union:
+                continue
+            jaccard = len(shared) / len(union)
+            if jaccard < self.near_jaccard:
+                continue
+            if cue is None and (new_event or table.is_event(c.content) or not _personal(text, c.content)):
+                continue  # without a cue, only a state of the user themself is read as corrected
+            if best is None or jaccard > best[0]:
+                best = (jaccard, c, added, dropped)
+        if best is None:
+            return None
+        jaccard, c, added, dropped = best
+        return Decision(
+            action=Action.UPDATE,
+            target=c.id,
+            reason=f"restates {c.id} with a changed {'/'.join(sorted(dropped))[:40]} → {'/'.join(sorted(added))[:40]}",
+            evidence={
+                "overlap": round(jaccard, 3),
+                "old_keys": sorted(dropped)[:10],
+                "new_keys": sorted(added)[:10],
+                "cue": cue,
+            },
+        )
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|my|we|we're|our)\b|我", re.IGNORECASE)
+
+
+def _personal(*texts: str) -> bool:
+    """Whether every text speaks of the speaker (first person): "I have 2 kids", "我的电话是…"."""
+    return all(_FIRST_PERSON.search(strip_transcript_prefix(t)) for t in texts)
+
+
+def _negated(text: str) -> str | None:
+    for table in tables_for(text):
+        for pattern in table.negation:
+            match = pattern.search(text)
+            if match:
+                return match.group(0)
+    return None
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The LLM reconciler
+# ------------------------------------------------------------------------------------------------------------
+_PROMPT = """You maintain the long-term memory of an assistant for one user. For each NEW statement below, decide how \
+it relates to the EXISTING memories listed under it (their ids are in brackets).
+
+Actions:
+- "update": the statement gives a new value of the same attribute of the same subject as one existing memory (that \
+memory is now outdated). target = its id.
+- "contradict": the statement withdraws or denies one existing memory without giving a replacement. target = its id.
+- "duplicate": the statement says the same as one existing memory. target = its id.
+- "new": anything else, including statements about something different. target = null.
+
+{items}
+
+Answer with ONE JSON object and nothing else:
+{{"decisions": [{{"statement": 1, "action": "new", "target": null, "reason": "short reason"}}]}}
+with exactly one decision per statement number."""
+
+
+class _LLMDecision(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    statement: int = Field(ge=1)
+    action: Action
+    target: str | None = None
+    reason: str = Field(default="", max_length=500)
+
+
+class _LLMAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    decisions: list[_LLMDecision]
+
+
+class LLMReconciler:
+    """Update detection by an LLM, validated, batched, with a timeout and a fallback to the rules.
+
+    Setup:
+        Install the framework of the model you pass (``memlineage[langchain]`` or ``memlineage[llamaindex]``);
+        MemLineage imports neither.
+
+    Instantiate:
+        >>> from langchain_core.language_models import FakeListChatModel  # doctest: +SKIP
+        >>> mm = MemoryManager.open("./store", reconciler=LLMReconciler(chat_model))  # doctest: +SKIP
+
+    The model sees each new statement with its candidate memories (ids, source, text) and answers one JSON object
+    ``{"decisions": [{"statement": n, "action": ..., "target": id|null, "reason": ...}]}``. A statement whose
+    decision is missing, names an id that was not among its candidates, or comes from an answer that is not valid
+    JSON, fails validation or times out, gets the fallback reconciler's decision (``decided_by="rules(fallback)"``).
+    Statements without candidates never reach the model.
+
+    Args:
+        model: LangChain chat model / runnable (``invoke``), LlamaIndex LLM (``complete``) or callable
+            ``str -> str``.
+        fallback: Reconciler used when the model's answer cannot be used; default :class:`RuleReconciler`.
+        timeout: Seconds to wait for one model call, > 0 (default 20).
+        batch_size: Statements per model call, ≥ 1 (default 8).
+
+    Raises:
+        ConfigurationError: unsupported model, or timeout / batch_size out of range.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self, model: Any, *, fallback: Reconciler | None = None, timeout: float = 20.0, batch_size: int = 8
+    ) -> None:
+        if not (
+            callable(getattr(model, "complete", None)) or callable(getattr(model, "invoke", None)) or callable(model)
+        ):
+            msg = (
+                f"unsupported model type {type(model).__name__}: pass a LangChain chat model (.invoke), a "
+                "LlamaIndex LLM (.complete) or a callable str -> str"
+            )
+            raise ConfigurationError(msg)
+        if not timeout > 0:
+            msg = f"timeout must be > 0 seconds, got {timeout!r}"
+            raise ConfigurationError(msg)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            msg = f"batch_size must be an int >= 1, got {batch_size!r}"
+            raise ConfigurationError(msg)
+        self.model = model
+        self.fallback: Reconciler = fallback or RuleReconciler()
+        self.timeout = float(timeout)
+        self.batch_size = batch_size
+        self.calls = 0
+        self.fallbacks = 0
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlineage-llm")
+
+    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
+        """One decision per statement: the model's where valid, the fallback's otherwise."""
+        out = self.fallback.decide(items)
+        asked = [i for i, (_, cands) in enumerate(items) if cands]
+        for start in range(0, len(asked), self.batch_size):
+            batch = asked[start : start + self.batch_size]
+            answers = self._ask([items[i] for i in batch])
+            for n, i in enumerate(batch, start=1):
+                decision = answers.get(n)
+                if decision is None:
+                    self.fallbacks += 1
+                    out[i] = out[i].model_copy(update={"decided_by": f"{out[i].decided_by}(fallback)"})
+                else:
+                    out[i] = decision
+        return out
+
+    def _ask(self, batch: Sequence[tuple[Statement, Sequence[Candidate]]]) -> dict[int, Decision]:
+        blocks = []
+        for n, (st, cands) in enumerate(batch, start=1):
+            lines = [f'NEW statement {n} (source {st.source}): "{st.content}"', "EXISTING:"]
+            lines += [f'  [{c.id}] ({c.source}) "{c.content}"' for c in cands]
+            blocks.append("\n".join(lines))
+        prompt = _PROMPT.format(items="\n\n".join(blocks))
+        self.calls += 1
+        future = self._pool.submit(call_model, self.model, prompt)
+        try:
+            answer = future.result(timeout=self.timeout)
+        except concurrent.futures.TimeoutError:
+            logger.warning("LLM reconciler: no answer within %.1f s; using the rules", self.timeout)
+            return {}
+        except Exception as exc:  # a failing model must never break the write path
+            logger.warning("LLM reconciler call failed (%s); using the rules", type(exc).__name__)
+            return {}
+        try:
+            parsed = _LLMAnswer.model_validate(_json_object(answer))
+        except (ValueError, ValidationError) as exc:
+            logger.info("LLM reconciler answer invalid (%s); using the rules", str(exc).splitlines()[0][:200])
+            return {}
+        out: dict[int, Decision] = {}
+        for d in parsed.decisions:
+            if not 1 <= d.statement <= len(batch) or d.statement in out:
+                continue
+            ids = {c.id for c in batch[d.statement - 1][1]}
+            if d.action is not Action.NEW and d.target not in ids:
+                logger.info(
+                    "LLM reconciler named unknown id %r for statement %d; using the rules", d.target, d.statement
+                )
+                continue
+            out[d.statement] = Decision(
+                action=d.action,
+                target=d.target if d.action is not Action.NEW else None,
+                reason=d.reason or f"{d.action.value} (model)",
+                evidence={"model_answer": d.model_dump(mode="json")},
+                decided_by="llm",
+            )
+        return out
+
+    def close(self) -> None:
+        """Stop the worker thread (a call still running is abandoned)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Read side: facts that compete for one attribute
+# ------------------------------------------------------------------------------------------------------------
+def competing_key(content: str, slot: str | None) -> str | None:
+    """The key under which two live memories compete (same slot, stored or detected), or None."""
+    if slot:
+        return slot
+    return slot_of(content)[0]
+
+
+def near_duplicates(a: str, b: str, *, threshold: float = 0.5) -> bool:
+    """Whether two statements say the same about the same thing but for a changed entity, number or date.
+
+    Example:
+        >>> near_duplicates("My office is on the 4th floor", "My office is on the 7th floor")
+        True
+        >>> near_duplicates("I went to Rome in May", "I went to Oslo in June")
+        False
+    """
+    table = tables_for(a)[0]
+    pa, pb = strip_transcript_prefix(a), strip_transcript_prefix(b)
+    cue = table.cue(pa) or table.cue(pb)
+    if cue is None and (table.is_event(pa) or table.is_event(pb) or not _personal(pa, pb)):
+        return False
+    ka, kb = _key_tokens(_without_cues(pa, table)), _key_tokens(_without_cues(pb, table))
+    if not (ka - kb and kb - ka):
+        return False
+    ta, tb = _terms_without_keys(_without_cues(pa, table), ka), _terms_without_keys(_without_cues(pb, table), kb)
+    shared, union = ta & tb, ta | tb
+    return len(shared) >= 2 and bool(union) and len(shared) / len(union) >= threshold
