@@ -112,13 +112,13 @@ def detect_updates(
             # A restatement merges into a memory of the same kind only (an episodic turn that repeats a semantic
             # fact is a new event, as for exact duplicates).
             if in_batch is not None:
-                if in_batch.kind is d.kind:
+                if in_batch.kind is d.kind or d.auto_kind:
                     d.decision = decision
                     dropped.add(id(d))
                     batch_dups.append((position[id(d)], position[id(in_batch)]))
                 continue
             row = ledger.memory_rows([target])[0]
-            if row is not None and row["status"] in _LIVE and row["kind"] == d.kind.value:
+            if row is not None and row["status"] in _LIVE and (row["kind"] == d.kind.value or d.auto_kind):
                 d.decision = decision
                 dropped.add(id(d))
                 merges.append((position[id(d)], row, d))

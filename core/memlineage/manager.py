@@ -55,7 +55,7 @@ from memlineage.models import (
     to_epoch,
     utcnow,
 )
-from memlineage.reconcile import Action, Decision, Reconciler, RuleReconciler
+from memlineage.reconcile import Action, Decision, Reconciler, RuleReconciler, newest_first
 from memlineage.retrieval import (
     CandidateFilter,
     RecallHit,
@@ -137,6 +137,7 @@ class _Draft:
     retracts: str | None = None  # update detection: a live memory this statement withdraws
     slot_value: str | None = None  # update detection: the value the statement assigns to its (detected) slot
     auto_slot: bool = False  # the slot was detected, not given by the caller
+    auto_kind: bool = False  # no kind given: episodic, or semantic when the value model promotes it
 
     def to_memory(self, now: datetime, *, previous: Mapping[str, Any] | None = None) -> Memory:
         """The memory this draft becomes when written at ``now`` (``previous``: the ledger row it supersedes)."""
@@ -289,10 +290,7 @@ class MemoryManager:
         """
         from memlineage.index import ChromaIndex
 
-        if "policy" not in kwargs:
-            from memlineage.policy import builtin_policies
-
-            kwargs["policy"] = builtin_policies()
+        kwargs = {**cls.default_options(), **kwargs}
         embedded_ledger = ledger_url is None
         embedded_index = index is None and chroma_client is None
         store = Path(path or os.environ.get(ENV_HOME) or DEFAULT_DIR).expanduser()
@@ -321,6 +319,21 @@ class MemoryManager:
             if lock is not None:
                 lock.release()
             raise
+
+    @staticmethod
+    def default_options() -> dict[str, Any]:
+        """What :meth:`open` adds to the constructor's defaults: the built-in policies and the value model.
+
+        Update detection (``reconciler="rules"``) is on in the constructor already. Benchmarks and tests that build
+        a manager from parts use this to measure exactly what ``open()`` gives a user.
+
+        Returns:
+            ``{"policy": builtin_policies(), "value_model": ValueModel()}``.
+        """
+        from memlineage.policy import builtin_policies
+        from memlineage.value import ValueModel
+
+        return {"policy": builtin_policies(), "value_model": ValueModel()}
 
     @classmethod
     def from_settings(cls, settings: Any = None, **kwargs: Any) -> MemoryManager:
@@ -368,7 +381,7 @@ class MemoryManager:
         *,
         scope: Scope | Mapping[str, Any] | str,
         source: Source | str = "user",
-        kind: MemoryKind | str = MemoryKind.EPISODIC,
+        kind: MemoryKind | str | None = None,
         tags: Iterable[str] = (),
         metadata: Mapping[str, Any] | None = None,
         derived_from: Iterable[str] = (),
@@ -395,7 +408,8 @@ class MemoryManager:
             content: The text; non-empty after strip.
             scope: Owner; required.
             source: ``Source`` or ``"user"``, ``"tool:flight_api"``, ``"reasoning"``, ``"agent"``...
-            kind: ``episodic`` (default), ``semantic``, ``procedural`` or ``working``.
+            kind: ``episodic``, ``semantic``, ``procedural`` or ``working``; None (default) = ``episodic``, or with a
+                value model ``semantic`` when V reaches the store threshold (promotion to long-term memory).
             tags: Labels for policies and filters.
             metadata: JSON-like dict; ``None`` = ``{}``; NaN/inf and keys starting with ``_ml_`` are refused.
             derived_from: Premise memory ids (wasDerivedFrom); must exist in the same scope.
@@ -493,7 +507,7 @@ class MemoryManager:
         content: Any,
         scope: Any,
         source: Any = "user",
-        kind: Any = MemoryKind.EPISODIC,
+        kind: Any = None,
         tags: Any = (),
         metadata: Any = None,
         derived_from: Any = (),
@@ -513,7 +527,7 @@ class MemoryManager:
         scope = Scope.coerce(scope)
         src = Source.parse(source)
         try:
-            mkind = MemoryKind(kind)
+            mkind = MemoryKind(kind) if kind is not None else MemoryKind.EPISODIC
         except ValueError as exc:
             msg = f"unknown memory kind {kind!r}; use one of {[k.value for k in MemoryKind]}"
             raise InvalidInputError(msg) from exc
@@ -568,6 +582,7 @@ class MemoryManager:
             embedding=vec,
             force=bool(force),
             goal=goal if isinstance(goal, str) and goal.strip() else None,
+            auto_kind=kind is None,
         )
 
     def _check_premises(self, drafts: Sequence[_Draft], conn: Connection) -> None:
@@ -612,9 +627,9 @@ class MemoryManager:
         existing: dict[tuple[str, str | None, str, str], dict[str, Any]] = {}
         with self.ledger.read() as conn:
             for (user, agent), idx in groups.items():
-                found = self.ledger.find_duplicates(
-                    user, agent, [(drafts[i].kind.value, drafts[i].hash) for i in idx], conn
-                )
+                pairs = [(drafts[i].kind.value, drafts[i].hash) for i in idx]
+                pairs += [(MemoryKind.SEMANTIC.value, drafts[i].hash) for i in idx if drafts[i].auto_kind]
+                found = self.ledger.find_duplicates(user, agent, pairs, conn)
                 for (kind, h), row in found.items():
                     existing[(user, agent, kind, h)] = row
             for d in drafts:
@@ -630,6 +645,9 @@ class MemoryManager:
         batch_dups: list[tuple[int, int]] = []
         for i, d in enumerate(drafts):
             key = (d.scope.user_id, d.scope.agent_id, d.kind.value, d.hash)
+            promoted = (d.scope.user_id, d.scope.agent_id, MemoryKind.SEMANTIC.value, d.hash)
+            if d.auto_kind and key not in existing and promoted in existing:
+                key = promoted  # an unkinded restatement of a fact the value model promoted
             if key in existing and self._would_cycle(existing[key]["id"], d.derived_from):
                 # Same words, but derived from what came after the first occurrence: a new event that repeats
                 # earlier content (e.g. an agent saying "Noted." twice), not a circular re-derivation.
@@ -1526,7 +1544,7 @@ class MemoryManager:
         hits = _policy_hits(self.policy, hits, tr)
         hits = self._value_rerank(hits, now)
         hits.sort(key=lambda h: (-h.score, h.memory.id))
-        hits = hits[:k]
+        hits = newest_first(hits)[:k]  # two live values of one attribute: the later event ranks first
         if hits and (reinforce or activity_id):
             self._mark_used([h.memory for h in hits], activity_id, now)
         return RecallResult(hits, tr)

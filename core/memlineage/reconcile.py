@@ -36,7 +36,9 @@ import logging
 import re
 import unicodedata
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -63,6 +65,8 @@ __all__ = [
     "Statement",
     "competing_key",
     "may_update",
+    "near_duplicates",
+    "newest_first",
     "slot_of",
     "tool_slot",
 ]
@@ -222,6 +226,15 @@ def slot_of(text: str) -> tuple[str | None, str | None]:
     return slot, value
 
 
+def _naive(value: datetime | None) -> datetime:
+    """A comparable UTC timestamp (``datetime.min`` for unknown)."""
+    if value is None:
+        return datetime.min
+    return (
+        value.replace(tzinfo=None) if value.utcoffset() is None else value.astimezone(timezone.utc).replace(tzinfo=None)
+    )
+
+
 def _norm_value(value: str | None) -> str:
     if not value:
         return ""
@@ -346,7 +359,8 @@ class RuleReconciler:
         holders = [c for c in cands if c.slot == st.slot]
         if not holders:
             return None
-        holder = max(holders, key=lambda c: (c.valid_from or datetime.min, c.id))
+        # the newest holder; among equal event times the later candidate (candidates come oldest first)
+        _, holder = max(enumerate(holders), key=lambda ic: (_naive(ic[1].valid_from), ic[0]))
         evidence = {"slot": st.slot, "old_value": holder.slot_value, "new_value": st.slot_value, "cue": cue}
         if st.slot_value and _norm_value(st.slot_value) == _norm_value(holder.slot_value):
             return Decision(
@@ -355,7 +369,7 @@ class RuleReconciler:
                 reason=f"restates the value of slot {st.slot} held by {holder.id}",
                 evidence=evidence,
             )
-        if st.valid_from and holder.valid_from and st.valid_from < holder.valid_from:
+        if st.valid_from and holder.valid_from and _naive(st.valid_from) < _naive(holder.valid_from):
             return Decision(reason=f"older than the value of slot {st.slot} held by {holder.id}", evidence=evidence)
         return Decision(
             action=Action.UPDATE,
@@ -394,16 +408,16 @@ class RuleReconciler:
             if not wanted:
                 continue
             scored = []
-            for c in cands:
+            for n, c in enumerate(cands):
                 if c.source.split(":", 1)[0] != source_kind:
                     continue  # one withdraws one's own statements; what derives from them turns suspect
                 body = content_terms(strip_transcript_prefix(c.content))
                 share = _overlap(wanted, body)
                 if share >= threshold and _negated(c.content) is None:
-                    scored.append((share, c.valid_from or datetime.min, c.id, c))
+                    scored.append((share, _naive(c.valid_from), n, c))
             if not scored:
                 continue
-            share, _, _, best = max(scored)
+            share, _, _, best = max(scored, key=lambda x: x[:3])
             return Decision(
                 action=Action.CONTRADICT,
                 target=best.id,
@@ -415,55 +429,63 @@ class RuleReconciler:
     def _changed_key(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
     ) -> Decision | None:
-        base = _without_cues(text, table)
-        new_keys = _key_tokens(base)
-        if not new_keys:
-            return None
-        new_terms = _terms_without_keys(base, new_keys)
-        new_event = table.is_event(text)
-        best: tuple[float, Candidate, set[str], set[str]] | None = None
+        best: tuple[float, Candidate, list[str], list[str]] | None = None
         for c in cands:
             if st.slot and c.slot and c.slot != st.slot:
                 continue  # both name their attribute, and they differ
-            old = _without_cues(strip_transcript_prefix(c.content), table)
-            old_keys = _key_tokens(old)
-            added, dropped = new_keys - old_keys, old_keys - new_keys
-            if not added or not dropped:
+            change = _key_change(st.content, c.content)
+            if change is None or change[0] < self.near_jaccard:
                 continue
-            old_terms = _terms_without_keys(old, old_keys)
-            shared = new_terms & old_terms
-            union = new_terms | old_terms
-            if len(shared) < 2 or not union:
-                continue
-            jaccard = len(shared) / len(union)
-            if jaccard < self.near_jaccard:
-                continue
-            if cue is None and (new_event or table.is_event(c.content) or not _personal(text, c.content)):
-                continue  # without a cue, only a state of the user themself is read as corrected
-            if best is None or jaccard > best[0]:
-                best = (jaccard, c, added, dropped)
+            if best is None or change[0] > best[0]:
+                best = (change[0], c, change[1], change[2])
         if best is None:
             return None
         jaccard, c, added, dropped = best
         return Decision(
             action=Action.UPDATE,
             target=c.id,
-            reason=f"restates {c.id} with a changed {'/'.join(sorted(dropped))[:40]} → {'/'.join(sorted(added))[:40]}",
-            evidence={
-                "overlap": round(jaccard, 3),
-                "old_keys": sorted(dropped)[:10],
-                "new_keys": sorted(added)[:10],
-                "cue": cue,
-            },
+            reason=f"restates {c.id} with a changed {'/'.join(dropped)[:40]} → {'/'.join(added)[:40]}",
+            evidence={"overlap": round(jaccard, 3), "old_keys": dropped[:10], "new_keys": added[:10], "cue": cue},
         )
 
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|my|we|we're|our)\b|我", re.IGNORECASE)
 
 
-def _personal(*texts: str) -> bool:
-    """Whether every text speaks of the speaker (first person): "I have 2 kids", "我的电话是…"."""
-    return all(_FIRST_PERSON.search(strip_transcript_prefix(t)) for t in texts)
+@lru_cache(maxsize=8192)
+def _profile(text: str) -> tuple[bool, bool, bool, frozenset[str], frozenset[str]]:
+    """(event, cue, personal, key tokens, other terms) of a statement, cached: recall compares hits pairwise."""
+    table = tables_for(text)[0]
+    body = strip_transcript_prefix(text)
+    base = _without_cues(body, table)
+    keys = _key_tokens(base)
+    return (
+        table.is_event(body),
+        table.cue(body) is not None,
+        bool(_FIRST_PERSON.search(body)),
+        frozenset(keys),
+        frozenset(_terms_without_keys(base, keys)),
+    )
+
+
+def _key_change(new: str, old: str) -> tuple[float, list[str], list[str]] | None:
+    """``(word overlap, added keys, dropped keys)`` when ``new`` restates ``old`` with a changed key, else None.
+
+    The other words must overlap (at least one shared, Jaccard returned for the caller's threshold) and each side must
+    name a key the other does not. Without an update cue in either, both must be states of the speaker: two
+    similar events are two events, and "travel note number 1" does not correct "travel note number 0".
+    """
+    ev_new, cue_new, me_new, k_new, t_new = _profile(new)
+    ev_old, cue_old, me_old, k_old, t_old = _profile(old)
+    if not (cue_new or cue_old) and (ev_new or ev_old or not (me_new and me_old)):
+        return None
+    added, dropped = k_new - k_old, k_old - k_new
+    if not added or not dropped:
+        return None
+    shared, union = t_new & t_old, t_new | t_old
+    if not shared:
+        return None
+    return len(shared) / len(union), sorted(added), sorted(dropped)
 
 
 def _negated(text: str) -> str | None:
@@ -630,15 +652,21 @@ class LLMReconciler:
 # ------------------------------------------------------------------------------------------------------------
 # Read side: facts that compete for one attribute
 # ------------------------------------------------------------------------------------------------------------
+@lru_cache(maxsize=8192)
+def _slot_key(text: str) -> str | None:
+    return slot_of(text)[0]
+
+
 def competing_key(content: str, slot: str | None) -> str | None:
     """The key under which two live memories compete (same slot, stored or detected), or None."""
-    if slot:
-        return slot
-    return slot_of(content)[0]
+    return slot or _slot_key(content)
 
 
 def near_duplicates(a: str, b: str, *, threshold: float = 0.5) -> bool:
     """Whether two statements say the same about the same thing but for a changed entity, number or date.
+
+    The read-side twin of :class:`RuleReconciler`'s changed-key rule: a cue in either, or both a state of the
+    speaker; two events are two events.
 
     Example:
         >>> near_duplicates("My office is on the 4th floor", "My office is on the 7th floor")
@@ -646,14 +674,51 @@ def near_duplicates(a: str, b: str, *, threshold: float = 0.5) -> bool:
         >>> near_duplicates("I went to Rome in May", "I went to Oslo in June")
         False
     """
-    table = tables_for(a)[0]
-    pa, pb = strip_transcript_prefix(a), strip_transcript_prefix(b)
-    cue = table.cue(pa) or table.cue(pb)
-    if cue is None and (table.is_event(pa) or table.is_event(pb) or not _personal(pa, pb)):
-        return False
-    ka, kb = _key_tokens(_without_cues(pa, table)), _key_tokens(_without_cues(pb, table))
-    if not (ka - kb and kb - ka):
-        return False
-    ta, tb = _terms_without_keys(_without_cues(pa, table), ka), _terms_without_keys(_without_cues(pb, table), kb)
-    shared, union = ta & tb, ta | tb
-    return len(shared) >= 2 and bool(union) and len(shared) / len(union) >= threshold
+    change = _key_change(a, b)
+    return change is not None and change[0] >= threshold
+
+
+def newest_first(hits: Sequence[Any]) -> list[Any]:
+    """Reorder recall hits so that, among memories competing for one attribute, the latest event comes first.
+
+    Hits compete when they hold the same slot (stored or detected) or are near-duplicates (:func:`near_duplicates`).
+    Within each group, members take the group's rank positions (and scores) newest ``valid_from`` first; everything
+    else keeps its place. This holds before any update decision: two live values of one attribute never serve the
+    older first.
+
+    Args:
+        hits: Ranked hits, best first; each has ``memory`` (with ``content``, ``slot``, ``valid_from``) and
+            ``score`` (dataclass instances, replaced with :func:`dataclasses.replace`).
+
+    Returns:
+        The hits in their new order.
+    """
+    n = len(hits)
+    if n < 2:
+        return list(hits)
+    parent = list(range(n))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    keys = [competing_key(h.memory.content, h.memory.slot) for h in hits]
+    for i in range(n):
+        for j in range(i + 1, n):
+            if (keys[i] is not None and keys[i] == keys[j]) or near_duplicates(
+                hits[i].memory.content, hits[j].memory.content
+            ):
+                parent[find(j)] = find(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(find(i), []).append(i)
+    out = list(hits)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        ordered = sorted(members, key=lambda i: (hits[i].memory.valid_from, hits[i].memory.recorded_at), reverse=True)
+        for pos, src in zip(members, ordered):
+            out[pos] = replace(hits[src], score=hits[pos].score) if pos != src else hits[src]
+    return out

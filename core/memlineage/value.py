@@ -33,10 +33,17 @@ Factor quantification (each in [0, 1], higher = more worth keeping):
 
 Gates:
 
-- Write gate (seed 004 §3.3 "存储决策"): V ≥ ``store_threshold`` (0.6) → long-term; below → the session's
-  bounded FIFO short-term buffer (:class:`ShortTermBuffer`, capacity 10 as in the seed's sketch). An explicit
-  "remember ..." / "记住..." forces storage (seed §5.4 troubleshooting table), and its stored V is raised to
-  the store threshold so the forget gate treats it like any other stored memory.
+- Write gate (seed 004 §3.3 "存储决策"), MemLineage's reading: V decides *promotion*, not existence. Every
+  statement with content is stored (the episodic log: recallable, decaying, archived first by the forget
+  gate); V ≥ ``store_threshold`` (0.6) promotes a memory whose kind was left open to ``semantic`` long-term
+  memory. Only content-free chit-chat below the threshold ("ok thanks") stays in the session's bounded,
+  deduplicated short-term buffer (:class:`ShortTermBuffer`, capacity 10 as in the seed's sketch). The seed
+  buffers every below-threshold candidate; on LoCoMo that lost about half of the turns later asked about,
+  and an update resembles the statement it replaces (low novelty), so the seed's gate dropped corrections.
+  An explicit "remember ..." / "记住..." forces promotion (seed §5.4 troubleshooting table), and its stored V
+  is raised to the store threshold so the forget gate treats it like any other promoted memory. Novelty of a
+  new value for a slot is 1 (a changed value is new information, not redundancy); correction cues
+  ("actually", "更正") add salience.
 - Re-ranking (seed §3.3 "检索增强", §4 ``retrieve``): ``similarity · (1 − w) + V_eff · w``, w = 0.3. On the
   LoCoMo dev conversations (benchmarks/bench_value_gate.py) this costs 1.4 points of evidence recall@10
   against no value term, because decay favours recent turns and LoCoMo asks about old ones.
@@ -542,12 +549,20 @@ class ShortTermBuffer:
         self.dropped = 0
 
     def add(self, item: BufferedItem, capacity: int | None = None) -> BufferedItem | None:
-        """Append ``item`` to its session's buffer; return the evicted oldest item, if any."""
+        """Append ``item`` to its session's buffer; return the evicted oldest item, if any.
+
+        A restatement of an item already buffered (same normalised text) replaces it and moves to the newest
+        position instead of taking a second place: ten "ok thanks" hold one place, not ten.
+        """
         key = _session_key(item.scope)
+        text = normalize_content(item.content)
         with self._lock:
             buf = self._buffers.get(key)
             if buf is None:
                 buf = self._buffers[key] = deque(maxlen=capacity or self.capacity)
+            for old in list(buf):
+                if normalize_content(old.content) == text:
+                    buf.remove(old)
             evicted = buf[0] if len(buf) == buf.maxlen else None
             buf.append(item)
             if evicted is not None:
@@ -705,51 +720,65 @@ def runtime(mm: Any) -> _Runtime:
 
 
 def prepare_drafts(mm: Any, drafts: Sequence[Any]) -> None:
-    """Write-path step 1: extract features and fill in detected slots (before duplicate/slot resolution).
+    """Write-path step 1: extract features (cached) before duplicate resolution and update detection.
 
-    Runs only when the manager has a value model. A caller-given ``slot`` is kept; otherwise the extractor's
-    slot is used, so that "I live in Berlin" supersedes an earlier "I live in Paris" of the same user and
-    agent.
+    Runs only when the manager has a value model. Slots are not set here: update detection
+    (:mod:`memlineage.reconcile`) detects them, and uses a model extractor's slot when the rules find none.
     """
     vm: ValueModel | None = mm.value_model
     if vm is None:
         return
     for d in drafts:
-        features = vm.extract(d.content, goal=getattr(d, "goal", None))
-        d.extra_rows["_features"] = features
-        # Derived memories (conclusions, consolidations) do not take slots: the statement they derive from
-        # holds
-        # the slot, and superseding it makes them suspect through the lineage cascade.
-        if d.slot is None and features.slot is not None and not d.derived_from:
-            d.slot = features.slot
-            d.extra_rows["_auto_slot"] = True
+        d.extra_rows["_features"] = vm.extract(d.content, goal=getattr(d, "goal", None))
+
+
+def _bigram_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of the CJK character bigrams of two texts, in [0, 1]."""
+    from memlineage.extractors import content_terms
+
+    ta, tb = content_terms(a), content_terms(b)
+    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
 
 def _nearest_similarity(mm: Any, d: Any) -> float | None:
-    """Cosine similarity of the nearest active memory in the draft's scope, ignoring the draft's own slot."""
+    """Similarity of the nearest live memory in the draft's scope, ignoring the draft's own slot.
+
+    Cosine of the embeddings in general; for Chinese text the word overlap (CJK bigram Jaccard) of the nearest
+    candidates instead, because the default English MiniLM scores unrelated Chinese sentences as similar
+    (about 0.56 for "我喜欢喝咖啡。" vs "我住在上海浦东。").
+    """
+    from memlineage.extractors._patterns import has_cjk
     from memlineage.index import IndexFilter  # local: keeps this module free of index imports at load time
 
     if d.embedding is None:
         return None
     where = IndexFilter(user_id=d.scope.user_id, agent_id=d.scope.agent_id, statuses=("active",))
-    hits = mm.index.query(d.embedding, 3, where)
+    hits = mm.index.query(d.embedding, 5, where)
     if not hits:
         return None
-    if d.slot:
+    cjk = has_cjk(d.content)
+    if d.slot or cjk:
         rows = mm.ledger.memory_rows([h.id for h in hits])
         # A new value for a slot is new information even when it is worded like the old one.
-        hits = [h for h, r in zip(hits, rows, strict=True) if r is None or r.get("slot") != d.slot]
+        pairs = [(h, r) for h, r in zip(hits, rows, strict=True) if r is None or not d.slot or r.get("slot") != d.slot]
+        if cjk:
+            return max((_bigram_similarity(d.content, r["content"]) for _, r in pairs if r is not None), default=None)
+        hits = [h for h, _ in pairs]
     return max((h.similarity for h in hits), default=None)
 
 
 def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[Any], now: datetime) -> list[Any]:
-    """Write-path step 3 (the write gate): score each new draft and keep only those worth long-term storage.
+    """Write-path step 3 (the write gate): score each new draft; V decides promotion, not existence.
 
-    Every draft to persist gets its V and :class:`~memlineage.models.ValueAssessment`. A draft goes to its
-    session's short-term buffer instead (and ``results`` gets an unsaved ``working`` memory for it) when its V
-    is below the store threshold, unless storage is forced: an explicit "remember ..." directive,
-    ``force=True``, a caller-given ``slot``, or premises (``derived_from``: a derived memory must exist for
-    its lineage to work).
+    Every draft to persist gets its V and :class:`~memlineage.models.ValueAssessment`. Nothing with content is
+    dropped: a draft below the store threshold is still stored (the episodic log: recallable, it decays and the
+    forget gate archives it first), and a draft whose kind was left to the model (``kind=None``) becomes
+    ``semantic`` when V reaches the threshold (promotion to long-term memory), ``episodic`` otherwise. Only
+    chit-chat with no content ("ok thanks", "哈哈") below the threshold goes to the session's short-term buffer
+    (deduplicated, so repeated filler cannot push anything out) and ``results`` gets an unsaved ``working``
+    memory for it. Storage is forced (V raised to the threshold) by an explicit "remember ..." directive,
+    ``force=True``, a caller-given ``slot``, premises (``derived_from``), or an update decision (a correction
+    and the memory it corrects must exist for the lineage to work).
 
     Returns:
         The drafts to persist.
@@ -759,30 +788,38 @@ def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[A
         return todo
     keep: list[Any] = []
     position = {id(d): i for i, d in enumerate(drafts)}
+    targets = {d.supersedes["id"] for d in todo if d.supersedes} | {d.retracts for d in todo if d.retracts}
     for d in todo:
         features = d.extra_rows.pop("_features", None) or vm.extract(d.content, goal=getattr(d, "goal", None))
-        auto_slot = d.extra_rows.pop("_auto_slot", False)
         profile = vm.profile_for(d.scope)
         # A new value for a held slot is new information by definition (its restatements in summaries and the
         # old value are worded alike), so novelty is not measured against the index then.
         nearest = None if d.supersedes is not None else _nearest_similarity(mm, d)
         assessment = vm.score(features, nearest_similarity=nearest, trust=d.trust, profile=profile)
-        forced = bool(getattr(d, "force", False)) or (d.slot is not None and not auto_slot) or bool(d.derived_from)
+        forced = (
+            bool(getattr(d, "force", False))
+            or (d.slot is not None and not d.auto_slot)
+            or bool(d.derived_from)
+            or d.decision is not None
+            or d.extra_rows.get("id") in targets
+        )
         if forced and not assessment.forced:
             assessment = assessment.model_copy(
                 update={"forced": True, "score": max(assessment.score, profile.store_threshold)}
             )
         d.extra_rows["value"] = assessment.score
         d.extra_rows["assessment"] = assessment
-        if vm.should_store(assessment, profile):
+        promoted = vm.should_store(assessment, profile)
+        if d.auto_kind and promoted:
+            d.kind = MemoryKind.SEMANTIC
+        if promoted or features.info_type is not InfoType.CHITCHAT or features.entities:
             keep.append(d)
             continue
-        d.supersedes = None  # a buffered value never retires a stored one
         mem = d.to_memory(now).model_copy(update={"kind": MemoryKind.WORKING})  # short-term only
         runtime(mm).buffer.add(
             BufferedItem(mem.id, d.content, d.scope, assessment, now, features), capacity=profile.buffer_size
         )
-        logger.debug("write gate: buffered %s (V=%.3f < %.2f)", mem.id, assessment.score, profile.store_threshold)
+        logger.debug("write gate: buffered chit-chat %s (V=%.3f)", mem.id, assessment.score)
         results[position[id(d)]] = mem
     return keep
 

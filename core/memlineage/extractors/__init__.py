@@ -2,7 +2,7 @@
 
 from memlineage.extractors._base import FeatureExtractor, GoalRelation, InfoType, MemoryFeatures
 from memlineage.extractors._llm import LLMExtractor, LLMFeatureOutput
-from memlineage.extractors._rules import RuleBasedExtractor, detect_slot, is_forcing_directive
+from memlineage.extractors._rules import RuleBasedExtractor, content_terms, detect_slot, is_forcing_directive
 
 __all__ = [
     "FeatureExtractor",
@@ -12,6 +12,7 @@ __all__ = [
     "LLMFeatureOutput",
     "MemoryFeatures",
     "RuleBasedExtractor",
+    "content_terms",
     "detect_slot",
     "is_forcing_directive",
 ]

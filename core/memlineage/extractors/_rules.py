@@ -77,9 +77,15 @@ def is_forcing_directive(text: str) -> bool:
     return bool(_FORCE_ZH.search(text)) and not _NEGATED_MEMORY_ZH.search(text)
 
 
+#: Directive intensity of an explicit correction ("actually, ...", "更正：..."): as strong as "important".
+CORRECTION_INTENSITY = 0.7
+
+
 def _directive_intensity(text: str) -> float:
     # "remember" counts only in imperative position ("I don't remember..." is no directive): see above.
     best = 1.0 if is_forcing_directive(text) else 0.0
+    if any(t.is_correction(text) for t in tables_for(text)):
+        best = max(best, CORRECTION_INTENSITY)
     for pattern, weight in _DIRECTIVE_EN:
         if pattern.search(text):
             best = max(best, weight)
@@ -249,6 +255,7 @@ def _diet_key(obj: str) -> str:
 
 def _attr_key(attr: str) -> str:
     attr = re.sub(r"^(?:new|current)\s+", "", attr.strip(), flags=re.I)
+    attr = re.sub(r"\s+(?:now|again|too|actually|these days|anymore)$", "", attr, flags=re.I)
     return "_".join(_singular(w) for w in _slug(attr).split("_")) or "other"
 
 
@@ -319,14 +326,18 @@ def detect_slot(text: str) -> tuple[str | None, str | None]:
 # ------------------------------------------------------------------------------------------------------------
 # Information type (utility) and goal relation.
 # ------------------------------------------------------------------------------------------------------------
-_CHITCHAT = re.compile(
-    r"^\W*(?:hi+|hello|hey+|yo|thanks?(?: you)?(?: so much| a lot)?|thx|ty|ok(?:ay)?|k|cool|nice|great|"
+_CHITCHAT_WORD = (
+    r"(?:hi+|hello|hey+|yo|thanks?(?: you)?(?: so much| a lot)?|thx|ty|ok(?:ay)?|k|cool|nice|great|"
     r"lol|lmao|"
     r"haha+|hmm+|bye|good ?(?:night|morning|afternoon|evening)|see you|sure|yes|yeah|yep|no|nope|got it|"
     r"sounds good|how are you|how's it going|what's up|wow|awesome|np|no problem|you too|same here|"
     r"你好|您好|嗨|哈+|嗯+|好的?|谢谢(?:你|您)?|多谢|拜拜|再见|晚安|早上好|早安|哦+|噢+|行|可以|没问题|收到|好吧)"
-    r"(?:[\s,，.!！?？~～:)(]+(?:hi+|hello|hey|there|mate|buddy|friend|man|guys?|everyone|all|"
-    r"(?-i:[A-Z][a-z]+)|你|您|啊|呀|哦|啦|了|吧|呢))*\W*$",
+)
+#: Content-free small talk: one or more greeting / thanks / acknowledgement words ("ok thanks", "好的谢谢"),
+#: optionally addressed to someone ("Thanks, Mel!").
+_CHITCHAT = re.compile(
+    r"^\W*" + _CHITCHAT_WORD + r"(?:[\s,，.!！?？~～:)(]*(?:" + _CHITCHAT_WORD[3:-1] + r"|hi+|hello|hey|there|mate|"
+    r"buddy|friend|man|guys?|everyone|all|(?-i:[A-Z][a-z]+)|你|您|啊|呀|哦|啦|了|吧|呢))*\W*$",
     re.I,
 )
 _INSTRUCTION_EN = re.compile(

@@ -1,0 +1,369 @@
+"""Update detection: the rule and LLM reconcilers, and how the manager carries out their decisions."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from memlineage import MemoryManager, Scope, Status
+from memlineage.errors import ConfigurationError, InvalidInputError, MemoryNotFoundError
+from memlineage.extractors import detect_slot
+from memlineage.reconcile import (
+    Action,
+    Candidate,
+    LLMReconciler,
+    RuleReconciler,
+    Statement,
+    may_update,
+    near_duplicates,
+    slot_of,
+    tool_slot,
+)
+from memlineage.testing import make_manager
+
+S = Scope(user_id="alice", session_id="s1")
+
+
+def statuses(mm: MemoryManager, *ids: str) -> list[Status]:
+    return [mm.require(i, scope=S).status for i in ids]
+
+
+# ------------------------------------------------------------------------------------------------ slots
+@pytest.mark.parametrize(
+    ("text", "slot"),
+    [
+        ("My favourite restaurant is Din Tai Fung", "user.favourite.restaurant"),
+        ("Haidilao is my favourite restaurant now", "user.favourite.restaurant"),
+        ("My daughter Emma's birthday is on March 3.", "emma.birthday"),
+        ("My phone number is 555-1234", "user.phone_number"),
+        ("My dog is called Rex", "user.dog.name"),
+        ("I've just moved to Munich", "user.residence"),
+        ("I joined Siemens last month", "user.employer"),
+        ("I'm pescatarian now", "user.diet"),
+        ("My budget is 2000 EUR", "user.budget"),
+        ("Our trip is now on June 5", "user.trip.date"),
+        ("我跳槽到了腾讯", "user.employer"),
+        ("我最喜欢的餐厅是海底捞", "user.favourite.餐厅"),
+        ("我的狗叫旺财", "user.狗.name"),
+        ("我搬到杭州了", "user.residence"),
+    ],
+)
+def test_slots_are_keyed_by_subject_and_attribute(text: str, slot: str) -> None:
+    assert detect_slot(text)[0] == slot
+
+
+@pytest.mark.parametrize("text", ["My family is great", "My day was long", "The sky is blue", "I love it!"])
+def test_no_slot_for_multi_valued_or_empty_attributes(text: str) -> None:
+    assert detect_slot(text) == (None, None)
+
+
+def test_transcript_speaker_is_the_subject() -> None:
+    assert slot_of("[8 May 2023] Caroline: I live in Boston")[0] == "caroline.residence"
+
+
+def test_tool_slot_ignores_argument_order_and_distinguishes_arguments() -> None:
+    a = tool_slot("tool:fares", {"from": "PAR", "to": "LYS"})
+    assert a == tool_slot("tool:fares", {"to": "LYS", "from": "PAR"}) == tool_slot("tool:fares", '{"to":"LYS","from":"PAR"}')
+    assert a != tool_slot("tool:fares", {"from": "PAR", "to": "NCE"})
+    assert tool_slot("tool:fares", None) is None
+
+
+def test_source_rules() -> None:
+    assert may_update("user", "user") and may_update("user", "agent")
+    assert not may_update("user", "tool:fares")
+    assert not may_update("reasoning", "user") and not may_update("agent", "user")
+    assert may_update("tool:fares", "tool:fares") and not may_update("tool:fares", "tool:hotels")
+
+
+def test_near_duplicates_need_a_cue_or_a_state_of_the_speaker() -> None:
+    assert near_duplicates("I have 2 kids", "I have 3 kids")
+    assert near_duplicates("Correction: the meeting is on Tuesday", "The meeting is on Monday")
+    assert not near_duplicates("travel note number 1", "travel note number 2")
+    assert not near_duplicates("I went to Rome in May", "I went to Oslo in June")
+
+
+# ------------------------------------------------------------------------------------------------ rules
+def cand(mid: str, content: str, source: str = "user", slot: str | None = None) -> Candidate:
+    return Candidate(id=mid, content=content, source=source, slot=slot or slot_of(content)[0], slot_value=slot_of(content)[1])
+
+
+def st(content: str, source: str = "user") -> Statement:
+    slot, value = slot_of(content)
+    return Statement(content=content, source=source, slot=slot, slot_value=value)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "action"),
+    [
+        ("I live in Paris", "I moved to Munich", Action.UPDATE),
+        ("I live in Paris", "I live in Paris", Action.DUPLICATE),
+        ("I live in Paris.", "Actually, I live in Paris now", Action.DUPLICATE),
+        ("I'm planning a trip to Lisbon in May", "Forget what I said about the Lisbon trip", Action.CONTRADICT),
+        ("I'm allergic to cats", "I'm not allergic to cats anymore", Action.CONTRADICT),
+        ("My office is on the 4th floor of building B", "Sorry, my office is on the 7th floor of building B",
+         Action.UPDATE),
+        ("I have 2 kids", "I have 3 kids", Action.UPDATE),
+        ("我计划五月去里斯本旅行", "里斯本的旅行取消了", Action.CONTRADICT),
+        ("我喝茶只喝绿茶", "最近我改喝红茶了", Action.UPDATE),
+        ("I went to the park yesterday", "I went to the beach yesterday", Action.NEW),
+        ("travel note number 1", "travel note number 2", Action.NEW),
+        ("I like jazz", "I prefer aisle seats", Action.NEW),
+    ],
+)  # fmt: skip
+def test_rule_reconciler(old: str, new: str, action: Action) -> None:
+    (decision,) = RuleReconciler().decide([(st(new), [cand("m1", old)])])
+    assert decision.action is action, decision.reason
+    assert decision.target == (None if action is Action.NEW else "m1")
+
+
+def test_rule_reconciler_withdraws_only_own_statements() -> None:
+    agent = cand("m1", "Recommendation: the Lisbon trip hotel is Avenida", source="agent")
+    (decision,) = RuleReconciler().decide([(st("Forget the Lisbon trip"), [agent])])
+    assert decision.action is Action.NEW
+
+
+def test_rule_reconciler_rejects_bad_thresholds() -> None:
+    with pytest.raises(ConfigurationError):
+        RuleReconciler(near_jaccard=0)
+
+
+# ------------------------------------------------------------------------------------------------ manager
+def test_automatic_update_supersedes_and_cascades() -> None:
+    mm = make_manager()
+    city = mm.remember("I live in Paris", scope=S)
+    hotel = mm.remember("Book Hotel Lumière in Paris", scope=S, source="reasoning", derived_from=[city.id])
+    noise = mm.remember("I like jazz", scope=S)
+    new = mm.remember("Actually I moved to Lyon", scope=S)
+    assert statuses(mm, city.id, hotel.id, noise.id, new.id) == [
+        Status.SUPERSEDED, Status.SUSPECT, Status.ACTIVE, Status.ACTIVE,
+    ]  # fmt: skip
+    assert new.supersedes == city.id and new.version == 2 and new.slot == "user.residence"
+    (decision,) = mm.explain(new.id, scope=S).decisions
+    assert decision.kind == "update_detection" and decision.metadata["decided_by"] == "rules"
+    assert decision.metadata["evidence"]["slot"] == "user.residence"
+    events = {(e.type, e["memory_id"]) for e in mm.audit(S)}
+    assert ("superseded", city.id) in events and ("suspect", hotel.id) in events
+
+
+def test_withdrawal_retracts_the_premise_and_its_conclusions_turn_suspect() -> None:
+    mm = make_manager()
+    trip = mm.remember("I'm planning a trip to Lisbon in May", scope=S)
+    plan = mm.remember("Hotel Avenida in Lisbon fits the May trip", scope=S, source="agent", derived_from=[trip.id])
+    mm.remember("The Lisbon trip is cancelled.", scope=S)
+    assert statuses(mm, trip.id, plan.id) == [Status.RETRACTED, Status.SUSPECT]
+    assert all(h.id not in (trip.id, plan.id) for h in mm.recall("Lisbon trip hotel", scope=S, k=5))
+
+
+def test_restatement_is_merged_not_stored_twice() -> None:
+    mm = make_manager()
+    first = mm.remember("I live in Berlin", scope=S)
+    again = mm.remember("I'm living in Berlin", scope=S)
+    assert again.id == first.id
+    assert mm.stats(S)["memories"] == 1
+    (seen,) = [e for e in mm.audit(S) if e.type == "seen_again"]
+    assert seen["data"]["decision"]["action"] == "duplicate"
+
+
+def test_reasoning_never_overrides_the_user() -> None:
+    mm = make_manager()
+    home = mm.remember("I live in Paris", scope=S)
+    mm.remember("I live in Rome", scope=S, source="reasoning")
+    assert statuses(mm, home.id) == [Status.ACTIVE]
+
+
+def test_tool_result_updates_same_tool_same_arguments_only() -> None:
+    mm = make_manager()
+    lyon1 = mm.remember("fare PAR-LYS: 120 EUR", scope=S, source="tool:fares", metadata={"tool_args": {"to": "LYS"}})
+    nice = mm.remember("fare PAR-NCE: 140 EUR", scope=S, source="tool:fares", metadata={"tool_args": {"to": "NCE"}})
+    lyon2 = mm.remember("fare PAR-LYS: 95 EUR", scope=S, source="tool:fares", metadata={"tool_args": {"to": "LYS"}})
+    assert statuses(mm, lyon1.id, nice.id, lyon2.id) == [Status.SUPERSEDED, Status.ACTIVE, Status.ACTIVE]
+    # a user statement never replaces a tool's result
+    mm.remember("I think the fare to Lyon is 80 EUR", scope=S)
+    assert statuses(mm, lyon2.id) == [Status.ACTIVE]
+
+
+def test_tool_arguments_are_read_from_the_tool_call_activity() -> None:
+    from memlineage.models import Activity
+
+    mm = make_manager()
+    ids = []
+    for i, price in enumerate(("120 EUR", "95 EUR")):
+        act = mm.record_activity(
+            Activity(id=f"call-{i}", kind="tool_call", name="fares", scope=S, metadata={"input": "{'to': 'LYS'}"})
+        )
+        ids.append(mm.remember(f"fare: {price}", scope=S, source="tool:fares", activity_id=act.id).id)
+    assert statuses(mm, *ids) == [Status.SUPERSEDED, Status.ACTIVE]
+
+
+def test_updates_inside_one_batch() -> None:
+    mm = make_manager()
+    out = mm.remember_many(
+        [
+            {"content": "I live in Paris", "scope": S},
+            {"content": "I like jazz", "scope": S},
+            {"content": "I moved to Lyon", "scope": S},
+            {"content": "Actually I moved to Nice", "scope": S},
+        ]
+    )
+    assert statuses(mm, *(m.id for m in out)) == [
+        Status.SUPERSEDED, Status.ACTIVE, Status.SUPERSEDED, Status.ACTIVE,
+    ]  # fmt: skip
+    assert out[3].supersedes == out[2].id and out[2].supersedes == out[0].id
+
+
+def test_an_older_statement_does_not_replace_a_newer_one() -> None:
+    from datetime import datetime, timezone
+
+    mm = make_manager()
+    new = mm.remember("I live in Lyon", scope=S, valid_from=datetime(2025, 6, 1, tzinfo=timezone.utc))
+    old = mm.remember("I live in Paris", scope=S, valid_from=datetime(2024, 1, 1, tzinfo=timezone.utc))
+    assert statuses(mm, new.id, old.id) == [Status.ACTIVE, Status.ACTIVE]
+    # ...and recall serves the later event first although both are live
+    hits = mm.recall("where do I live", scope=S, k=2)
+    assert hits.ids[0] == new.id
+
+
+def test_recency_where_facts_compete_without_detection() -> None:
+    mm = make_manager(reconciler=None)
+    old = mm.remember("I live in Paris", scope=S)
+    new = mm.remember("I live in Lyon", scope=S)
+    assert statuses(mm, old.id, new.id) == [Status.ACTIVE, Status.ACTIVE]
+    assert mm.recall("I live in Paris", scope=S, k=2).ids == [new.id, old.id]
+
+
+def test_a_policy_refusal_keeps_both_statements() -> None:
+    from memlineage.policy import Policy, PolicyEngine
+
+    deny = Policy.model_validate(
+        {"id": "no-auto-updates", "operations": ["update"], "effect": "deny", "reason": "frozen profile"}
+    )
+    mm = make_manager(policy=PolicyEngine([deny]))
+    old = mm.remember("I live in Paris", scope=S)
+    mm.remember("I moved to Lyon", scope=S)
+    assert statuses(mm, old.id) == [Status.ACTIVE]
+
+
+def test_undo_errors() -> None:
+    mm = make_manager()
+    mm.remember("I live in Paris", scope=S)
+    new = mm.remember("I moved to Lyon", scope=S)
+    (decision,) = mm.explain(new.id, scope=S).decisions
+    with pytest.raises(MemoryNotFoundError):
+        mm.undo(decision.id, scope=Scope(user_id="mallory"))
+    mm.undo(decision.id, scope=S)
+    with pytest.raises(InvalidInputError):
+        mm.undo(decision.id, scope=S)
+    with pytest.raises(MemoryNotFoundError):
+        mm.undo("nope", scope=S)
+
+
+def test_detection_can_be_switched_off_and_rejects_junk() -> None:
+    mm = make_manager(reconciler=None)
+    old = mm.remember("I live in Paris", scope=S)
+    mm.remember("I moved to Lyon", scope=S)
+    assert statuses(mm, old.id) == [Status.ACTIVE]
+    with pytest.raises(ConfigurationError):
+        make_manager(reconciler="magic")
+
+
+# ------------------------------------------------------------------------------------------------ LLM
+class ScriptedModel:
+    """A LangChain-like chat model: ``invoke`` returns scripted answers and records prompts."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.prompts: list[str] = []
+
+    def invoke(self, prompt: str) -> Any:
+        self.prompts.append(prompt)
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        if callable(answer):
+            return answer(prompt)
+        return answer
+
+
+def _ids_in(prompt: str) -> list[str]:
+    import re
+
+    return re.findall(r"\[([0-9a-f-]{36})\]", prompt)
+
+
+def test_llm_reconciler_valid_answer_drives_the_decision() -> None:
+    def answer(prompt: str) -> str:
+        (target,) = _ids_in(prompt)
+        return json.dumps({"decisions": [{"statement": 1, "action": "update", "target": target, "reason": "moved"}]})
+
+    model = ScriptedModel(answer)
+    mm = make_manager(reconciler=LLMReconciler(model))
+    old = mm.remember("Home: Paris 11e", scope=S)  # no rule slot: only the model can tell
+    new = mm.remember("Home is Lyon now", scope=S)
+    assert statuses(mm, old.id, new.id) == [Status.SUPERSEDED, Status.ACTIVE]
+    (decision,) = mm.explain(new.id, scope=S).decisions
+    assert decision.metadata["decided_by"] == "llm" and decision.metadata["reason"] == "moved"
+
+
+def test_llm_reconciler_with_a_langchain_chat_model() -> None:
+    from langchain_core.language_models import FakeListChatModel
+
+    reconciler = LLMReconciler(FakeListChatModel(responses=['{"decisions": [{"statement": 1, "action": "new"}]}']))
+    mm = make_manager(reconciler=reconciler)
+    old = mm.remember("I live in Paris", scope=S)
+    mm.remember("I moved to Lyon", scope=S)  # the model says "new": both stay
+    assert statuses(mm, old.id) == [Status.ACTIVE] and reconciler.calls == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "not json at all",
+        '{"decisions": [{"statement": 1, "action": "update", "target": "made-up-id"}]}',
+        '{"decisions": [{"statement": 1, "action": "obliterate", "target": null}]}',
+        '{"decisions": []}',
+        RuntimeError("model down"),
+    ],
+)
+def test_llm_reconciler_falls_back_to_rules(answer: Any) -> None:
+    reconciler = LLMReconciler(ScriptedModel(answer))
+    mm = make_manager(reconciler=reconciler)
+    old = mm.remember("I live in Paris", scope=S)
+    new = mm.remember("I moved to Lyon", scope=S)
+    assert statuses(mm, old.id) == [Status.SUPERSEDED]  # the rules decided
+    assert mm.explain(new.id, scope=S).decisions[0].metadata["decided_by"] == "rules(fallback)"
+    assert reconciler.fallbacks == 1
+
+
+def test_llm_reconciler_timeout_falls_back() -> None:
+    release = threading.Event()
+
+    def slow(prompt: str) -> str:
+        release.wait(5)
+        return '{"decisions": []}'
+
+    reconciler = LLMReconciler(ScriptedModel(slow), timeout=0.05)
+    mm = make_manager(reconciler=reconciler)
+    old = mm.remember("I live in Paris", scope=S)
+    mm.remember("I moved to Lyon", scope=S)
+    release.set()
+    assert statuses(mm, old.id) == [Status.SUPERSEDED]
+    reconciler.close()
+
+
+def test_llm_reconciler_batches_and_skips_statements_without_candidates() -> None:
+    def answer(prompt: str) -> str:
+        assert prompt.count("NEW statement") == 2
+        return json.dumps({"decisions": [{"statement": 1, "action": "new"}, {"statement": 2, "action": "new"}]})
+
+    model = ScriptedModel(answer)
+    mm = make_manager(reconciler=LLMReconciler(model, batch_size=8))
+    mm.remember("I live in Paris", scope=S)
+    mm.remember_many([{"content": "I moved to Lyon", "scope": S}, {"content": "I moved to Nice", "scope": S}])
+    assert len(model.prompts) == 1
+    with pytest.raises(ConfigurationError):
+        LLMReconciler(object())
+    with pytest.raises(ConfigurationError):
+        LLMReconciler(model, batch_size=0)
