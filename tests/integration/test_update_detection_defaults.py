@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from memlineage import MemoryManager, Scope, Status
 from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
 

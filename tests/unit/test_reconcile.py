@@ -7,7 +7,6 @@ import threading
 from typing import Any
 
 import pytest
-
 from memlineage import MemoryManager, Scope, Status
 from memlineage.errors import ConfigurationError, InvalidInputError, MemoryNotFoundError
 from memlineage.extractors import detect_slot
@@ -66,7 +65,11 @@ def test_transcript_speaker_is_the_subject() -> None:
 
 def test_tool_slot_ignores_argument_order_and_distinguishes_arguments() -> None:
     a = tool_slot("tool:fares", {"from": "PAR", "to": "LYS"})
-    assert a == tool_slot("tool:fares", {"to": "LYS", "from": "PAR"}) == tool_slot("tool:fares", '{"to":"LYS","from":"PAR"}')
+    assert (
+        a
+        == tool_slot("tool:fares", {"to": "LYS", "from": "PAR"})
+        == tool_slot("tool:fares", '{"to":"LYS","from":"PAR"}')
+    )
     assert a != tool_slot("tool:fares", {"from": "PAR", "to": "NCE"})
     assert tool_slot("tool:fares", None) is None
 
@@ -87,7 +90,9 @@ def test_near_duplicates_need_a_cue_or_a_state_of_the_speaker() -> None:
 
 # ------------------------------------------------------------------------------------------------ rules
 def cand(mid: str, content: str, source: str = "user", slot: str | None = None) -> Candidate:
-    return Candidate(id=mid, content=content, source=source, slot=slot or slot_of(content)[0], slot_value=slot_of(content)[1])
+    return Candidate(
+        id=mid, content=content, source=source, slot=slot or slot_of(content)[0], slot_value=slot_of(content)[1]
+    )
 
 
 def st(content: str, source: str = "user") -> Statement:
