@@ -216,15 +216,18 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         paris_price = _latest(mm, alice, "tool:get_flight_price")
         _ledger_table(console, mm, alice, "What the ledger captured (sources, lineage, trust)")
 
-        # Turn 3: the user corrects the destination; the app supersedes the premise.
+        # Turn 3: the user corrects the destination in passing. Nobody calls supersede: update detection reads the
+        # turn as a new value of user.trip.destination and supersedes the Paris premise by itself.
         turn(3, "Actually, I'm going to Lyon, not Paris.")
-        premise = next(m for m in mm.find(scope=alice) if m.content.startswith("I'm planning a trip to Paris"))
-        report = mm.supersede(
-            premise.id, "I'm planning a trip to Lyon from 3 to 7 May. I prefer aisle seats.", scope=alice, source="user"
-        )
+        premise = mm.slot_history("user.trip.destination", scope=alice)[0]  # the Paris plan, now a past version
+        decision = next(a for a in mm.explain(premise.id, scope=alice).decisions if a.name == "update")
+        suspect = [
+            str(e["memory_id"]) for e in mm.audit(alice) if e.type == "suspect" and e["activity_id"] == decision.id
+        ]
         console.print(
-            f"[yellow]correction applied:[/] superseded the Paris premise; the cascade marked "
-            f"[bold]{len(report.suspect)}[/] derived memories suspect"
+            f"[yellow]update detected ({decision.metadata['decided_by']}):[/] {decision.metadata['reason']} — "
+            f"the Paris premise is now [bold]{mm.require(premise.id, scope=alice).status.value}[/]; the cascade "
+            f"marked [bold]{len(suspect)}[/] derived memories suspect (undo: mm.undo({decision.id[:8]}…))"
         )
         res = mm.recall("flight and hotel recommendation for my trip", scope=alice, k=5, purpose="decision")
         served = set(res.ids)
@@ -233,7 +236,7 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
             f"recall now serves the old Paris recommendation: [bold]{first_plan.id in served}[/]; "
             f"the old Paris price: [bold]{paris_price.id in served}[/]"
         )
-        summary.update(suspect=report.suspect, stale_served=bool({first_plan.id, paris_price.id} & served))
+        summary.update(suspect=suspect, stale_served=bool({first_plan.id, paris_price.id} & served))
 
         turn(4, "Find me a flight and a hotel in Lyon.")
         lyon_price = _latest(mm, alice, "tool:get_flight_price")

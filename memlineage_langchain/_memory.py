@@ -77,7 +77,10 @@ class LineageMemory(BaseMemory):
     k: int = Field(default=5, ge=0, description="Number of memories recalled per turn.")
     return_messages: bool = Field(default=False, description="Load chat messages instead of one string.")
     include_suspect: bool = Field(default=False, description="Also recall suspect memories (flagged).")
-    kind: str = Field(default="episodic", description="Memory kind of saved turns.")
+    kind: str | None = Field(
+        default=None,
+        description="Memory kind of saved turns; None = episodic, or semantic when the value model promotes them.",
+    )
 
     _pending: dict[tuple[str, str | None, str], list[str]] = PrivateAttr(default_factory=dict)
     _written: list[str] = PrivateAttr(default_factory=list)

@@ -14,7 +14,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 from memlineage.manager import MemoryManager
-from memlineage.models import MemoryKind, Scope, normalize_content
+from memlineage.models import Scope, normalize_content
 from typing_extensions import override
 
 from memlineage_llamaindex._convert import (
@@ -223,9 +223,7 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
         text = message_text(message)
         if not text:
             return
-        mem = await self.manager.aremember(
-            text, scope=scope, source="user", kind=MemoryKind.EPISODIC, metadata={"role": "user"}
-        )
+        mem = await self.manager.aremember(text, scope=scope, source="user", metadata={"role": "user"})
         key = normalize_content(text)
         recalled = self._pending.pop((scope.session_id, key), {})
         self._turns[scope.session_id] = _Turn(key=key, user_id=mem.id, recalled=recalled)
