@@ -24,7 +24,7 @@ from memlineage.ledger import Ledger, row_to_memory
 from memlineage.ledger._ledger import _agent_eq
 from memlineage.ledger._schema import activities, memories
 from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, from_epoch, new_id
-from memlineage.reconcile import Action, Candidate, Reconciler, Statement, may_update, slot_of, tool_slot
+from memlineage.reconcile import Action, Candidate, Reconciler, Statement, may_update, slot_of, tool_slot, withdraws
 
 __all__ = ["detect_updates"]
 
@@ -33,12 +33,19 @@ logger = logging.getLogger(__name__)
 _LIVE = (Status.ACTIVE.value, Status.SUSPECT.value)
 #: Nearest statements by vector offered to the reconciler.
 NEIGHBOURS = 8
-#: Most recent live statements of the scope offered too (words, not vectors: the English MiniLM cannot tell
-#: unrelated Chinese sentences apart, and a withdrawal names its object in few words).
+#: Most recent live statements of the scope, offered too for Chinese text and withdrawals (words, not vectors: the
+#: English MiniLM cannot tell unrelated Chinese sentences apart, and a withdrawal names its object in few words).
 RECENT = 50
 RECENT_CJK = 200
 #: In-batch earlier statements count as neighbours at or above this cosine similarity.
 BATCH_SIMILARITY = 0.6
+
+#: The columns update detection reads (never the embedding blobs).
+_COLUMNS = (
+    memories.c.id, memories.c.user_id, memories.c.agent_id, memories.c.kind, memories.c.status,
+    memories.c.source_kind, memories.c.source_name, memories.c.content, memories.c.slot, memories.c.valid_from,
+    memories.c.recorded_at,
+)  # fmt: skip
 
 CheckOperation = Callable[[str, Sequence[Memory], Scope, Source], None]
 
@@ -206,28 +213,24 @@ def _candidates(
     rows: dict[str, dict[str, Any]] = {}
     similarity: dict[str, float] = {}
     user, agent = d.scope.user_id, d.scope.agent_id
+    mine = (memories.c.user_id == user, _agent_eq(agent), memories.c.status.in_(_LIVE))
     with ports.ledger.read() as conn:
         if st.slot:
-            for r in ports.ledger.slot_versions(user, agent, st.slot, conn):
-                if r["status"] in _LIVE:
-                    rows[r["id"]] = r
+            query = select(*_COLUMNS).where(*mine, memories.c.slot == st.slot)
+            rows.update((r["id"], dict(r)) for r in conn.execute(query).mappings())
         if d.source.kind is SourceKind.USER:
             if d.embedding is not None:
                 where = IndexFilter(user_id=user, agent_id=agent, statuses=_LIVE)
                 for hit in ports.index.query(d.embedding, NEIGHBOURS, where):
                     similarity[hit.id] = hit.similarity
-            limit = RECENT_CJK if has_cjk(d.content) else RECENT
-            recent = (
-                select(memories.c.id)
-                .where(memories.c.user_id == user, _agent_eq(agent), memories.c.status.in_(_LIVE))
-                .order_by(memories.c.recorded_at.desc())
-                .limit(limit)
-            )
-            wanted = {r[0] for r in conn.execute(recent)} | set(similarity)
-            wanted -= rows.keys()
-            for r in ports.ledger.memory_rows(sorted(wanted), conn):
-                if r is not None:
-                    rows[r["id"]] = r
+            if has_cjk(d.content) or withdraws(d.content):
+                limit = RECENT_CJK if has_cjk(d.content) else RECENT
+                recent = select(*_COLUMNS).where(*mine).order_by(memories.c.recorded_at.desc()).limit(limit)
+                rows.update((r["id"], dict(r)) for r in conn.execute(recent).mappings())
+            missing = sorted(set(similarity) - rows.keys())
+            if missing:
+                query = select(*_COLUMNS).where(*mine, memories.c.id.in_(missing))
+                rows.update((r["id"], dict(r)) for r in conn.execute(query).mappings())
     source = str(d.source)
     out: list[Candidate] = []
     for r in sorted(rows.values(), key=lambda r: (r["valid_from"] or r["recorded_at"], r["recorded_at"])):
@@ -239,15 +242,15 @@ def _candidates(
         if not may_update(source, old_source):
             continue
         slot, value = r["slot"], None
-        if r["source_kind"] == SourceKind.USER.value:
-            detected, value = slot_of(r["content"])
+        if r["source_kind"] == SourceKind.USER.value and (slot is None or slot == st.slot):
+            detected, value = slot_of(r["content"])  # cached per text: memories are immutable
             slot = slot or detected
             if detected != slot:
                 value = None
         elif r["source_kind"] == SourceKind.TOOL.value:
             value = r["content"]
         out.append(
-            Candidate(
+            Candidate.model_construct(  # built from ledger rows: already valid
                 id=r["id"],
                 content=r["content"],
                 source=old_source,

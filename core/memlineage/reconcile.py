@@ -69,6 +69,7 @@ __all__ = [
     "newest_first",
     "slot_of",
     "tool_slot",
+    "withdraws",
 ]
 
 logger = logging.getLogger(__name__)
@@ -213,6 +214,7 @@ def tool_slot(tool_source: str, arguments: Any) -> str | None:
     return f"tool.{_slug(tool_source.split(':', 1)[1])}.{digest}"
 
 
+@lru_cache(maxsize=16384)
 def slot_of(text: str) -> tuple[str | None, str | None]:
     """Slot and value of a first-person statement, with a transcript speaker as the subject.
 
@@ -224,6 +226,12 @@ def slot_of(text: str) -> tuple[str | None, str | None]:
     if slot is not None and speaker is not None and slot.startswith("user."):
         slot = f"{_slug(speaker)}.{slot.split('.', 1)[1]}"
     return slot, value
+
+
+def withdraws(text: str) -> bool:
+    """Whether ``text`` matches a withdrawal or negation pattern of its language ("forget …", "…取消了")."""
+    table = tables_for(text)[0]
+    return any(p.search(text) for p in (*table.withdrawal, *table.negation))
 
 
 def _naive(value: datetime | None) -> datetime:
@@ -359,10 +367,14 @@ class RuleReconciler:
         holders = [c for c in cands if c.slot == st.slot]
         if not holders:
             return None
+        if ".preference." in st.slot and not (table.is_exclusive(text) or any(_exclusive(c.content) for c in holders)):
+            return None  # "I love jazz" and "I love rock" can both be true; "I now prefer rock" replaces
         # the newest holder; among equal event times the later candidate (candidates come oldest first)
         _, holder = max(enumerate(holders), key=lambda ic: (_naive(ic[1].valid_from), ic[0]))
         evidence = {"slot": st.slot, "old_value": holder.slot_value, "new_value": st.slot_value, "cue": cue}
         if st.slot_value and _norm_value(st.slot_value) == _norm_value(holder.slot_value):
+            if _adds_words(st.content, holder.content):
+                return Decision(reason=f"restates slot {st.slot} and says more: kept as its own memory")
             return Decision(
                 action=Action.DUPLICATE,
                 target=holder.id,
@@ -382,13 +394,17 @@ class RuleReconciler:
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
     ) -> Decision | None:
         kind = st.source.split(":", 1)[0]
-        return self._withdraw_by(table.withdrawal, text, cands, self.withdraw_overlap, "withdraws", kind)
+        who = transcript_speaker(st.content)
+        return self._withdraw_by(table.withdrawal, text, cands, self.withdraw_overlap, "withdraws", kind, who, 1)
 
     def _negation(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
     ) -> Decision | None:
         kind = st.source.split(":", 1)[0]
-        return self._withdraw_by(table.negation, text, cands, self.negation_overlap, "denies", kind)
+        who = transcript_speaker(st.content)
+        # a negation names its fact in at least two words ("not allergic to cats"): "I don't have a recipe" is
+        # too thin to deny anything said before
+        return self._withdraw_by(table.negation, text, cands, self.negation_overlap, "denies", kind, who, 2)
 
     def _withdraw_by(
         self,
@@ -398,6 +414,8 @@ class RuleReconciler:
         threshold: float,
         verb: str,
         source_kind: str,
+        speaker: str | None,
+        min_terms: int,
     ) -> Decision | None:
         for pattern in patterns:
             match = pattern.search(text)
@@ -405,11 +423,11 @@ class RuleReconciler:
                 continue
             obj = match.groupdict().get("obj") or ""
             wanted = content_terms(obj)
-            if not wanted:
+            if len(wanted) < min_terms:
                 continue
             scored = []
             for n, c in enumerate(cands):
-                if c.source.split(":", 1)[0] != source_kind:
+                if c.source.split(":", 1)[0] != source_kind or transcript_speaker(c.content) != speaker:
                     continue  # one withdraws one's own statements; what derives from them turns suspect
                 body = content_terms(strip_transcript_prefix(c.content))
                 share = _overlap(wanted, body)
@@ -453,39 +471,71 @@ _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|my|we|we're|our)\b|我", re.IGNOREC
 
 
 @lru_cache(maxsize=8192)
-def _profile(text: str) -> tuple[bool, bool, bool, frozenset[str], frozenset[str]]:
-    """(event, cue, personal, key tokens, other terms) of a statement, cached: recall compares hits pairwise."""
+def _profile(text: str) -> tuple[bool, bool, bool, frozenset[str], frozenset[str], frozenset[str], str | None]:
+    """(event, correction cue, personal, key tokens, number/date keys, other terms, speaker) of a statement.
+
+    Cached per text (memories are immutable; recall compares hits pairwise).
+    """
     table = tables_for(text)[0]
     body = strip_transcript_prefix(text)
     base = _without_cues(body, table)
     keys = _key_tokens(base)
+    numeric = {k for k in keys if _NUMBER.fullmatch(k) or _TIME_WORDS.fullmatch(k)}
     return (
         table.is_event(body),
-        table.cue(body) is not None,
+        table.is_correction(body),
         bool(_FIRST_PERSON.search(body)),
         frozenset(keys),
+        frozenset(numeric),
         frozenset(_terms_without_keys(base, keys)),
+        transcript_speaker(text),
     )
 
 
 def _key_change(new: str, old: str) -> tuple[float, list[str], list[str]] | None:
     """``(word overlap, added keys, dropped keys)`` when ``new`` restates ``old`` with a changed key, else None.
 
-    The other words must overlap (at least one shared, Jaccard returned for the caller's threshold) and each side must
-    name a key the other does not. Without an update cue in either, both must be states of the speaker: two
-    similar events are two events, and "travel note number 1" does not correct "travel note number 0".
+    Both must come from the same speaker; the other words must overlap (at least one shared term; the Jaccard is
+    returned for the caller's threshold) and each side must name a key the other does not. With an explicit
+    correction cue ("actually", "correction", "I meant", 更正, 其实...) in either, any entity, number or date may
+    change. Without one, only a number or date of a state of the speaker ("I have 2 kids" → "I have 3 kids"):
+    two similar events are two events, greetings to different people are not corrections, and "travel note
+    number 1" does not correct "travel note number 0".
     """
-    ev_new, cue_new, me_new, k_new, t_new = _profile(new)
-    ev_old, cue_old, me_old, k_old, t_old = _profile(old)
-    if not (cue_new or cue_old) and (ev_new or ev_old or not (me_new and me_old)):
+    ev_new, cue_new, me_new, k_new, n_new, t_new, who_new = _profile(new)
+    ev_old, cue_old, me_old, k_old, n_old, t_old, who_old = _profile(old)
+    if who_new != who_old:
         return None
     added, dropped = k_new - k_old, k_old - k_new
     if not added or not dropped:
         return None
+    if not (cue_new or cue_old):
+        if ev_new or ev_old or not (me_new and me_old):
+            return None
+        if not (added <= n_new and dropped <= n_old):
+            return None
     shared, union = t_new & t_old, t_new | t_old
     if not shared:
         return None
     return len(shared) / len(union), sorted(added), sorted(dropped)
+
+
+def _adds_words(new: str, old: str) -> bool:
+    """Whether ``new`` says something ``old`` does not (a content word beyond cues and the old text's words)."""
+    table = tables_for(new)[0]
+    extra = content_terms(_without_cues(strip_transcript_prefix(new), table)) - content_terms(
+        strip_transcript_prefix(old)
+    )
+    # verbs of the slot patterns that restate without adding ("living" for "live"), and contraction debris ("m")
+    return any(len(t) > 1 and t not in _RESTATING for t in extra)
+
+
+_RESTATING = frozenset({"live", "living", "lives", "based", "moved", "reside", "residing", "住在", "现在", "目前"})
+
+
+def _exclusive(text: str) -> bool:
+    """Whether a preference statement is exclusive ("prefer", "favourite", "only", "now", 更喜欢, 只, 改...)."""
+    return tables_for(text)[0].is_exclusive(strip_transcript_prefix(text))
 
 
 def _negated(text: str) -> str | None:
@@ -652,14 +702,9 @@ class LLMReconciler:
 # ------------------------------------------------------------------------------------------------------------
 # Read side: facts that compete for one attribute
 # ------------------------------------------------------------------------------------------------------------
-@lru_cache(maxsize=8192)
-def _slot_key(text: str) -> str | None:
-    return slot_of(text)[0]
-
-
 def competing_key(content: str, slot: str | None) -> str | None:
     """The key under which two live memories compete (same slot, stored or detected), or None."""
-    return slot or _slot_key(content)
+    return slot or slot_of(content)[0]
 
 
 def near_duplicates(a: str, b: str, *, threshold: float = 0.5) -> bool:
@@ -676,6 +721,13 @@ def near_duplicates(a: str, b: str, *, threshold: float = 0.5) -> bool:
     """
     change = _key_change(a, b)
     return change is not None and change[0] >= threshold
+
+
+def _same_attribute(key_a: str | None, key_b: str | None, a: str, b: str) -> bool:
+    """Same slot key; for preferences only when one is stated as exclusive (see :class:`RuleReconciler`)."""
+    if key_a is None or key_a != key_b:
+        return False
+    return ".preference." not in key_a or _exclusive(a) or _exclusive(b)
 
 
 def newest_first(hits: Sequence[Any]) -> list[Any]:
@@ -707,7 +759,7 @@ def newest_first(hits: Sequence[Any]) -> list[Any]:
     keys = [competing_key(h.memory.content, h.memory.slot) for h in hits]
     for i in range(n):
         for j in range(i + 1, n):
-            if (keys[i] is not None and keys[i] == keys[j]) or near_duplicates(
+            if _same_attribute(keys[i], keys[j], hits[i].memory.content, hits[j].memory.content) or near_duplicates(
                 hits[i].memory.content, hits[j].memory.content
             ):
                 parent[find(j)] = find(i)

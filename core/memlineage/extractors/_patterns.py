@@ -46,6 +46,7 @@ class LanguageTable:
     language: str
     update_cues: tuple[re.Pattern[str], ...]
     correction_cues: tuple[re.Pattern[str], ...]
+    exclusive_markers: tuple[re.Pattern[str], ...]
     withdrawal: tuple[re.Pattern[str], ...]
     negation: tuple[re.Pattern[str], ...]
     event_markers: tuple[re.Pattern[str], ...]
@@ -64,6 +65,10 @@ class LanguageTable:
     def is_correction(self, text: str) -> bool:
         """Whether ``text`` carries an explicit correction or change ("actually", "correction", "更正", "搬到")."""
         return any(p.search(text) for p in self.correction_cues)
+
+    def is_exclusive(self, text: str) -> bool:
+        """Whether a preference is stated as exclusive ("prefer", "favourite", "only", "now", 更喜欢, 只...)."""
+        return any(p.search(text) for p in self.exclusive_markers) or self.is_correction(text)
 
     def is_event(self, text: str) -> bool:
         """Whether ``text`` reports an event (past action or a dated happening) rather than a state."""
@@ -93,6 +98,7 @@ def _load(language: str) -> LanguageTable:
         language=language,
         update_cues=_compile(data.get("update_cues"), f"{language}:update_cues"),
         correction_cues=_compile(data.get("correction_cues"), f"{language}:correction_cues"),
+        exclusive_markers=_compile(data.get("exclusive_markers"), f"{language}:exclusive_markers"),
         withdrawal=_compile(data.get("withdrawal"), f"{language}:withdrawal"),
         negation=_compile(data.get("negation"), f"{language}:negation"),
         event_markers=_compile(data.get("event_markers"), f"{language}:event_markers"),
