@@ -1544,7 +1544,9 @@ class MemoryManager:
         hits = _policy_hits(self.policy, hits, tr)
         hits = self._value_rerank(hits, now)
         hits.sort(key=lambda h: (-h.score, h.memory.id))
-        hits = newest_first(hits)[:k]  # two live values of one attribute: the later event ranks first
+        # two live values of one attribute: the later event ranks first (among the hits that can reach the top k)
+        window = max(2 * k, k + 10)
+        hits = (newest_first(hits[:window]) + hits[window:])[:k]
         if hits and (reinforce or activity_id):
             self._mark_used([h.memory for h in hits], activity_id, now)
         return RecallResult(hits, tr)
@@ -2077,7 +2079,7 @@ class MemoryManager:
         """Mirror an index write into the lexical leg (in memory; rebuilt from the ledger if lost)."""
         if upserts:
             self.lexical.upsert(
-                [r["id"] for r in upserts], [r["content"] for r in upserts], [index_metadata(r) for r in upserts]
+                [r["id"] for r in upserts], self._lexical_texts(upserts), [index_metadata(r) for r in upserts]
             )
         if stale:
             self.lexical.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
@@ -2091,7 +2093,30 @@ class MemoryManager:
         )
         with self.ledger.transaction() as conn:
             rows = [dict(r) for r in conn.execute(query).mappings()]
-        return [(r["id"], r["content"], index_metadata(r)) for r in rows]
+        return [(r["id"], text, index_metadata(r)) for r, text in zip(rows, self._lexical_texts(rows))]
+
+    def _lexical_texts(self, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+        """What the lexical leg indexes per row: its content, plus the words of the versions it revised.
+
+        A revision answers the questions its predecessors answered ("我早上喝什么？" still names the drink the
+        superseded "我每天早上喝绿茶" named), so the current version is found by the old wording too; the old
+        version itself is never served (status filter).
+        """
+        chains: dict[str, list[str]] = {r["id"]: [] for r in rows}
+        cursor = {r["id"]: r["supersedes"] for r in rows if r.get("supersedes")}
+        for _ in range(3):  # up to three versions back
+            if not cursor:
+                break
+            found = {r["id"]: r for r in self.ledger.memory_rows(sorted(set(cursor.values()))) if r is not None}
+            step: dict[str, str] = {}
+            for rid, prev in cursor.items():
+                old = found.get(prev)
+                if old is not None:
+                    chains[rid].append(old["content"])
+                    if old["supersedes"]:
+                        step[rid] = old["supersedes"]
+            cursor = step
+        return [" ".join([r["content"], *chains[r["id"]]]) for r in rows]
 
     def repair(self) -> dict[str, int]:
         """Finish index writes interrupted by a crash (run on open).

@@ -303,20 +303,27 @@ class RuleReconciler:
     Rules, in order (the first that applies decides):
 
     1. **Same slot** (subject + attribute, e.g. ``user.residence``, ``user.favourite.restaurant``, a tool and its
-       arguments): the same value is a ``duplicate``; another value from an event at or after the holder's is an
-       ``update`` of the holder.
-    2. **Withdrawal** ("forget what I said about the Lisbon trip", "the trip is cancelled", "忘掉…", "…取消了"): the
-       live statement that covers at least ``withdraw_overlap`` of the withdrawn words is ``contradict``-ed.
-    3. **Negation** ("I'm not allergic to cats anymore", "我不再喝咖啡了"): the live statement that covers at least
-       ``negation_overlap`` of the negated fact's words is ``contradict``-ed.
-    4. **Changed key** (no slot): a statement sharing at least ``near_jaccard`` of its other words with a live one
-       but naming another entity, number or date is an ``update`` of it, when it carries an update cue
-       ("actually", "correction", "now", "not X but Y", 其实, 更正, 改成…), or when both describe a state of the
-       speaker ("I have 2 kids" → "I have 3 kids"). Two similar events are two events, and "travel note number 1"
-       does not correct "travel note number 0".
+       arguments): the same value is a ``duplicate`` (unless the statement says more), another value from an
+       event at or after the holder's is an ``update`` of the holder. Preferences stated with "like"/"love" can
+       hold together; one stated as exclusive ("prefer", "favourite", "only", "now", 更喜欢, 只) replaces.
+    2. **Replacement** ("not an espresso but a matcha latte", "X instead of Y", "不再喝绿茶了，改成喝牛奶"): the
+       live statement that names the replaced value (at least ``withdraw_overlap`` of its words) is ``update``-d.
+    3. **Withdrawal** ("forget what I said about the Lisbon trip", "the trip is cancelled", "别记…", "…取消了"):
+       the live statement that covers at least ``withdraw_overlap`` of the withdrawn words is ``contradict``-ed.
+    4. **Negation** ("I'm not allergic to cats anymore", "I'm no longer vegan", "我不再喝咖啡了"): the live
+       statement that covers at least ``negation_overlap`` of the negated fact's words is ``contradict``-ed (two
+       words at least, unless the negation states a change: "no longer", "anymore", 不再).
+    5. **Changed key** (no slot): a statement sharing at least ``near_jaccard`` of its other words with a live one
+       (or some words and a cosine similarity ≥ ``NEAR_SIMILARITY``) but naming another entity, number or date is
+       an ``update`` of it, when either carries a correction cue ("actually", "correction", "oops", "I meant",
+       其实, 更正…), or when both describe a state of the speaker and only a number or date changed ("I have 2
+       kids" → "I have 3 kids"). Two similar events are two events, and "travel note number 1" does not correct
+       "travel note number 0".
+
+    All rules compare statements of the same speaker (a transcript's ``[date] Name:`` prefix) and source kind.
 
     Args:
-        near_jaccard: Word overlap (Jaccard of non-key content terms, in [0, 1]) for rule 4 (default 0.5).
+        near_jaccard: Word overlap (Jaccard of non-key content terms, in [0, 1]) for rule 5 (default 0.5).
         withdraw_overlap: Share of the withdrawn words a candidate must contain, in [0, 1] (default 0.5).
         negation_overlap: Share of the negated fact's words a candidate must contain, in [0, 1] (default 0.6).
 
@@ -353,7 +360,7 @@ class RuleReconciler:
         table = tables_for(st.content)[0]
         text = strip_transcript_prefix(st.content)
         cue = table.cue(text)
-        for rule in (self._same_slot, self._withdrawal, self._negation, self._changed_key):
+        for rule in (self._same_slot, self._replacement, self._withdrawal, self._negation, self._changed_key):
             decision = rule(st, text, cands, table, cue)
             if decision is not None:
                 return decision
@@ -390,6 +397,35 @@ class RuleReconciler:
             evidence=evidence,
         )
 
+    def _replacement(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        """Rule 2, "not an espresso but a matcha latte": the live statement naming the replaced value is updated."""
+        who = transcript_speaker(st.content)
+        kind = st.source.split(":", 1)[0]
+        for pattern in table.replacement:
+            match = pattern.search(text)
+            if not match:
+                continue
+            old = content_terms(match.group("old"))
+            if not old:
+                continue
+            best: tuple[float, datetime, int, Candidate] | None = None
+            for n, c in enumerate(cands):
+                if c.source.split(":", 1)[0] != kind or transcript_speaker(c.content) != who:
+                    continue
+                share = _overlap(old, content_terms(strip_transcript_prefix(c.content)))
+                if share >= self.withdraw_overlap and (best is None or (share, _naive(c.valid_from), n) > best[:3]):
+                    best = (share, _naive(c.valid_from), n, c)
+            if best is not None:
+                return Decision(
+                    action=Action.UPDATE,
+                    target=best[3].id,
+                    reason=f"replaces {match.group('old').strip()[:40]!r} with {match.group('new').strip()[:40]!r}",
+                    evidence={"replaced": match.group("old").strip()[:200], "overlap": round(best[0], 3)},
+                )
+        return None
+
     def _withdrawal(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
     ) -> Decision | None:
@@ -423,7 +459,7 @@ class RuleReconciler:
                 continue
             obj = match.groupdict().get("obj") or ""
             wanted = content_terms(obj)
-            if len(wanted) < min_terms:
+            if len(wanted) < (1 if _STATE_CHANGE.search(match.group(0)) else min_terms):
                 continue
             scored = []
             for n, c in enumerate(cands):
@@ -452,7 +488,9 @@ class RuleReconciler:
             if st.slot and c.slot and c.slot != st.slot:
                 continue  # both name their attribute, and they differ
             change = _key_change(st.content, c.content)
-            if change is None or change[0] < self.near_jaccard:
+            # same words (Jaccard), or close in meaning by vector with some words shared
+            close = c.similarity is not None and c.similarity >= NEAR_SIMILARITY and change is not None
+            if change is None or (change[0] < self.near_jaccard and not (close and change[0] >= 0.2)):
                 continue
             if best is None or change[0] > best[0]:
                 best = (change[0], c, change[1], change[2])
@@ -466,6 +504,9 @@ class RuleReconciler:
             evidence={"overlap": round(jaccard, 3), "old_keys": dropped[:10], "new_keys": added[:10], "cue": cue},
         )
 
+
+#: Cosine similarity at which a restatement with a changed key counts even with few shared words (MiniLM).
+NEAR_SIMILARITY = 0.7
 
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|my|we|we're|our)\b|我", re.IGNORECASE)
 
@@ -518,6 +559,10 @@ def _key_change(new: str, old: str) -> tuple[float, list[str], list[str]] | None
     if not shared:
         return None
     return len(shared) / len(union), sorted(added), sorted(dropped)
+
+
+#: Negations that state a change ("no longer", "anymore", 不再): one word of the old fact is enough.
+_STATE_CHANGE = re.compile(r"no\s+longer|any\s?more|不再|已经不", re.IGNORECASE)
 
 
 def _adds_words(new: str, old: str) -> bool:

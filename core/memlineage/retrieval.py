@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ __all__ = [
     "Trace",
     "fuse",
     "hybrid_recall",
+    "is_question",
 ]
 
 logger = logging.getLogger(__name__)
@@ -173,6 +175,9 @@ class RetrievalConfig:
         contiguity: Share of a neighbour's relevance (same session, adjacent in time) added to a candidate, in
             [0, 1]. Models the temporal-contiguity effect of episodic memory (the turn that answers a question
             sits next to the turn that matches it). Default 0.3.
+        question_weight: Multiplier in [0, 1] on the relevance of a memory that is only a question ("How much
+            is the Hotel Miramar?"): a question asserts nothing, and it resembles the next query about the same
+            thing more than the statement that answers it. 1 = no effect. Default 0.7.
     """
 
     fusion: str = "weighted"
@@ -184,6 +189,7 @@ class RetrievalConfig:
     recency_weight: float = 0.0
     recency_half_life_s: float = 30 * 86_400.0
     contiguity: float = 0.3
+    question_weight: float = 0.7
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -192,7 +198,7 @@ class RetrievalConfig:
         if self.rrf_k <= 0 or self.candidates < 1 or self.recency_half_life_s <= 0:
             msg = "rrf_k, candidates and recency_half_life_s must be positive"
             raise ConfigurationError(msg)
-        for name in ("value_weight", "recency_weight", "contiguity"):
+        for name in ("value_weight", "recency_weight", "contiguity", "question_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 msg = f"{name} must be in [0, 1], got {getattr(self, name)}"
                 raise ConfigurationError(msg)
@@ -271,6 +277,24 @@ def fuse(vector_hits: Sequence[Any], lexical_hits: Sequence[Any], config: Retrie
             v = ((f.vector - lo) / span if span > 0 else 1.0) if f.vector_rank else 0.0
             f.relevance = (wv * v + wl * f.lexical) / (wv + wl)
     return sorted(by_id.values(), key=lambda f: (-f.relevance, f.id))
+
+
+_QUESTION_END = re.compile(r"[?？]\s*[\])\"'”」]*\s*$|[吗呢嘛]\s*[?？。]?\s*$")
+_TRANSCRIPT_HEAD = re.compile(r"^\s*(?:\[[^\]\n]{1,60}\]\s*)?(?:[^\s:：\[\]][^:：\n]{0,30}[:：]\s*)?")
+
+
+def is_question(text: str) -> bool:
+    """Whether a memory's text is only a question: its last sentence asks, and no earlier sentence states.
+
+    Example:
+        >>> is_question("How much is the Hotel Miramar for June 12-15?"), is_question("I live in Paris. Why?")
+        (True, False)
+    """
+    body = _TRANSCRIPT_HEAD.sub("", text, count=1).strip()
+    if not _QUESTION_END.search(body):
+        return False
+    sentences = [x for x in re.split(r"(?<=[.!?。！？])\s*", body) if x.strip()]
+    return all(_QUESTION_END.search(x) or len(x.split()) <= 3 for x in sentences)
 
 
 def _recency(memory: Memory, now: datetime, half_life_s: float) -> float:
@@ -370,6 +394,9 @@ def hybrid_recall(
         for f, m in live:
             nb = max((rel.get(n, 0.0) for n in neighbours.get(f.id, ())), default=0.0)
             relevance = (f.relevance + cfg.contiguity * nb) / (1.0 + cfg.contiguity)
+            question = cfg.question_weight < 1.0 and is_question(m.content)
+            if question:
+                relevance *= cfg.question_weight
             recency = _recency(m, now, cfg.recency_half_life_s)
             value = value_of(m, now) if value_of is not None else None
             final = w_rel * relevance + cfg.recency_weight * recency
@@ -387,6 +414,8 @@ def hybrid_recall(
                 "recency": round(recency, 6),
                 "final": round(max(0.0, min(1.0, final)), 6),
             }
+            if question:
+                parts["question"] = 1.0
             if value is not None:
                 parts["value"] = round(value, 6)
             scored.append((m, parts["final"], parts))

@@ -47,6 +47,7 @@ class LanguageTable:
     update_cues: tuple[re.Pattern[str], ...]
     correction_cues: tuple[re.Pattern[str], ...]
     exclusive_markers: tuple[re.Pattern[str], ...]
+    replacement: tuple[re.Pattern[str], ...]
     withdrawal: tuple[re.Pattern[str], ...]
     negation: tuple[re.Pattern[str], ...]
     event_markers: tuple[re.Pattern[str], ...]
@@ -99,6 +100,7 @@ def _load(language: str) -> LanguageTable:
         update_cues=_compile(data.get("update_cues"), f"{language}:update_cues"),
         correction_cues=_compile(data.get("correction_cues"), f"{language}:correction_cues"),
         exclusive_markers=_compile(data.get("exclusive_markers"), f"{language}:exclusive_markers"),
+        replacement=_compile(data.get("replacement"), f"{language}:replacement"),
         withdrawal=_compile(data.get("withdrawal"), f"{language}:withdrawal"),
         negation=_compile(data.get("negation"), f"{language}:negation"),
         event_markers=_compile(data.get("event_markers"), f"{language}:event_markers"),

@@ -259,6 +259,12 @@ def _attr_key(attr: str) -> str:
     return "_".join(_singular(w) for w in _slug(attr).split("_")) or "other"
 
 
+def _single_valued(attr: str, table: LanguageTable) -> bool:
+    """Whether the attribute, or its head noun ("usual morning drink" → "drink"), holds one value at a time."""
+    words = attr.casefold().split()
+    return any(" ".join(words[i:]) in table.single_valued for i in range(len(words))) or attr in table.single_valued
+
+
 def _fill(rule: SlotRule, match: re.Match[str], table: LanguageTable) -> tuple[str | None, str | None]:
     """The slot key and value of one matched rule, or ``(None, None)`` when the match names no slot."""
     groups = match.groupdict()
@@ -270,9 +276,11 @@ def _fill(rule: SlotRule, match: re.Match[str], table: LanguageTable) -> tuple[s
         fields["obj"] = _diet_key(value)
     if "attr" in groups and groups["attr"]:
         attr = groups["attr"].strip()
-        if rule.kind in ("attribute", "possessive") and attr.casefold() not in table.single_valued:
+        if rule.kind in ("attribute", "possessive") and not _single_valued(attr, table):
             return None, None  # "my family is great" names no single-valued attribute
         fields["attr"] = _attr_key(attr)
+    if "obj" in groups and groups["obj"] and rule.kind == "superlative":
+        fields["obj"] = _attr_key(groups["obj"])
     if "subject" in groups and groups["subject"]:
         fields["subject"] = _slug(groups["subject"])
     if rule.kind == "preference":
