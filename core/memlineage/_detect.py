@@ -134,6 +134,7 @@ def detect_updates(
             continue
         claimed.add(target)
         d.decision = decision
+        _drop_replaced_premises(ledger, d, target, decision)
         if decision.action is Action.UPDATE:
             if in_batch is not None:
                 d.supersedes = {"id": target, "version": 1, "slot": in_batch.slot}
@@ -144,6 +145,22 @@ def detect_updates(
         else:
             d.retracts = target
     return [d for d in todo if id(d) not in dropped]
+
+
+def _drop_replaced_premises(ledger: Ledger, d: Any, target: str, decision: Any) -> None:
+    """A statement cannot rest on what it replaces or withdraws, nor on anything built on that.
+
+    Adapters that take the whole context as premises (a refreshed fare "derived from" the old fare that was
+    recalled into the run) would otherwise make the new value suspect in the very cascade it triggers. The dropped
+    premises are kept in the decision's evidence.
+    """
+    if not d.derived_from:
+        return
+    built_on = {target, *ledger.walk([target], direction="descendants")}
+    dropped = [p for p in d.derived_from if p in built_on]
+    if dropped:
+        d.derived_from = tuple(p for p in d.derived_from if p not in built_on)
+        decision.evidence["dropped_premises"] = dropped
 
 
 def _allowed(ports: _Ports, d: Any, target: str, action: Action) -> bool:

@@ -2096,7 +2096,7 @@ class MemoryManager:
         return [(r["id"], text, index_metadata(r)) for r, text in zip(rows, self._lexical_texts(rows))]
 
     def _lexical_texts(self, rows: Sequence[Mapping[str, Any]]) -> list[str]:
-        """What the lexical leg indexes per row: its content, plus the words of the versions it revised.
+        """What the lexical leg indexes per row: its content, plus the words of the versions it revised or withdrew.
 
         A revision answers the questions its predecessors answered ("我早上喝什么？" still names the drink the
         superseded "我每天早上喝绿茶" named), so the current version is found by the old wording too; the old
@@ -2116,6 +2116,17 @@ class MemoryManager:
                     if old["supersedes"]:
                         step[rid] = old["supersedes"]
             cursor = step
+        # A withdrawal ("that's not true anymore: I pulled out of the marathon") is likewise found by the words of
+        # the statement it withdrew: the contradict decision used both.
+        acts = {e["src"] for e in self.ledger.edges_into(list(chains), Relation.USED.value)}
+        targets: dict[str, str] = {}
+        for a in self.ledger.activity_rows(sorted(acts)) if acts else []:
+            meta = (a or {}).get("meta") or {}
+            if a and a["kind"] == "update_detection" and a["name"] == "contradict" and meta.get("statement") in chains:
+                targets[str(meta["target"])] = str(meta["statement"])
+        for old in self.ledger.memory_rows(sorted(targets)) if targets else []:
+            if old is not None:
+                chains[targets[old["id"]]].append(old["content"])
         return [" ".join([r["content"], *chains[r["id"]]]) for r in rows]
 
     def repair(self) -> dict[str, int]:

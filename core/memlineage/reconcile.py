@@ -54,6 +54,7 @@ from memlineage.extractors._rules import (
     transcript_speaker,
 )
 from memlineage.models import SourceKind, StrEnum
+from memlineage.retrieval import is_question
 
 __all__ = [
     "Action",
@@ -412,7 +413,7 @@ class RuleReconciler:
                 continue
             best: tuple[float, datetime, int, Candidate] | None = None
             for n, c in enumerate(cands):
-                if c.source.split(":", 1)[0] != kind or transcript_speaker(c.content) != who:
+                if not _own_statement(c, kind, who):
                     continue
                 share = _overlap(old, content_terms(strip_transcript_prefix(c.content)))
                 if share >= self.withdraw_overlap and (best is None or (share, _naive(c.valid_from), n) > best[:3]):
@@ -453,32 +454,36 @@ class RuleReconciler:
         speaker: str | None,
         min_terms: int,
     ) -> Decision | None:
+        # Every pattern that matches proposes its object; the candidate covering the most withdrawn words wins
+        # ("成都出差取消了" names more than "之前说的出差不算了").
+        best: tuple[int, float, datetime, int, Candidate, str, str] | None = None
         for pattern in patterns:
             match = pattern.search(text)
             if not match:
                 continue
-            obj = match.groupdict().get("obj") or ""
+            obj = (match.groupdict().get("obj") or "").strip()
             wanted = content_terms(obj)
             if len(wanted) < (1 if _STATE_CHANGE.search(match.group(0)) else min_terms):
                 continue
-            scored = []
             for n, c in enumerate(cands):
-                if c.source.split(":", 1)[0] != source_kind or transcript_speaker(c.content) != speaker:
+                if not _own_statement(c, source_kind, speaker):
                     continue  # one withdraws one's own statements; what derives from them turns suspect
                 body = content_terms(strip_transcript_prefix(c.content))
                 share = _overlap(wanted, body)
-                if share >= threshold and _negated(c.content) is None:
-                    scored.append((share, _naive(c.valid_from), n, c))
-            if not scored:
-                continue
-            share, _, _, best = max(scored, key=lambda x: x[:3])
-            return Decision(
-                action=Action.CONTRADICT,
-                target=best.id,
-                reason=f"the statement {verb} {best.id}: {obj.strip()[:80]!r}",
-                evidence={"withdrawn": obj.strip()[:200], "overlap": round(share, 3), "pattern": pattern.pattern[:80]},
-            )
-        return None
+                if share < threshold or _negated(c.content) is not None:
+                    continue
+                key = (len(wanted & body), share, _naive(c.valid_from), n)
+                if best is None or key > best[:4]:
+                    best = (*key, c, obj, pattern.pattern)
+        if best is None:
+            return None
+        _, share, _, _, target, obj, pattern_text = best
+        return Decision(
+            action=Action.CONTRADICT,
+            target=target.id,
+            reason=f"the statement {verb} {target.id}: {obj[:80]!r}",
+            evidence={"withdrawn": obj[:200], "overlap": round(share, 3), "pattern": pattern_text[:80]},
+        )
 
     def _changed_key(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
@@ -563,6 +568,15 @@ def _key_change(new: str, old: str) -> tuple[float, list[str], list[str]] | None
 
 #: Negations that state a change ("no longer", "anymore", 不再): one word of the old fact is enough.
 _STATE_CHANGE = re.compile(r"no\s+longer|any\s?more|不再|已经不", re.IGNORECASE)
+
+
+def _own_statement(c: Candidate, source_kind: str, speaker: str | None) -> bool:
+    """Whether a candidate is a statement (not a question) by the same source kind and speaker."""
+    return (
+        c.source.split(":", 1)[0] == source_kind
+        and transcript_speaker(c.content) == speaker
+        and not is_question(c.content)
+    )
 
 
 def _adds_words(new: str, old: str) -> bool:

@@ -36,6 +36,7 @@ __all__ = [
     "fuse",
     "hybrid_recall",
     "is_question",
+    "is_request",
 ]
 
 logger = logging.getLogger(__name__)
@@ -175,9 +176,10 @@ class RetrievalConfig:
         contiguity: Share of a neighbour's relevance (same session, adjacent in time) added to a candidate, in
             [0, 1]. Models the temporal-contiguity effect of episodic memory (the turn that answers a question
             sits next to the turn that matches it). Default 0.3.
-        question_weight: Multiplier in [0, 1] on the relevance of a memory that is only a question ("How much
-            is the Hotel Miramar?"): a question asserts nothing, and it resembles the next query about the same
-            thing more than the statement that answers it. 1 = no effect. Default 0.7.
+        request_weight: Multiplier in [0, 1] on the relevance of a memory that only asks: a question ("How much
+            is the Hotel Miramar?") or a request ("Find me the Eurostar fare."). It asserts nothing, yet it
+            resembles the next query about the same thing more than the statement that answers it. 1 = no
+            effect. Default 0.6.
     """
 
     fusion: str = "weighted"
@@ -189,7 +191,7 @@ class RetrievalConfig:
     recency_weight: float = 0.0
     recency_half_life_s: float = 30 * 86_400.0
     contiguity: float = 0.3
-    question_weight: float = 0.7
+    request_weight: float = 0.6
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -198,7 +200,7 @@ class RetrievalConfig:
         if self.rrf_k <= 0 or self.candidates < 1 or self.recency_half_life_s <= 0:
             msg = "rrf_k, candidates and recency_half_life_s must be positive"
             raise ConfigurationError(msg)
-        for name in ("value_weight", "recency_weight", "contiguity", "question_weight"):
+        for name in ("value_weight", "recency_weight", "contiguity", "request_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 msg = f"{name} must be in [0, 1], got {getattr(self, name)}"
                 raise ConfigurationError(msg)
@@ -281,6 +283,15 @@ def fuse(vector_hits: Sequence[Any], lexical_hits: Sequence[Any], config: Retrie
 
 _QUESTION_END = re.compile(r"[?？]\s*[\])\"'”」]*\s*$|[吗呢嘛]\s*[?？。]?\s*$")
 _TRANSCRIPT_HEAD = re.compile(r"^\s*(?:\[[^\]\n]{1,60}\]\s*)?(?:[^\s:：\[\]][^:：\n]{0,30}[:：]\s*)?")
+#: An imperative request: a request verb first (after "please", "can you"...), or a trailing "please".
+_REQUEST = re.compile(
+    r"^(?:(?:please|pls|ok(?:ay)?|so|now|and|hey|also|could you|can you|would you|will you)[,\s]+)*"
+    r"(?:find|check(?!\s+(?:it|this|that)?\s*out)|search|look\s+up|book|get|show|tell|give|plan|refresh|recommend|suggest|remind|send|help|"
+    r"compare|list|fetch|reserve|schedule|order)\b"
+    r"|,?\s*please[.!]?\s*$"
+    r"|^(?:请|麻烦)?(?:再)?(?:帮我|给我|替我)?(?:查一下|查查|查|找一下|找|订|预订|推荐|安排|看看|看一下)",
+    re.IGNORECASE,
+)
 
 
 def is_question(text: str) -> bool:
@@ -295,6 +306,22 @@ def is_question(text: str) -> bool:
         return False
     sentences = [x for x in re.split(r"(?<=[.!?。！？])\s*", body) if x.strip()]
     return all(_QUESTION_END.search(x) or len(x.split()) <= 3 for x in sentences)
+
+
+def is_request(text: str) -> bool:
+    """Whether a memory's text only asks: a question, or a one-sentence imperative request.
+
+    Example:
+        >>> is_request("Find me the London-Paris train fare for July 2."), is_request("查一下西湖国宾馆的房价。")
+        (True, True)
+        >>> is_request("I found a great hotel in Nice.")
+        False
+    """
+    if is_question(text):
+        return True
+    body = _TRANSCRIPT_HEAD.sub("", text, count=1).strip()
+    sentences = [x for x in re.split(r"(?<=[.!?。！？])\s*", body) if x.strip()]
+    return len(sentences) == 1 and bool(_REQUEST.search(body))
 
 
 def _recency(memory: Memory, now: datetime, half_life_s: float) -> float:
@@ -394,9 +421,9 @@ def hybrid_recall(
         for f, m in live:
             nb = max((rel.get(n, 0.0) for n in neighbours.get(f.id, ())), default=0.0)
             relevance = (f.relevance + cfg.contiguity * nb) / (1.0 + cfg.contiguity)
-            question = cfg.question_weight < 1.0 and is_question(m.content)
-            if question:
-                relevance *= cfg.question_weight
+            asks = cfg.request_weight < 1.0 and is_request(m.content)
+            if asks:
+                relevance *= cfg.request_weight
             recency = _recency(m, now, cfg.recency_half_life_s)
             value = value_of(m, now) if value_of is not None else None
             final = w_rel * relevance + cfg.recency_weight * recency
@@ -414,8 +441,8 @@ def hybrid_recall(
                 "recency": round(recency, 6),
                 "final": round(max(0.0, min(1.0, final)), 6),
             }
-            if question:
-                parts["question"] = 1.0
+            if asks:
+                parts["request"] = 1.0
             if value is not None:
                 parts["value"] = round(value, 6)
             scored.append((m, parts["final"], parts))

@@ -378,14 +378,20 @@ _STOP = frozenset(
     "had "
     "i me my we our you your he she it they them this that these those what which who how when where why can "
     "could would should will shall may might just so very really about into over than then there here not no "
-    "yes please".split()
+    "yes please her his its their hers theirs".split()
 )
+#: What is left of "it's", "we'll", "they're", "I've" once split at the apostrophe.
+_CONTRACTION_TAILS = frozenset({"ll", "re", "ve"})
 
 
 def content_terms(text: str) -> set[str]:
     """Content words (stop words dropped, crude plural folding) and CJK bigrams of ``text``, case-folded."""
     text = unicodedata.normalize("NFKC", text).casefold()
-    words = {w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _EN_WORD.findall(text) if w not in _STOP}
+    words = {
+        w[:-1] if len(w) > 3 and w.endswith("s") else w
+        for w in _EN_WORD.findall(text)
+        if w not in _STOP and (len(w) > 1 or w.isdigit()) and w not in _CONTRACTION_TAILS
+    }
     cjk = re.findall(rf"[{_CJK}]+", text)
     bigrams = {run[i : i + 2] for run in cjk for i in range(max(1, len(run) - 1))}
     return words | bigrams
