@@ -236,9 +236,9 @@ def system_langchain(convs: dict[str, list[Turn]], vecs: CachedVectors, client: 
     _fill_chroma(client, convs, vecs)
     memories = {
         cid: VectorStoreRetrieverMemory(
-            retriever=Chroma(
-                client=client, collection_name=cid, embedding_function=LookupEmbeddings()
-            ).as_retriever(search_kwargs={"k": 20}),
+            retriever=Chroma(client=client, collection_name=cid, embedding_function=LookupEmbeddings()).as_retriever(
+                search_kwargs={"k": 20}
+            ),
             return_docs=True,
             input_key="input",
         )
@@ -287,9 +287,7 @@ def system_llamaindex(convs: dict[str, list[Turn]], vecs: CachedVectors, client:
     blocks = {}
     loop = asyncio.new_event_loop()
     for cid, turns in convs.items():
-        col = client.get_or_create_collection(
-            f"li-{cid}", metadata={"hnsw:space": "cosine"}, embedding_function=None
-        )
+        col = client.get_or_create_collection(f"li-{cid}", metadata={"hnsw:space": "cosine"}, embedding_function=None)
         block = VectorMemoryBlock(
             vector_store=ChromaVectorStore(chroma_collection=col),
             embed_model=LookupEmbedding(model_name="minilm-lookup"),
@@ -299,9 +297,7 @@ def system_llamaindex(convs: dict[str, list[Turn]], vecs: CachedVectors, client:
         )
         if not col.count():
             for t in turns:
-                msg = LIMessage(
-                    role=MessageRole.USER, content=t.doc, additional_kwargs={"session_id": t.dia_id}
-                )
+                msg = LIMessage(role=MessageRole.USER, content=t.doc, additional_kwargs={"session_id": t.dia_id})
                 loop.run_until_complete(block._aput([msg]))
         blocks[cid] = block
 
@@ -313,34 +309,36 @@ def system_llamaindex(convs: dict[str, list[Turn]], vecs: CachedVectors, client:
     return run
 
 
-def system_memlineage(convs: dict[str, list[Turn]], vecs: CachedVectors, config: Any = None) -> Retriever:
-    """MemLineage hybrid recall through the public MemoryManager API."""
+def system_memlineage(
+    convs: dict[str, list[Turn]], vecs: CachedVectors, config: Any = None, *, defaults: bool = True
+) -> Retriever:
+    """MemLineage hybrid recall through the public MemoryManager API.
+
+    ``defaults=True`` is what ``MemoryManager.open()`` gives a user (built-in policies, value model, update
+    detection) and each turn is a plain ``remember`` (no kind, no force); ``defaults=False`` is the bare core
+    (no value model, no policies, update detection still on), every turn forced into episodic memory.
+    """
     from memlineage import Ledger, MemoryManager, Scope
     from memlineage.index import InMemoryIndex
 
-    kwargs = {"retrieval": config} if config is not None else {}
-    # in-memory ledger: nothing is written to disk, every run starts empty
-    mm = MemoryManager(
-        ledger=Ledger("sqlite://"), index=InMemoryIndex(), embedder=VectorLookupEmbedder(vecs), **kwargs
-    )
+    kwargs: dict[str, Any] = {"retrieval": config} if config is not None else {}
+    if defaults:
+        kwargs |= MemoryManager.default_options()
+    # in-memory ledger and index: nothing is written to disk, every run starts empty
+    mm = MemoryManager(ledger=Ledger("sqlite://"), index=InMemoryIndex(), embedder=VectorLookupEmbedder(vecs), **kwargs)
     id_map: dict[str, str] = {}
+    extra: dict[str, Any] = {} if defaults else {"kind": "episodic", "force": True}
     for cid, turns in convs.items():
         for t in turns:
             scope = Scope(user_id=cid, session_id=f"session_{t.session}")
             mem = mm.remember(
-                t.doc,
-                scope=scope,
-                source="user",
-                kind="episodic",
-                valid_from=t.when,
-                metadata={"dia_id": t.dia_id},
-                force=True,
+                t.doc, scope=scope, source="user", valid_from=t.when, metadata={"dia_id": t.dia_id}, **extra
             )
             id_map[mem.id] = t.dia_id
 
     def run(q: Question) -> list[str]:
         res = mm.recall(q.text, scope=Scope(user_id=q.conv), k=20)
-        return [id_map[h.memory.id] for h in res]
+        return [id_map.get(h.memory.id, "?") for h in res]
 
     return run
 
@@ -366,7 +364,7 @@ def score(questions: Sequence[Question], ranked: Sequence[list[str]]) -> dict[st
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--systems", default="bm25,dense,langchain,llamaindex,memlineage")
+    ap.add_argument("--systems", default="bm25,dense,langchain,llamaindex,memlineage,memlineage-core")
     ap.add_argument("--limit-convs", type=int, default=None)
     ap.add_argument("--out", default=str(RESULTS / "locomo.json"))
     args = ap.parse_args()
@@ -397,6 +395,8 @@ def main() -> None:
                 run = system_llamaindex(convs, vecs, client)
             elif name == "memlineage":
                 run = system_memlineage(convs, vecs)
+            elif name == "memlineage-core":
+                run = system_memlineage(convs, vecs, defaults=False)
             else:
                 raise ValueError(f"unknown system {name}")
             t1 = time.perf_counter()

@@ -281,7 +281,7 @@ def _key_tokens(text: str) -> set[str]:
 
 
 def _without_cues(text: str, table: LanguageTable) -> str:
-    for pattern in table.update_cues:
+    for pattern in (*table.correction_cues, *table.update_cues):
         text = pattern.sub(" ", text)
     return text
 

@@ -44,9 +44,11 @@ Gates:
   is raised to the store threshold so the forget gate treats it like any other promoted memory. Novelty of a
   new value for a slot is 1 (a changed value is new information, not redundancy); correction cues
   ("actually", "更正") add salience.
-- Re-ranking (seed §3.3 "检索增强", §4 ``retrieve``): ``similarity · (1 − w) + V_eff · w``, w = 0.3. On the
-  LoCoMo dev conversations (benchmarks/bench_value_gate.py) this costs 1.4 points of evidence recall@10
-  against no value term, because decay favours recent turns and LoCoMo asks about old ones.
+- Re-ranking (seed §3.3 "检索增强", §4 ``retrieve``): ``similarity · (1 − w) + V_eff · w``; the seed's w = 0.3,
+  MemLineage's default w = 0.1. On the LoCoMo dev conversations with the default configuration (every turn
+  stored, benchmarks/bench_locomo.py) evidence recall@10 was 70.7 at w = 0.3, 72.2 at w = 0.1 and 71.9 at
+  w = 0: decay favours recent turns and LoCoMo asks about old ones, so a light value term helps and a heavy
+  one hurts.
 - Reinforcement (seed §3.2 注意事项): each use adds 0.05 to V (capped at 1) and updates the last-access time;
   writes are batched (:class:`ReinforcementBatch`, seed §5.3 "批量处理与异步更新").
 - Forget gate (seed §3.3 "遗忘淘汰机制"): ``V_eff = V · 2^(−Δt / h)`` with Δt the time since the last use (or
@@ -171,7 +173,10 @@ class ValueProfile(BaseModel):
         description="Forget gate: V_eff < this → archive, in [0, 1] (default 0.2).",
     )
     rerank_weight: float = Field(
-        default=0.3, ge=0.0, le=1.0, description="w in sim·(1−w) + V_eff·w, in [0, 1] (default 0.3)."
+        default=0.1,
+        ge=0.0,
+        le=1.0,
+        description="w in sim·(1−w) + V_eff·w, in [0, 1] (default 0.1; the seed's 0.3 costs LoCoMo recall).",
     )
     reinforcement: float = Field(
         default=0.05, ge=0.0, le=1.0, description="Added to V per use, capped at 1, in [0, 1] (default 0.05)."
@@ -493,7 +498,7 @@ class ValueModel:
         return min(1.0, max(value, 0.0) + max(uses, 0) * prof.reinforcement)
 
     def rerank(self, similarity: float, effective_value: float, profile: ValueProfile | None = None) -> float:
-        """:func:`rerank_score` with the profile's weight (default w = 0.3)."""
+        """:func:`rerank_score` with the profile's weight (default w = 0.1)."""
         prof = profile or self.profile
         return rerank_score(similarity, effective_value, prof.rerank_weight)
 
@@ -825,7 +830,7 @@ def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[A
 
 
 def rerank_hits(mm: Any, hits: list[Any], now: datetime) -> list[Any]:
-    """Retrieval-gate hook: re-score hits as ``similarity · (1 − w) + V_eff · w`` (seed 004 §3.3, w = 0.3).
+    """Retrieval-gate hook: re-score hits as ``similarity · (1 − w) + V_eff · w`` (seed 004 §3.3; w = 0.1).
 
     ``hit.score`` is taken as the similarity in [0, 1]; the result keeps it as ``scores["similarity"]`` and
     adds ``scores["value"]`` (V_eff after decay) and ``scores["final"]``. No-op without a value model.

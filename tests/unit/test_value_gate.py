@@ -59,12 +59,21 @@ class TestWriteGate:
         assert mm.stats(ALICE).get("memories", 0) in (0, None) or mm.recall(text, scope=ALICE).ids == []
 
     @pytest.mark.parametrize("text", ["I prefer aisle seats", "我喜欢靠窗的座位", "Always answer in French"])
-    def test_high_value_is_stored_with_assessment(self, mm, text):
+    def test_high_value_is_promoted_to_semantic(self, mm, text):
         mem = mm.remember(text, scope=ALICE)
         stored = mm.require(mem.id, scope=ALICE)
-        assert stored.kind is MemoryKind.EPISODIC and stored.value >= 0.6
+        assert stored.kind is MemoryKind.SEMANTIC and stored.value >= 0.6
         assert stored.assessment is not None and stored.assessment.score == stored.value
         assert stored.assessment.extractor == "rules"
+        # a kind given by the caller is kept
+        assert mm.remember(text + ".", scope=ALICE, kind="episodic").kind is MemoryKind.EPISODIC
+
+    @pytest.mark.parametrize("text", ["The printer on floor 2 is slow", "那家店的门是蓝色的"])
+    def test_low_value_content_is_still_stored_as_episodic(self, mm, text):
+        mem = mm.remember(text, scope=ALICE)
+        stored = mm.require(mem.id, scope=ALICE)  # in the ledger: nothing with content is lost by the gate
+        assert stored.kind is MemoryKind.EPISODIC and stored.value < 0.6
+        assert mm.buffered(ALICE) == []
 
     @pytest.mark.parametrize("text", ["Remember: ok", "记住：好的"])
     def test_directive_forces_storage(self, mm, text):
@@ -80,11 +89,11 @@ class TestWriteGate:
         hotel = mm.remember("ok", scope=ALICE, source="reasoning", derived_from=[city.id])
         assert mm.get(hotel.id, scope=ALICE) is not None
 
-    def test_buffer_is_bounded_fifo(self, clock):
+    def test_buffer_is_bounded_fifo_and_deduplicated(self, clock):
         manager = make_manager(value_model=ValueModel(profile=ValueProfile(buffer_size=3)), clock=clock)
-        for i in range(5):
-            manager.remember(f"ok {i}" if i else "ok", scope=ALICE)
-        assert [b.content for b in manager.buffered(ALICE)] == ["ok 2", "ok 3", "ok 4"]
+        for text in ("ok", "thanks", "ok", "hi", "bye", "ok", "ok", "ok"):
+            manager.remember(text, scope=ALICE)
+        assert [b.content for b in manager.buffered(ALICE)] == ["hi", "bye", "ok"]
         assert manager.buffered(Scope(user_id="alice", session_id="other")) == []
 
     def test_empty_input_rejected_before_extractor_and_embedder(self, clock):
@@ -179,11 +188,12 @@ class TestSlots:
         mm.remember("I live in Oslo", scope=BOB)
         assert mm.require(a.id, scope=ALICE).status is Status.ACTIVE
 
-    def test_buffered_value_never_supersedes(self, clock):
+    def test_a_correction_below_the_threshold_is_still_stored_and_supersedes(self, clock):
         strict = make_manager(value_model=ValueModel(profile=ValueProfile(store_threshold=0.99)), clock=clock)
         old = strict.remember("I live in Paris", scope=ALICE, force=True)
-        strict.remember("I live in Rome", scope=ALICE)  # below 0.99: buffered
-        assert strict.require(old.id, scope=ALICE).status is Status.ACTIVE
+        new = strict.remember("I live in Rome", scope=ALICE)  # below 0.99, but a new value is never buffered
+        assert strict.require(old.id, scope=ALICE).status is Status.SUPERSEDED
+        assert strict.require(new.id, scope=ALICE).status is Status.ACTIVE
 
     def test_superseding_a_premise_makes_conclusion_suspect(self, mm, clock):
         city = mm.remember("I live in Paris", scope=ALICE)
@@ -201,7 +211,7 @@ class TestRerankAndReinforce:
         mm.remember("I prefer aisle seats on long flights", scope=ALICE)
         hit = mm.recall("aisle seats", scope=ALICE)[0]
         assert set(hit.scores) >= {"similarity", "value", "final"}
-        assert hit.score == pytest.approx(0.7 * hit.scores["similarity"] + 0.3 * hit.scores["value"], abs=1e-5)
+        assert hit.score == pytest.approx(0.9 * hit.scores["similarity"] + 0.1 * hit.scores["value"], abs=1e-5)
 
     def test_value_breaks_similarity_ties(self, mm, clock):
         from memlineage.retrieval import RecallHit
