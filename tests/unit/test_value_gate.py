@@ -339,3 +339,12 @@ def test_explicit_revision_is_scored_and_stored(mm):
     new = report.memory
     assert new is not None and new.assessment is not None and new.assessment.forced
     assert new.value >= 0.6 and mm.require(old.id, scope=ALICE).status is Status.SUPERSEDED
+
+
+def test_a_demote_policy_keeps_tool_results_out_of_semantic_memory(clock):
+    from memlineage.policy import builtin_policies
+
+    mm = make_manager(value_model=ValueModel(), policy=builtin_policies(), clock=clock)
+    fare = mm.remember("Important: flight UA981 on 2025-05-01 costs 412 EUR", scope=ALICE, source="tool:fares")
+    assert fare.kind is MemoryKind.EPISODIC  # builtin.tool_result_ttl demotes; the gate does not promote it back
+    assert fare.expires_at is not None

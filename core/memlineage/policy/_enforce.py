@@ -299,8 +299,9 @@ def _apply_obligations(d: Any, decision: Decision, now: datetime) -> None:
         deadline = now + timedelta(seconds=float(ob["ttl_seconds"]))
         if d.expires_at is None or deadline < d.expires_at:
             d.expires_at = deadline
-    if "demote_kind" in ob and d.kind in _LONG_TERM:
+    if "demote_kind" in ob and (d.kind in _LONG_TERM or getattr(d, "auto_kind", False)):
         d.kind = MemoryKind(ob["demote_kind"])
+        d.auto_kind = False  # the policy decided the kind: the value model must not promote it again
 
 
 def admin_recall(mm: MemoryManager, query: str, *, scope: Scope, actor: str, reason: str, **kwargs: Any) -> Any:
