@@ -6,10 +6,11 @@ benchmarks/bench_locomo.py), in one scope per conversation and one session per L
 configurations see identical content and vectors (the main ones; more below):
 
 - ``core``     no value model: every turn stored, retrieval without value re-ranking;
-- ``no-gate``  value model with store threshold 0: every turn stored and scored, value re-ranking on
-  (w = 0.3);
-- ``gate``     value model with the seed's store threshold 0.6: turns below it go to the session's short-term
-  buffer (FIFO, 10 items) instead of long-term memory;
+- ``default``  ``ValueModel()`` as ``MemoryManager.open()`` has it: every turn with content stored (V decides
+  promotion to semantic memory), only content-free small talk buffered, value re-ranking w = 0.1;
+- ``no-gate``  value model with store threshold 0: every turn stored and scored, value re-ranking on;
+- ``gate``     the seed's gate (``ValueProfile(keep_all=False)``) with its store threshold 0.6: turns below it go
+  to the session's short-term buffer (FIFO, 10 items) instead of long-term memory;
 - ``gate-s0``  the same with the seed's literal novelty ``1 − cosine`` (``novelty_baseline=0``);
 - ``gate@X``   the gate with store threshold X (e.g. ``gate@0.5``; seed §5.4 suggests lowering it when key
   facts are lost).
@@ -91,14 +92,17 @@ def run_config(name: str, conv: str, turns: list[Turn], qs: list[Question], embe
     from memlineage.testing import make_manager
     from memlineage.value import ValueModel, ValueProfile
 
+    seed_gate = {"keep_all": False}  # the seed's gate: below the threshold → short-term buffer only
     if name.startswith("gate@"):  # e.g. gate@0.5: another store threshold (seed §5.4: lower it if key facts are lost)
-        value_model = ValueModel(profile=ValueProfile(store_threshold=float(name[5:]), forget_threshold=0.0))
+        profile = ValueProfile(store_threshold=float(name[5:]), forget_threshold=0.0, **seed_gate)
+        value_model = ValueModel(profile=profile)
     else:
         value_model = {
             "core": None,
+            "default": ValueModel(),
             "no-gate": ValueModel(profile=ValueProfile(store_threshold=0.0, forget_threshold=0.0)),
-            "gate": ValueModel(),
-            "gate-s0": ValueModel(profile=ValueProfile(novelty_baseline=0.0)),
+            "gate": ValueModel(profile=ValueProfile(**seed_gate)),
+            "gate-s0": ValueModel(profile=ValueProfile(novelty_baseline=0.0, **seed_gate)),
         }[name]
     clock = {"now": turns[0].when}
     mm = make_manager(embedder=embedder, value_model=value_model, clock=lambda: clock["now"])
@@ -149,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--convs", type=int, default=1, help="number of dev conversations (1-7, default 1)")
     ap.add_argument("--embedder", choices=("onnx", "fake"), default="onnx")
-    ap.add_argument("--configs", default="core,no-gate,gate,gate-s0,gate@0.55,gate@0.5")
+    ap.add_argument("--configs", default="core,default,no-gate,gate,gate-s0,gate@0.55,gate@0.5")
     args = ap.parse_args(argv)
     if args.embedder == "onnx":
         from memlineage.index import OnnxMiniLMEmbedder

@@ -79,9 +79,7 @@ def run_script(path: Path, timeout: float, env: dict[str, str]) -> Run:
     if run.status == "ok" and name in STDOUT_JSON:
         line = next((ln for ln in reversed(out.strip().splitlines()) if ln.startswith("{")), "")
         try:
-            (RESULTS / f"{name}.json").write_text(
-                json.dumps(json.loads(line), indent=2) + "\n", encoding="utf-8"
-            )
+            (RESULTS / f"{name}.json").write_text(json.dumps(json.loads(line), indent=2) + "\n", encoding="utf-8")
         except json.JSONDecodeError:
             run.status = "ok (no JSON line on stdout)"
     return run
@@ -217,21 +215,22 @@ def rows_locomo() -> Iterator[Row]:
 def rows_value_gate() -> Iterator[Row]:
     d, _ = _load("value_gate.json", "bench_value_gate.json")
     totals = {t.get("config"): t for t in (_get(d, "totals") or []) if isinstance(t, dict)}
-    gate, nogate = totals.get("gate"), totals.get("no-gate")
-    if gate:
+    for config, label in (("default", "default (keeps all, V promotes)"), ("gate", "seed's buffering gate")):
+        t = totals.get(config)
+        if t:
+            yield (
+                "value gate",
+                f"stored / buffered turns, {label}",
+                f"{t.get('stored')} / {t.get('buffered')}",
+                f"of {t.get('turns')} turns; evidence kept {t.get('evidence_stored')}/{t.get('evidence_turns')}",
+            )
+        else:
+            yield ("value gate", f"stored / buffered turns, {label}", None, "")
+    for config, label in (("default", "default"), ("gate", "seed's gate"), ("core", "no value model")):
+        t = totals.get(config)
         yield (
             "value gate",
-            "stored / buffered turns (gate)",
-            f"{gate.get('stored')} / {gate.get('buffered')}",
-            f"of {gate.get('turns')} turns; evidence kept "
-            f"{gate.get('evidence_stored')}/{gate.get('evidence_turns')}",
-        )
-    else:
-        yield ("value gate", "stored / buffered turns (gate)", None, "")
-    for label, t in (("with gate", gate), ("without gate", nogate)):
-        yield (
-            "value gate",
-            f"recall@10 {label}",
+            f"evidence recall@10, {label}",
             _pct(_get(t, "recall@10")),
             f"recall@5 {_pct(_get(t, 'recall@5')) or '?'}" if t else "",
         )
@@ -373,9 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "runs": {n: {"status": r.status, "seconds": round(r.seconds, 1)} for n, r in runs.items()},
         "rows": rows,
     }
-    (RESULTS / "summary.json").write_text(
-        json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    (RESULTS / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     failed = [n for n, r in runs.items() if not r.status.startswith("ok")]
     if failed:
         console.print(f"[red]failed or timed out: {', '.join(failed)}[/red] (see {LOGS})")

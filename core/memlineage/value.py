@@ -203,6 +203,12 @@ class ValueProfile(BaseModel):
     trust_influence: float = Field(
         default=1.0, ge=0.0, le=1.0, description="λ in V = S·(1 − λ + λ·trust), in [0, 1]; 0 = ignore trust."
     )
+    keep_all: bool = Field(
+        default=True,
+        description="Store every statement with content (the episodic log) and let V decide promotion, decay and "
+        "forgetting (default); False = the seed's gate: candidates below the store threshold go to the short-term "
+        "buffer and are not stored (saves storage, loses facts: see the module docstring).",
+    )
     buffer_size: int = Field(
         default=10,
         ge=1,
@@ -817,7 +823,8 @@ def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[A
         promoted = vm.should_store(assessment, profile)
         if d.auto_kind and promoted:
             d.kind = MemoryKind.SEMANTIC
-        if promoted or features.info_type is not InfoType.CHITCHAT or features.entities:
+        has_content = features.info_type is not InfoType.CHITCHAT or bool(features.entities)
+        if promoted or (profile.keep_all and has_content):
             keep.append(d)
             continue
         mem = d.to_memory(now).model_copy(update={"kind": MemoryKind.WORKING})  # short-term only

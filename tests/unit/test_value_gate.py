@@ -348,3 +348,10 @@ def test_a_demote_policy_keeps_tool_results_out_of_semantic_memory(clock):
     fare = mm.remember("Important: flight UA981 on 2025-05-01 costs 412 EUR", scope=ALICE, source="tool:fares")
     assert fare.kind is MemoryKind.EPISODIC  # builtin.tool_result_ttl demotes; the gate does not promote it back
     assert fare.expires_at is not None
+
+
+def test_the_seeds_gate_is_still_available(clock):
+    seed = make_manager(value_model=ValueModel(profile=ValueProfile(keep_all=False)), clock=clock)
+    mem = seed.remember("The printer on floor 2 is slow", scope=ALICE)
+    assert mem.kind is MemoryKind.WORKING and seed.get(mem.id, scope=ALICE) is None
+    assert [b.content for b in seed.buffered(ALICE)] == ["The printer on floor 2 is slow"]
