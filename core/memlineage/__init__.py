@@ -7,6 +7,7 @@ from memlineage._version import __version__
 from memlineage.consolidation import ConsolidationResult, RuleBasedConsolidator
 from memlineage.errors import (
     ConfigurationError,
+    ContextOverflowError,
     InvalidInputError,
     InvalidNamespaceError,
     LineageCycleError,
@@ -57,6 +58,7 @@ __all__ = [
     "CascadeReport",
     "ChromaIndex",
     "ConfigurationError",
+    "ContextOverflowError",
     "ConsistencyReport",
     "ConsolidationResult",
     "Decision",
