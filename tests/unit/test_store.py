@@ -336,6 +336,29 @@ def test_explain_exports(mm, alice):
     assert "Hotel Roma" in ex.to_text()
 
 
+def test_explain_text_prints_each_memory_once_and_refers_back(mm, alice):
+    turn = mm.remember("Plan a trip to Rome with a hotel and a flight", scope=alice)
+    tools = [
+        mm.remember(f"tool result {i} for Rome", scope=alice, source=f"tool:t{i}", derived_from=[turn.id])
+        for i in range(4)
+    ]
+    notes = [
+        mm.remember(f"note {i} about Rome", scope=alice, source="reasoning", derived_from=[t.id for t in tools])
+        for i in range(2)
+    ]
+    answer = mm.remember("Book Hotel Roma", scope=alice, source="agent", derived_from=[n.id for n in notes])
+    text = mm.explain(answer.id, scope=alice).to_text()
+    lines = text.splitlines()
+    full = [line for line in lines if "^ see" not in line]
+    assert len(full) == 8  # answer, 2 notes, 4 tool results, the user turn: each once
+    assert sum("Plan a trip to Rome" in line for line in lines) == 1
+    refs = [line for line in lines if "^ see" in line]
+    assert len(refs) == 4 + 3  # the second note's 4 premises, 3 of the 4 tool results' shared user turn
+    assert f"^ see {turn.id[:8]} above (user)" in text
+    assert lines[0].startswith(f"- [active] agent: Book Hotel Roma ({answer.id[:8]})")
+    assert lines[1].startswith("  - [active] reasoning: note 0")
+
+
 def test_forget_archives_but_keeps_ledger(mm, alice):
     m = mm.remember("ephemeral chit chat", scope=alice)
     child = mm.remember("derived from chit chat", scope=alice, derived_from=[m.id])
