@@ -662,3 +662,23 @@ def test_scope_errors_are_typed():
         Scope()
     with pytest.raises(InvalidInputError, match="pass a non-empty query"):
         make_manager().recall("  ", scope="alice")
+
+
+def test_activities_lists_a_scopes_runs_and_failed_calls(mm, alice):
+    mm.record_activity(Activity(id="r1", kind="agent_run", name="run", scope=alice))
+    mm.record_activity(Activity(id="t1", kind="tool_call", name="hotels", parent_id="r1", scope=alice))
+    mm.record_activity(Activity(id="t2", kind="tool_call", name="price", parent_id="t1", scope=alice))
+    mm.end_activity("t2", outcome="error", metadata={"error": "boom"})
+    mm.record_activity(Activity(id="r2", kind="agent_run", name="run", scope=alice))
+    mm.record_activity(Activity(id="x1", kind="tool_call", name="other", scope=Scope(user_id="bob")))
+    assert [a.id for a in mm.activities(alice)] == ["r1", "t1", "t2", "r2"]
+    assert [a.id for a in mm.activities(alice, run_id="r1")] == ["r1", "t1", "t2"]
+    failed = mm.activities(alice, outcome="error")
+    assert [a.id for a in failed] == ["t2"] and failed[0].metadata["error"] == "boom"
+    assert [a.id for a in mm.activities(alice, kinds="agent_run", limit=1)] == ["r2"]
+    assert [a.id for a in mm.activities("bob")] == ["x1"]
+    with pytest.raises(MemoryNotFoundError):
+        mm.activities("bob", run_id="r1")
+    with pytest.raises(InvalidInputError):
+        mm.activities(alice, limit=-1)
+    assert [a.id for a in asyncio.run(mm.aactivities(alice, kinds=["tool_call"]))] == ["t1", "t2"]

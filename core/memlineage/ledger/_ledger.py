@@ -556,6 +556,24 @@ class Ledger:
                     found[row["id"]] = dict(row)
         return [found.get(i) for i in ids]
 
+    def activities_of(
+        self,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        conn: Connection | None = None,
+    ) -> list[dict[str, Any]]:
+        """A user's activity rows (optionally one agent's or one session's), oldest first."""
+        cond = [activities.c.user_id == user_id]
+        if agent_id is not None:
+            cond.append(activities.c.agent_id == agent_id)
+        if session_id is not None:
+            cond.append(activities.c.session_id == session_id)
+        query = select(activities).where(*cond).order_by(activities.c.started_at, activities.c.id)
+        with self._maybe(conn) as c:
+            return [dict(r) for r in c.execute(query).mappings()]
+
     def edges_touching(self, ids: Sequence[str], conn: Connection | None = None) -> list[dict[str, Any]]:
         """Every edge whose ``src`` is in ``ids``."""
         out: list[dict[str, Any]] = []
