@@ -1329,9 +1329,10 @@ class MemoryManager:
     def get_many(self, ids: Sequence[str], *, scope: Scope | Mapping[str, Any] | str) -> list[Memory | None]:
         """Batch :meth:`get`, aligned with ``ids`` (``None`` for misses and other scopes' memories)."""
         scope = Scope.coerce(scope)
-        ids = list(_ids(ids, "ids"))
-        mems = self.ledger.memories(ids)
-        return [m if m is not None and scope.contains(m.scope) else None for m in mems]
+        wanted = list(ids) if not isinstance(ids, str) else [ids]
+        unique = list(_ids(wanted, "ids"))  # validated and de-duplicated; the answer stays aligned with ``ids``
+        found = dict(zip(unique, self.ledger.memories(unique)))
+        return [m if (m := found[i]) is not None and scope.contains(m.scope) else None for i in wanted]
 
     def require(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Memory:
         """Like :meth:`get` but raises.

@@ -682,3 +682,10 @@ def test_activities_lists_a_scopes_runs_and_failed_calls(mm, alice):
     with pytest.raises(InvalidInputError):
         mm.activities(alice, limit=-1)
     assert [a.id for a in asyncio.run(mm.aactivities(alice, kinds=["tool_call"]))] == ["t1", "t2"]
+
+
+def test_get_many_stays_aligned_with_repeated_ids(mm, alice):
+    a = mm.remember("first", scope=alice)
+    b = mm.remember("second", scope=alice)
+    got = mm.get_many([a.id, b.id, a.id, "missing-id"], scope=alice)
+    assert [m.id if m else None for m in got] == [a.id, b.id, a.id, None]
