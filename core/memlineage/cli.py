@@ -170,11 +170,10 @@ def _load_index(mm: MemoryManager) -> None:
     vectors = dict(zip([r["id"] for r in missing], mm._embed([r["content"] for r in missing]))) if missing else {}
     for start in range(0, len(rows), 2000):
         chunk = rows[start : start + 2000]
-        mm.index.upsert(
-            [r["id"] for r in chunk],
-            [vectors[r["id"]] if r["embedding"] is None else np.frombuffer(r["embedding"], dtype="<f4") for r in chunk],
-            [index_metadata(r) for r in chunk],
-        )
+        vecs: list[Any] = [
+            vectors[r["id"]] if r["embedding"] is None else np.frombuffer(r["embedding"], dtype="<f4") for r in chunk
+        ]
+        mm.index.upsert([r["id"] for r in chunk], vecs, [index_metadata(r) for r in chunk])
 
 
 @contextmanager

@@ -230,8 +230,10 @@ class ChatHistory:
                     since.append(mem.id)
             return out
 
-    def clear(self, reason: str = "chat history cleared") -> list[str]:
-        """Invalidate the session's history: occurrences closed, the session's own memories retracted (or archived).
+    def clear(self, reason: str = "chat history cleared", *, turns: Sequence[ChatTurn] | None = None) -> list[str]:
+        """Invalidate the session's history (or only ``turns`` of it): occurrences closed, memories retracted.
+
+        With ``on_clear="forget"`` the memories are archived instead of retracted.
 
         A memory another session of the user also holds (the same words said there) stays valid for that session.
         Nothing is deleted: versions, edges and events stay in the ledger.
@@ -241,6 +243,9 @@ class ChatHistory:
         """
         with self._lock:
             live = self._occurrences()
+            if turns is not None:
+                chosen = {t.activity_id for t in turns}
+                live = [a for a in live if a.id in chosen]
             if not live:
                 return []
             clearing = self.manager.record_activity(
@@ -250,10 +255,11 @@ class ChatHistory:
                 self.manager.end_activity(a.id, outcome="cleared", metadata={"cleared_by": clearing.id})
             ids = list(dict.fromkeys(a.metadata["memory_id"] for a in live))
             user = Scope(user_id=self.scope.user_id, agent_id=self.scope.agent_id)
-            elsewhere = {  # words another session of the user also said (and has not cleared) stay valid
+            closing = {a.id for a in live}
+            elsewhere = {  # words said again elsewhere (another session, or a turn that stays) stay valid
                 a.metadata.get("memory_id")
                 for a in self.manager.activities(user, kinds=[MESSAGE_ACTIVITY])
-                if a.scope is not None and a.scope.session_id != self.scope.session_id and a.outcome != "cleared"
+                if a.outcome != "cleared" and a.id not in closing
             }
             done: list[str] = []
             for mem in self.manager.get_many(ids, scope=self.scope):
@@ -277,9 +283,11 @@ class ChatHistory:
         """Async :meth:`append`."""
         return await asyncio.to_thread(self.append, entries)
 
-    async def aclear(self, reason: str = "chat history cleared") -> list[str]:
+    async def aclear(
+        self, reason: str = "chat history cleared", *, turns: Sequence[ChatTurn] | None = None
+    ) -> list[str]:
         """Async :meth:`clear`."""
-        return await asyncio.to_thread(self.clear, reason)
+        return await asyncio.to_thread(self.clear, reason, turns=turns)
 
 
 def _tools_after(occurrences: Sequence[Activity], user_memory: str) -> list[str]:

@@ -663,13 +663,13 @@ class WorkingMemory:
         tokens = win.tokens
         if block:
             new_text = f"{base_text}\n\n{block}" if base_text else block
-            new_sys = ChatMessage(role="system", content=new_text, id=base.id if base else new_id())
+            sys_msg = ChatMessage(role="system", content=new_text, id=base.id if base else new_id())
             if base is not None:
-                tokens += self.tokens_of(new_sys) - self.tokens_of(base)
-                msgs[0] = new_sys
+                tokens += self.tokens_of(sys_msg) - self.tokens_of(base)
+                msgs[0] = sys_msg
             else:
-                tokens += self.tokens_of(new_sys)
-                msgs.insert(0, new_sys)
+                tokens += self.tokens_of(sys_msg)
+                msgs.insert(0, sys_msg)
         return Rendered(
             messages=tuple(msgs),
             tokens=tokens,
