@@ -72,18 +72,27 @@ def scope_from_config(config: Mapping[str, Any] | None) -> Scope | None:
 
 
 def require_scope(scope: Scope | None, where: str) -> Scope:
-    """Return ``scope`` or refuse: MemLineage never writes to a global pool.
+    """Return ``scope`` or refuse: every read and write is confined to one user's memories.
 
     Raises:
         InvalidInputError: ``scope`` is ``None``.
     """
     if scope is None:
         msg = (
-            f"{where}: no scope; pass scope=Scope(user_id=...) at construction or run with config "
-            "metadata {'user_id': ..., 'session_id': ...} (MemLineage never writes to a global pool)"
+            f"{where}: no scope; pass scope='alice' or scope=Scope(user_id=..., session_id=...) at construction, "
+            "or run with config metadata {'user_id': ..., 'session_id': ...} (there is no global pool of memories)"
         )
         raise InvalidInputError(msg)
     return scope
+
+
+def optional_scope(value: Any) -> Scope | None:
+    """A pydantic ``mode="before"`` validator body: ``None`` stays ``None``; a string or mapping becomes a Scope.
+
+    Raises:
+        InvalidInputError: the value is not a valid scope.
+    """
+    return None if value is None else Scope.coerce(value)
 
 
 # ---------------------------------------------------------------------------------------------------- text
