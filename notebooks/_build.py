@@ -60,6 +60,47 @@ QUICKSTART = [
     ("md", "## explain\nThe provenance chain, as text and as a Mermaid picture rendered inline."),
     ("code", "ex = mm.explain(plan.id, scope=alice)\nprint(ex.to_text())"),
     ("code", "from IPython.display import Markdown\nMarkdown(\"```mermaid\\n\" + ex.to_mermaid() + \"\\n```\")"),
+    md("""
+        ## The lineage graph as a picture
+
+        Mermaid needs a renderer; this picture needs only matplotlib. Each box is a memory (source, content,
+        status), the explained memory on top and its premises below; arrows are `wasDerivedFrom`. The corrected
+        premise is `superseded` (red), what was derived from it `suspect` (yellow).
+    """),
+    code("""
+        import textwrap
+        from collections import defaultdict
+
+        import matplotlib.pyplot as plt
+
+        COLOURS = {"active": "#cfe8c6", "suspect": "#ffe39a"}  # anything else (superseded, retracted...): red
+
+
+        def draw_lineage(ex):
+            \"\"\"Memories of an Explanation laid out by depth, wasDerivedFrom edges as arrows.\"\"\"
+            levels = defaultdict(list)
+            for m in ex.memories:
+                levels[ex.depth.get(m.id, 0)].append(m)
+            pos = {m.id: ((i + 0.5) / len(row), -depth) for depth, row in levels.items() for i, m in enumerate(row)}
+            fig, ax = plt.subplots(figsize=(10, 1.9 * len(levels)))
+            for src, rel, dst in ex.edges:
+                if rel == "wasDerivedFrom" and src in pos and dst in pos:
+                    arrow = {"arrowstyle": "-|>", "color": "#555", "shrinkA": 24, "shrinkB": 24}
+                    ax.annotate("", xy=pos[dst], xytext=pos[src], arrowprops=arrow, zorder=3)
+            for m in ex.memories:
+                label = f"{m.source}\\n{textwrap.shorten(m.content, 34)}\\n[{m.status.value}]"
+                ax.text(*pos[m.id], label, ha="center", va="center", fontsize=9,
+                        bbox={"boxstyle": "round,pad=0.5", "fc": COLOURS.get(m.status.value, "#f6b8b8"), "ec": "#444"},
+                        zorder=2)
+            ax.set_xlim(0, 1)
+            ax.set_ylim(-len(levels) + 0.4, 0.6)
+            ax.axis("off")
+            ax.set_title("why does the agent believe this? (arrows: wasDerivedFrom)")
+            plt.show()
+
+
+        draw_lineage(ex)
+    """),
     ("code", "mm.close()\nworkdir.cleanup()"),
 ]
 
@@ -92,7 +133,7 @@ LANGCHAIN_AGENT = [
         from memlineage_langchain import LineageCaptureCallback, LineageMemory
 
         # The demo's local world, tools, scripted model and prompt (what `make demo` runs).
-        from memlineage_langchain._demo import PROMPT, ScriptedTravelModel, TravelWorld, make_tools
+        from memlineage_langchain.demo import PROMPT, ScriptedTravelModel, TravelWorld, make_tools
 
         warnings.filterwarnings("ignore", category=DeprecationWarning)  # langchain_classic's deprecation notices
         warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets
@@ -902,8 +943,29 @@ NOTEBOOKS = {
     "04": ("04_locomo_real_conversations.ipynb", LOCOMO),
 }
 
+def execute(name: str) -> None:
+    """Run a notebook top to bottom (nbclient, offline) in a scratch directory and save it with its outputs."""
+    import os
+    import tempfile
+
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(HERE / name, as_version=4)
+    with tempfile.TemporaryDirectory(prefix="memlineage-nb-") as tmp:
+        os.environ["IPYTHONDIR"] = str(Path(tmp) / ".ipython")  # no profile written to the user's home
+        os.environ["MPLCONFIGDIR"] = str(Path(tmp) / ".matplotlib")
+        NotebookClient(nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": tmp}}).execute()
+    nbformat.write(nb, HERE / name)
+
+
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["all"]
+    # python notebooks/_build.py [--execute] [01 02 ...]: rebuild (and with --execute, run and keep the outputs:
+    # the committed notebooks are executed, so they read as documentation without a kernel).
+    args = sys.argv[1:]
+    run = "--execute" in args
+    which = [a for a in args if a != "--execute"] or ["all"]
     for key, (name, cells) in NOTEBOOKS.items():
         if "all" in which or key in which:
             build(name, cells)
+            if run:
+                execute(name)

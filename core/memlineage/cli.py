@@ -253,7 +253,7 @@ def demo(
     if agent:
         # The agent story lives in the LangChain adapter package; the core never imports it statically.
         try:
-            module = importlib.import_module("memlineage_langchain._demo")
+            module = importlib.import_module("memlineage_langchain.demo")
         except ImportError:
             module = None
         if module is not None:
