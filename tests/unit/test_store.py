@@ -689,3 +689,30 @@ def test_get_many_stays_aligned_with_repeated_ids(mm, alice):
     b = mm.remember("second", scope=alice)
     got = mm.get_many([a.id, b.id, a.id, "missing-id"], scope=alice)
     assert [m.id if m else None for m in got] == [a.id, b.id, a.id, None]
+
+
+def test_reads_are_reads_and_recall_leaves_a_trace_for_what_it_expires():
+    """get/find/explain/audit/stats/activities never change the store; recall's expiry (if any) is audited."""
+    now = [datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)]
+    mm = make_manager(clock=lambda: now[0])
+    alice = Scope(user_id="alice", session_id="s1")
+    quote = mm.remember("Flight to Rome: 140 EUR", scope=alice, source="tool:fares", ttl=60)
+    plan = mm.remember("Book the Rome flight", scope=alice, source="agent", derived_from=[quote.id])
+    now[0] += timedelta(hours=1)  # the quote is past its TTL; nothing has looked at it yet
+
+    def state() -> tuple[object, ...]:
+        rows = mm.ledger.memory_rows([quote.id, plan.id])
+        return tuple((r["status"], r["use_count"]) for r in rows), len(mm.audit(alice))
+
+    before = state()
+    mm.get(quote.id, scope=alice)
+    mm.find(scope=alice)
+    mm.explain(plan.id, scope=alice).to_text()
+    mm.audit(alice)
+    mm.stats(alice)
+    mm.activities(alice)
+    assert state() == before
+    mm.recall("Rome flight", scope=alice, k=5, reinforce=False)
+    status = mm.ledger.memory_rows([quote.id])[0]["status"]
+    expired_events = [e for e in mm.audit(alice, types=["expired"]) if e["memory_id"] == quote.id]
+    assert status == Status.ACTIVE.value or expired_events, "recall changed a status without an audit event"
