@@ -10,8 +10,9 @@ Read-only mode (the default for every view): the embedded ledger (``ledger.db``)
 backup API from a ``mode=ro`` connection, which gives a consistent point-in-time snapshot even while an application
 holds the store and writes to it; the vector index is rebuilt in memory from the vectors stored in the ledger, so
 Chroma's files are never opened. Nothing the command does (usage counts, expiry found by ``recall``) reaches the
-store. With a server ledger (``--ledger-url``) the views read the live database without writing usage counts, and
-the index comes from the Chroma server when ``--chroma-host`` is set, otherwise from the ledger's vectors.
+store. With a server ledger (``--ledger-url``) the views read the live database: no usage counts are written, but
+``recall`` still records the expiries that are due (as every reader does, with ``expired`` events); the index comes
+from the Chroma server when ``--chroma-host`` is set, otherwise from the ledger's vectors.
 ``--live`` opens an embedded store as a writer instead (it takes the writer lock, so it fails while an
 application holds the store).
 """
