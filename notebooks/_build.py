@@ -405,6 +405,42 @@ LANGCHAIN_AGENT = [
         print(f"\\n{len(report.suspect)} memories derived from the Rome request are suspect now")
         ledger(Scope(user_id="bob"), "bob's ledger after the store update and the correction")
     """),
+    md("""
+        ## A chat history with lineage: `RunnableWithMessageHistory`
+
+        `LineageChatMessageHistory` is a `BaseChatMessageHistory`: the session's messages come back in order (a
+        repeated "yes" stays two messages), and each one is a memory with lineage, so the answer derives from the
+        question it answered. `clear()` retracts the session's messages (kept in the ledger, never deleted).
+    """),
+    code("""
+        from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+        from langchain_core.runnables.history import RunnableWithMessageHistory
+
+        from memlineage_langchain import LineageChatMessageHistory
+
+        warnings.filterwarnings("ignore", message="RunnableWithMessageHistory is deprecated")
+        replies = ["Hello Carol! Where to?", "Porto, noted.", "Booked."]
+        chat_model = FakeMessagesListChatModel(responses=[AIMessage(r) for r in replies])
+        chat_prompt = ChatPromptTemplate.from_messages(
+            [("system", "You are a travel agent."), MessagesPlaceholder("history"), ("human", "{input}")]
+        )
+        chat = RunnableWithMessageHistory(
+            chat_prompt | chat_model,
+            lambda session_id: LineageChatMessageHistory(mm, scope="carol", session_id=session_id),
+            input_messages_key="input",
+            history_messages_key="history",
+        )
+        for text in ("Hi, I am Carol.", "Porto in June.", "yes"):
+            chat.invoke({"input": text}, config={"configurable": {"session_id": "carol-1"}})
+        history = LineageChatMessageHistory(mm, scope="carol", session_id="carol-1")
+        for m in history.messages:
+            print(f"{m.type:>5}: {m.content}")
+        answer = next(m for m in mm.find(scope="carol") if m.content == "Porto, noted.")
+        print("\\n" + mm.explain(answer.id, scope="carol").to_text())
+        history.clear()
+        status = mm.get(answer.id, scope="carol").status.value
+        print("\\nafter clear():", history.messages, "| still in the ledger:", status)
+    """),
     code("""
         mm.close()
         workdir.cleanup()
