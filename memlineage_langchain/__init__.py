@@ -2,11 +2,13 @@
 
 Thin translators onto :class:`memlineage.MemoryManager`: a classic ``BaseMemory`` (:class:`LineageMemory`), callback
 handlers that capture runs with lineage (:class:`LineageCaptureCallback`, :class:`AsyncLineageCaptureCallback`), a
-LangGraph ``BaseStore`` (:class:`LineageStore`), a retriever (:class:`LineageRetriever`) and an agent middleware for
+chat message history for ``RunnableWithMessageHistory`` (:class:`LineageChatMessageHistory`), a LangGraph
+``BaseStore`` (:class:`LineageStore`), a retriever (:class:`LineageRetriever`) and an agent middleware for
 ``create_agent`` (:class:`LineageMiddleware`).
 """
 
 from memlineage_langchain._callback import AsyncLineageCaptureCallback, LineageCaptureCallback
+from memlineage_langchain._history import LineageChatMessageHistory
 from memlineage_langchain._memory import LineageMemory
 from memlineage_langchain._middleware import LineageMiddleware
 from memlineage_langchain._retriever import LineageRetriever
@@ -15,6 +17,7 @@ from memlineage_langchain._store import LineageStore
 __all__ = [
     "AsyncLineageCaptureCallback",
     "LineageCaptureCallback",
+    "LineageChatMessageHistory",
     "LineageMemory",
     "LineageMiddleware",
     "LineageRetriever",

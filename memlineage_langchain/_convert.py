@@ -12,9 +12,18 @@ from datetime import datetime
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
 from langgraph.store.base import Item, SearchItem
 from memlineage.errors import InvalidInputError, InvalidNamespaceError
+from memlineage.history import ChatEntry, ChatTurn
 from memlineage.models import Memory, Scope
 from memlineage.retrieval import RecallHit
 
@@ -63,18 +72,27 @@ def scope_from_config(config: Mapping[str, Any] | None) -> Scope | None:
 
 
 def require_scope(scope: Scope | None, where: str) -> Scope:
-    """Return ``scope`` or refuse: MemLineage never writes to a global pool.
+    """Return ``scope`` or refuse: every read and write is confined to one user's memories.
 
     Raises:
         InvalidInputError: ``scope`` is ``None``.
     """
     if scope is None:
         msg = (
-            f"{where}: no scope; pass scope=Scope(user_id=...) at construction or run with config "
-            "metadata {'user_id': ..., 'session_id': ...} (MemLineage never writes to a global pool)"
+            f"{where}: no scope; pass scope='alice' or scope=Scope(user_id=..., session_id=...) at construction, "
+            "or run with config metadata {'user_id': ..., 'session_id': ...} (there is no global pool of memories)"
         )
         raise InvalidInputError(msg)
     return scope
+
+
+def optional_scope(value: Any) -> Scope | None:
+    """A pydantic ``mode="before"`` validator body: ``None`` stays ``None``; a string or mapping becomes a Scope.
+
+    Raises:
+        InvalidInputError: the value is not a valid scope.
+    """
+    return None if value is None else Scope.coerce(value)
 
 
 # ---------------------------------------------------------------------------------------------------- text
@@ -350,3 +368,51 @@ def matches_filter(value: Mapping[str, Any], filter: Mapping[str, Any] | None) -
         elif actual != cond:
             return False
     return True
+
+
+# ---------------------------------------------------------------------------------------------------- chat history
+#: LangChain message type -> chat role of :class:`memlineage.history.ChatEntry`.
+_ROLE_OF_TYPE = {"human": "user", "ai": "assistant", "tool": "tool", "system": "system", "function": "tool"}
+
+
+def message_to_entry(message: BaseMessage) -> ChatEntry:
+    """A history entry for a LangChain message: its text for the memory, its data (minus the text) as payload.
+
+    An AI message that only calls tools is remembered as ``called name({"arg": ...})``; its empty content stays in
+    the payload so the message comes back unchanged. Generic ``ChatMessage`` roles ``user``/``assistant`` map to
+    human/AI.
+
+    Raises:
+        InvalidInputError: not a ``BaseMessage``.
+    """
+    if not isinstance(message, BaseMessage):
+        msg = f"chat history messages must be LangChain BaseMessage objects, got {type(message).__name__}"
+        raise InvalidInputError(msg)
+    role = _ROLE_OF_TYPE.get(message.type) or {"user": "user", "assistant": "assistant"}.get(
+        str(getattr(message, "role", "")), "system"
+    )
+    text = text_of(message)
+    payload = json.loads(json.dumps(message_to_dict(message), ensure_ascii=False, default=str))
+    if text.strip() and text == message.content:
+        payload["data"].pop("content", None)  # the memory holds it (and erasure reaches it there)
+    if not text.strip():
+        calls = getattr(message, "tool_calls", None) or []
+        described = ", ".join(f"{c['name']}({json.dumps(c.get('args', {}), ensure_ascii=False)})" for c in calls)
+        text = f"called {described}" if described else f"({message.type} message without text)"
+    return ChatEntry(role=role, text=text, name=getattr(message, "name", None), payload=payload)  # type: ignore[arg-type]
+
+
+def turn_to_message(turn: ChatTurn) -> BaseMessage:
+    """The LangChain message a history turn holds (text from the memory unless the payload kept the original)."""
+    payload = dict(turn.payload)
+    if not payload.get("type"):
+        payload = {"type": _TYPE_OF_ROLE[turn.role], "data": {}}
+    data = dict(payload.get("data") or {})
+    data.setdefault("content", turn.text)
+    data.setdefault("type", payload["type"])
+    if payload["type"] == "tool":
+        data.setdefault("tool_call_id", turn.activity_id)  # written by another framework: no call id was kept
+    return messages_from_dict([{"type": payload["type"], "data": data}])[0]
+
+
+_TYPE_OF_ROLE = {"user": "human", "assistant": "ai", "tool": "tool", "system": "system"}

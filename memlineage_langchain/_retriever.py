@@ -10,10 +10,10 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 from typing_extensions import override
 
-from memlineage_langchain._convert import hit_to_document, require_scope, scope_from_mapping
+from memlineage_langchain._convert import hit_to_document, optional_scope, require_scope, scope_from_mapping
 
 __all__ = ["LineageRetriever"]
 
@@ -49,11 +49,15 @@ class LineageRetriever(BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     manager: MemoryManager = Field(description="The memory manager to recall from.")
-    scope: Scope | None = Field(default=None, description="Fixed scope; None = from run metadata.")
+    scope: Scope | None = Field(
+        default=None, description="Fixed scope (a Scope, a mapping or a user id string); None = from run metadata."
+    )
     k: int = Field(default=4, ge=0, description="Number of documents returned.")
     kinds: list[str] | None = Field(default=None, description="Restrict to these memory kinds.")
     tags: list[str] | None = Field(default=None, description="Memories must carry all these tags.")
     include_suspect: bool = Field(default=False, description="Also return suspect memories (flagged).")
+
+    _scope = field_validator("scope", mode="before")(optional_scope)
 
     @override
     def _get_relevant_documents(

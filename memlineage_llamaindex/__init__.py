@@ -11,6 +11,9 @@ Which to use:
 * ``LineageEventHandler(...).register()`` captures the same through ``get_dispatcher()`` for code you cannot
   wrap; it is process-global, so give it one scope or tag each run with ``instrument_tags``.
 
+* ``LineageChatStore(manager=..., user_id=...)`` is a ``BaseChatStore`` (keys are session ids) for
+  ``ChatMemoryBuffer`` and chat engines: the session's turns in order, each message a memory with lineage.
+
 The memories recalled into a turn's context are premises of its tool results and answer (the block records
 them; ``capture_run`` and the handler read them from the run's ``lineage_memory``), so correcting a recalled
 memory makes what was built on it suspect.
@@ -18,9 +21,11 @@ memory makes what was built on it suspect.
 
 from memlineage_llamaindex._block import LineageMemoryBlock
 from memlineage_llamaindex._capture import LineageEventHandler, LineageSpanHandler, capture_run
+from memlineage_llamaindex._chat_store import LineageChatStore
 from memlineage_llamaindex._memory import LineageMemory, lineage_memory
 
 __all__ = [
+    "LineageChatStore",
     "LineageEventHandler",
     "LineageMemory",
     "LineageMemoryBlock",

@@ -13,6 +13,7 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from memlineage.errors import InvalidInputError
+from memlineage.history import ChatEntry, ChatTurn
 from memlineage.models import Scope, normalize_content
 from memlineage.retrieval import RecallHit
 
@@ -202,3 +203,55 @@ def truncate_lines(content: str, tokens_to_truncate: int, count_tokens: Callable
     if not body:
         return None
     return "\n".join([header, *body])
+
+
+# ---------------------------------------------------------------------------------------------------- chat history
+_ROLE_OF = {
+    MessageRole.USER: "user",
+    MessageRole.ASSISTANT: "assistant",
+    MessageRole.CHATBOT: "assistant",
+    MessageRole.MODEL: "assistant",
+    MessageRole.TOOL: "tool",
+    MessageRole.FUNCTION: "tool",
+    MessageRole.SYSTEM: "system",
+    MessageRole.DEVELOPER: "system",
+}
+
+
+def message_to_entry(message: ChatMessage) -> ChatEntry:
+    """A history entry for a LlamaIndex message: its text for the memory, the rest as payload.
+
+    The payload keeps the role, non-text blocks (tool calls) and ``additional_kwargs``. A message that only calls
+    tools is remembered as ``called name({...})``.
+
+    Raises:
+        InvalidInputError: not a ``ChatMessage``.
+    """
+    if not isinstance(message, ChatMessage):
+        msg = f"chat store messages must be llama_index ChatMessage objects, got {type(message).__name__}"
+        raise InvalidInputError(msg)
+    text = message_text(message)
+    payload = json_safe(message.model_dump())
+    if text:  # the memory holds the text (erasure reaches it there); the payload keeps the other blocks
+        payload["blocks"] = [b for b in payload.get("blocks", []) if b.get("block_type") != "text"]
+        payload["text_from_memory"] = True
+    else:
+        calls = tool_calls_of(message)
+        described = ", ".join(
+            f"{name}({json.dumps(kw, ensure_ascii=False, default=str)})" for name, kw in calls.values()
+        )
+        text = f"called {described}" if described else f"({message.role.value} message without text)"
+    name = message.additional_kwargs.get("name") or message.additional_kwargs.get("tool_name")
+    return ChatEntry(role=_ROLE_OF.get(message.role, "system"), text=text, name=name, payload=payload)  # type: ignore[arg-type]
+
+
+def turn_to_message(turn: ChatTurn) -> ChatMessage:
+    """The LlamaIndex message a history turn holds (text from the memory unless the payload kept the original)."""
+    payload = dict(turn.payload)
+    if "role" not in payload:  # written through another framework
+        return ChatMessage(
+            role={"user": "user", "assistant": "assistant", "tool": "tool"}.get(turn.role, "system"), content=turn.text
+        )
+    if payload.pop("text_from_memory", False):
+        payload["blocks"] = [{"block_type": "text", "text": turn.text}, *payload.get("blocks", [])]
+    return ChatMessage.model_validate(payload)

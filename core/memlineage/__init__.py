@@ -7,6 +7,7 @@ from memlineage._version import __version__
 from memlineage.consolidation import ConsolidationResult, RuleBasedConsolidator
 from memlineage.errors import (
     ConfigurationError,
+    ContextOverflowError,
     InvalidInputError,
     InvalidNamespaceError,
     LineageCycleError,
@@ -59,6 +60,7 @@ __all__ = [
     "ConfigurationError",
     "ConsistencyReport",
     "ConsolidationResult",
+    "ContextOverflowError",
     "Decision",
     "Effect",
     "Embedder",

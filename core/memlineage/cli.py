@@ -1,10 +1,31 @@
-"""The ``memlineage`` command: a demo plus read-only views (recall, explain, audit, stats) of a store."""
+"""The ``memlineage`` command: a demo plus read-only views (recall, explain, audit, activities, stats) of a store.
+
+Where the store is: ``--path`` / ``--ledger-url`` / ``--chroma-host`` first, then the environment
+(``MEMLINEAGE_HOME``, ``MEMLINEAGE_LEDGER_URL``, ``MEMLINEAGE_CHROMA_HOST``/``_PORT``, ``MEMLINEAGE_COLLECTION``,
+``MEMLINEAGE_EMBEDDING_MODEL_DIR``; see :class:`~memlineage.settings.MemLineageSettings`), then ``./.memlineage``.
+A store that does not exist is an error (exit code 2) unless ``--create`` is given: a typo never yields an empty
+result.
+
+Read-only mode (the default for every view): the embedded ledger (``ledger.db``) is copied with SQLite's online
+backup API from a ``mode=ro`` connection, which gives a consistent point-in-time snapshot even while an application
+holds the store and writes to it; the vector index is rebuilt in memory from the vectors stored in the ledger, so
+Chroma's files are never opened. Nothing the command does (usage counts, expiry found by ``recall``) reaches the
+store. With a server ledger (``--ledger-url``) the views read the live database: no usage counts are written, but
+``recall`` still records the expiries that are due (as every reader does, with ``expired`` events); the index comes
+from the Chroma server when ``--chroma-host`` is set, otherwise from the ledger's vectors.
+``--live`` opens an embedded store as a writer instead (it takes the writer lock, so it fails while an
+application holds the store).
+"""
 
 from __future__ import annotations
 
 import importlib
 import json
+import shutil
+import sqlite3
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,25 +34,209 @@ from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
-from memlineage.errors import MemLineageError
-from memlineage.manager import MemoryManager
-from memlineage.models import Scope
+from memlineage.errors import MemLineageError, StoreLockedError
+from memlineage.manager import DEFAULT_DIR, MemoryManager
+from memlineage.models import Scope, Status
 
 app = typer.Typer(help="MemLineage: agent memory with lineage, policies and value.", no_args_is_help=True)
 console = Console()
+err_console = Console(stderr=True, soft_wrap=True)
 
 PathOpt = Annotated[
-    Path | None, typer.Option("--path", help="Store directory (default $MEMLINEAGE_HOME or ./.memlineage).")
+    Path | None,
+    typer.Option("--path", help="Embedded store directory (default $MEMLINEAGE_HOME, else ./.memlineage)."),
+]
+LedgerOpt = Annotated[
+    str | None,
+    typer.Option("--ledger-url", help="SQLAlchemy URL of a server ledger (default $MEMLINEAGE_LEDGER_URL)."),
+]
+ChromaOpt = Annotated[
+    str | None, typer.Option("--chroma-host", help="Chroma server host (default $MEMLINEAGE_CHROMA_HOST).")
+]
+CreateOpt = Annotated[bool, typer.Option("--create", help="Create the store when it does not exist yet.")]
+LiveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--live/--read-only",
+        help="--read-only (default) reads a snapshot and never writes; --live opens the store as its writer.",
+    ),
 ]
 UserOpt = Annotated[str, typer.Option("--user", help="user_id of the scope to read.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of readable rows.")]
 
 
-def _open(path: Path | None) -> MemoryManager:
+class _Fail(Exception):
+    """A CLI error with its message (exit code 2)."""
+
+
+def _settings(path: Path | None, ledger_url: str | None, chroma_host: str | None) -> Any:
+    from memlineage.settings import MemLineageSettings
+
+    s = MemLineageSettings()
+    update: dict[str, Any] = {}
+    if path is not None:
+        update["home"] = path
+    if ledger_url:
+        update["ledger_url"] = ledger_url
+    if chroma_host:
+        update["chroma_host"] = chroma_host
+    return s.model_copy(update=update) if update else s
+
+
+def _embedder(settings: Any) -> Any:
+    if settings.embedding_model_dir:
+        from memlineage.index import OnnxMiniLMEmbedder
+
+        return OnnxMiniLMEmbedder(settings.embedding_model_dir)
+    return None
+
+
+def _chroma_client(settings: Any) -> Any:
+    if not settings.chroma_host:
+        return None
+    import chromadb
+
+    return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
+
+
+def _has_ledger_tables(url: str) -> bool:
+    from sqlalchemy import create_engine, inspect
+    from sqlalchemy.exc import SQLAlchemyError
+
+    engine = create_engine(url)
     try:
-        return MemoryManager.open(path)
-    except MemLineageError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        return inspect(engine).has_table("ml_memories")
+    except SQLAlchemyError as exc:
+        msg = f"cannot reach the ledger at {url!r}: {exc}; check --ledger-url / MEMLINEAGE_LEDGER_URL"
+        raise _Fail(msg) from exc
+    finally:
+        engine.dispose()
+
+
+def _ensure_exists(settings: Any, create: bool) -> None:
+    """Refuse a store that does not exist (a typo must not print an empty result), or create it."""
+    if settings.ledger_url:
+        if _has_ledger_tables(settings.ledger_url):
+            return
+        where = f"the database {settings.ledger_url!r} has no MemLineage tables (ml_memories, ml_events, ...)"
+    else:
+        home = Path(settings.home or DEFAULT_DIR).expanduser()
+        if (home / "ledger.db").is_file():
+            return
+        where = f"no MemLineage store at {home} (no ledger.db there)"
+    if not create:
+        msg = (
+            f"{where}; point --path / --ledger-url (or MEMLINEAGE_HOME / MEMLINEAGE_LEDGER_URL) at an existing store, "
+            "or pass --create to start an empty one"
+        )
+        raise _Fail(msg)
+    if settings.ledger_url:
+        from memlineage.ledger import Ledger
+
+        Ledger(settings.ledger_url).close()  # creates the tables; the index fills as memories arrive
+    else:
+        MemoryManager.from_settings(settings, embedder=_embedder(settings)).close()
+
+
+def _snapshot_ledger(db: Path, into: Path) -> Path:
+    """Copy ``db`` through a read-only connection with SQLite's online backup (consistent under a live writer)."""
+    target = into / "ledger.db"
+    src = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    except sqlite3.Error as exc:
+        msg = f"cannot read a snapshot of {db}: {exc}"
+        raise _Fail(msg) from exc
+    finally:
+        src.close()
+    return target
+
+
+def _load_index(mm: MemoryManager) -> None:
+    """Fill an in-memory index from the vectors stored in the ledger (re-embedding rows without one); no writes."""
+    import numpy as np
+
+    from memlineage.index import index_metadata
+
+    rows = [
+        r
+        for r in mm.ledger.all_index_rows()
+        if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value) and r["index_state"] != "removing"
+    ]
+    missing = [r for r in rows if r["embedding"] is None]
+    vectors = dict(zip([r["id"] for r in missing], mm._embed([r["content"] for r in missing]))) if missing else {}
+    for start in range(0, len(rows), 2000):
+        chunk = rows[start : start + 2000]
+        vecs: list[Any] = [
+            vectors[r["id"]] if r["embedding"] is None else np.frombuffer(r["embedding"], dtype="<f4") for r in chunk
+        ]
+        mm.index.upsert([r["id"] for r in chunk], vecs, [index_metadata(r) for r in chunk])
+
+
+@contextmanager
+def _reader(settings: Any, *, live: bool) -> Iterator[MemoryManager]:
+    """A manager for the views: a read-only snapshot (default) or the live store."""
+    from memlineage.index import InMemoryIndex
+    from memlineage.ledger import Ledger
+    from memlineage.policy import builtin_policies
+
+    embedder = _embedder(settings)
+    if live:
+        try:
+            mm = MemoryManager.from_settings(settings, embedder=embedder)
+        except StoreLockedError as exc:
+            msg = f"{exc}\nhint: drop --live to read a snapshot while the application runs"
+            raise _Fail(msg) from exc
+        with mm:
+            yield mm
+        return
+    with tempfile.TemporaryDirectory(prefix="memlineage-ro-") as tmp:
+        if settings.ledger_url:
+            ledger = Ledger(settings.ledger_url)
+            client = _chroma_client(settings)
+        else:
+            home = Path(settings.home or DEFAULT_DIR).expanduser()
+            ledger = Ledger(f"sqlite:///{_snapshot_ledger(home / 'ledger.db', Path(tmp))}")
+            client = None
+        if client is not None:
+            from memlineage.index import ChromaIndex
+
+            index: Any = ChromaIndex(client, settings.collection)
+        else:
+            index = InMemoryIndex()
+        mm = MemoryManager(
+            ledger=ledger, index=index, embedder=embedder, policy=builtin_policies(), repair_on_open=False
+        )
+        try:
+            if client is None:
+                _load_index(mm)
+            yield mm
+        finally:
+            mm.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def _open(
+    path: Path | None, ledger_url: str | None, chroma_host: str | None, *, create: bool, live: bool
+) -> Iterator[MemoryManager]:
+    """Resolve the store from options and settings, refuse a missing one, and turn errors into exit code 2."""
+    try:
+        settings = _settings(path, ledger_url, chroma_host)
+        _ensure_exists(settings, create)
+        with _reader(settings, live=live or False) as mm:
+            yield mm
+    except (_Fail, MemLineageError) as exc:
+        err_console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
+
+
+def _is_server(mm: MemoryManager) -> bool:
+    return not mm.ledger.is_sqlite
 
 
 @app.command()
@@ -49,7 +254,7 @@ def demo(
     if agent:
         # The agent story lives in the LangChain adapter package; the core never imports it statically.
         try:
-            module = importlib.import_module("memlineage_langchain._demo")
+            module = importlib.import_module("memlineage_langchain.demo")
         except ImportError:
             module = None
         if module is not None:
@@ -67,20 +272,28 @@ def recall(
     query: str,
     user: UserOpt,
     path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    create: CreateOpt = False,
+    live: LiveOpt = False,
     k: Annotated[int, typer.Option(help="Number of results.")] = 5,
     include_suspect: Annotated[bool, typer.Option(help="Also show suspect memories.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Recall memories for QUERY in a user's scope."""
-    with _open(path) as mm:
-        try:
-            res = mm.recall(query, scope=Scope(user_id=user), k=k, include_suspect=include_suspect)
-        except MemLineageError as exc:
-            console.print(f"[red]error:[/] {exc}")
-            raise typer.Exit(2) from exc
+    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
+        # Read-only views never record usage; --live recall is an ordinary reader and records it.
+        res = mm.recall(query, scope=Scope(user_id=user), k=k, include_suspect=include_suspect, reinforce=live)
+        if as_json:
+            rows = [{"score": h.score, **h.memory.model_dump(mode="json")} for h in res]
+            typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+            return
         table = Table("score", "id", "status", "source", "content")
         for h in res:
             table.add_row(f"{h.score:.3f}", h.id[:8], h.memory.status.value, str(h.memory.source), h.content)
         console.print(table)
+        if not res:
+            err_console.print(f"no memory of user {user!r} matches; `memlineage stats --user {user}` shows counts")
 
 
 @app.command()
@@ -88,42 +301,124 @@ def explain(
     memory_id: str,
     user: UserOpt,
     path: PathOpt = None,
-    fmt: Annotated[str, typer.Option("--format", help="tree, mermaid, dot or prov-json.")] = "tree",
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    create: CreateOpt = False,
+    live: LiveOpt = False,
+    fmt: Annotated[str, typer.Option("--format", help="tree, text, mermaid, dot or prov-json.")] = "tree",
 ) -> None:
-    """Print the provenance chain of a memory."""
-    with _open(path) as mm:
-        try:
-            scope = Scope(user_id=user)
-            ex = mm.explain(_resolve_id(mm, memory_id, scope), scope=scope)
-        except MemLineageError as exc:
-            console.print(f"[red]error:[/] {exc}")
-            raise typer.Exit(2) from exc
+    """Print the provenance chain of a memory (MEMORY_ID may be the 8-character prefix `recall` prints)."""
+    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
+        scope = Scope(user_id=user)
+        ex = mm.explain(_resolve_id(mm, memory_id, scope), scope=scope)
         if fmt == "mermaid":
             typer.echo(ex.to_mermaid())
         elif fmt == "dot":
             typer.echo(ex.to_dot())
         elif fmt == "prov-json":
             typer.echo(ex.to_json())
+        elif fmt == "text":
+            typer.echo(ex.to_text())
         else:
             console.print(explanation_tree(ex))
 
 
 @app.command()
-def audit(user: UserOpt, path: PathOpt = None, limit: Annotated[int, typer.Option(help="Last N events.")] = 50) -> None:
-    """Show a user's event log."""
-    with _open(path) as mm:
-        table = Table("at", "event", "memory", "data")
-        for e in mm.audit(Scope(user_id=user), limit=limit):
-            table.add_row(
-                e["at"].isoformat(timespec="seconds"), e.type, (e["memory_id"] or "")[:8], json.dumps(e["data"])
-            )
-        console.print(table)
+def audit(
+    user: UserOpt,
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    create: CreateOpt = False,
+    live: LiveOpt = False,
+    limit: Annotated[int, typer.Option(help="Last N events.")] = 50,
+    event_type: Annotated[
+        list[str] | None, typer.Option("--type", help="Only this event type (repeatable), e.g. --type suspect.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show a user's event log, one readable row per event (--json: the full events)."""
+    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
+        scope = Scope(user_id=user)
+        events = mm.audit(scope, limit=limit, types=event_type or None)
+        if as_json:
+            out = [{**e, "at": e["at"].isoformat()} for e in events]
+            typer.echo(json.dumps(out, ensure_ascii=False, indent=2, default=str))
+            return
+        ids = list(dict.fromkeys(e["memory_id"] for e in events if e["memory_id"]))
+        mems = {m.id: m for m in mm.get_many(ids, scope=scope) if m is not None} if ids else {}
+        for e in events:
+            typer.echo(audit_row(e, mems.get(e["memory_id"] or "")))
+        if not events:
+            err_console.print(f"no events for user {user!r}")
+
+
+def audit_row(event: Any, memory: Any = None) -> str:
+    """One line for an audit event: time, type, short memory id, and what happened in words."""
+    data = event["data"] or {}
+    if event.type == "policy_decision":
+        what = f"{data.get('policy_id')} -> {data.get('effect')} on {data.get('operation')}: {data.get('reason', '')}"
+    else:
+        parts = []
+        if memory is not None:
+            parts.append(f"{memory.source}: {_short(memory.content, 60)}")
+        if data.get("reason"):
+            parts.append(str(data["reason"]))
+        elif not parts:
+            parts.append(", ".join(f"{k}={v}" for k, v in data.items() if v not in (None, [], {}, "")))
+        what = " | ".join(parts)
+    mid = (event["memory_id"] or "")[:8] or "-"
+    return f"{event['at'].isoformat(timespec='seconds')}  {event.type:<15} {mid:<8}  {what}"
 
 
 @app.command()
-def stats(path: PathOpt = None, user: Annotated[str | None, typer.Option("--user")] = None) -> None:
+def activities(
+    user: UserOpt,
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    create: CreateOpt = False,
+    live: LiveOpt = False,
+    run: Annotated[str | None, typer.Option(help="One run (id or 8-character prefix) and the calls it made.")] = None,
+    kind: Annotated[
+        list[str] | None, typer.Option(help="Only this kind (repeatable): agent_run, llm_call, tool_call...")
+    ] = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Only calls that failed (outcome error).")] = False,
+    limit: Annotated[int | None, typer.Option(help="Last N activities.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List a user's runs, tool calls and LLM calls with their outcome, input and error."""
+    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
+        scope = Scope(user_id=user)
+        run_id = _resolve_activity(mm, run, scope) if run else None
+        acts = mm.activities(scope, run_id=run_id, kinds=kind, outcome="error" if failed else None, limit=limit)
+        if as_json:
+            typer.echo(json.dumps([a.model_dump(mode="json") for a in acts], ensure_ascii=False, indent=2))
+            return
+        # Run ids are often time-ordered (UUIDv7): show the shortest prefix that tells the listed ids apart.
+        n = _unique_prefix([a.id for a in acts] + [a.parent_id for a in acts if a.parent_id])
+        for a in acts:
+            detail = a.metadata.get("error") or a.metadata.get("input") or a.metadata.get("reason") or ""
+            parent = f"<- {a.parent_id[:n]}" if a.parent_id else ""
+            typer.echo(
+                f"{a.started_at.isoformat(timespec='seconds')}  {a.id[:n]}  {a.kind:<12} {a.name or '-':<18} "
+                f"{a.outcome or '-':<8} {parent:<{n + 3}} {_short(str(detail), 70)}".rstrip()
+            )
+        if not acts:
+            err_console.print(f"no activities for user {user!r} with these filters")
+
+
+@app.command()
+def stats(
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    create: CreateOpt = False,
+    live: LiveOpt = False,
+    user: Annotated[str | None, typer.Option("--user")] = None,
+) -> None:
     """Counts per status, kind and source."""
-    with _open(path) as mm:
+    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
         console.print_json(json.dumps(mm.stats(Scope(user_id=user) if user else None)))
 
 
@@ -135,8 +430,28 @@ def _resolve_id(mm: MemoryManager, memory_id: str, scope: Scope) -> str:
     return matches[0] if len(matches) == 1 else memory_id
 
 
+def _resolve_activity(mm: MemoryManager, run: str, scope: Scope) -> str:
+    """A unique prefix of an activity id in the scope (as ``activities`` prints them), else ``run`` itself."""
+    matches = [a.id for a in mm.activities(scope) if a.id.startswith(run)]
+    return matches[0] if len(matches) == 1 else run
+
+
+def _unique_prefix(ids: list[str], shortest: int = 8) -> int:
+    """Length of the shortest prefix (>= ``shortest``) that keeps the distinct ``ids`` distinct."""
+    distinct = set(ids)
+    n = shortest
+    while n < max((len(i) for i in distinct), default=0) and len({i[:n] for i in distinct}) < len(distinct):
+        n += 1
+    return n
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
 def explanation_tree(ex: Any) -> Tree:
-    """A rich tree of an :class:`~memlineage.lineage.Explanation` (premises as children)."""
+    """A rich tree of an :class:`~memlineage.lineage.Explanation` (premises as children, each memory once)."""
     by_id = {m.id: m for m in ex.memories}
     kids: dict[str, list[str]] = {}
     for src, rel, dst in ex.edges:
@@ -147,16 +462,19 @@ def explanation_tree(ex: Any) -> Tree:
     def label(mid: str) -> str:
         m = by_id[mid]
         c = colour.get(m.status.value, "red")
-        return f"[{c}]{m.status.value}[/] [bold]{m.source}[/] {m.content}  [dim](trust {m.trust:.2f})[/]"
+        return f"[{c}]{m.status.value}[/] [bold]{m.source}[/] {m.content}  [dim]({mid[:8]}, trust {m.trust:.2f})[/]"
 
     root = Tree(label(ex.memory.id))
-
-    def add(node: Tree, mid: str, seen: frozenset[str]) -> None:
-        for child in kids.get(mid, []):
-            if child not in seen:
-                add(node.add(label(child)), child, seen | {child})
-
-    add(root, ex.memory.id, frozenset({ex.memory.id}))
+    shown = {ex.memory.id}
+    stack = [(root, child) for child in reversed(kids.get(ex.memory.id, []))]
+    while stack:  # pre-order, so "see above" always points at a line printed earlier
+        parent, mid = stack.pop()
+        if mid in shown:
+            parent.add(f"[dim]^ see {mid[:8]} above ({by_id[mid].source})[/]")
+            continue
+        shown.add(mid)
+        node = parent.add(label(mid))
+        stack.extend((node, child) for child in reversed(kids.get(mid, [])))
     return root
 
 

@@ -10,7 +10,8 @@ MemLineageError
 ├── MissingDependencyError (ImportError)
 ├── InvalidInputError (ValueError)
 │   ├── InvalidNamespaceError
-│   └── LineageCycleError
+│   ├── LineageCycleError
+│   └── ContextOverflowError
 ├── MemoryNotFoundError (LookupError)
 ├── ScopeViolationError (PermissionError)
 ├── PolicyViolationError (PermissionError)   carries .decision
@@ -26,6 +27,7 @@ from typing import Any
 
 __all__ = [
     "ConfigurationError",
+    "ContextOverflowError",
     "InvalidInputError",
     "InvalidNamespaceError",
     "LineageCycleError",
@@ -62,6 +64,15 @@ class InvalidNamespaceError(InvalidInputError):
 
 class LineageCycleError(InvalidInputError):
     """The requested derivation would make a memory its own ancestor."""
+
+
+class ContextOverflowError(InvalidInputError):
+    """What must reach the model (system prompt, current user turn, in-flight tool call) cannot fit the context.
+
+    Raised by :meth:`memlineage.window.WorkingMemory.render` only after every in-flight tool result was already
+    cut down to its truncation marker; the message says how many tokens are needed and how many the context
+    allows.
+    """
 
 
 class MemoryNotFoundError(MemLineageError, LookupError):

@@ -161,22 +161,36 @@ class Explanation:
         return [m for m in (self.memory, *self.ancestors) if m.id not in derived]
 
     def to_text(self) -> str:
-        """An indented tree, one line per memory: ``[status] source: content``."""
+        """An indented tree of premises: ``- [status] source: content (id8)``, each memory printed once.
+
+        A premise shared by several memories (a user turn behind every tool result of a run) is printed in full
+        where it first appears, depth first; later occurrences are one ``- ^ see id8 above`` line, so the text
+        grows with the number of memories, not with the number of paths.
+
+        Example:
+            >>> print(mm.explain(plan.id, scope=alice).to_text())  # doctest: +SKIP
+            - [active] reasoning: Book Hotel Lumière (3f2a9c1d)
+              - [active] tool:flight_api: Flight to Paris: 120 EUR (8b1e77a0)
+                - [active] user: I want to travel to Paris (c0d4e5f6)
+              - ^ see c0d4e5f6 above (user)
+        """
         by_id = {m.id: m for m in self.memories}
         kids: dict[str, list[str]] = defaultdict(list)
         for src, rel, dst in self.edges:
-            if rel == "wasDerivedFrom" and dst in by_id:
+            if rel == "wasDerivedFrom" and dst in by_id and dst not in kids[src]:
                 kids[src].append(dst)
         lines: list[str] = []
-
-        def walk(mid: str, level: int, seen: frozenset[str]) -> None:
-            mem = by_id[mid]
-            lines.append(f"{'  ' * level}- [{mem.status.value}] {mem.source}: {_short(mem.content, 80)} ({mid[:8]})")
-            for child in kids.get(mid, []):
-                if child not in seen:
-                    walk(child, level + 1, seen | {child})
-
-        walk(self.memory.id, 0, frozenset({self.memory.id}))
+        shown: set[str] = set()
+        stack: list[tuple[str, int]] = [(self.memory.id, 0)]
+        while stack:  # iterative depth-first walk: deep chains never hit the recursion limit
+            mid, level = stack.pop()
+            mem, indent = by_id[mid], "  " * level
+            if mid in shown:
+                lines.append(f"{indent}- ^ see {mid[:8]} above ({mem.source})")
+                continue
+            shown.add(mid)
+            lines.append(f"{indent}- [{mem.status.value}] {mem.source}: {_short(mem.content, 80)} ({mid[:8]})")
+            stack.extend((child, level + 1) for child in reversed(kids.get(mid, [])))
         for old in self.revisions:
             lines.append(f"  revision of: [{old.status.value}] {old.source}: {_short(old.content, 72)} ({old.id[:8]})")
         for act in self.decisions:

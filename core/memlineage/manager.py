@@ -1329,9 +1329,10 @@ class MemoryManager:
     def get_many(self, ids: Sequence[str], *, scope: Scope | Mapping[str, Any] | str) -> list[Memory | None]:
         """Batch :meth:`get`, aligned with ``ids`` (``None`` for misses and other scopes' memories)."""
         scope = Scope.coerce(scope)
-        ids = list(_ids(ids, "ids"))
-        mems = self.ledger.memories(ids)
-        return [m if m is not None and scope.contains(m.scope) else None for m in mems]
+        wanted = list(ids) if not isinstance(ids, str) else [ids]
+        unique = list(_ids(wanted, "ids"))  # validated and de-duplicated; the answer stays aligned with ``ids``
+        found = dict(zip(unique, self.ledger.memories(unique)))
+        return [m if (m := found[i]) is not None and scope.contains(m.scope) else None for i in wanted]
 
     def require(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Memory:
         """Like :meth:`get` but raises.
@@ -1912,6 +1913,68 @@ class MemoryManager:
         row = self.ledger.activity_rows([activity_id])[0]
         return _row_activity(row) if row else None
 
+    def activities(
+        self,
+        scope: Scope | Mapping[str, Any] | str,
+        *,
+        run_id: str | None = None,
+        kinds: Iterable[str] | None = None,
+        outcome: str | None = None,
+        limit: int | None = None,
+    ) -> list[Activity]:
+        """The scope's activities (agent runs, LLM calls, tool calls, invalidations), oldest first.
+
+        A read: nothing is written. ``scope.session_id``, when set, narrows to that session.
+
+        Args:
+            scope: Whose activities; never another user's.
+            run_id: Only this activity and the activities it informed, transitively (``parent_id`` chain): one
+                agent run's LLM and tool calls.
+            kinds: Only these kinds (``"tool_call"``, ``"llm_call"``, ``"agent_run"``...).
+            outcome: Only this outcome (``"error"`` lists failed calls; ``"success"``, ``"unknown"``...).
+            limit: Only the last N (>= 0) after filtering.
+
+        Returns:
+            :class:`Activity` records, oldest first; ``metadata`` holds the call's input, tool-call id or error.
+
+        Raises:
+            InvalidInputError: bad scope, kinds or limit.
+            MemoryNotFoundError: ``run_id`` is not an activity of this scope.
+        """
+        scope = Scope.coerce(scope)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+            msg = f"limit must be None or a non-negative int, got {limit!r}"
+            raise InvalidInputError(msg)
+        kind_set = None
+        if kinds is not None:
+            kind_set = {kinds} if isinstance(kinds, str) else set(kinds)
+            if not all(isinstance(k, str) for k in kind_set):
+                msg = f"kinds must be activity kind names such as ['tool_call'], got {kinds!r}"
+                raise InvalidInputError(msg)
+        rows = self.ledger.activities_of(user_id=scope.user_id, agent_id=scope.agent_id, session_id=scope.session_id)
+        if run_id is not None:
+            if run_id not in {r["id"] for r in rows}:
+                msg = f"no activity {run_id!r} in this scope; list the runs with activities(scope, kinds=['agent_run'])"
+                raise MemoryNotFoundError(msg)
+            children: dict[str, list[str]] = {}
+            for r in rows:
+                if r["parent_id"]:
+                    children.setdefault(r["parent_id"], []).append(r["id"])
+            keep, todo = {run_id}, [run_id]
+            while todo:
+                for child in children.get(todo.pop(), []):
+                    if child not in keep:
+                        keep.add(child)
+                        todo.append(child)
+            rows = [r for r in rows if r["id"] in keep]
+        if kind_set is not None:
+            rows = [r for r in rows if r["kind"] in kind_set]
+        if outcome is not None:
+            rows = [r for r in rows if r["outcome"] == outcome]
+        if limit is not None:
+            rows = rows[len(rows) - limit :] if limit else []
+        return [_row_activity(r) for r in rows]
+
     def end_activity(
         self, activity_id: str, *, outcome: str = "success", metadata: Mapping[str, Any] | None = None
     ) -> Activity:
@@ -2286,6 +2349,10 @@ class MemoryManager:
     async def arecord_activity(self, activity: Activity) -> Activity:
         """Async :meth:`record_activity`."""
         return await asyncio.to_thread(self.record_activity, activity)
+
+    async def aactivities(self, scope: Scope | Mapping[str, Any] | str, **kwargs: Any) -> list[Activity]:
+        """Async :meth:`activities`."""
+        return await asyncio.to_thread(self.activities, scope, **kwargs)
 
     async def aend_activity(self, activity_id: str, **kwargs: Any) -> Activity:
         """Async :meth:`end_activity`."""

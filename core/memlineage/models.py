@@ -207,7 +207,10 @@ class Scope(BaseModel):
         if isinstance(value, Scope):
             return value
         if value is None:
-            msg = "a scope is required: pass scope=Scope(user_id=...) (MemLineage never writes to a global pool)"
+            msg = (
+                "a scope is required: pass scope='alice' or scope=Scope(user_id='alice', session_id='s1'); every read "
+                "and write is confined to one user's memories (there is no global pool to read or write)"
+            )
             raise InvalidInputError(msg)
         try:
             if isinstance(value, str):

@@ -1,27 +1,29 @@
 """Token-budgeted working memory: the window of chat history that reaches the model.
 
 The window is a *read-time view* over a chat history. Nothing is deleted from the history when the window is
-built; messages that no longer fit are handed (once) to an ``on_evict`` callback, which is where the write
-gate
-(value model, ``MemoryManager.remember``) decides what is worth keeping. Because trimming happens at read
-time, a
+built; messages that no longer fit are handed (once) to an ``on_evict`` callback, which is where the write gate
+(value model, ``MemoryManager.remember``) decides what is worth keeping. Because trimming happens at read time, a
 history backend that returns copies on every read still gets a window within budget.
 
 Rules the window keeps (checked after every build):
 
-* The leading system message and the current user turn (the last ``user`` message) are pinned: they are
-always in
-  the window and are accounted outside the history budget. A history budget of 0 returns only the pinned
-  items.
-* An assistant message with tool calls and all of its tool results are kept or dropped together (parallel
-calls
-  included), and the history part of the window never begins with a tool result.
+* Pinned, always in the window and accounted outside the history budget: the leading system message, the
+  current user turn (the last ``user`` message) and the in-flight step (the last message group after that turn:
+  typically the assistant's tool call and the results received so far). A history budget of 0 returns only the
+  pinned items.
+* An assistant message with tool calls and all of its tool results are kept or dropped together (parallel calls
+  included), reach ``on_evict`` together in one batch, and the history part of the window never begins with a
+  tool result. (A result that arrives after its call was already evicted is reported on its own.)
 * The history part is the longest run of most-recent message groups that fits the budget (contiguous: an old
   group never comes back after a newer one was dropped).
+* :meth:`WorkingMemory.render` never drops the pinned items to fit the context: it cuts the in-flight tool results
+  (largest first, with a visible ``[truncated ...]`` marker) and raises :class:`ContextOverflowError` only when
+  even that cannot fit.
+* Text is valid Unicode: lone surrogates (broken UTF-16 from a model or a tool) become U+FFFD when a
+  :class:`ChatMessage` is built, so counting, rendering and the write gate never fail on them.
 
 Token counts come from tiktoken. The encoding files for ``cl100k_base`` and ``o200k_base`` ship inside this
-package (``memlineage/_static/tiktoken_cache``) and are verified by sha256 before tiktoken reads them;
-nothing is
+package (``memlineage/_static/tiktoken_cache``) and are verified by sha256 before tiktoken reads them; nothing is
 ever downloaded. Special-token strings such as ``<|endoftext|>`` inside text are counted as ordinary text.
 
 Example:
@@ -43,9 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memlineage.errors import ConfigurationError, InvalidInputError, MemLineageError
+from memlineage.errors import ConfigurationError, ContextOverflowError, InvalidInputError, MemLineageError
 from memlineage.models import new_id
 
 if TYPE_CHECKING:
@@ -155,6 +157,13 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return len(get_encoding(encoding).encode_ordinary(text))
 
 
+def _repair_text(value: Any) -> Any:
+    """Replace lone UTF-16 surrogates with U+FFFD (a surrogate pair becomes its character); other values pass."""
+    if isinstance(value, str) and any("\ud800" <= ch <= "\udfff" for ch in value):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value
+
+
 class ToolCall(BaseModel):
     """One tool call requested by an assistant message (OpenAI ``tool_calls`` item)."""
 
@@ -163,6 +172,8 @@ class ToolCall(BaseModel):
     id: str = Field(description="Tool-call id; tool results refer to it by ``tool_call_id``.")
     name: str = Field(description="Tool (function) name.")
     arguments: str = Field(default="{}", description="Arguments as a JSON string, as sent to the model.")
+
+    _repair = field_validator("name", "arguments", mode="before")(_repair_text)
 
 
 class ChatMessage(BaseModel):
@@ -185,6 +196,8 @@ class ChatMessage(BaseModel):
     name: str | None = Field(default=None, description="Optional participant or tool name.")
     reasoning: str | None = Field(default=None, description="Reasoning text sent back to the model, if any.")
     id: str = Field(default_factory=new_id, description="Message id, stable across copies; str(uuid4()) default.")
+
+    _repair = field_validator("content", "name", "reasoning", mode="before")(_repair_text)
 
     @classmethod
     def from_openai(cls, data: Mapping[str, Any]) -> ChatMessage:
@@ -251,7 +264,7 @@ class Window:
     Attributes:
         messages: Pinned system message, kept history, current user turn (and what follows it), oldest first.
         tokens: Tokens of ``messages`` including per-message overhead, >= 0.
-        pinned_tokens: Tokens of the pinned part (system message + current user turn), >= 0.
+        pinned_tokens: Tokens of the pinned part (system message, current user turn, in-flight step), >= 0.
         history_tokens: Tokens of the non-pinned part; <= the history budget.
         budget: History budget used for this build, in tokens.
         evicted: Messages outside the window (all of them, not only the newly evicted ones), oldest first.
@@ -276,7 +289,9 @@ class Rendered:
         context_tokens: Total context available for the prompt, in tokens.
         memories_used: How many of the recalled memories fitted (they are dropped from the end, lowest rank
             first).
-        window: The history window that was used.
+        window: The history window that was used (with the untruncated messages).
+        truncated: Ids of the in-flight tool results whose text was cut to fit the context (their text in
+            ``messages`` ends with a ``[truncated ...]`` marker; the history keeps the full text).
     """
 
     messages: tuple[ChatMessage, ...]
@@ -284,6 +299,7 @@ class Rendered:
     context_tokens: int
     memories_used: int
     window: Window
+    truncated: tuple[str, ...] = ()
 
 
 class _ListHistory:
@@ -517,21 +533,22 @@ class WorkingMemory:
             g = member_group[i]
             if g >= 0:
                 group_tokens[g] += tokens[i]
-        pinned_group = member_group[user_idx] if user_idx >= 0 else -1
-        keep = [False] * ng
+        # Pinned: the group of the current user turn (it may have absorbed a tool call spanning the turn) and the
+        # in-flight step, the last group after that turn (the tool call whose results are still arriving).
+        pinned: set[int] = set()
+        if user_idx >= 0:
+            pinned.add(member_group[user_idx])
+            if ng and group_start[-1] > user_idx:
+                pinned.add(ng - 1)
+        keep = [g in pinned for g in range(ng)]
         used = 0
         for g in range(ng - 1, -1, -1):
-            if g == pinned_group:
-                keep[g] = True
+            if g in pinned:
                 continue
             if used + group_tokens[g] > budget:
                 break
             used += group_tokens[g]
             keep[g] = True
-        if pinned_group >= 0:
-            # keep a pinned group that is not the user message alone (rare: a tool call spanning the user
-            # turn)
-            keep[pinned_group] = True
         kept: list[ChatMessage] = []
         evicted: list[ChatMessage] = []
         pinned_tokens = 0
@@ -542,7 +559,7 @@ class WorkingMemory:
             g = member_group[i]
             if g >= 0 and keep[g]:
                 kept.append(history[i])
-                if g == pinned_group:
+                if g in pinned:
                     pinned_tokens += tokens[i]
             else:
                 evicted.append(history[i])
@@ -588,11 +605,16 @@ class WorkingMemory:
             context_tokens: Total prompt budget in tokens; default ``context_window``.
             memory_header: First line of the memory block.
 
+        The pinned items (system message, current user turn, in-flight tool call and its results) are never
+        dropped: when they exceed the context, the in-flight tool results are cut (largest first, each ending with
+        a ``[truncated by MemLineage ...]`` marker; ``Rendered.truncated`` lists them).
+
         Returns:
             The :class:`Rendered` prompt, with ``tokens <= context_tokens``.
 
         Raises:
-            InvalidInputError: the system prompt and the current user turn alone exceed ``context_tokens``.
+            ContextOverflowError: the pinned items exceed ``context_tokens`` even with every in-flight tool result
+                cut to its marker (a subclass of :class:`InvalidInputError`).
         """
         total = self.context_window if context_tokens is None else context_tokens
         with self._lock:
@@ -601,16 +623,25 @@ class WorkingMemory:
                 sys_msg = ChatMessage(role="system", content=system, id="memlineage-system")
                 history = [sys_msg, *(history[1:] if history and history[0].role == "system" else history)]
             probe = self._build(history, 0)
-            if probe.pinned_tokens > total:
-                msg = (
-                    f"the system prompt and the current user turn need {probe.pinned_tokens} tokens but the "
-                    "context "
-                    f"allows {total}; shorten them or raise context_tokens"
-                )
-                raise InvalidInputError(msg)
-            win = self._build(history, min(self.max_tokens, total - probe.pinned_tokens))
+            cut: dict[str, ChatMessage] = {}
+            pinned = probe.pinned_tokens
+            if pinned > total:
+                cut = self._truncate_pinned_results(probe, total)
+                pinned -= sum(self.tokens_of(m) - self.tokens_of(cut[m.id]) for m in probe.messages if m.id in cut)
+            win = self._build(history, min(self.max_tokens, total - pinned))
             _check_window(win.messages, history)
             self._report(win.evicted)
+            if cut:
+                saved = sum(self.tokens_of(m) - self.tokens_of(cut[m.id]) for m in win.messages if m.id in cut)
+                msgs_cut = tuple(cut.get(m.id, m) for m in win.messages)
+                win = Window(
+                    messages=msgs_cut,
+                    tokens=win.tokens - saved,
+                    pinned_tokens=win.pinned_tokens - saved,
+                    history_tokens=win.history_tokens,
+                    budget=win.budget,
+                    evicted=win.evicted,
+                )
         room = total - win.tokens
         base = win.messages[0] if win.messages and win.messages[0].role == "system" else None
         base_text = base.content if base is not None else ""
@@ -632,16 +663,67 @@ class WorkingMemory:
         tokens = win.tokens
         if block:
             new_text = f"{base_text}\n\n{block}" if base_text else block
-            new_sys = ChatMessage(role="system", content=new_text, id=base.id if base else new_id())
+            sys_msg = ChatMessage(role="system", content=new_text, id=base.id if base else new_id())
             if base is not None:
-                tokens += self.tokens_of(new_sys) - self.tokens_of(base)
-                msgs[0] = new_sys
+                tokens += self.tokens_of(sys_msg) - self.tokens_of(base)
+                msgs[0] = sys_msg
             else:
-                tokens += self.tokens_of(new_sys)
-                msgs.insert(0, new_sys)
+                tokens += self.tokens_of(sys_msg)
+                msgs.insert(0, sys_msg)
         return Rendered(
-            messages=tuple(msgs), tokens=tokens, context_tokens=total, memories_used=len(chosen), window=win
+            messages=tuple(msgs),
+            tokens=tokens,
+            context_tokens=total,
+            memories_used=len(chosen),
+            window=win,
+            truncated=tuple(cut),
         )
+
+    def _truncate_pinned_results(self, probe: Window, total: int) -> dict[str, ChatMessage]:
+        """Cut the pinned tool results so the pinned part fits ``total`` tokens; return id -> cut message.
+
+        Water-filling: every result keeps at most ``cap`` tokens of its text (the largest cap that fits), so the
+        largest results are cut first and small ones stay whole. Raises ContextOverflowError when even a cap of 0
+        (markers only) does not fit.
+        """
+        results = [m for m in probe.messages if m.role == "tool"]
+        fixed = probe.pinned_tokens - sum(self.tokens_of(m) for m in results)
+        room = total - fixed
+        encoded = [self._encoding.encode_ordinary(m.content) for m in results]
+
+        def marker(kept: int, size: int) -> str:
+            return f"\n[truncated by MemLineage to fit the context: {size - kept} of {size} tokens not shown]"
+
+        def cut_at(cap: int) -> list[ChatMessage]:
+            out = []
+            for m, toks in zip(results, encoded):
+                if len(toks) <= cap:
+                    out.append(m)
+                else:
+                    text = self._encoding.decode(toks[:cap]) + marker(cap, len(toks))
+                    out.append(m.model_copy(update={"content": text}))
+            return out
+
+        def cost(cap: int) -> int:
+            return sum(self.tokens_of(m) for m in cut_at(cap))
+
+        if not results or cost(0) > room:
+            msg = (
+                f"the system prompt, the current user turn and the in-flight tool call need {probe.pinned_tokens} "
+                f"tokens ({fixed} without tool results, which are already cut to their markers at most) but the "
+                f"context allows {total}; shorten the system prompt or the user turn, or raise context_tokens"
+            )
+            raise ContextOverflowError(msg)
+        lo, hi = 0, max(len(t) for t in encoded)  # cost(lo) fits, cost(hi) does not (pinned > total)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if cost(mid) <= room:
+                lo = mid
+            else:
+                hi = mid
+        cut = cut_at(lo)
+        logger.info("render: cut %d tool result(s) to %d tokens each to fit %d tokens", len(cut), lo, total)
+        return {m.id: c for m, c in zip(results, cut) if c is not m}
 
 
 def _check_window(window: Sequence[ChatMessage], history: Sequence[ChatMessage]) -> None:

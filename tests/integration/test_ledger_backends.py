@@ -260,6 +260,24 @@ def test_unreachable_database_is_a_storage_error() -> None:
         Ledger("postgresql+psycopg://nobody@127.0.0.1:1/none?connect_timeout=2")
 
 
+def test_a_missing_postgresql_schema_or_database_says_what_to_create(pg_server: str) -> None:
+    url = f"{pg_server}?options=-csearch_path%3Dml_no_such_schema"
+    with pytest.raises(StorageError) as err:
+        Ledger(url)
+    text = str(err.value)
+    assert "schema 'ml_no_such_schema'" in text and 'CREATE SCHEMA "ml_no_such_schema"' in text
+    assert "reachable" not in text and "CREATE TABLE" not in text
+    base = pg_server.rsplit("/", 1)[0]
+    with pytest.raises(StorageError, match=r"database 'ml_no_such_db' does not exist; create it first \(createdb"):
+        Ledger(f"{base}/ml_no_such_db")
+    from sqlalchemy.engine import make_url
+
+    secret = make_url(pg_server).set(password="s3cret", database="ml_no_such_db").render_as_string(hide_password=False)
+    with pytest.raises(StorageError) as err:
+        Ledger(secret)
+    assert "s3cret" not in str(err.value) and "***" in str(err.value)  # a password in the URL is never printed
+
+
 def test_retract_after_forget_keeps_index_consistent(mm: MemoryManager) -> None:
     """Regression: a status change on an archived memory used to mark it indexed although it was not."""
     m = mm.remember("archive me, then retract me", scope=ALICE)

@@ -101,6 +101,17 @@ def test_one_megabyte_content_round_trips(store: tuple[MemoryManager, dict[str, 
 
 
 # ------------------------------------------------------------------------------------------------ scope
+def test_a_missing_scope_on_a_read_says_what_to_pass_not_that_it_writes(
+    store: tuple[MemoryManager, dict[str, str]],
+) -> None:
+    mm, _ = store
+    with pytest.raises(InvalidInputError) as err:
+        mm.recall("Paris", scope=None)
+    text = str(err.value)
+    assert "scope='alice'" in text and "read" in text
+    assert "never writes" not in text
+
+
 @pytest.mark.parametrize(
     "scope",
     [

@@ -336,6 +336,29 @@ def test_explain_exports(mm, alice):
     assert "Hotel Roma" in ex.to_text()
 
 
+def test_explain_text_prints_each_memory_once_and_refers_back(mm, alice):
+    turn = mm.remember("Plan a trip to Rome with a hotel and a flight", scope=alice)
+    tools = [
+        mm.remember(f"tool result {i} for Rome", scope=alice, source=f"tool:t{i}", derived_from=[turn.id])
+        for i in range(4)
+    ]
+    notes = [
+        mm.remember(f"note {i} about Rome", scope=alice, source="reasoning", derived_from=[t.id for t in tools])
+        for i in range(2)
+    ]
+    answer = mm.remember("Book Hotel Roma", scope=alice, source="agent", derived_from=[n.id for n in notes])
+    text = mm.explain(answer.id, scope=alice).to_text()
+    lines = text.splitlines()
+    full = [line for line in lines if "^ see" not in line]
+    assert len(full) == 8  # answer, 2 notes, 4 tool results, the user turn: each once
+    assert sum("Plan a trip to Rome" in line for line in lines) == 1
+    refs = [line for line in lines if "^ see" in line]
+    assert len(refs) == 4 + 3  # the second note's 4 premises, 3 of the 4 tool results' shared user turn
+    assert f"^ see {turn.id[:8]} above (user)" in text
+    assert lines[0].startswith(f"- [active] agent: Book Hotel Roma ({answer.id[:8]})")
+    assert lines[1].startswith("  - [active] reasoning: note 0")
+
+
 def test_forget_archives_but_keeps_ledger(mm, alice):
     m = mm.remember("ephemeral chit chat", scope=alice)
     child = mm.remember("derived from chit chat", scope=alice, derived_from=[m.id])
@@ -639,3 +662,57 @@ def test_scope_errors_are_typed():
         Scope()
     with pytest.raises(InvalidInputError, match="pass a non-empty query"):
         make_manager().recall("  ", scope="alice")
+
+
+def test_activities_lists_a_scopes_runs_and_failed_calls(mm, alice):
+    mm.record_activity(Activity(id="r1", kind="agent_run", name="run", scope=alice))
+    mm.record_activity(Activity(id="t1", kind="tool_call", name="hotels", parent_id="r1", scope=alice))
+    mm.record_activity(Activity(id="t2", kind="tool_call", name="price", parent_id="t1", scope=alice))
+    mm.end_activity("t2", outcome="error", metadata={"error": "boom"})
+    mm.record_activity(Activity(id="r2", kind="agent_run", name="run", scope=alice))
+    mm.record_activity(Activity(id="x1", kind="tool_call", name="other", scope=Scope(user_id="bob")))
+    assert [a.id for a in mm.activities(alice)] == ["r1", "t1", "t2", "r2"]
+    assert [a.id for a in mm.activities(alice, run_id="r1")] == ["r1", "t1", "t2"]
+    failed = mm.activities(alice, outcome="error")
+    assert [a.id for a in failed] == ["t2"] and failed[0].metadata["error"] == "boom"
+    assert [a.id for a in mm.activities(alice, kinds="agent_run", limit=1)] == ["r2"]
+    assert [a.id for a in mm.activities("bob")] == ["x1"]
+    with pytest.raises(MemoryNotFoundError):
+        mm.activities("bob", run_id="r1")
+    with pytest.raises(InvalidInputError):
+        mm.activities(alice, limit=-1)
+    assert [a.id for a in asyncio.run(mm.aactivities(alice, kinds=["tool_call"]))] == ["t1", "t2"]
+
+
+def test_get_many_stays_aligned_with_repeated_ids(mm, alice):
+    a = mm.remember("first", scope=alice)
+    b = mm.remember("second", scope=alice)
+    got = mm.get_many([a.id, b.id, a.id, "missing-id"], scope=alice)
+    assert [m.id if m else None for m in got] == [a.id, b.id, a.id, None]
+
+
+def test_reads_are_reads_and_recall_leaves_a_trace_for_what_it_expires():
+    """get/find/explain/audit/stats/activities never change the store; recall's expiry (if any) is audited."""
+    now = [datetime(2026, 5, 1, 9, 0, tzinfo=timezone.utc)]
+    mm = make_manager(clock=lambda: now[0])
+    alice = Scope(user_id="alice", session_id="s1")
+    quote = mm.remember("Flight to Rome: 140 EUR", scope=alice, source="tool:fares", ttl=60)
+    plan = mm.remember("Book the Rome flight", scope=alice, source="agent", derived_from=[quote.id])
+    now[0] += timedelta(hours=1)  # the quote is past its TTL; nothing has looked at it yet
+
+    def state() -> tuple[object, ...]:
+        rows = mm.ledger.memory_rows([quote.id, plan.id])
+        return tuple((r["status"], r["use_count"]) for r in rows), len(mm.audit(alice))
+
+    before = state()
+    mm.get(quote.id, scope=alice)
+    mm.find(scope=alice)
+    mm.explain(plan.id, scope=alice).to_text()
+    mm.audit(alice)
+    mm.stats(alice)
+    mm.activities(alice)
+    assert state() == before
+    mm.recall("Rome flight", scope=alice, k=5, reinforce=False)
+    status = mm.ledger.memory_rows([quote.id])[0]["status"]
+    expired_events = [e for e in mm.audit(alice, types=["expired"]) if e["memory_id"] == quote.id]
+    assert status == Status.ACTIVE.value or expired_events, "recall changed a status without an audit event"

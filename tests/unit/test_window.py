@@ -8,7 +8,7 @@ import textwrap
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from memlineage.errors import ConfigurationError, InvalidInputError
+from memlineage.errors import ConfigurationError, ContextOverflowError, InvalidInputError
 from memlineage.window import ChatMessage, ToolCall, WorkingMemory, count_tokens, get_encoding
 
 # --------------------------------------------------------------------------------------------- strategies
@@ -63,13 +63,14 @@ def check_invariants(wm: WorkingMemory, history: list[ChatMessage], budget: int)
     users = [m for m in history[1 if history and history[0].role == "system" else 0 :] if m.role == "user"]
     if users:
         assert users[-1].id in ids
+        last = history[-1]
+        if last.id != users[-1].id and not (last.tool_call_id or "").startswith("ghost"):
+            assert last.id in ids, "the in-flight step after the current user turn is pinned"
     # budget
     assert win.history_tokens <= budget
     assert win.tokens == sum(wm.tokens_of(m) for m in win.messages)
     # tool groups: a call's results are all in or all out, and no result without its call; no leading tool
-    body = [
-        m for m in win.messages if not (history and history[0].role == "system" and m.id == history[0].id)
-    ]
+    body = [m for m in win.messages if not (history and history[0].role == "system" and m.id == history[0].id)]
     if body:
         assert body[0].role != "tool"
     kept = set(ids)
@@ -152,10 +153,7 @@ def test_tool_names_arguments_and_reasoning_count() -> None:
 
 
 def test_copy_on_read_backend_respects_budget() -> None:
-    stored = [
-        ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"message number {i}")
-        for i in range(50)
-    ]
+    stored = [ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"message number {i}") for i in range(50)]
 
     class Backend:
         reads = 0
@@ -193,11 +191,7 @@ def test_render_fits_context_and_drops_low_ranked_memories() -> None:
     wm = WorkingMemory(context_window=300, window_share=0.4)
     wm.add(ChatMessage(role="system", content="You are helpful."))
     for i in range(30):
-        wm.add(
-            ChatMessage(
-                role="user" if i % 2 == 0 else "assistant", content=f"turn {i} about the trip to Lisbon"
-            )
-        )
+        wm.add(ChatMessage(role="user" if i % 2 == 0 else "assistant", content=f"turn {i} about the trip to Lisbon"))
     wm.add(ChatMessage(role="user", content="Where am I going?"))
     memories = [f"memory {i}: the user likes window seats and quiet hotels" for i in range(40)]
     out = wm.render(memories)
@@ -298,3 +292,122 @@ def test_evicted_messages_reach_the_write_gate():
     tool = stored["tool:get_flight_price"]
     assert tool.lineage.activity_id == "call_1" and tool.metadata["evicted_from"] == "working_memory"
     assert all(m.content != "You are a travel agent." for m in stored.values())
+
+
+# ------------------------------------------------------------------------ the in-flight turn (issue 17)
+
+
+def _in_flight_turn(result_words: int) -> list[ChatMessage]:
+    call = ToolCall(id="c1", name="search", arguments='{"q": "hotels in Paris"}')
+    return [
+        ChatMessage(role="system", content="You are a travel agent."),
+        ChatMessage(role="user", content="Find me a hotel in Paris"),
+        ChatMessage(role="assistant", tool_calls=(call,)),
+        ChatMessage(role="tool", tool_call_id="c1", name="search", content="hotel " * result_words),
+    ]
+
+
+def test_render_keeps_the_in_flight_tool_call_and_truncates_its_result() -> None:
+    wm = WorkingMemory(max_tokens=2000)
+    turn = _in_flight_turn(5000)
+    wm.extend(turn)
+    out = wm.render(context_tokens=4000)
+    assert [m.role for m in out.messages] == ["system", "user", "assistant", "tool"]
+    assert out.tokens <= 4000
+    assert out.tokens == sum(wm.tokens_of(m) for m in out.messages)
+    result = out.messages[-1]
+    assert result.id == turn[-1].id and out.truncated == (turn[-1].id,)
+    assert result.content.startswith("hotel hotel")
+    assert "[truncated by MemLineage to fit the context:" in result.content
+    assert out.tokens > 3900  # cut only as much as needed
+    assert wm.messages()[-1].content == turn[-1].content  # the history keeps the full text
+    # small results are never cut: the budget goes to the large one
+    small = WorkingMemory()
+    small.extend(_in_flight_turn(10))
+    assert small.render(context_tokens=4000).truncated == ()
+
+
+def test_render_cuts_the_largest_parallel_result_first() -> None:
+    calls = (ToolCall(id="a", name="big", arguments="{}"), ToolCall(id="b", name="small", arguments="{}"))
+    wm = WorkingMemory(max_tokens=100)
+    wm.extend(
+        [
+            ChatMessage(role="user", content="compare"),
+            ChatMessage(role="assistant", tool_calls=calls),
+            ChatMessage(role="tool", tool_call_id="a", content="alpha " * 3000),
+            ChatMessage(role="tool", tool_call_id="b", content="beta " * 50),
+        ]
+    )
+    out = wm.render(context_tokens=1000)
+    assert out.tokens <= 1000
+    by_call = {m.tool_call_id: m.content for m in out.messages if m.role == "tool"}
+    assert by_call["b"] == "beta " * 50
+    assert "truncated by MemLineage" in by_call["a"]
+
+
+def test_render_raises_a_typed_error_when_even_the_markers_do_not_fit() -> None:
+    wm = WorkingMemory()
+    wm.extend(_in_flight_turn(5000))
+    with pytest.raises(ContextOverflowError, match="raise context_tokens"):
+        wm.render(system="rules " * 500, context_tokens=300)
+    assert issubclass(ContextOverflowError, InvalidInputError)
+
+
+def test_in_flight_step_is_pinned_and_older_steps_of_the_turn_go_first() -> None:
+    c1, c2 = ToolCall(id="c1", name="a", arguments="{}"), ToolCall(id="c2", name="b", arguments="{}")
+    wm = WorkingMemory(max_tokens=0)
+    msgs = [
+        ChatMessage(role="user", content="plan"),
+        ChatMessage(role="assistant", tool_calls=(c1,)),
+        ChatMessage(role="tool", tool_call_id="c1", content="first result"),
+        ChatMessage(role="assistant", tool_calls=(c2,)),  # its result has not arrived yet
+    ]
+    wm.extend(msgs)
+    win = wm.window()
+    assert [m.id for m in win.messages] == [msgs[0].id, msgs[3].id]
+    assert [m.id for m in win.evicted] == [msgs[1].id, msgs[2].id]
+
+
+@pytest.mark.parametrize("budget", [0, 5, 20, 50, 150])
+def test_a_tool_group_reaches_on_evict_in_one_batch(budget: int) -> None:
+    batches: list[list[ChatMessage]] = []
+    wm = WorkingMemory(max_tokens=budget, on_evict=batches.append)
+    c1, c2 = ToolCall(id="c1", name="s", arguments="{}"), ToolCall(id="c2", name="s", arguments="{}")
+    steps = [
+        ChatMessage(role="user", content="q1"),
+        ChatMessage(role="assistant", content="thinking", tool_calls=(c1,)),
+        ChatMessage(role="tool", tool_call_id="c1", content="big " * 100),
+        ChatMessage(role="assistant", content="more", tool_calls=(c2,)),
+        ChatMessage(role="tool", tool_call_id="c2", content="big " * 100),
+        ChatMessage(role="assistant", content="answer"),
+        ChatMessage(role="user", content="q2"),
+        ChatMessage(role="assistant", content="a2"),
+        ChatMessage(role="user", content="q3"),
+    ]
+    for step in steps:  # a window is built after every message, as an agent loop does
+        wm.add(step)
+        wm.window()
+    for cid in ("c1", "c2"):
+        holding = [b for b in batches if any(m.tool_call_id == cid or cid in {c.id for c in m.tool_calls} for m in b)]
+        assert len(holding) <= 1, f"call {cid} and its result were evicted in different batches"
+        if holding:
+            assert {m.role for m in holding[0] if m.tool_call_id == cid or m.tool_calls} == {"assistant", "tool"}
+    assert batches, "something was evicted"
+
+
+def test_a_lone_surrogate_never_blocks_the_window_or_loses_evicted_messages() -> None:
+    from memlineage.testing import make_manager
+    from memlineage.window import WriteGateSink
+
+    mm = make_manager()
+    wm = WorkingMemory(max_tokens=0, on_evict=WriteGateSink(mm, scope="alice"))
+    wm.add(ChatMessage(role="user", content="hello there"))
+    wm.add({"role": "assistant", "content": "broken \ud800 text from a model"})
+    wm.add(ChatMessage(role="user", content="next question"))
+    wm.window()
+    wm.add(ChatMessage(role="assistant", content="fine"))
+    wm.add(ChatMessage(role="user", content="third"))
+    wm.window()  # later builds keep working
+    stored = sorted(m.content for m in mm.find(scope="alice"))
+    assert stored == ["broken \ufffd text from a model", "fine", "hello there", "next question"]
+    assert wm.tokens_of(ChatMessage(role="user", content="x\udc00y")) > wm.message_overhead

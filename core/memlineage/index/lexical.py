@@ -33,6 +33,7 @@ import logging
 import re
 import threading
 import unicodedata
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -377,7 +378,10 @@ class LexicalIndex:
             return None
         if ui.dirty or ui.model is None:
             try:
-                import bm25s
+                with warnings.catch_warnings():
+                    # bm25s imports tqdm.auto, which warns in Jupyter without ipywidgets; we never show progress.
+                    warnings.filterwarnings("ignore", message="IProgress not found")
+                    import bm25s
             except ImportError as exc:  # pragma: no cover - core dependency
                 msg = "bm25s is not installed; run: pip install bm25s"
                 raise MissingDependencyError(msg) from exc

@@ -8,6 +8,7 @@ affected set, not with the store.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
@@ -199,8 +200,7 @@ class Ledger:
                     conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                 metadata.create_all(conn)
         except SQLAlchemyError as exc:
-            msg = f"cannot open the ledger at {url!r}: {exc}; check the URL and that the database is reachable"
-            raise StorageError(msg) from exc
+            raise StorageError(_open_failure(url, exc)) from exc
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
@@ -556,6 +556,24 @@ class Ledger:
                     found[row["id"]] = dict(row)
         return [found.get(i) for i in ids]
 
+    def activities_of(
+        self,
+        *,
+        user_id: str,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        conn: Connection | None = None,
+    ) -> list[dict[str, Any]]:
+        """A user's activity rows (optionally one agent's or one session's), oldest first."""
+        cond = [activities.c.user_id == user_id]
+        if agent_id is not None:
+            cond.append(activities.c.agent_id == agent_id)
+        if session_id is not None:
+            cond.append(activities.c.session_id == session_id)
+        query = select(activities).where(*cond).order_by(activities.c.started_at, activities.c.id)
+        with self._maybe(conn) as c:
+            return [dict(r) for r in c.execute(query).mappings()]
+
     def edges_touching(self, ids: Sequence[str], conn: Connection | None = None) -> list[dict[str, Any]]:
         """Every edge whose ``src`` is in ``ids``."""
         out: list[dict[str, Any]] = []
@@ -623,6 +641,44 @@ class Ledger:
         else:
             with self.read() as c:
                 yield c
+
+
+def _open_failure(url: str, exc: SQLAlchemyError) -> str:
+    """Say why the ledger could not be opened and what to do: a missing schema or database, rights, or reachability."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+        shown = parsed.render_as_string(hide_password=True)
+    except (SQLAlchemyError, ValueError):  # pragma: no cover - create_engine parsed it already
+        parsed, shown = None, url
+    orig = getattr(exc, "orig", None)
+    state = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    first = (str(orig or exc).strip().splitlines() or [""])[0]
+    where = f"cannot open the ledger at {shown!r}"
+    if state == "3F000":  # invalid_schema_name: the search_path names no existing schema
+        options = str(parsed.query.get("options", "")) if parsed is not None else ""
+        found = re.search(r"search_path\s*=\s*([^\s,]+)", options)
+        schema = found.group(1) if found else "<schema>"
+        return (
+            f"{where}: the PostgreSQL schema {schema!r} in the URL's search_path does not exist ({first}); create it "
+            f'first (psql: CREATE SCHEMA "{schema}";) or drop options=-csearch_path=... to use the default schema; '
+            "MemLineage then creates its tables there"
+        )
+    missing_db = re.search(r'database "([^"]+)" does not exist', first)
+    if state == "3D000" or missing_db:
+        name = missing_db.group(1) if missing_db else (parsed.database if parsed is not None else "<db>")
+        host = f" -h {parsed.host}" if parsed is not None and parsed.host else ""
+        user = f" -U {parsed.username}" if parsed is not None and parsed.username else ""
+        return f"{where}: the database {name!r} does not exist; create it first (createdb{host}{user} {name})"
+    if state == "42501":  # insufficient_privilege
+        return (
+            f"{where}: the database user may not create MemLineage's tables ({first}); run once as a user with CREATE "
+            "on the schema (GRANT CREATE ON SCHEMA <schema> TO <user>), then the tables exist for everyone"
+        )
+    if state in ("28000", "28P01") or "password authentication failed" in first:
+        return f"{where}: authentication failed ({first}); check the user name and password in the URL"
+    return f"{where}: {first}; check the URL and that the database is reachable"
 
 
 def _agent_eq(agent_id: str | None) -> Any:

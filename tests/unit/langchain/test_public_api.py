@@ -10,6 +10,7 @@ import memlineage_langchain
 EXPECTED = [
     "AsyncLineageCaptureCallback",
     "LineageCaptureCallback",
+    "LineageChatMessageHistory",
     "LineageMemory",
     "LineageMiddleware",
     "LineageRetriever",

@@ -17,9 +17,7 @@ from memlineage_langchain import LineageCaptureCallback, LineageRetriever
 def seeded(n: int = 5, topic: str = "parrots") -> MemoryManager:
     mm = make_manager()
     for i in range(n):
-        mm.remember(
-            f"Fact {i} about {topic}: {topic} are clever birds number {i}", scope="tests", source="user"
-        )
+        mm.remember(f"Fact {i} about {topic}: {topic} are clever birds number {i}", scope="tests", source="user")
     mm.remember("Bob's secret about parrots", scope="bob", source="user")
     return mm
 
@@ -87,3 +85,13 @@ def test_retriever_run_records_used_edges_and_activity(monkeypatch):
 async def test_ainvoke_scoped():
     docs = await LineageRetriever(manager=seeded(), scope=Scope(user_id="tests"), k=2).ainvoke("parrots")
     assert len(docs) == 2
+
+
+def test_scope_accepts_a_user_id_string_or_a_mapping():
+    mm = seeded()
+    by_string = LineageRetriever(manager=mm, scope="tests", k=2)
+    by_mapping = LineageRetriever(manager=mm, scope={"user_id": "tests"}, k=2)
+    assert by_string.scope == by_mapping.scope == Scope(user_id="tests")
+    assert len(by_string.invoke("parrots")) == 2
+    with pytest.raises(ValueError, match="user_id must be a non-empty string"):  # pydantic wraps the InvalidInputError
+        LineageRetriever(manager=mm, scope="   ")

@@ -6,6 +6,7 @@ import memlineage_llamaindex
 
 def test_all() -> None:
     assert memlineage_llamaindex.__all__ == [
+        "LineageChatStore",
         "LineageEventHandler",
         "LineageMemory",
         "LineageMemoryBlock",

@@ -1,0 +1,301 @@
+"""A session's chat history kept as memories with lineage (the core behind the LangChain and LlamaIndex histories).
+
+Each message is a memory (``user``, ``agent``, ``tool:<name>`` or ``system`` source) in the user's scope, with the
+session id, and each occurrence of a message is a ``chat_message`` activity of that session that generated it
+(``wasGeneratedBy``) and records its position and the framework's message data (tool calls, ids; never the text,
+which stays in the memory, so erasure reaches it). Keeping occurrences apart from memories is what lets a session
+say "yes" twice: the manager merges exact duplicates into one memory (``seen_again``), and the second occurrence
+is linked to it instead of vanishing.
+
+Lineage: an assistant message derives from the user turn it answers and the tool results received since; a tool
+result derives from that user turn. Correcting a user turn therefore makes the answers built on it ``suspect``.
+
+``clear()`` is an invalidation, never a hard delete: it closes the session's occurrences (outcome ``cleared``) and
+retracts their memories (or archives them with ``on_clear="forget"``), under one ``chat_clear`` activity, except
+memories another session still holds; the ledger keeps every version and event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memlineage.errors import InvalidInputError
+from memlineage.models import Activity, Memory, MemoryKind, Scope, Status, new_id
+
+__all__ = ["ChatEntry", "ChatHistory", "ChatTurn"]
+
+Role = Literal["user", "assistant", "tool", "system"]
+
+_SOURCE = {"user": "user", "assistant": "agent", "system": "system"}
+
+#: Activity kind of one message occurrence.
+MESSAGE_ACTIVITY = "chat_message"
+
+
+@dataclass(frozen=True)
+class ChatEntry:
+    """A message to append.
+
+    Attributes:
+        role: ``"user"``, ``"assistant"``, ``"tool"`` or ``"system"``.
+        text: The memory's text; non-empty (an assistant message that only calls tools passes a description of
+            the calls, and its original content in ``payload``).
+        name: For ``"tool"``: the tool name (the memory's source is ``tool:<name>``).
+        payload: JSON-like framework data that rebuilds the message (type, tool calls, ids...), without the text.
+    """
+
+    role: Role
+    text: str
+    name: str | None = None
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    """One message occurrence of the session, in order.
+
+    Attributes:
+        role: As appended.
+        memory: The memory holding the text (shared with earlier occurrences of the same words).
+        payload: The framework data given at append time.
+        position: 0-based position in the session (positions of cleared turns are not reused).
+        activity_id: The ``chat_message`` activity of this occurrence.
+    """
+
+    role: Role
+    memory: Memory
+    payload: Mapping[str, Any]
+    position: int
+    activity_id: str
+
+    @property
+    def text(self) -> str:
+        """The message text (the memory's content; erased memories never appear as turns)."""
+        return self.memory.content
+
+
+class ChatHistory:
+    """The ordered messages of one user's session, stored as memories with lineage.
+
+    Setup:
+        ``pip install memlineage``; the LangChain and LlamaIndex adapters wrap this class.
+
+    Instantiate:
+        ``ChatHistory(mm, scope=Scope(user_id="alice", session_id="trip-1"))``; ``scope`` may also be a user id
+        string with ``session_id=...``.
+
+    Use:
+        ``append([ChatEntry("user", "hi")])``, ``turns()`` oldest first, ``clear()``.
+
+    Example:
+        >>> from memlineage.testing import make_manager
+        >>> history = ChatHistory(make_manager(), scope="alice", session_id="s1")
+        >>> _ = history.append([ChatEntry("user", "yes"), ChatEntry("assistant", "Booked."), ChatEntry("user", "yes")])
+        >>> [t.text for t in history.turns()]
+        ['yes', 'Booked.', 'yes']
+
+    Args:
+        manager: A :class:`~memlineage.MemoryManager`.
+        scope: The user's scope (``Scope``, mapping or user id string).
+        session_id: The session; overrides ``scope.session_id``. Required one way or the other.
+        on_clear: ``"retract"`` (default: the messages are withdrawn; what derives from them becomes suspect) or
+            ``"forget"`` (archived: out of recall, descendants untouched).
+        kind: Memory kind of the messages (default ``episodic``).
+
+    Raises:
+        InvalidInputError: no session id, a bad scope, or an unknown ``on_clear``.
+    """
+
+    def __init__(
+        self,
+        manager: Any,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        session_id: str | None = None,
+        on_clear: Literal["retract", "forget"] = "retract",
+        kind: MemoryKind | str = MemoryKind.EPISODIC,
+    ) -> None:
+        base = Scope.coerce(scope)
+        if session_id is not None:
+            base = Scope(user_id=base.user_id, agent_id=base.agent_id, session_id=session_id)
+        if base.session_id is None:
+            msg = "a chat history belongs to one session: pass session_id=... or scope=Scope(user_id, session_id=...)"
+            raise InvalidInputError(msg)
+        if on_clear not in ("retract", "forget"):
+            msg = f"on_clear must be 'retract' or 'forget', got {on_clear!r}"
+            raise InvalidInputError(msg)
+        self.manager = manager
+        self.scope = base
+        self.on_clear = on_clear
+        self.kind = MemoryKind(kind)
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ reads
+    def turns(self, last: int | None = None) -> list[ChatTurn]:
+        """The session's messages, oldest first (cleared and erased ones left out).
+
+        Args:
+            last: Only the last N turns (>= 0); default all.
+
+        Raises:
+            InvalidInputError: ``last`` is negative.
+        """
+        if last is not None and (isinstance(last, bool) or not isinstance(last, int) or last < 0):
+            msg = f"last must be None or a non-negative int, got {last!r}"
+            raise InvalidInputError(msg)
+        occurrences = self._occurrences()
+        ids = list(dict.fromkeys(a.metadata["memory_id"] for a in occurrences))
+        by_id = {i: m for i, m in zip(ids, self.manager.get_many(ids, scope=self.scope)) if m is not None}
+        out = [
+            ChatTurn(
+                role=a.metadata["role"],
+                memory=by_id[a.metadata["memory_id"]],
+                payload=a.metadata.get("message") or {},
+                position=int(a.metadata["position"]),
+                activity_id=a.id,
+            )
+            for a in occurrences
+            if a.metadata["memory_id"] in by_id and by_id[a.metadata["memory_id"]].status is not Status.ERASED
+        ]
+        if last is None:
+            return out
+        return out[len(out) - last :] if last else []
+
+    def _occurrences(self, *, include_cleared: bool = False) -> list[Activity]:
+        acts = self.manager.activities(self.scope, kinds=[MESSAGE_ACTIVITY])
+        live = [
+            a for a in acts if "memory_id" in a.metadata and (include_cleared or a.outcome != "cleared")
+        ]  # a redacted (erased) session keeps no metadata
+        return sorted(live, key=lambda a: (int(a.metadata.get("position", 0)), a.started_at))
+
+    # ------------------------------------------------------------------ writes
+    def append(self, entries: Sequence[ChatEntry]) -> list[ChatTurn]:
+        """Store messages in order; returns their turns.
+
+        Raises:
+            InvalidInputError: an entry has an unknown role or empty text (nothing of the batch is written before
+                the check).
+        """
+        entries = list(entries)
+        for e in entries:
+            if not isinstance(e, ChatEntry) or e.role not in ("user", "assistant", "tool", "system"):
+                msg = f"chat entries must be ChatEntry with role user/assistant/tool/system, got {e!r}"
+                raise InvalidInputError(msg)
+            if not isinstance(e.text, str) or not e.text.strip():
+                msg = f"a chat message needs text for its memory (describe tool calls when there is none): {e!r}"
+                raise InvalidInputError(msg)
+        with self._lock:
+            past = self._occurrences(include_cleared=True)
+            position = 1 + max((int(a.metadata.get("position", -1)) for a in past), default=-1)
+            live = [a for a in past if a.outcome != "cleared"]
+            user_turn = next((a.metadata["memory_id"] for a in reversed(live) if a.metadata["role"] == "user"), None)
+            since = [] if user_turn is None else _tools_after(live, user_turn)
+            out: list[ChatTurn] = []
+            for e in entries:
+                premises: list[str] = []
+                if e.role in ("assistant", "tool") and user_turn is not None:
+                    premises = [user_turn, *since] if e.role == "assistant" else [user_turn]
+                act = self.manager.record_activity(
+                    Activity(
+                        id=new_id(),
+                        kind=MESSAGE_ACTIVITY,
+                        name=e.role,
+                        scope=self.scope,
+                        metadata={"role": e.role, "position": position, "message": dict(e.payload)},
+                    )
+                )
+                source = f"tool:{e.name or 'tool'}" if e.role == "tool" else _SOURCE[e.role]
+                mem = self.manager.remember(
+                    e.text,
+                    scope=self.scope,
+                    source=source,
+                    kind=self.kind,
+                    derived_from=list(dict.fromkeys(premises)),
+                    activity_id=act.id,
+                    metadata={"chat_session": self.scope.session_id, "position": position},
+                    force=True,  # a transcript keeps every message, whatever a value model thinks of it
+                )
+                if mem.lineage.activity_id != act.id:  # merged into an earlier memory with the same words
+                    self.manager.link(mem.id, act.id, scope=self.scope)
+                act = self.manager.end_activity(act.id, outcome="success", metadata={"memory_id": mem.id})
+                out.append(ChatTurn(e.role, mem, dict(e.payload), position, act.id))
+                position += 1
+                if e.role == "user":
+                    user_turn, since = mem.id, []
+                elif e.role == "tool":
+                    since.append(mem.id)
+            return out
+
+    def clear(self, reason: str = "chat history cleared", *, turns: Sequence[ChatTurn] | None = None) -> list[str]:
+        """Invalidate the session's history (or only ``turns`` of it): occurrences closed, memories retracted.
+
+        With ``on_clear="forget"`` the memories are archived instead of retracted.
+
+        A memory another session of the user also holds (the same words said there) stays valid for that session.
+        Nothing is deleted: versions, edges and events stay in the ledger.
+
+        Returns:
+            Ids of the memories retracted or archived.
+        """
+        with self._lock:
+            live = self._occurrences()
+            if turns is not None:
+                chosen = {t.activity_id for t in turns}
+                live = [a for a in live if a.id in chosen]
+            if not live:
+                return []
+            clearing = self.manager.record_activity(
+                Activity(kind="chat_clear", name=self.on_clear, scope=self.scope, metadata={"reason": reason})
+            )
+            for a in live:
+                self.manager.end_activity(a.id, outcome="cleared", metadata={"cleared_by": clearing.id})
+            ids = list(dict.fromkeys(a.metadata["memory_id"] for a in live))
+            user = Scope(user_id=self.scope.user_id, agent_id=self.scope.agent_id)
+            closing = {a.id for a in live}
+            elsewhere = {  # words said again elsewhere (another session, or a turn that stays) stay valid
+                a.metadata.get("memory_id")
+                for a in self.manager.activities(user, kinds=[MESSAGE_ACTIVITY])
+                if a.outcome != "cleared" and a.id not in closing
+            }
+            done: list[str] = []
+            for mem in self.manager.get_many(ids, scope=self.scope):
+                if mem is None or mem.id in elsewhere:
+                    continue
+                if mem.status in (Status.ACTIVE, Status.SUSPECT):
+                    if self.on_clear == "forget":
+                        self.manager.forget(mem.id, scope=self.scope, reason=reason)
+                    else:
+                        self.manager.retract(mem.id, scope=self.scope, reason=reason, activity_id=clearing.id)
+                    done.append(mem.id)
+            self.manager.end_activity(clearing.id, outcome="success", metadata={"invalidated": done})
+            return done
+
+    # ------------------------------------------------------------------ async twins (R6)
+    async def aturns(self, last: int | None = None) -> list[ChatTurn]:
+        """Async :meth:`turns`."""
+        return await asyncio.to_thread(self.turns, last)
+
+    async def aappend(self, entries: Sequence[ChatEntry]) -> list[ChatTurn]:
+        """Async :meth:`append`."""
+        return await asyncio.to_thread(self.append, entries)
+
+    async def aclear(
+        self, reason: str = "chat history cleared", *, turns: Sequence[ChatTurn] | None = None
+    ) -> list[str]:
+        """Async :meth:`clear`."""
+        return await asyncio.to_thread(self.clear, reason, turns=turns)
+
+
+def _tools_after(occurrences: Sequence[Activity], user_memory: str) -> list[str]:
+    """Memory ids of the tool results after the last occurrence of ``user_memory``."""
+    out: list[str] = []
+    for a in reversed(occurrences):
+        if a.metadata["memory_id"] == user_memory and a.metadata["role"] == "user":
+            break
+        if a.metadata["role"] == "tool":
+            out.append(a.metadata["memory_id"])
+    return out[::-1]

@@ -1,0 +1,93 @@
+"""``LineageChatMessageHistory``: a LangChain ``BaseChatMessageHistory`` whose messages are memories with lineage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+from memlineage.history import ChatHistory
+from memlineage.models import Scope
+from typing_extensions import override
+
+from memlineage_langchain._convert import message_to_entry, turn_to_message
+
+__all__ = ["LineageChatMessageHistory"]
+
+
+class LineageChatMessageHistory(BaseChatMessageHistory):
+    """A session's chat history, in order, for ``RunnableWithMessageHistory`` and anything that takes a history.
+
+    Every message is a memory in the user's scope (``user``, ``agent``, ``tool:<name>`` or ``system`` source, with
+    the session id): recall finds it, ``explain`` shows that an answer derives from the question it answered (and
+    the tool results of the turn), and correcting a question makes the answers built on it ``suspect``. Repeated
+    messages ("yes", "yes") stay two messages. ``clear()`` is an invalidation, never a hard delete (see
+    :class:`memlineage.history.ChatHistory`). Content comes back as text; tool calls, ids and metadata are kept.
+
+    Setup:
+        ``pip install "memlineage[langchain]"``.
+
+    Instantiate:
+        ``LineageChatMessageHistory(mm, scope="alice", session_id="trip-1")``, or a ``Scope`` with a session.
+
+    Use:
+        .. code-block:: python
+
+            from langchain_core.runnables.history import RunnableWithMessageHistory
+
+            chain_with_history = RunnableWithMessageHistory(
+                prompt | model,
+                lambda session_id: LineageChatMessageHistory(mm, scope="alice", session_id=session_id),
+                input_messages_key="input",
+                history_messages_key="history",
+            )
+            chain_with_history.invoke({"input": "Hi"}, config={"configurable": {"session_id": "trip-1"}})
+
+    Args:
+        manager: A :class:`~memlineage.MemoryManager`.
+        scope: The user's scope: a ``Scope``, a mapping or a user id string.
+        session_id: The session (overrides ``scope.session_id``); required one way or the other.
+        max_messages: Return only the last N messages (>= 0) from :attr:`messages`; default all.
+        on_clear: ``"retract"`` (default) or ``"forget"`` (archive), see :class:`~memlineage.history.ChatHistory`.
+
+    Raises:
+        InvalidInputError: no session id or a bad scope.
+    """
+
+    def __init__(
+        self,
+        manager: Any,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        session_id: str | None = None,
+        max_messages: int | None = None,
+        on_clear: Literal["retract", "forget"] = "retract",
+    ) -> None:
+        self.history = ChatHistory(manager, scope=scope, session_id=session_id, on_clear=on_clear)
+        self.max_messages = max_messages
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The session's messages, oldest first (the last ``max_messages`` when set)."""
+        return [turn_to_message(t) for t in self.history.turns(self.max_messages)]
+
+    @override
+    async def aget_messages(self) -> list[BaseMessage]:
+        return [turn_to_message(t) for t in await self.history.aturns(self.max_messages)]
+
+    @override
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        self.history.append([message_to_entry(m) for m in messages])
+
+    @override
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await self.history.aappend([message_to_entry(m) for m in messages])
+
+    @override
+    def clear(self) -> None:
+        self.history.clear()
+
+    @override
+    async def aclear(self) -> None:
+        await self.history.aclear()

@@ -1,0 +1,104 @@
+"""LineageChatStore: a LlamaIndex BaseChatStore whose sessions are memories with lineage (issue 17)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+from llama_index.core.chat_engine import SimpleChatEngine
+from llama_index.core.llms.mock import MockLLM
+from llama_index.core.memory import ChatMemoryBuffer
+from llama_index.core.storage.chat_store.base import BaseChatStore
+from memlineage import InvalidInputError, MemoryManager, Scope, Status
+
+from memlineage_llamaindex import LineageChatStore
+
+from .conftest import calls
+
+
+def test_class() -> None:
+    assert BaseChatStore.__name__ in [b.__name__ for b in LineageChatStore.__mro__]
+    assert LineageChatStore.class_name() == "LineageChatStore"
+
+
+def test_session_turns_in_order_with_tool_calls_and_lineage(manager: MemoryManager) -> None:
+    store = LineageChatStore(manager=manager, user_id="alice")
+    sent = [
+        ChatMessage(role="user", content="Weather in Paris?"),
+        calls(("c1", "get_weather", {"city": "Paris"})),
+        ChatMessage(role="tool", content="Sunny", additional_kwargs={"tool_call_id": "c1", "name": "get_weather"}),
+        ChatMessage(role="assistant", content="It is sunny."),
+        ChatMessage(role="user", content="yes"),
+        ChatMessage(role="assistant", content="Booked."),
+        ChatMessage(role="user", content="yes"),
+    ]
+    for m in sent:
+        store.add_message("s1", m)
+    got = store.get_messages("s1")
+    assert [m.role for m in got] == [m.role for m in sent]
+    assert [m.content for m in got] == [m.content for m in sent]
+    block = next(b for b in got[1].blocks if isinstance(b, ToolCallBlock))
+    assert (block.tool_call_id, block.tool_name, block.tool_kwargs) == ("c1", "get_weather", {"city": "Paris"})
+    assert got[2].additional_kwargs["tool_call_id"] == "c1"
+    mems = {m.content: m for m in manager.find(scope=Scope(user_id="alice"))}
+    assert str(mems["Sunny"].source) == "tool:get_weather" and mems["Sunny"].scope.session_id == "s1"
+    answer = mems["It is sunny."]
+    assert str(answer.source) == "agent"
+    assert set(answer.derived_from) == {mems["Weather in Paris?"].id, mems["Sunny"].id}
+    assert store.get_keys() == ["s1"]
+    assert LineageChatStore(manager=manager, user_id="bob").get_keys() == []
+    assert LineageChatStore(manager=manager, user_id="bob").get_messages("s1") == []
+
+
+def test_chat_memory_buffer_and_a_chat_engine_keep_the_conversation(manager: MemoryManager) -> None:
+    store = LineageChatStore(manager=manager, user_id="alice")
+    memory = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="trip-1", token_limit=2000)
+    engine = SimpleChatEngine.from_defaults(llm=MockLLM(max_tokens=5), memory=memory)
+    engine.chat("I want to visit Lisbon")
+    engine.chat("In May please")
+    got = store.get_messages("trip-1")
+    assert [m.role for m in got] == [MessageRole.USER, MessageRole.ASSISTANT] * 2
+    assert [got[0].content, got[2].content] == ["I want to visit Lisbon", "In May please"]
+    # a fresh buffer on the same store sees the same history (it lives in MemLineage, not in the buffer)
+    again = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="trip-1")
+    assert [m.content for m in again.get_all()] == [m.content for m in got]
+
+
+def test_deletes_are_invalidations(manager: MemoryManager) -> None:
+    store = LineageChatStore(manager=manager, user_id="alice")
+    store.set_messages(
+        "s1", [ChatMessage(role="user", content="I live in Lyon"), ChatMessage(role="assistant", content="Noted.")]
+    )
+    ids = {m.content: m.id for m in manager.find(scope="alice")}
+    removed = store.delete_last_message("s1")
+    assert removed is not None and removed.content == "Noted."
+    assert [m.content for m in store.get_messages("s1")] == ["I live in Lyon"]
+    assert manager.require(ids["Noted."], scope="alice").status is Status.RETRACTED  # kept, invalidated
+    store.set_messages("s1", [ChatMessage(role="user", content="I live in Nice")])
+    assert [m.content for m in store.get_messages("s1")] == ["I live in Nice"]
+    assert manager.require(ids["I live in Lyon"], scope="alice").status is Status.RETRACTED
+    assert [m.content for m in store.delete_messages("s1") or []] == ["I live in Nice"]
+    assert store.get_messages("s1") == [] and store.delete_messages("s1") is None
+    assert store.delete_message("s1", 3) is None
+    with pytest.raises(InvalidInputError, match="append-only"):
+        store.add_message("s1", ChatMessage(role="user", content="x"), idx=5)
+    with pytest.raises(InvalidInputError):
+        LineageChatStore(manager=manager, user_id="")
+
+
+def test_async_twins(manager: MemoryManager) -> None:
+    store = LineageChatStore(manager=manager, user_id="alice", on_clear="forget")
+
+    async def run() -> list[str | None]:
+        await store.async_add_message("s1", ChatMessage(role="user", content="async hi"))
+        await store.aset_messages("s2", [ChatMessage(role="user", content="other session")])
+        got = [m.content for m in await store.aget_messages("s1")]
+        assert sorted(await store.aget_keys()) == ["s1", "s2"]
+        await store.adelete_messages("s2")
+        return got
+
+    assert asyncio.run(run()) == ["async hi"]
+    assert store.get_keys() == ["s1"]
+    archived = [m for m in manager.find(scope="alice") if m.content == "other session"]
+    assert archived == []  # forgotten: archived memories are out of find()
