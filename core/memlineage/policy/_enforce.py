@@ -106,7 +106,9 @@ def enforce_read(
 
     Withheld candidates go to ``trace.excluded`` with their policy and reason; every decision goes to
     ``trace.decisions`` and the event log. ``mark_expired`` and refreshed-stale memories are expired in the
-    ledger (their descendants become suspect); downgraded active memories are marked suspect. A refreshed
+    ledger (their descendants become suspect); downgraded active memories are marked suspect. A policy whose
+    condition raised fails closed for this read only (withheld, or flagged for a downgrade) and never changes
+    stored state: no expiry, no suspect mark, no refresh. A refreshed
     memory
     is returned under its stale version (the retrieval pipeline keeps candidates by id) and swapped in by
     :func:`annotate_hits`. Candidates already decided earlier in the same recall (the pipeline re-runs this

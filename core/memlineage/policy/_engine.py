@@ -112,8 +112,10 @@ class ReadOutcome:
         id).
         withheld: ``(memory, deciding decision)`` for every candidate kept from the caller.
         flagged: Ids of served memories flagged by a ``downgrade`` policy (e.g. suspect, not decision-grade).
-        expire: Ids the manager should mark ``expired`` (mark_expired, or the stale side of a refresh).
-        mark_suspect: Ids the manager should mark ``suspect`` (downgraded memories that are still ``active``).
+        expire: Ids the manager should mark ``expired`` (mark_expired, or the stale side of a refresh); never
+            for a policy whose condition failed.
+        mark_suspect: Ids the manager should mark ``suspect`` (downgraded memories that are still ``active``,
+            by a downgrade whose condition held).
         refreshed: Stale memory id → the refreshed memory served instead.
         warnings: Human-readable warnings (e.g. stale memories accepted within budget).
         cost: Compliance cost spent on refreshes, in budget units.
@@ -145,10 +147,12 @@ class _Verdict:
     policy: Policy | None = None
     flags: list[str] = field(default_factory=list)
     obligations: dict[str, Any] = field(default_factory=dict)
+    #: Downgrade policies whose condition held (not failed): only these may change stored state.
+    sticky_flags: list[str] = field(default_factory=list)
 
 
 #: Shared verdict of memories no policy fired on (never mutated).
-_NO_VERDICT = _Verdict(decisions=[], terminal=None, policy=None, flags=[], obligations={})
+_NO_VERDICT = _Verdict(decisions=[], terminal=None, policy=None, flags=[], obligations={}, sticky_flags=[])
 
 
 def _target_matcher(target: PolicyTarget) -> Callable[[Memory], bool] | None:
@@ -637,7 +641,10 @@ class PolicyEngine:
                     verdict = touched[i] = _Verdict()
                 reason = policy.display_reason
                 if error is not None:
-                    reason += f" (condition failed: {type(error).__name__}: {error}; applied to be safe)"
+                    reason += (
+                        f" (condition failed: {type(error).__name__}: {error}; applied to this operation only, "
+                        "nothing stored was changed)"
+                    )
                 decision = Decision.model_construct(
                     id=_decision_id(),
                     policy_id=policy.id,
@@ -649,6 +656,7 @@ class PolicyEngine:
                     layer=policy.layer,
                     priority=policy.priority,
                     withheld=policy.effect in WITHHOLDING_EFFECTS,
+                    failed=error is not None,
                     warning=None,
                     flags=tuple(verdict.flags),
                     obligations=dict(policy.obligations),
@@ -662,6 +670,8 @@ class PolicyEngine:
                 verdict.obligations.update(policy.obligations)
                 if policy.effect is Effect.DOWNGRADE:
                     verdict.flags.append(policy.id)
+                    if error is None:
+                        verdict.sticky_flags.append(policy.id)
                     continue
                 verdict.terminal = decision
                 verdict.policy = policy
@@ -755,7 +765,10 @@ class PolicyEngine:
             decisions.extend(verdict.decisions)
             terminal = verdict.terminal
             served: Memory | None = memory
-            if terminal is not None and terminal.effect is Effect.REQUIRE_REFRESH:
+            if terminal is not None and terminal.failed:
+                # fail closed for this read only: withhold (or serve flagged), never expire, refresh or mark
+                served = None if terminal.withheld else memory
+            elif terminal is not None and terminal.effect is Effect.REQUIRE_REFRESH:
                 assert verdict.policy is not None
                 served, terminal, spent = self._refresh(memory, terminal, verdict.policy, remaining, out)
                 if remaining is not None:
@@ -774,7 +787,7 @@ class PolicyEngine:
                 continue
             if verdict.flags:
                 out.flagged.add(served.id)
-                if served.status is Status.ACTIVE:
+                if verdict.sticky_flags and served.status is Status.ACTIVE:
                     out.mark_suspect.append(served.id)
             out.memories.append(served)
         return out

@@ -420,6 +420,11 @@ class Decision(BaseModel):
     layer: PolicyLayer | None = Field(default=None, description="Layer of the deciding policy.")
     priority: int | None = Field(default=None, description="Priority of the deciding policy.")
     withheld: bool = Field(default=False, description="The memory was kept from the caller / the op refused.")
+    failed: bool = Field(
+        default=False,
+        description="The policy's condition raised; the effect was applied to this operation only (fail closed) "
+        "and never to stored state.",
+    )
     warning: str | None = Field(default=None, description="E.g. a stale memory accepted within budget.")
     flags: tuple[str, ...] = Field(default=(), description="Ids of downgrade policies that flagged the memory.")
     obligations: dict[str, Any] = Field(default_factory=dict, description="Write obligations to apply.")
