@@ -1430,7 +1430,9 @@ class MemoryManager:
                 raise ScopeViolationError(msg)
             data = {"actor": actor, "reason": reason, "operation": "slots", "prefix": prefix}
             with self.ledger.transaction() as conn:
-                self.ledger.insert_events(conn, [_event(to_epoch(self.clock()), "admin_access", None, None, "*", data)])
+                # no user owns a cross-user listing: user_id NULL, which no scope's audit matches
+                event = _event(to_epoch(self.clock()), "admin_access", None, None, None, data)
+                self.ledger.insert_events(conn, [event])
         if scope is not None:
             s = Scope.coerce(scope)
             cond.append(memories.c.user_id == s.user_id)
@@ -2533,7 +2535,12 @@ def _edge(
 
 
 def _event(
-    at: float | None, type_: str, memory_id: str | None, activity_id: str | None, user_id: str, data: dict[str, Any]
+    at: float | None,
+    type_: str,
+    memory_id: str | None,
+    activity_id: str | None,
+    user_id: str | None,
+    data: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "at": at or 0.0,

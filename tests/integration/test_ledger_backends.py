@@ -327,3 +327,40 @@ def test_erasing_a_premise_syncs_the_suspect_descendants(mm: MemoryManager) -> N
     assert receipt.suspect == [child.id]
     assert mm.verify().ok
     assert mm.index.get_metadata([child.id])[0]["status"] == "suspect"
+
+
+def test_crafted_schema_name_is_quoted_not_executed(pg_server: str) -> None:
+    """Issue 14 kind 6: ``schema=`` is an identifier; a name holding SQL creates that schema and nothing else."""
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+
+    tag = uuid.uuid4().hex[:10]
+    crafted = f'i{tag}";CREATE TABLE public.p{tag}(i int);--'
+    dsn = pg_server.replace("postgresql+psycopg://", "postgresql://", 1)
+    try:
+        ledger = Ledger(pg_server, schema=crafted)
+        mm = MemoryManager(ledger=ledger, index=InMemoryIndex(), embedder=FakeEmbedder())
+        m = mm.remember("kept in the crafted schema", scope=ALICE)
+        assert mm.require(m.id, scope=ALICE).content == "kept in the crafted schema"
+        mm.close()
+        with psycopg.connect(dsn) as conn:
+            schemas = {r[0] for r in conn.execute("SELECT schema_name FROM information_schema.schemata")}
+            pwned = conn.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = %s", (f"p{tag}",)
+            ).fetchone()
+        assert crafted in schemas
+        assert pwned == (0,)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(crafted)))
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier("public", f"p{tag}")))
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 64, "a\x00b", 5])
+def test_bad_schema_name_is_a_typed_error(bad: object) -> None:
+    from memlineage import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="schema"):
+        Ledger("sqlite://", schema=bad)  # type: ignore[arg-type]

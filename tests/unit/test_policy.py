@@ -634,3 +634,34 @@ def test_fast_path_errors_fall_back_to_cel_semantics() -> None:
     # CEL absorbs an error with && false; Python would raise: the CEL fallback decides
     q = Policy(id="absorb", effect="filter", condition="memory.expires_at < 1.0 && false")
     assert engine(q).filter_read([mem()], read()).withheld == []
+
+
+_BIG_LIST = "[" + ",".join(["1"] * 200) + "]"
+
+
+@pytest.mark.parametrize(
+    ("condition", "rule"),
+    [
+        (f"{_BIG_LIST}.map(x, {_BIG_LIST}.map(y, x + y)).size() > 0", "map"),  # the issue's million-step shape
+        ("memory.tags.filter(t, t == 'a').size() > 0", "quadratic"),
+        ("memory.tags.exists(t, memory.tags.exists(u, t == u))", "nested"),
+        ("(" * 30 + "true" + ")" * 30, "nests brackets"),
+        (" || ".join(["memory.confidence > 0.5"] * 60), "characters long"),
+    ],
+)
+def test_unbounded_cel_cost_is_refused_at_load(condition: str, rule: str) -> None:
+    """Issue 14 kind 6: the CEL binding has no cost limit, so conditions are bounded when they are loaded."""
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(PolicyLoadError, match=rule):
+        Policy(id="costly", operations=("read",), condition=condition, effect="filter")
+    assert time.perf_counter() - start < 1.0
+
+
+def test_bounded_cel_conditions_still_load() -> None:
+    ok = "memory.tags.exists(t, t == 'a') && memory.tags.all(t, size(t) < 50) || 'x' in memory.tags"
+    policy = Policy(id="fine", operations=("read",), condition=ok, effect="filter")
+    assert policy.compiled.kind == "cel"
+    # brackets and comprehension names inside string literals do not count
+    Policy(id="quoted", operations=("read",), condition="memory.content == '((((x.map(y, z)))))'", effect="filter")

@@ -650,7 +650,20 @@ def test_slots_across_users_is_an_audited_admin_read(mm, alice, bob):
     with pytest.raises(ScopeViolationError, match="admin"):
         mm.slots()
     assert mm.slots(admin=("ops", "migration")) == [("alice", "user/drink"), ("bob", "user/drink")]
-    assert mm.ledger.events(user_id="*", types=["admin_access"])[0]["data"]["actor"] == "ops"
+    assert mm.ledger.events(user_id=None, types=["admin_access"])[0]["data"]["actor"] == "ops"
+
+
+@pytest.mark.parametrize("user", ["*", "%", "_", "None", "null", ".*"])
+def test_wildcard_like_user_ids_never_read_cross_user_admin_events(mm, alice, bob, user):
+    """Issue 14 kind 6: cross-user admin events belong to no user, so no user id (not even ``*``) reads them."""
+    mm.remember("I like tea", scope=alice, slot="user/drink")
+    mm.slots(admin=("ops", "migration"))
+    mm.admin_recall("tea", scope=alice, actor="ops", reason="support ticket 7")
+    wild = Scope(user_id=user)
+    mm.remember("my own note", scope=wild)
+    assert [e.type for e in mm.audit(wild)] == ["created"]
+    assert {e.type for e in mm.audit(bob)} == set()
+    assert all(e["user_id"] in ("alice", user, None) for e in mm.ledger.events(user_id=None))
 
 
 def test_scope_errors_are_typed():

@@ -18,8 +18,9 @@ import numpy as np
 from sqlalchemy import Connection, Engine, and_, case, create_engine, event, func, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
+from sqlalchemy.schema import CreateSchema
 
-from memlineage.errors import StorageError
+from memlineage.errors import InvalidInputError, StorageError
 from memlineage.ledger._schema import activities, edges, events, memories, metadata, supports
 from memlineage.models import (
     Activity,
@@ -44,6 +45,8 @@ CHUNK = 900
 
 #: PostgreSQL advisory lock key held while creating the tables ("mlineage" as a number).
 _DDL_LOCK_KEY = 0x6D6C696E65616765
+#: PostgreSQL's identifier limit (NAMEDATALEN - 1).
+_MAX_IDENTIFIER = 63
 
 
 def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -165,11 +168,14 @@ class Ledger:
 
     Args:
         url: SQLAlchemy database URL.
-        schema: Optional PostgreSQL schema to create the tables in (tests use one schema each).
-        echo: Log SQL statements.
+        schema: Optional PostgreSQL schema to create the tables in (tests use one schema each). Any name; it is
+            quoted as an identifier by SQLAlchemy, never pasted into SQL.
+        echo: Log SQL statements (parameters are never logged: they hold memory content).
 
     Raises:
-        StorageError: the database cannot be opened or the tables cannot be created.
+        InvalidInputError: ``schema`` is not a non-empty string of at most 63 characters without NUL.
+        StorageError: the database cannot be opened or the tables cannot be created. Messages of this and every
+            other ledger error never include SQL parameters (content, metadata), only the statement shape.
     """
 
     def __init__(self, url: str = "sqlite://", *, schema: str | None = None, echo: bool = False) -> None:
@@ -186,8 +192,13 @@ class Ledger:
         # In-memory SQLite shares one connection between threads: a read closing it would roll back another
         # thread's open write transaction, so reads take the writer lock there too.
         self._shared_connection = kwargs.get("poolclass") is StaticPool
-        if schema:
+        if schema is not None:
+            if not isinstance(schema, str) or not 0 < len(schema) <= _MAX_IDENTIFIER or "\x00" in schema:
+                msg = f"schema must be a non-empty name of at most {_MAX_IDENTIFIER} characters without NUL"
+                raise InvalidInputError(msg)
             kwargs["execution_options"] = {"schema_translate_map": {None: schema}}
+        # SQL parameters hold memory content and metadata: keep them out of logs and exception messages.
+        kwargs["hide_parameters"] = True
         try:
             self.engine: Engine = create_engine(url, **kwargs)
             if self.is_sqlite:
@@ -195,9 +206,9 @@ class Ledger:
             with self.engine.begin() as conn:
                 if self.engine.dialect.name == "postgresql":
                     # Processes opening a fresh database at once would race on CREATE SCHEMA / TABLE.
-                    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_DDL_LOCK_KEY})")
+                    conn.execute(select(func.pg_advisory_xact_lock(_DDL_LOCK_KEY)))
                 if schema and not self.is_sqlite:
-                    conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+                    conn.execute(CreateSchema(schema, if_not_exists=True))
                 metadata.create_all(conn)
         except SQLAlchemyError as exc:
             raise StorageError(_open_failure(url, exc)) from exc

@@ -167,6 +167,59 @@ _STRING_RE = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|'(?:\\.|[^'\\])*'|\"(?:\\.|[
 _VARIABLES = frozenset({"memory", "new", "request", "now"})
 
 
+#: Longest CEL condition accepted, in characters (bounds parse, load-time dry run and per-memory evaluation).
+MAX_CONDITION_CHARS = 1000
+#: Deepest nesting of brackets accepted in a CEL condition.
+MAX_CONDITION_NESTING = 24
+_MACRO_CALL_RE = re.compile(r"\.\s*(all|exists|exists_one|map|filter)\s*\(")
+#: Macros whose cost grows with the square of the list (this CEL build copies the result list on every step).
+_QUADRATIC_MACROS = frozenset({"map", "filter"})
+_OPEN, _CLOSE = "([{", ")]}"
+
+
+def check_cost(source: str) -> None:
+    """Reject a CEL condition whose evaluation cost is not bounded (the CEL binding offers no cost limit).
+
+    Rules, so that one evaluation costs at most about ``len(source)`` steps per element of the longest list it
+    walks (lists in memories are bounded by the write limits): at most :data:`MAX_CONDITION_CHARS` characters
+    and :data:`MAX_CONDITION_NESTING` levels of brackets; comprehensions (``all``, ``exists``, ``exists_one``)
+    never nested inside one another; no ``map`` / ``filter``, which are quadratic here (measured: ``map`` over
+    30,000 items takes 34 s; ``exists`` 14 ms) — ``exists`` / ``all`` / ``size`` express the same conditions.
+
+    Raises:
+        ValueError: naming the rule broken (wrapped into ``PolicyLoadError`` by callers).
+    """
+    if len(source) > MAX_CONDITION_CHARS:
+        msg = f"condition is {len(source)} characters long; the limit is {MAX_CONDITION_CHARS}"
+        raise ValueError(msg)
+    code = _STRING_RE.sub('""', source)
+    depth = deepest = 0
+    closes: dict[int, int] = {}
+    stack: list[int] = []
+    for i, ch in enumerate(code):
+        if ch in _OPEN:
+            stack.append(i)
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in _CLOSE and stack:
+            closes[stack.pop()] = i
+            depth -= 1
+    if deepest > MAX_CONDITION_NESTING:
+        msg = f"condition nests brackets {deepest} deep; the limit is {MAX_CONDITION_NESTING}"
+        raise ValueError(msg)
+    spans: list[tuple[int, int]] = []
+    for m in _MACRO_CALL_RE.finditer(code):
+        if m.group(1) in _QUADRATIC_MACROS:
+            msg = f"{m.group(1)}() is not allowed in conditions (its cost is quadratic); use exists(), all() or size()"
+            raise ValueError(msg)
+        start = m.end() - 1
+        end = closes.get(start, len(code))
+        if any(a < start < b for a, b in spans):
+            msg = "comprehensions (all/exists/exists_one) cannot be nested: the cost would multiply"
+            raise ValueError(msg)
+        spans.append((start, end))
+
+
 @functools.lru_cache(maxsize=1024)
 def _compile_cel(source: str) -> Any:
     return cel.compile(source)
@@ -175,13 +228,14 @@ def _compile_cel(source: str) -> Any:
 def check_cel(source: str) -> Any:
     """Compile a CEL condition and check what it references; return the program.
 
-    Checks: syntax; top-level variables are ``memory``, ``new``, ``request``, ``now`` (or comprehension
-    variables); every ``memory.x`` / ``new.x`` / ``request.x`` is a known field; a dry run on sample values
-    evaluates to a bool without a type error.
+    Checks: cost bounds (:func:`check_cost`); syntax; top-level variables are ``memory``, ``new``, ``request``,
+    ``now`` (or comprehension variables); every ``memory.x`` / ``new.x`` / ``request.x`` is a known field; a dry
+    run on sample values evaluates to a bool without a type error.
 
     Raises:
         ValueError: with a message naming the problem (wrapped into ``PolicyLoadError`` by callers).
     """
+    check_cost(source)
     try:
         program = _compile_cel(source)
     except Exception as exc:  # the binding raises ValueError for parse errors

@@ -230,7 +230,7 @@ def test_list_namespaces_is_scoped_unless_admin(lineage):
         lineage.list_namespaces(prefix=("*", "prefs"))
     lineage.admin = ("ops@example", "support ticket 42")
     assert lineage.list_namespaces() == [("alice", "prefs"), ("bob", "prefs")]
-    events = lineage.manager.ledger.events(user_id="*", types=["admin_access"])
+    events = lineage.manager.ledger.events(user_id=None, types=["admin_access"])
     assert [e["data"]["reason"] for e in events] == ["support ticket 42"]
 
 
