@@ -24,7 +24,7 @@ from langchain_core.messages import (
 from langgraph.store.base import Item, SearchItem
 from memlineage.errors import InvalidInputError, InvalidNamespaceError
 from memlineage.history import ChatEntry, ChatTurn
-from memlineage.models import Memory, Scope
+from memlineage.models import MAX_TAG_CHARS, Memory, Scope, check_id
 from memlineage.retrieval import RecallHit
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,10 @@ STORE_SLOT_PREFIX = "langgraph:"
 
 #: Prefix of the tags that record every prefix of an item's namespace (so search filters inside the index).
 STORE_NS_TAG = "lg.ns:"
+#: Deepest namespace a LineageStore accepts (each prefix becomes a tag on the memory).
+MAX_NAMESPACE_DEPTH = 16
+#: Longest namespace, its labels joined by ".", so that every prefix tag fits the core's tag limit.
+MAX_NAMESPACE_CHARS = MAX_TAG_CHARS - len(STORE_NS_TAG)
 
 
 # ---------------------------------------------------------------------------------------------------- scopes
@@ -211,6 +215,10 @@ def hit_to_document(hit: RecallHit) -> Document:
 def validate_namespace(namespace: Any, *, prefix: bool = False) -> tuple[str, ...]:
     """Check a LangGraph namespace: a non-empty tuple of non-empty strings without "." or NUL.
 
+    LineageStore's own limits (every prefix becomes a tag): at most :data:`MAX_NAMESPACE_DEPTH` labels and
+    :data:`MAX_NAMESPACE_CHARS` characters joined; each label a storable id (no lone surrogate, at most 255
+    characters).
+
     Args:
         namespace: The namespace.
         prefix: Validate a search / listing prefix (may be empty).
@@ -231,6 +239,18 @@ def validate_namespace(namespace: Any, *, prefix: bool = False) -> tuple[str, ..
         if "." in label or "\x00" in label:
             msg = f"namespace label {label!r} in {namespace!r} contains '.' or NUL; LangGraph forbids both"
             raise InvalidNamespaceError(msg)
+    if len(namespace) > MAX_NAMESPACE_DEPTH:
+        msg = f"namespace has {len(namespace)} labels; LineageStore allows at most {MAX_NAMESPACE_DEPTH}"
+        raise InvalidNamespaceError(msg)
+    for label in namespace:
+        try:
+            check_id(label, "a namespace label")
+        except InvalidInputError as exc:
+            raise InvalidNamespaceError(str(exc)) from None
+    width = len(".".join(namespace))
+    if width > MAX_NAMESPACE_CHARS:
+        msg = f"namespace labels total {width} characters; LineageStore allows at most {MAX_NAMESPACE_CHARS}"
+        raise InvalidNamespaceError(msg)
     if namespace and namespace[0] == "langgraph" and not prefix:
         msg = f"the root namespace label cannot be 'langgraph' (reserved by LangGraph); got {namespace!r}"
         raise InvalidNamespaceError(msg)

@@ -46,6 +46,7 @@ from memlineage.models import (
     Scope,
     Source,
     Status,
+    check_id,
     check_text,
     content_hash,
     from_epoch,
@@ -97,6 +98,10 @@ class ConsistencyReport(BaseModel):
     pending: list[str] = Field(
         default_factory=list, description="Index write not finished yet (pending/stale/removing); repair() does it."
     )
+    quarantined: list[str] = Field(
+        default_factory=list,
+        description="Entries the index refused on repair: kept in the ledger, unsearchable; verify(fix=True) retries.",
+    )
     fixed: int = Field(default=0, description="Differences repaired (verify(fix=True) only).")
 
     @property
@@ -106,7 +111,16 @@ class ConsistencyReport(BaseModel):
 
     def differences(self) -> dict[str, list[str]]:
         """The non-empty difference lists by name."""
-        names = ("missing", "orphans", "not_removed", "scope_mismatch", "status_mismatch", "hash_mismatch", "pending")
+        names = (
+            "missing",
+            "orphans",
+            "not_removed",
+            "scope_mismatch",
+            "status_mismatch",
+            "hash_mismatch",
+            "pending",
+            "quarantined",
+        )
         return {n: getattr(self, n) for n in names if getattr(self, n)}
 
 
@@ -554,11 +568,8 @@ class MemoryManager:
             ("activity_id", activity_id), ("parent_activity_id", parent_activity_id), ("slot", slot),
             ("context_hash", context_hash),
         ):  # fmt: skip
-            if value is not None and (not isinstance(value, str) or not value.strip()):
-                msg = f"{name} must be None or a non-empty string, got {value!r}"
-                raise InvalidInputError(msg)
             if value is not None:
-                check_text(value, name)
+                check_id(value, name)
         vec = _vector(embedding) if embedding is not None else None
         if vec is not None:
             self._check_dims(vec)
@@ -2195,22 +2206,50 @@ class MemoryManager:
         return [" ".join([r["content"], *chains[r["id"]]]) for r in rows]
 
     def repair(self) -> dict[str, int]:
-        """Finish index writes interrupted by a crash (run on open).
+        """Finish index writes interrupted by a crash (run on open); never fails because of one bad entry.
+
+        When the batch write fails, each entry is retried alone; an entry the index still refuses is
+        *quarantined* (``index_state='quarantined'``: kept in the ledger, left out of the index, listed by
+        :meth:`verify` and retried by ``verify(fix=True)``), so one bad entry can never block opening the store.
 
         Returns:
-            ``{"upserted": n, "updated": n, "removed": n}``.
+            ``{"upserted": n, "updated": n, "removed": n, "quarantined": n}``.
+
+        Raises:
+            StorageError: the ledger failed (an index failure is quarantined instead).
         """
         rows = self.ledger.index_backlog()
-        removed = self._apply_index(rows) if rows else 0
+        quarantined: list[str] = []
+        try:
+            removed = self._apply_index(rows) if rows else 0
+        except StorageError:
+            removed, quarantined = self._apply_index_each(rows)
         # _apply_index settles each row's action in place (e.g. a stale entry the index lost is upserted).
+        ok = [r for r in rows if r["id"] not in set(quarantined)]
         report = {
-            "upserted": sum(r["index_state"] == "pending" for r in rows),
-            "updated": sum(r["index_state"] == "stale" for r in rows),
+            "upserted": sum(r["index_state"] == "pending" for r in ok),
+            "updated": sum(r["index_state"] == "stale" for r in ok),
             "removed": removed,
+            "quarantined": len(quarantined),
         }
         if rows:
             logger.info("index repaired: %s", report)
         return report
+
+    def _apply_index_each(self, rows: Sequence[dict[str, Any]]) -> tuple[int, list[str]]:
+        """Apply index rows one at a time; quarantine those the index refuses. Returns (removed, quarantined)."""
+        removed = 0
+        bad: list[str] = []
+        for r in rows:
+            try:
+                removed += self._apply_index([r])
+            except Exception as exc:  # noqa: BLE001 - whatever the index raises, the entry must not block opening
+                logger.warning("index entry %s quarantined (%s); verify() lists it", r["id"], type(exc).__name__)
+                bad.append(r["id"])
+        if bad:
+            with self.ledger.transaction() as conn:
+                self.ledger.update_memories(conn, bad, {"index_state": "quarantined"})
+        return removed, bad
 
     def verify(self, *, fix: bool = False) -> ConsistencyReport:
         """Check that the index agrees with the ledger: ids, scope, status and content hash.
@@ -2234,6 +2273,7 @@ class MemoryManager:
         present = self.index.ids()
         report = ConsistencyReport(ledger_rows=len(rows), index_entries=len(present))
         report.pending = sorted(i for i, r in rows.items() if r["index_state"] in ("pending", "stale", "removing"))
+        report.quarantined = sorted(i for i, r in rows.items() if r["index_state"] == "quarantined")
         expected = sorted(i for i, r in rows.items() if r["index_state"] == "indexed")
         report.missing = [i for i in expected if i not in present]
         report.orphans = sorted(i for i in present if i not in rows)
@@ -2254,7 +2294,7 @@ class MemoryManager:
         return report
 
     def _fix_index(self, report: ConsistencyReport) -> int:
-        reupsert = sorted({*report.missing, *report.scope_mismatch, *report.hash_mismatch})
+        reupsert = sorted({*report.missing, *report.scope_mismatch, *report.hash_mismatch, *report.quarantined})
         restale = sorted(set(report.status_mismatch) - set(reupsert))
         with self.ledger.transaction() as conn:
             if reupsert:
@@ -2475,10 +2515,7 @@ def _ids(values: Any, name: str) -> tuple[str, ...]:
         msg = f"{name} must be a list of memory ids, not {type(values).__name__}"
         raise InvalidInputError(msg) from exc
     for v in items:
-        if not isinstance(v, str) or not v.strip():
-            msg = f"{name} must contain non-empty string ids, got {v!r}"
-            raise InvalidInputError(msg)
-        check_text(v, name)  # lone surrogates would only fail deep inside the database driver
+        check_id(v, name)  # a lone surrogate, NUL or overlong id would only fail deep inside the database driver
     return tuple(dict.fromkeys(items))
 
 

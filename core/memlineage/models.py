@@ -8,6 +8,7 @@ relation names in :class:`Relation`. All timestamps are timezone-aware UTC ``dat
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import unicodedata
 import uuid
@@ -146,13 +147,55 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(timezone.utc)
 
 
-def _valid_unicode(value: str, what: str) -> str:
+#: Limits checked at the boundary, before anything is written (one user's write must not break a shared store).
+#: Ids (user, agent, session, activity, slot, source name, memory ids): characters, on every backend.
+MAX_ID_CHARS = 255
+#: Tags per memory, and characters per tag.
+MAX_TAGS = 64
+MAX_TAG_CHARS = 256
+#: Metadata: size of its JSON form in bytes, and nesting depth of dicts / lists.
+MAX_METADATA_BYTES = 64 * 1024
+MAX_METADATA_DEPTH = 8
+#: Characters of memory content (and of any other free text such as a reason or a query).
+MAX_TEXT_CHARS = 4 * 1024 * 1024
+
+#: Characters that render as nothing (format controls such as zero-width spaces and joiners).
+_INVISIBLE = frozenset({"Cf", "Cc", "Zs", "Zl", "Zp"})
+
+
+def _text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored on every backend (None if it can): lone surrogate or NUL."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        msg = f"{what} is not valid Unicode text (lone surrogate at position {exc.start}); fix the encoding"
-        raise ValueError(msg) from exc
+        return f"is not valid Unicode text (lone surrogate at position {exc.start}); fix the encoding"
+    if "\x00" in value:
+        return "contains a NUL character, which PostgreSQL cannot store; remove it"
+    return None
+
+
+def _valid_unicode(value: str, what: str) -> str:
+    problem = _text_problem(value)
+    if problem is None and len(value) > MAX_ID_CHARS:
+        problem = f"is {len(value)} characters long; ids are limited to {MAX_ID_CHARS}"
+    if problem is not None:
+        raise ValueError(f"{what} {problem}")
     return value
+
+
+def check_id(value: Any, what: str) -> str:
+    """Validate an id-like string: non-empty, at most :data:`MAX_ID_CHARS` characters, no NUL or lone surrogate.
+
+    Raises:
+        InvalidInputError: wrong type, empty, too long or not storable text.
+    """
+    if not isinstance(value, str) or not value.strip():
+        msg = f"{what} must be a non-empty string, got {type(value).__name__}"
+        raise InvalidInputError(msg)
+    try:
+        return _valid_unicode(value, what)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
 
 
 class Scope(BaseModel):
@@ -248,6 +291,11 @@ class Source(BaseModel):
     kind: SourceKind = Field(description="Category of the source.")
     name: str | None = Field(default=None, description="Tool, model or agent name; e.g. 'flight_api'.")
 
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str | None) -> str | None:
+        return value if value is None else _valid_unicode(value, "source name")
+
     @classmethod
     def parse(cls, value: Source | str | SourceKind | Mapping[str, Any]) -> Source:
         """Parse ``"kind"`` or ``"kind:name"`` (or pass a ``Source`` through).
@@ -275,7 +323,11 @@ class Source(BaseModel):
             allowed = ", ".join(k.value for k in SourceKind)
             msg = f"unknown source kind {kind!r} in {value!r}; use one of: {allowed} (optionally 'kind:name')"
             raise InvalidInputError(msg) from exc
-        return cls(kind=source_kind, name=name.strip() or None)
+        try:
+            return cls(kind=source_kind, name=name.strip() or None)
+        except ValidationError as exc:
+            msg = f"invalid source name: {exc.errors()[0]['msg']}"
+            raise InvalidInputError(msg) from None
 
     def __str__(self) -> str:
         return f"{self.kind.value}:{self.name}" if self.name else self.kind.value
@@ -444,20 +496,29 @@ def normalize_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     if not isinstance(metadata, Mapping):
         msg = f"metadata must be a mapping (dict) or None, not {type(metadata).__name__}"
         raise InvalidInputError(msg)
-    return {_check_key(k): _norm_value(v, k) for k, v in metadata.items()}
+    out = {_check_key(k): _norm_value(v, k) for k, v in metadata.items()}
+    size = len(json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        msg = f"metadata is {size} bytes as JSON; the limit is {MAX_METADATA_BYTES} (store large payloads elsewhere)"
+        raise InvalidInputError(msg)
+    return out
 
 
 def _check_key(key: Any) -> str:
     if not isinstance(key, str) or not key:
-        msg = f"metadata keys must be non-empty strings, got {key!r}"
+        msg = f"metadata keys must be non-empty strings, got {type(key).__name__}"
         raise InvalidInputError(msg)
     if key.startswith(RESERVED_METADATA_PREFIX):
         msg = f"metadata key {key!r} uses the reserved prefix {RESERVED_METADATA_PREFIX!r}; rename it"
         raise InvalidInputError(msg)
+    _check_text(key, "a metadata key", limit=MAX_ID_CHARS)
     return key
 
 
-def _norm_value(value: Any, key: str) -> Any:
+def _norm_value(value: Any, key: str, depth: int = 1) -> Any:
+    if depth > MAX_METADATA_DEPTH:
+        msg = f"metadata[{key!r}] nests deeper than {MAX_METADATA_DEPTH} levels (or refers to itself); flatten it"
+        raise InvalidInputError(msg)
     if value is None or isinstance(value, (bool, int, str)):
         if isinstance(value, str):
             _check_text(value, f"metadata[{key!r}]")
@@ -472,51 +533,59 @@ def _norm_value(value: Any, key: str) -> Any:
     if isinstance(value, Enum):
         return _norm_value(value.value, key)
     if isinstance(value, Mapping):
-        return {_check_key_nested(k, key): _norm_value(v, f"{key}.{k}") for k, v in value.items()}
+        return {_check_key_nested(k, key): _norm_value(v, f"{key}.{k}", depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value
-        return [_norm_value(v, key) for v in items]
+        return [_norm_value(v, key, depth + 1) for v in items]
     msg = f"metadata[{key!r}] has type {type(value).__name__}; use str, int, float, bool, None, list or dict"
     raise InvalidInputError(msg)
 
 
 def _check_key_nested(key: Any, parent: str) -> str:
     if not isinstance(key, str):
-        msg = f"metadata[{parent!r}] has a non-string key {key!r}; nested keys must be strings"
+        msg = f"metadata[{parent!r}] has a non-string key of type {type(key).__name__}; nested keys must be strings"
         raise InvalidInputError(msg)
+    _check_text(key, f"a key in metadata[{parent!r}]", limit=MAX_ID_CHARS)
     return key
 
 
-def _check_text(text: str, what: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        msg = f"{what} is not valid Unicode text (lone surrogate at position {exc.start}); fix the encoding"
-        raise InvalidInputError(msg) from exc
+def _check_text(text: str, what: str, *, limit: int = MAX_TEXT_CHARS) -> None:
+    problem = _text_problem(text)
+    if problem is None and len(text) > limit:
+        problem = f"is {len(text)} characters long; the limit is {limit}"
+    if problem is not None:
+        raise InvalidInputError(f"{what} {problem}")
+
+
+def _visible(text: str) -> bool:
+    """Whether ``text`` has a character that renders (not only whitespace, zero-width or control characters)."""
+    return any(unicodedata.category(ch) not in _INVISIBLE for ch in text)
 
 
 def check_text(text: Any, what: str = "content") -> str:
-    """Validate user text: a ``str``, non-empty after strip, encodable as UTF-8.
+    """Validate user text: a ``str`` with a visible character, storable on every backend.
 
     Raises:
-        InvalidInputError: wrong type, empty/whitespace, or invalid Unicode.
+        InvalidInputError: wrong type; empty, whitespace or only invisible characters (zero-width spaces,
+            joiners, controls); a lone surrogate or NUL; longer than :data:`MAX_TEXT_CHARS`.
     """
     if not isinstance(text, str):
         msg = f"{what} must be a str, not {type(text).__name__}"
         raise InvalidInputError(msg)
-    if not text.strip():
+    if not text.strip() or not _visible(text):
         tail = "there is nothing to remember" if what == "content" else f"pass a non-empty {what}"
-        msg = f"{what} is empty or whitespace; {tail}"
+        msg = f"{what} is empty, whitespace or invisible characters only; {tail}"
         raise InvalidInputError(msg)
     _check_text(text, what)
     return text
 
 
 def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
-    """Return sorted, de-duplicated, stripped tags.
+    """Return sorted, de-duplicated, stripped, NFC-normalised tags.
 
     Raises:
-        InvalidInputError: a tag is not a non-empty string.
+        InvalidInputError: a tag is not a non-empty string, holds a lone surrogate or NUL, is longer than
+            :data:`MAX_TAG_CHARS`, or there are more than :data:`MAX_TAGS` distinct tags.
     """
     if tags is None:
         return ()
@@ -528,7 +597,11 @@ def normalize_tags(tags: Iterable[str] | str | None) -> tuple[str, ...]:
     out = set()
     for tag in tags:
         if not isinstance(tag, str) or not tag.strip():
-            msg = f"tags must be non-empty strings, got {tag!r}"
+            msg = f"tags must be non-empty strings, got {type(tag).__name__}"
             raise InvalidInputError(msg)
-        out.add(tag.strip())
+        _check_text(tag, "a tag", limit=MAX_TAG_CHARS)
+        out.add(unicodedata.normalize("NFC", tag.strip()))
+        if len(out) > MAX_TAGS:
+            msg = f"more than {MAX_TAGS} tags on one memory; the limit keeps the index usable for everyone"
+            raise InvalidInputError(msg)
     return tuple(sorted(out))

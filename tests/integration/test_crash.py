@@ -41,7 +41,9 @@ class CrashStats:
     kills: int = 0
     acknowledged: set[str] = field(default_factory=set)
     lost: list[str] = field(default_factory=list)
-    repaired: dict[str, int] = field(default_factory=lambda: {"upserted": 0, "updated": 0, "removed": 0})
+    repaired: dict[str, int] = field(
+        default_factory=lambda: {"upserted": 0, "updated": 0, "removed": 0, "quarantined": 0}
+    )
     backlog_seen: int = 0
 
 

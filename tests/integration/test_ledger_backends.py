@@ -199,7 +199,7 @@ def test_reopen_repairs_and_verifies(ledger_url: str) -> None:
     reopened = MemoryManager(ledger=Ledger(ledger_url), index=index, embedder=FakeEmbedder(), repair_on_open=False)
     before = reopened.verify()
     assert set(before.pending) == {m.id for m in kept[:4]}
-    assert reopened.repair() == {"upserted": 3, "updated": 1, "removed": 0}
+    assert reopened.repair() == {"upserted": 3, "updated": 1, "removed": 0, "quarantined": 0}
     assert reopened.verify().ok
     assert index.get_metadata([kept[3].id])[0]["status"] == "retracted"
     reopened.close()

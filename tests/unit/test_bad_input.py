@@ -23,7 +23,9 @@ from memlineage import (
     MemoryNotFoundError,
     Scope,
     ScopeViolationError,
+    StorageError,
 )
+from memlineage.index import InMemoryIndex
 from memlineage.ledger._schema import metadata as ledger_tables
 from memlineage.testing import make_manager
 from sqlalchemy import select
@@ -398,6 +400,125 @@ def test_bad_reasons_and_activities(store: tuple[MemoryManager, dict[str, str]])
     refused(mm, lambda: mm.end_activity("no-such-activity"), MemoryNotFoundError, "record_activity")
     act = mm.record_activity(Activity(id="run-1", kind="run", scope=ALICE))
     refused(mm, lambda: mm.end_activity(act.id, metadata={"x": math.nan}), InvalidInputError, "nan")
+
+
+# ------------------------------------------------------------------------------------------------ limits
+def _self_referencing() -> dict[str, Any]:
+    loop: dict[str, Any] = {"a": 1}
+    loop["self"] = loop
+    return loop
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"leaf": 1}
+    for _ in range(levels):
+        out = {"x": out}
+    return out
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        # issue 14 kind 1: 5,500 tags were accepted and then broke Chroma for every user
+        ({"tags": [f"t{i}" for i in range(5_500)]}, ("tags", "64")),
+        ({"tags": [f"t{i}" for i in range(65)]}, ("tags", "64")),
+        ({"tags": ["x" * 257]}, ("tag", "256")),
+        ({"tags": ["bad \ud800 tag"]}, ("tag", "surrogate")),
+        ({"tags": ["nul\x00tag"]}, ("tag", "NUL")),
+        ({"metadata": _self_referencing()}, ("metadata", "deeper")),
+        ({"metadata": _deep(9)}, ("metadata", "deeper")),
+        ({"metadata": {"blob": "x" * 70_000}}, ("metadata", "bytes")),
+        ({"metadata": {"bad \ud800": 1}}, ("metadata key", "surrogate")),
+        ({"metadata": {"k": {"nested \x00": 1}}}, ("key", "NUL")),
+        ({"slot": "s" * 256}, ("slot", "255")),
+        ({"activity_id": "a" * 256}, ("activity_id", "255")),
+        ({"source": "tool:" + "n" * 256}, ("source", "255")),
+        ({"source": "tool:web\x00"}, ("source", "NUL")),
+        ({"derived_from": ["i" * 256]}, ("derived_from", "255")),
+    ],
+)
+def test_limits_at_the_boundary(
+    store: tuple[MemoryManager, dict[str, str]], kwargs: dict[str, Any], words: tuple[str, ...]
+) -> None:
+    """Documented limits (models.MAX_*): refused with a typed error before anything is written."""
+    mm, _ = store
+    refused(mm, lambda: mm.remember("a perfectly fine sentence", scope=ALICE, **kwargs), InvalidInputError, *words)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("\u200b\u200c\u200d\ufeff", ("invisible",)),  # zero-width only
+        (" \u2060 \u00ad ", ("invisible",)),
+        ("nul \x00 byte", ("NUL",)),
+    ],
+)
+def test_invisible_or_unstorable_content(
+    store: tuple[MemoryManager, dict[str, str]], content: str, words: tuple[str, ...]
+) -> None:
+    mm, _ = store
+    refused(mm, lambda: mm.remember(content, scope=ALICE), InvalidInputError, *words)
+
+
+@pytest.mark.parametrize("field", ["user_id", "agent_id", "session_id"])
+@pytest.mark.parametrize("bad", ["u" * 256, "nul\x00id", "\ud800"])
+def test_scope_ids_agree_on_every_backend(store: tuple[MemoryManager, dict[str, str]], field: str, bad: str) -> None:
+    """Ids longer than 255 characters or holding NUL are refused up front (PostgreSQL cannot store them)."""
+    mm, _ = store
+    scope = {"user_id": "alice", field: bad}
+    refused(mm, lambda: mm.remember("hello there", scope=scope), InvalidInputError, field.split("_")[0])
+
+
+def test_limits_at_their_edge_are_accepted(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    from memlineage.models import MAX_ID_CHARS, MAX_METADATA_DEPTH, MAX_TAG_CHARS, MAX_TAGS
+
+    mm, _ = store
+    m = mm.remember(
+        "right at the limits",
+        scope={"user_id": "u" * MAX_ID_CHARS},
+        tags=[f"{i:03d}" + "x" * (MAX_TAG_CHARS - 3) for i in range(MAX_TAGS)],
+        metadata=_deep(MAX_METADATA_DEPTH - 1),
+        slot="s" * MAX_ID_CHARS,
+    )
+    assert len(mm.require(m.id, scope=m.scope).tags) == MAX_TAGS
+    assert mm.verify().ok
+
+
+class _PickyIndex(InMemoryIndex):
+    """Refuses to index any entry whose metadata holds the tag ``poison`` (as Chroma refused bad entries)."""
+
+    def _check(self, metadatas: Any) -> None:
+        if any("poison" in (m or {}).get("tags", ()) for m in metadatas):
+            raise StorageError("Failed to apply logs to the metadata segment")
+
+    def upsert(self, ids: Any, vectors: Any, metadatas: Any) -> None:
+        self._check(metadatas)
+        super().upsert(ids, vectors, metadatas)
+
+    def add(self, ids: Any, vectors: Any, metadatas: Any) -> None:
+        self._check(metadatas)
+        super().upsert(ids, vectors, metadatas)
+
+
+def test_an_entry_the_index_refuses_is_quarantined_not_fatal(tmp_path: Any) -> None:
+    """Issue 14 kind 1: repair on open quarantined nothing and raised on every later open."""
+    from memlineage import Ledger
+
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    mm = make_manager(ledger=Ledger(url), index=_PickyIndex())
+    bad = mm.remember("poisoned entry", scope=ALICE, tags=["poison"])  # index write fails: logged, left pending
+    good = mm.remember("Bob likes tea", scope=BOB)
+    mm.close()
+    for _ in range(2):  # every later open works
+        reopened = make_manager(ledger=Ledger(url), index=_PickyIndex())
+        assert reopened.verify().quarantined == [bad.id]
+        assert not reopened.verify().ok
+        assert reopened.recall("tea", scope=BOB).ids == [good.id]
+        assert reopened.require(bad.id, scope=ALICE).content == "poisoned entry"  # the ledger keeps it
+        reopened.close()
+    fixed = make_manager(ledger=Ledger(url), index=InMemoryIndex())
+    assert fixed.verify(fix=True).fixed >= 1
+    assert fixed.verify().ok
 
 
 # ------------------------------------------------------------------------------------------------ fuzz

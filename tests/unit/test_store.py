@@ -452,7 +452,7 @@ def test_index_failure_never_loses_the_ledger_record(alice):
     assert mm.require(m.id, scope=alice).content == "must survive"
     assert mm.stats()["index_pending"] == 1
     idx.fail = False
-    assert mm.repair() == {"upserted": 1, "updated": 0, "removed": 0}
+    assert mm.repair() == {"upserted": 1, "updated": 0, "removed": 0, "quarantined": 0}
     assert mm.recall("survive", scope=alice).ids == [m.id]
     assert mm.reindex() == 1
 

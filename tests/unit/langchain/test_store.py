@@ -139,6 +139,32 @@ def test_our_invalid_namespace_error_is_typed(lineage, bad):
         lineage.batch([GetOp(tuple(bad) + ("",), "k")])
 
 
+@pytest.mark.parametrize(
+    ("bad", "words"),
+    [
+        (("alice",) + tuple(f"l{i}" for i in range(5_000)), "labels"),  # issue 14: thousands deep broke Chroma
+        (("alice",) + ("x",) * 16, "labels"),
+        (("alice", "y" * 300), "characters"),
+        (("alice", "bad \ud800"), "surrogate"),
+        (("a" * 256, "prefs"), "characters"),
+    ],
+)
+def test_namespaces_beyond_the_limits_write_nothing(lineage, bad, words):
+    before = lineage.manager.stats()
+    for call in (
+        lambda: lineage.put(bad, "k", {"text": "x"}),
+        lambda: lineage.batch([PutOp(bad, "k", {"text": "x"})]),
+        lambda: lineage.search(bad),
+    ):
+        with pytest.raises(InvalidNamespaceError, match=words):
+            call()
+    assert lineage.manager.stats() == before
+    ok = ("alice",) + tuple(f"l{i}" for i in range(15))  # 16 labels: the limit itself
+    lineage.put(ok, "k", {"text": "deep but allowed"})
+    assert lineage.get(ok, "k").value == {"text": "deep but allowed"}
+    assert lineage.manager.verify().ok
+
+
 def test_ttl_is_not_supported(lineage):
     with pytest.raises(NotImplementedError):
         lineage.put(("alice", "prefs"), "k", {"text": "x"}, ttl=5)
