@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
 import os
 import threading
@@ -46,6 +47,7 @@ from memlineage.models import (
     Scope,
     Source,
     Status,
+    as_utc,
     check_id,
     check_text,
     content_hash,
@@ -241,7 +243,7 @@ class MemoryManager:
         self.ledger = ledger
         self.index = index
         self.embedder: Embedder = ensure_embedder(embedder)
-        self.clock = clock or utcnow
+        self.clock = _utc_clock(clock) if clock is not None else utcnow
         self.trust_by_source = {str(k): float(v) for k, v in (trust_by_source or DEFAULT_TRUST).items()}
         self.policy = _policy_engine(policy)
         self.value_model = value_model
@@ -968,6 +970,8 @@ class MemoryManager:
         """
         scope = Scope.coerce(scope)
         reason = check_text(reason, "reason")
+        if activity_id is not None:
+            check_id(activity_id, "activity_id")
         mem = self.require(memory_id, scope=scope)
         self._check_operation("delete", [mem], scope=scope)
         if mem.status in (Status.RETRACTED, Status.ERASED):
@@ -1393,11 +1397,9 @@ class MemoryManager:
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 msg = f"{name} must be a non-negative int, got {value!r}"
                 raise InvalidInputError(msg)
-        try:
-            kind_values = [MemoryKind(x).value for x in kinds] if kinds is not None else None
-        except (ValueError, TypeError) as exc:
-            msg = f"unknown memory kind in {kinds!r}"
-            raise InvalidInputError(msg) from exc
+        kind_values = _kind_values(kinds)
+        if slot is not None:
+            check_id(slot, "slot")
         wanted_tags = set(normalize_tags(tags))
         statuses = list(_LIVE) if include_suspect else [Status.ACTIVE.value]
         cond = [memories.c.user_id == scope.user_id, memories.c.status.in_(statuses)]
@@ -1508,17 +1510,8 @@ class MemoryManager:
         """
         query = check_text(query, "query")
         scope = Scope.coerce(scope)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
-            msg = f"k must be a non-negative int, got {k!r}"
-            raise InvalidInputError(msg)
-        if activity_id is not None and (not isinstance(activity_id, str) or not activity_id.strip()):
-            msg = f"activity_id must be None or a non-empty string (the reading run's id), got {activity_id!r}"
-            raise InvalidInputError(msg)
-        try:
-            kind_values = tuple(MemoryKind(x).value for x in kinds) if kinds is not None else None
-        except (ValueError, TypeError) as exc:
-            msg = f"unknown memory kind in {kinds!r}"
-            raise InvalidInputError(msg) from exc
+        _check_read_args(k=k, purpose=purpose, budget=budget, activity_id=activity_id)
+        kind_values = _kind_values(kinds)
         statuses = [Status.ACTIVE.value]
         if include_suspect and purpose != "decision":
             statuses.append(Status.SUSPECT.value)
@@ -1748,8 +1741,8 @@ class MemoryManager:
             MemoryNotFoundError: ``memory_id`` is not in the scope.
         """
         scope = Scope.coerce(scope)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-            msg = f"limit must be None or a non-negative int, got {limit!r}"
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_LIMIT):
+            msg = f"limit must be None or an int from 0 to {MAX_LIMIT}, got {limit!r:.40}"
             raise InvalidInputError(msg)
         if types is not None:
             types = [types] if isinstance(types, str) else types
@@ -1841,7 +1834,8 @@ class MemoryManager:
         """
         from memlineage import value
 
-        return value.sweep(self, now=now, scope=Scope.coerce(scope) if scope is not None else None)
+        at = as_utc(now, "now") if now is not None else None
+        return value.sweep(self, now=at, scope=Scope.coerce(scope) if scope is not None else None)
 
     def consolidate(
         self,
@@ -1875,7 +1869,7 @@ class MemoryManager:
     def slot_history(self, slot: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
         """Every version that ever held a semantic slot in the scope, oldest first (superseded included)."""
         scope = Scope.coerce(scope)
-        rows = self.ledger.slot_versions(scope.user_id, scope.agent_id, slot)
+        rows = self.ledger.slot_versions(scope.user_id, scope.agent_id, check_id(slot, "slot"))
         return [m for m in self.ledger.memories([r["id"] for r in rows]) if m is not None]
 
     def slot_value(
@@ -1889,7 +1883,7 @@ class MemoryManager:
         Returns:
             That memory, or ``None`` when the slot was empty then.
         """
-        at = as_of or self.clock()
+        at = as_utc(as_of, "as_of") if as_of is not None else self.clock()
         held = None
         for m in self.slot_history(slot, scope=scope):
             if m.recorded_at <= at and (m.invalidated_at is None or m.invalidated_at > at):
@@ -2589,9 +2583,69 @@ def _event(
     }
 
 
+#: Largest ``k`` a recall accepts (candidate fetches scale with it; 2**63 overflowed PostgreSQL's LIMIT).
+MAX_K = 10_000
+#: Largest ``limit`` of a listing that reaches SQL (both backends take it; 2**63 overflowed both).
+MAX_LIMIT = 2**31 - 1
+
+
+def _check_read_args(*, k: Any, purpose: Any, budget: Any, activity_id: Any) -> None:
+    """Validate recall's options up front, so no bad value reaches a policy request or the database."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
+        msg = f"k must be an int from 0 to {MAX_K}, got {k!r:.40}"
+        raise InvalidInputError(msg)
+    if purpose is not None:
+        check_id(purpose, "purpose")
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 <= budget < float("inf")
+    ):
+        msg = f"budget must be None or a finite number >= 0 (policy cost units), got {budget!r:.40}"
+        raise InvalidInputError(msg)
+    if activity_id is not None:
+        check_id(activity_id, "activity_id")
+
+
+def _kind_values(kinds: Any) -> tuple[str, ...] | None:
+    """Memory kinds as values; one kind may be passed as a bare string (``kinds="semantic"``)."""
+    if kinds is None:
+        return None
+    items = (kinds,) if isinstance(kinds, (str, MemoryKind)) else kinds
+    try:
+        return tuple(MemoryKind(x).value for x in items)
+    except (ValueError, TypeError) as exc:
+        allowed = [k.value for k in MemoryKind]
+        msg = f"unknown memory kind in {kinds!r:.60}; use one or a list of {allowed}"
+        raise InvalidInputError(msg) from exc
+
+
+def _utc_clock(clock: Callable[[], datetime]) -> Callable[[], datetime]:
+    """A clock that follows the one datetime rule (naive means UTC), whatever the caller's clock returns."""
+    if not callable(clock):
+        msg = f"clock must be a callable returning a datetime, not {type(clock).__name__}"
+        raise ConfigurationError(msg)
+
+    def now() -> datetime:
+        return as_utc(clock(), "the clock's value")
+
+    return now
+
+
+#: Stores opened by this process (resolved paths): a second open of one of them is refused with that reason.
+_OPEN_STORES: set[Path] = set()
+_OPEN_STORES_LOCK = threading.Lock()
+
+
 def _acquire_lock(store: Path, timeout: float) -> Any:
     from filelock import FileLock, Timeout
 
+    key = store.resolve()
+    with _OPEN_STORES_LOCK:
+        if key in _OPEN_STORES:
+            msg = (
+                f"the store at {store} is already open in this process; share that MemoryManager (it is "
+                "thread-safe) or close it before opening the store again"
+            )
+            raise StoreLockedError(msg)
     lock = FileLock(str(store / ".writer.lock"))
     try:
         lock.acquire(timeout=timeout)
@@ -2601,4 +2655,61 @@ def _acquire_lock(store: Path, timeout: float) -> Any:
             "it first, or run in server mode (PostgreSQL ledger_url + Chroma HttpClient) for several processes"
         )
         raise StoreLockedError(msg) from exc
-    return lock
+    with _OPEN_STORES_LOCK:
+        _OPEN_STORES.add(key)
+    return _StoreLock(lock, key)
+
+
+class _StoreLock:
+    """The writer lock of an embedded store, also registered as open in this process until released."""
+
+    def __init__(self, lock: Any, key: Path) -> None:
+        self._lock = lock
+        self._key = key
+        self._held = True
+
+    def release(self) -> None:
+        if not self._held:
+            return
+        self._held = False
+        with _OPEN_STORES_LOCK:
+            _OPEN_STORES.discard(self._key)
+        self._lock.release()
+
+    def __del__(self) -> None:  # a manager dropped without close() must not keep its store "open" forever
+        self.release()
+
+
+def _typed_arguments(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn a call with unknown or missing arguments into :class:`InvalidInputError` (no overhead otherwise).
+
+    Python raises ``TypeError`` before the method body runs, so nothing was written; the binding is only
+    checked when a ``TypeError`` comes out, to tell a bad call from an error inside the method.
+    """
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except TypeError as exc:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError:
+                msg = f"{method.__name__}(): {exc}; see help(MemoryManager.{method.__name__}) for its arguments"
+                raise InvalidInputError(msg) from None
+            raise
+
+    return checked
+
+
+#: Public verbs whose bad calls (unknown keyword, missing argument) raise InvalidInputError, not TypeError.
+_VERBS = (
+    "remember", "remember_many", "retract", "impact", "supersede", "revise", "revalidate", "forget", "erase",
+    "expire_due", "get", "get_many", "require", "find", "slots", "recall", "admin_recall", "ancestors",
+    "descendants", "explain", "audit", "stats", "sweep", "consolidate", "slot_history", "slot_value",
+    "record_activity", "get_activity", "end_activity", "link", "repair", "verify", "reindex",
+    "flush_reinforcement", "buffered",
+)  # fmt: skip
+for _name in _VERBS:
+    setattr(MemoryManager, _name, _typed_arguments(getattr(MemoryManager, _name)))

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from memlineage.errors import InvalidInputError
 
@@ -147,6 +147,18 @@ def _utc(value: datetime | None) -> datetime | None:
     return value.astimezone(timezone.utc)
 
 
+def as_utc(value: Any, what: str) -> datetime:
+    """The one datetime rule, applied at every boundary: a naive ``datetime`` means UTC; aware ones convert to UTC.
+
+    Raises:
+        InvalidInputError: ``value`` is not a ``datetime`` (strings such as ``"2024"`` are not parsed).
+    """
+    if not isinstance(value, datetime):
+        msg = f"{what} must be a datetime (naive values are taken as UTC), not {type(value).__name__}"
+        raise InvalidInputError(msg)
+    return _utc(value)  # type: ignore[return-value]
+
+
 #: Limits checked at the boundary, before anything is written (one user's write must not break a shared store).
 #: Ids (user, agent, session, activity, slot, source name, memory ids): characters, on every backend.
 MAX_ID_CHARS = 255
@@ -181,6 +193,11 @@ def _valid_unicode(value: str, what: str) -> str:
     if problem is not None:
         raise ValueError(f"{what} {problem}")
     return value
+
+
+def _problems(exc: ValidationError, what: str) -> str:
+    """A validation error's problems in one line (field: message), without the offending values."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or what}: {e['msg']}" for e in exc.errors())
 
 
 def check_id(value: Any, what: str) -> str:
@@ -236,8 +253,7 @@ class Scope(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'scope'}: {e['msg']}" for e in exc.errors())
-            msg = f"invalid scope ({problems}); e.g. Scope(user_id='alice', session_id='s1')"
+            msg = f"invalid scope ({_problems(exc, 'scope')}); e.g. Scope(user_id='alice', session_id='s1')"
             raise InvalidInputError(msg) from None
 
     @classmethod
@@ -477,6 +493,24 @@ class Activity(BaseModel):
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
         return _utc(value)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            msg = f"invalid Activity ({_problems(exc, 'activity')}); e.g. Activity(id='run-1', kind='agent_run')"
+            raise InvalidInputError(msg) from None
+
+    @field_validator("id", "kind", "name", "parent_id", "outcome")
+    @classmethod
+    def _storable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # the same rule on SQLite and PostgreSQL: no NUL, no lone surrogate, within the column's width
+        if value is None:
+            return None
+        width = {"kind": 64, "outcome": 32}.get(str(info.field_name), MAX_ID_CHARS)
+        if len(value) > width:
+            raise ValueError(f"Activity.{info.field_name} is {len(value)} characters long; the limit is {width}")
+        return _valid_unicode(value, f"Activity.{info.field_name}")
 
 
 RESERVED_METADATA_PREFIX = "_ml_"

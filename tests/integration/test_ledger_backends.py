@@ -364,3 +364,27 @@ def test_bad_schema_name_is_a_typed_error(bad: object) -> None:
 
     with pytest.raises(InvalidInputError, match="schema"):
         Ledger("sqlite://", schema=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda mm: mm.remember("nul \x00 inside", scope=ALICE), "NUL"),
+        (lambda mm: mm.remember("fine", scope=ALICE, metadata={"k": "v\x00"}), "NUL"),
+        (lambda mm: mm.remember("fine", scope={"user_id": "u" * 256}), "255"),
+        (lambda mm: mm.remember("fine", scope=ALICE, slot="s" * 256), "255"),
+        (lambda mm: mm.remember("fine", scope=ALICE, source="tool:" + "n" * 256), "255"),
+        (lambda mm: mm.find(scope=ALICE, slot="a\x00"), "NUL"),
+        (lambda mm: mm.get("id\x00", scope=ALICE), "NUL"),
+        (lambda mm: mm.recall("anything", scope=ALICE, k=2**63), "k"),
+        (lambda mm: mm.audit(ALICE, limit=2**63), "limit"),
+    ],
+)
+def test_both_backends_refuse_the_same_input(mm: MemoryManager, call, words: str) -> None:  # noqa: ANN001
+    """Issue 14 kind 7: PostgreSQL raised StorageError where SQLite accepted; now both raise InvalidInputError."""
+    from memlineage import InvalidInputError
+
+    before = mm.stats()
+    with pytest.raises(InvalidInputError, match=words):
+        call(mm)
+    assert mm.stats() == before

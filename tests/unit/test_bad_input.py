@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -521,6 +521,98 @@ def test_an_entry_the_index_refuses_is_quarantined_not_fatal(tmp_path: Any) -> N
     assert fixed.verify().ok
 
 
+# ------------------------------------------------------------------------------------------------ raw → typed
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        # issue 14 kind 7, each example that leaked a raw exception
+        (lambda mm, ids: mm.recall("Paris", scope=ALICE, budget=-1), ("budget",)),
+        (lambda mm, ids: mm.recall("Paris", scope=ALICE, budget=math.nan), ("budget",)),
+        (lambda mm, ids: mm.recall("Paris", scope=ALICE, purpose=5), ("purpose",)),
+        (lambda mm, ids: mm.recall("Paris", scope=ALICE, k=2**63), ("k", "10000")),
+        (lambda mm, ids: mm.retract(ids["fact"], scope=ALICE, activity_id=5), ("activity_id",)),
+        (lambda mm, ids: mm.remember("x y", scope=ALICE, colour="red"), ("colour",)),
+        (lambda mm, ids: mm.recall("Paris", scope=ALICE, colour="red"), ("colour",)),
+        (lambda mm, ids: mm.find(), ("scope",)),
+        (lambda mm, ids: mm.slot_value("city", scope=ALICE, as_of="2024"), ("as_of", "datetime")),
+        (lambda mm, ids: mm.sweep(now="x"), ("now", "datetime")),
+        (lambda mm, ids: mm.find(scope=ALICE, slot="\ud800"), ("slot", "surrogate")),
+        (lambda mm, ids: mm.find(scope=ALICE, slot="a\x00"), ("slot", "NUL")),
+        (lambda mm, ids: mm.slot_history("s" * 256, scope=ALICE), ("slot", "255")),
+        (lambda mm, ids: mm.get("a\x00", scope=ALICE), ("NUL",)),
+        (lambda mm, ids: mm.get("i" * 256, scope=ALICE), ("255",)),
+        (lambda mm, ids: mm.record_activity(Activity(id="run", kind="k" * 65, scope=ALICE)), ("kind", "64")),
+    ],
+)
+def test_raw_exceptions_became_typed(
+    store: tuple[MemoryManager, dict[str, str]], call: Callable[..., Any], words: tuple[str, ...]
+) -> None:
+    mm, ids = store
+    refused(mm, lambda: call(mm, ids), MemLineageError, *words)
+
+
+def test_one_datetime_rule_naive_means_utc(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    """A naive datetime is UTC everywhere: as_of, sweep(now=...), valid_from and a naive clock."""
+    mm, ids = store
+    aware = datetime.now(tz=timezone.utc) + timedelta(days=1)
+    naive = aware.replace(tzinfo=None)
+    assert mm.slot_value("city", scope=ALICE, as_of=naive).id == ids["fact"]
+    assert mm.slot_value("city", scope=ALICE, as_of=aware).id == ids["fact"]
+    assert mm.sweep(now=naive, scope=ALICE).checked == mm.sweep(now=aware, scope=ALICE).checked
+    m = mm.remember("met Carol in 2020", scope=ALICE, valid_from=datetime(2020, 1, 1))
+    assert m.valid_from == datetime(2020, 1, 1, tzinfo=timezone.utc)
+    naive_clock = make_manager(clock=lambda: datetime(2026, 1, 1, 12, 0))  # noqa: DTZ001 - the point of the test
+    n = naive_clock.remember("naive clock note", scope=ALICE)
+    assert n.recorded_at.tzinfo is not None
+    assert naive_clock.recall("naive clock note", scope=ALICE).ids == [n.id]
+    naive_clock.close()
+
+
+def test_kinds_accepts_one_kind_as_a_string(store: tuple[MemoryManager, dict[str, str]]) -> None:
+    mm, ids = store
+    assert [m.id for m in mm.find(scope=ALICE, kinds="semantic")] == [ids["fact"]]
+    assert ids["fact"] in mm.recall("Paris", scope=ALICE, kinds="semantic").ids
+    refused(mm, lambda: mm.find(scope=ALICE, kinds="dream"), InvalidInputError, "kind", "semantic")
+
+
+def test_second_open_in_the_same_process_says_so(tmp_path: Any) -> None:
+    from memlineage import StoreLockedError
+    from memlineage.testing import FakeEmbedder
+
+    first = MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder(), policy=None)
+    with pytest.raises(StoreLockedError, match="already open in this process"):
+        MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder(), policy=None)
+    first.close()
+    MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder(), policy=None).close()  # closed: opens again
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        (b"policies:\n  - id: a\n    effect: deny\n    description: caf\xe9\n", ("UTF-8",)),
+        (
+            b"policies:\n  - id: a\n    effect: allow\n    operations: [write]\n    obligations: {ttl_seconds: .nan}\n",
+            ("ttl_seconds",),
+        ),
+        (
+            b"policies:\n  - id: a\n    effect: allow\n    operations: [write]\n    obligations: {ttl_seconds: .inf}\n",
+            ("ttl_seconds",),
+        ),
+        (b"policies:\n  - id: a\n    effect: require_refresh\n    cost: .nan\n", ("cost",)),
+    ],
+)
+def test_bad_policy_files_are_typed(tmp_path: Any, data: bytes, words: tuple[str, ...]) -> None:
+    from memlineage.errors import PolicyLoadError
+    from memlineage.policy import PolicyEngine
+
+    path = tmp_path / "p.yaml"
+    path.write_bytes(data)
+    with pytest.raises(PolicyLoadError) as info:
+        PolicyEngine([]).load(path)
+    for w in words:
+        assert w in str(info.value)
+
+
 # ------------------------------------------------------------------------------------------------ fuzz
 JUNK = st.one_of(
     st.none(),
@@ -534,6 +626,8 @@ JUNK = st.one_of(
         st.text(max_size=6), st.one_of(st.none(), st.integers(), st.floats(), st.text(max_size=5)), max_size=3
     ),
     st.sampled_from(["user", "tool:web", "semantic", "  ", "\ud800", "_ml_x", "alice"]),
+    # issue 14: NUL, overlong ids, invisible text, huge ints, too many tags, naive datetimes
+    st.sampled_from(["a\x00b", "x" * 300, "\u200b\u200d", 2**63, [f"t{i}" for i in range(70)], datetime(2020, 1, 1)]),
 )
 REMEMBER_ARGS = [
     "scope", "source", "kind", "tags", "metadata", "derived_from", "confidence", "activity_id",
@@ -576,7 +670,7 @@ VERB_KWARGS: dict[str, tuple[str, ...]] = {
     "get": (), "require": (), "ancestors": (), "descendants": (), "impact": (), "explain": (),
     "retract": ("reason", "activity_id"), "forget": ("reason",), "revalidate": ("reason",), "erase": ("reason",),
     "supersede": ("source", "metadata", "tags", "kind", "derived_from", "confidence", "slot", "ttl"),
-    "recall": ("k", "kinds", "tags", "include_suspect", "session_only", "activity_id"),
+    "recall": ("k", "kinds", "tags", "include_suspect", "session_only", "activity_id", "purpose", "budget"),
     "audit": ("types", "limit"),
 }  # fmt: skip
 NAMED_IDS = ("fact", "concl", "bob", "retracted", "erased")

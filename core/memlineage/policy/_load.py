@@ -51,6 +51,9 @@ def load_policy_file(path: str | os.PathLike[str]) -> list[Policy]:
     except OSError as exc:
         msg = f"{source}: cannot read policy file: {exc.strerror or exc}"
         raise PolicyLoadError(msg) from exc
+    except UnicodeDecodeError as exc:
+        msg = f"{source}: not UTF-8 text (byte {exc.start}); save the policy file as UTF-8"
+        raise PolicyLoadError(msg) from exc
     suffix = p.suffix.lower()
     if suffix == ".json":
         try:

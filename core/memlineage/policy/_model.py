@@ -103,6 +103,8 @@ LAYER_RANK: dict[PolicyLayer, int] = {PolicyLayer.GLOBAL: 0, PolicyLayer.DOMAIN:
 
 #: Obligation keys a write policy may attach (applied by the manager when the policy fires).
 OBLIGATION_KEYS = frozenset({"ttl_seconds", "demote_kind"})
+#: Longest TTL an obligation may set (100 years); NaN and infinity are refused when the policy loads.
+MAX_TTL_SECONDS = 100 * 365.25 * 86400
 
 #: Where policies being constructed come from ((source, entry index)); set by the file loader.
 LOAD_SOURCE: ContextVar[tuple[str, int | None]] = ContextVar("memlineage_policy_source", default=("<python>", None))
@@ -206,7 +208,8 @@ class Policy(BaseModel):
     cost: float = Field(
         default=0.0,
         ge=0.0,
-        description="Cost of complying (e.g. a refresh call), in caller budget units, >= 0.",
+        allow_inf_nan=False,
+        description="Cost of complying (e.g. a refresh call), in caller budget units, >= 0 and finite.",
     )
     refresh: str | None = Field(
         default=None, description="Name of the refresh hook (require_refresh only); default: the policy id."
@@ -278,8 +281,11 @@ class Policy(BaseModel):
             ttl = out["ttl_seconds"]
             if isinstance(ttl, timedelta):
                 ttl = ttl.total_seconds()
-            if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0:
-                msg = f"obligations.ttl_seconds must be a positive number of seconds, got {ttl!r}"
+            if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl <= MAX_TTL_SECONDS:
+                msg = (
+                    f"obligations.ttl_seconds must be a positive finite number of seconds up to "
+                    f"{MAX_TTL_SECONDS:g} (100 years), got {ttl!r}"
+                )
                 raise ValueError(msg)
             out["ttl_seconds"] = float(ttl)
         if "demote_kind" in out:
