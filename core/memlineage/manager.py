@@ -46,6 +46,7 @@ from memlineage.models import (
     Relation,
     Scope,
     Source,
+    SourceKind,
     Status,
     as_utc,
     check_id,
@@ -738,6 +739,8 @@ class MemoryManager:
                 conn.execute(
                     update(supports).where(supports.c.id == own["id"]).values(premises=own["premises"] + len(extra))
                 )
+                # a premise added to a conjunctive group can only lower trust (minimum over all premises)
+                self.ledger.update_memories(conn, [mid], {"trust": min(row["trust"], d.trust)})
             data = {"source": str(d.source), "new_premises": extra if own["premises"] > 0 else []}
             if d.decision is not None:
                 data["decision"] = {"action": d.decision.action.value, "reason": d.decision.reason}
@@ -948,7 +951,7 @@ class MemoryManager:
 
     def retract(
         self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "retracted",
-        activity_id: str | None = None,
+        activity_id: str | None = None, source: Source | str | None = None,
     ) -> CascadeReport:  # fmt: skip
         """Withdraw a memory; every descendant left without a valid support becomes ``suspect``.
 
@@ -960,6 +963,8 @@ class MemoryManager:
             scope: Caller's scope; must contain the memory.
             reason: Why (kept in the event log).
             activity_id: The activity that caused it (wasInvalidatedBy); default a new invalidation activity.
+            source: Who asks (e.g. ``"agent"``); delete policies see it, so write protection can refuse a
+                non-user source withdrawing what the user asserted. None = the application itself.
 
         Returns:
             A report whose ``suspect`` lists the ids marked suspect.
@@ -972,8 +977,9 @@ class MemoryManager:
         reason = check_text(reason, "reason")
         if activity_id is not None:
             check_id(activity_id, "activity_id")
+        src = Source.parse(source) if source is not None else None
         mem = self.require(memory_id, scope=scope)
-        self._check_operation("delete", [mem], scope=scope)
+        self._check_operation("delete", [mem], scope=scope, source=src)
         if mem.status in (Status.RETRACTED, Status.ERASED):
             return CascadeReport(target=memory_id, action="retract")
         with self.ledger.transaction() as conn:
@@ -1061,15 +1067,24 @@ class MemoryManager:
         content: str,
         *,
         scope: Scope | Mapping[str, Any] | str,
-        source: Source | str = "user",
+        source: Source | str | None = None,
         **kwargs: Any,
     ) -> Memory:
         """Write a new version of a memory (``wasRevisionOf``); same as :meth:`supersede` but returns the memory.
 
+        A revision keeps the old version's provenance unless told otherwise: ``source`` defaults to the old
+        version's source and ``derived_from`` to its premises (those not erased), so its trust stays the minimum
+        over them (a revision never launders an untrusted premise).
+
         Raises:
             See :meth:`supersede`.
         """
-        report = self.supersede(memory_id, content, scope=scope, source=source, **kwargs)
+        old = self.require(memory_id, scope=scope)
+        if "derived_from" not in kwargs and old.derived_from:
+            live = self.ledger.statuses(list(old.derived_from))
+            kwargs["derived_from"] = [p for p in old.derived_from if live.get(p) not in (None, Status.ERASED.value)]
+        report = self.supersede(memory_id, content, scope=scope, source=old.source if source is None else source,
+                                **kwargs)  # fmt: skip
         assert report.memory is not None
         return report.memory
 
@@ -1126,7 +1141,7 @@ class MemoryManager:
         """
         scope = Scope.coerce(scope)
         reason = check_text(reason, "reason")
-        row = self.ledger.activity_rows([check_text(decision_id, "decision_id")])[0]
+        row = self.ledger.activity_rows([check_id(decision_id, "decision_id")])[0]
         if row is None or row["kind"] != "update_detection" or row["user_id"] != scope.user_id:
             msg = f"no update decision {decision_id!r} in this scope; see explain(...).decisions"
             raise MemoryNotFoundError(msg)
@@ -1169,17 +1184,23 @@ class MemoryManager:
         self._sync_index([target, *restored])
         return self.require(target, scope=scope)
 
-    def forget(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "forgotten") -> Memory:
+    def forget(
+        self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "forgotten",
+        source: Source | str | None = None,
+    ) -> Memory:  # fmt: skip
         """Archive a memory: out of the index, kept in the ledger (its descendants are not affected).
+
+        ``source`` is who asks (see :meth:`retract`); None = the application itself.
 
         Raises:
             MemoryNotFoundError: no such memory in the scope.
-            PolicyViolationError: a delete policy denied it.
+            PolicyViolationError: a delete policy denied it (e.g. an agent forgetting a user assertion).
         """
         scope = Scope.coerce(scope)
         reason = check_text(reason, "reason")
+        src = Source.parse(source) if source is not None else None
         mem = self.require(memory_id, scope=scope)
-        self._check_operation("delete", [mem], scope=scope)
+        self._check_operation("delete", [mem], scope=scope, source=src)
         self._archive([memory_id], reason)
         return self.require(memory_id, scope=scope)
 
@@ -1198,13 +1219,16 @@ class MemoryManager:
         self._sync_index([r["id"] for r in rows])
 
     def erase(
-        self, memory_id: str | None = None, *, scope: Scope | Mapping[str, Any] | str, reason: str = "erasure request"
-    ) -> ErasureReceipt:
+        self, memory_id: str | None = None, *, scope: Scope | Mapping[str, Any] | str, reason: str = "erasure request",
+        source: Source | str | None = None,
+    ) -> ErasureReceipt:  # fmt: skip
         """Redact content in the ledger and the index; keep the events (without content) and return a receipt.
 
         With ``memory_id``: that memory and every version in its revision chain. Without: every memory in
         ``scope`` (all of the user's memories, or one agent's / session's when the scope names one), plus the
-        scope's activity metadata. Descendants outside the erased set become suspect.
+        scope's activity metadata. Consolidated summaries derived from what is erased are erased with it (their
+        text restates it); other descendants outside the erased set become suspect. ``source`` is who asks (see
+        :meth:`retract`); None = the application itself.
 
         Raises:
             MemoryNotFoundError: ``memory_id`` is not in the scope.
@@ -1212,6 +1236,7 @@ class MemoryManager:
         """
         scope = Scope.coerce(scope)
         reason = check_text(reason, "reason")
+        src = Source.parse(source) if source is not None else None
         now = self.clock()
         t = to_epoch(now)
         if memory_id is not None:
@@ -1223,8 +1248,9 @@ class MemoryManager:
                 if scope.agent_id is not None:
                     rows = self.ledger.memory_rows(ids, conn)
                     ids = [r["id"] for r in rows if r and r["agent_id"] == scope.agent_id]
+        ids = [*ids, *self._derived_summaries(ids)]
         mems = [m for m in self.ledger.memories(ids) if m is not None]
-        self._check_operation("delete", mems, scope=scope)
+        self._check_operation("delete", mems, scope=scope, source=src)
         if memory_id is None:
             self._value_erase(scope)  # buffered (never stored) candidates of the scope go too
         suspects: list[str] = []
@@ -1240,7 +1266,7 @@ class MemoryManager:
                 {
                     "content": "", "content_hash": "erased", "meta": {}, "tags": [], "embedding": None,
                     "assessment": None, "slot": None, "status": Status.ERASED.value, "index_state": "removing",
-                    "context_hash": None,
+                    "context_hash": None, "session_id": None,
                 },
             )  # fmt: skip
             redacted = self._redact_events(conn, ids)
@@ -1251,7 +1277,7 @@ class MemoryManager:
                 [_event(t, "erasure_receipt", None, None, scope.user_id, {"memories": len(ids), "reason": reason})],
             )
         removed = self._sync_index([*ids, *dict.fromkeys(suspects)])  # descendants made suspect need a sync too
-        self._compact()
+        self._compact(ids)
         return ErasureReceipt(
             user_id=scope.user_id,
             memory_ids=list(ids),
@@ -1292,11 +1318,24 @@ class MemoryManager:
             cond.append(activities.c.agent_id == scope.agent_id)
         if scope.session_id is not None:
             cond.append(activities.c.session_id == scope.session_id)
-        res = conn.execute(update(activities).where(*cond).values(meta={"redacted": True}))
+        res = conn.execute(update(activities).where(*cond).values(meta={"redacted": True}, session_id=None))
         return res.rowcount or 0
 
-    def _compact(self) -> None:
-        """Make redactions physical: checkpoint and truncate SQLite's WAL (secure_delete zeroes freed cells)."""
+    def _derived_summaries(self, ids: Sequence[str]) -> list[str]:
+        """Consolidated summaries derived (transitively) from ``ids``: their text restates what is erased."""
+        found = self.ledger.walk(list(ids), direction="descendants")
+        rows = self.ledger.memory_rows(sorted(set(found) - set(ids)), embedding=False)
+        return [r["id"] for r in rows if r and r["source_kind"] == SourceKind.CONSOLIDATION.value]
+
+    def _compact(self, ids: Sequence[str] = ()) -> None:
+        """Make redactions physical after an erasure.
+
+        Drops the index's log records of ``ids`` (embedded Chroma), then checkpoints and truncates SQLite's WAL
+        (``secure_delete`` zeroes freed cells).
+        """
+        purge = getattr(self.index, "purge_log", None)
+        if callable(purge) and ids:
+            purge(ids)
         if self.ledger.is_sqlite:
             with self.ledger.transaction() as conn:
                 conn.exec_driver_sql("SELECT 1")
@@ -1595,8 +1634,9 @@ class MemoryManager:
     ) -> RecallResult:
         """Explicit, audited cross-scope read: recall in ``scope`` (another user's) on behalf of an operator.
 
-        Writes an ``admin_access`` event (actor, reason, query) to that user's log before reading; every other
-        read and write stays confined to its caller's scope. Keyword arguments are those of :meth:`recall`.
+        Writes an ``admin_access`` event (actor, reason, SHA-256 of the query) to that user's log before reading;
+        every other read and write stays confined to its caller's scope. Keyword arguments are those of
+        :meth:`recall`.
 
         Raises:
             InvalidInputError: ``actor`` or ``reason`` is empty, or a bad recall argument.
@@ -2708,7 +2748,7 @@ _VERBS = (
     "remember", "remember_many", "retract", "impact", "supersede", "revise", "revalidate", "forget", "erase",
     "expire_due", "get", "get_many", "require", "find", "slots", "recall", "admin_recall", "ancestors",
     "descendants", "explain", "audit", "stats", "sweep", "consolidate", "slot_history", "slot_value",
-    "record_activity", "get_activity", "end_activity", "link", "repair", "verify", "reindex",
+    "record_activity", "get_activity", "end_activity", "link", "repair", "verify", "reindex", "undo",
     "flush_reinforcement", "buffered",
 )  # fmt: skip
 for _name in _VERBS:

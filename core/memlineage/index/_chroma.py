@@ -6,7 +6,9 @@ chromadb is imported lazily, inside this module's functions, so that ``import me
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,10 @@ def chroma_where(where: IndexFilter) -> dict[str, Any]:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+#: How Chroma's SQLite log encodes ``Operation.DELETE`` (ADD 0, UPDATE 1, UPSERT 2, DELETE 3).
+_LOG_DELETE = 3
+
+
 class ChromaIndex:
     """A :class:`~memlineage.index.VectorIndex` on one Chroma collection with cosine distance.
 
@@ -80,6 +86,7 @@ class ChromaIndex:
         self.client = client
         self.collection_name = collection
         self._owns_client = False  # True when persistent() made the client: close() releases it then
+        self._path: Path | None = None  # directory of an embedded client (persistent()), for purge_log()
         try:
             self._col = client.get_or_create_collection(
                 collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
@@ -97,7 +104,47 @@ class ChromaIndex:
         client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
         index = cls(client, collection)
         index._owns_client = True
+        index._path = Path(path)
         return index
+
+    def purge_log(self, ids: Sequence[str]) -> int:
+        """Physically remove what Chroma's write log still holds about deleted entries (embedded client only).
+
+        Chroma keeps every add / update / upsert (vector, metadata: tags, session id, content hash) in its
+        ``embeddings_queue`` table until its vector segment persists, and freed SQLite pages keep old bytes.
+        After :meth:`delete`, this drops those records for ``ids`` (the delete records stay, so replaying the log
+        still removes the entries from an older vector snapshot), then rewrites ``chroma.sqlite3`` with
+        ``secure_delete`` and ``VACUUM``. A no-op for server clients (the server owns its files).
+
+        Returns:
+            Number of log records removed.
+
+        Raises:
+            StorageError: the database could not be rewritten.
+        """
+        db = None if self._path is None else self._path / "chroma.sqlite3"
+        if db is None or not ids or not db.exists():
+            return 0
+        removed = 0
+        try:
+            with closing(sqlite3.connect(db, timeout=30)) as con:
+                con.execute("PRAGMA secure_delete = ON")
+                unique = list(dict.fromkeys(ids))
+                for start in range(0, len(unique), 500):
+                    chunk = unique[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    cur = con.execute(
+                        f"DELETE FROM embeddings_queue WHERE operation != ? AND id IN ({marks})",  # noqa: S608
+                        [_LOG_DELETE, *chunk],
+                    )
+                    removed += max(cur.rowcount, 0)
+                con.commit()
+                con.execute("VACUUM")
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            msg = f"could not compact Chroma's log after a deletion: {type(exc).__name__}: {exc}"
+            raise StorageError(msg) from exc
+        return removed
 
     def close(self) -> None:
         """Release an embedded client this index opened (an injected client stays open). Idempotent.

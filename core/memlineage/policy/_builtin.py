@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
 from memlineage.errors import ConfigurationError
+from memlineage.models import SourceKind
 from memlineage.policy._model import Effect, Operation, Policy, PolicyTarget
 
 __all__ = [
@@ -156,16 +157,22 @@ def dependency_consistency(*, purpose: str = "decision", priority: int = 70) -> 
     ]
 
 
+#: Every source kind but ``user``: none of them may overwrite or delete what the user asserted.
+NON_USER_SOURCES = tuple(k.value for k in SourceKind if k is not SourceKind.USER)
+
+
 def user_write_protection(
-    *, writers: Sequence[str] = ("tool", "reasoning"), final: bool = True, priority: int = 100
+    *, writers: Sequence[str] = NON_USER_SOURCES, final: bool = True, priority: int = 100
 ) -> Policy:
-    """What the user asserted can only be revised or superseded by the user (seed: write protection).
+    """What the user asserted can only be revised, superseded or deleted by the user (seed: write protection).
 
     Updates and deletes of ``user``-sourced memories requested by ``writers`` are denied with
-    ``PolicyViolationError``.
+    ``PolicyViolationError``. Deletes carry their requester through ``source=`` of ``retract`` / ``forget`` /
+    ``erase``; a call without a source is the application's own and is not refused.
 
     Args:
-        writers: Source kinds that may not overwrite user-asserted memories.
+        writers: Source kinds that may not overwrite or delete user-asserted memories (default: every kind
+            but ``user`` — tool, reasoning, system, agent, consolidation, import).
         final: Higher layers (domain, session) cannot override it.
         priority: Priority in the global layer.
     """

@@ -10,13 +10,14 @@ before any change. Every decision a policy made is appended to the event log as 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memlineage.errors import InvalidInputError, PolicyViolationError, ScopeViolationError
-from memlineage.models import Memory, MemoryKind, Scope, Source, Status, to_epoch
+from memlineage.models import Memory, MemoryKind, Scope, Source, Status, check_text, to_epoch
 from memlineage.policy._engine import SCOPE_POLICY_ID, PolicyEngine
 from memlineage.policy._model import Decision, Effect, Operation, PolicyRequest
 
@@ -261,7 +262,7 @@ def enforce_write(mm: MemoryManager, drafts: Sequence[Any]) -> list[Decision]:
         provisional = d.to_memory(now)
         request = PolicyRequest(operation=Operation.WRITE, scope=d.scope, source=d.source)
         decision = engine.check(Operation.WRITE, provisional, request, now=now, premise_status=lookup)
-        recorded.append((decision.model_copy(update={"memory_id": None}), d.scope.user_id, None))
+        recorded.append((_without_text(decision), d.scope.user_id, None))
         if decision.withheld:
             failure = (decision, f"write of {d.source} memory")
             break
@@ -284,6 +285,20 @@ def enforce_write(mm: MemoryManager, drafts: Sequence[Any]) -> list[Decision]:
     if failure is not None:
         _raise(*failure)
     return [d for d, _, _ in recorded]
+
+
+def _without_text(decision: Decision) -> Decision:
+    """A write decision fit for the event log: no memory id (none exists) and no text of the draft.
+
+    The draft may be refused, and then nothing else records it, so no later ``erase`` could find its text in
+    ``inputs``; strings are replaced by their length, numbers and booleans are kept.
+    """
+    inputs = {
+        k: (f"<text withheld: {len(v)} characters>" if isinstance(v, str) else v)
+        for k, v in decision.inputs.items()
+        if v is None or isinstance(v, (bool, int, float, str))
+    }
+    return decision.model_copy(update={"memory_id": None, "inputs": inputs})
 
 
 def _live_slot_holder(mm: MemoryManager, d: Any) -> Memory | None:
@@ -315,9 +330,12 @@ def admin_recall(mm: MemoryManager, query: str, *, scope: Scope, actor: str, rea
     if not isinstance(actor, str) or not actor.strip() or not isinstance(reason, str) or not reason.strip():
         msg = "admin_recall needs a non-empty actor and reason; both are written to the audited event log"
         raise InvalidInputError(msg)
+    query = check_text(query, "query")  # before the event: a refused call writes nothing
     engine = ensure_engine(mm.policy)
     grant_id = engine.admin_grant(actor=actor, reason=reason).id if engine is not None else None
-    data = {"actor": actor, "reason": reason, "query": query, "grant_id": grant_id, "operation": "recall"}
+    # the query is the user's text: keep a digest (to match a known query in an audit), never the text
+    digest = hashlib.sha256(query.encode("utf-8")).hexdigest()
+    data = {"actor": actor, "reason": reason, "query_sha256": digest, "grant_id": grant_id, "operation": "recall"}
     with mm.ledger.transaction() as conn:
         mm.ledger.insert_events(
             conn,
