@@ -1266,7 +1266,7 @@ class MemoryManager:
                 {
                     "content": "", "content_hash": "erased", "meta": {}, "tags": [], "embedding": None,
                     "assessment": None, "slot": None, "status": Status.ERASED.value, "index_state": "removing",
-                    "context_hash": None, "session_id": None,
+                    "context_hash": None,
                 },
             )  # fmt: skip
             redacted = self._redact_events(conn, ids)
@@ -1318,7 +1318,7 @@ class MemoryManager:
             cond.append(activities.c.agent_id == scope.agent_id)
         if scope.session_id is not None:
             cond.append(activities.c.session_id == scope.session_id)
-        res = conn.execute(update(activities).where(*cond).values(meta={"redacted": True}, session_id=None))
+        res = conn.execute(update(activities).where(*cond).values(meta={"redacted": True}))
         return res.rowcount or 0
 
     def _derived_summaries(self, ids: Sequence[str]) -> list[str]:

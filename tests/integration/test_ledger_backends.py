@@ -388,3 +388,48 @@ def test_both_backends_refuse_the_same_input(mm: MemoryManager, call, words: str
     with pytest.raises(InvalidInputError, match=words):
         call(mm)
     assert mm.stats() == before
+
+
+def test_erased_values_leave_the_postgresql_files_after_vacuum_full(pg_schema) -> None:  # noqa: ANN001
+    """Issue 14 kind 3: erased values stayed in the table's data file; ``vacuum(full=True)`` rewrites it.
+
+    Reads every relation file of the schema (tables, their TOAST tables and indexes) through
+    ``pg_read_binary_file`` (the test role is a superuser) and searches the bytes.
+    """
+    secret = "Okapi-Secret-90127"
+    ledger = Ledger(pg_schema.admin_url, schema=pg_schema.name)
+    mm = MemoryManager(ledger=ledger, index=InMemoryIndex(), embedder=FakeEmbedder())
+    scope = Scope(user_id="alice", session_id="Okapi-Session-5")
+    for i in range(20):
+        mm.remember(f"note {i} {secret} " + "padding " * (400 if i % 2 else 1), scope=scope, tags=[secret],
+                    metadata={"k": secret})  # fmt: skip
+    mm.remember("bob stays", scope=BOB)
+
+    def files_holding(needle: str) -> list[str]:
+        with ledger.engine.connect() as conn:
+            conn.exec_driver_sql("CHECKPOINT")
+            rels = conn.execute(
+                text(
+                    "SELECT c.oid::regclass::text, pg_relation_filepath(c.oid) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = :s "
+                    "UNION SELECT t.oid::regclass::text, pg_relation_filepath(t.oid) FROM pg_class c "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_class t ON t.oid = c.reltoastrelid "
+                    "WHERE n.nspname = :s"
+                ),
+                {"s": pg_schema.name},
+            ).all()
+            found = []
+            for name, path in rels:
+                if path is None:
+                    continue
+                data = conn.execute(text("SELECT pg_read_binary_file(:p)"), {"p": path}).scalar_one()
+                if needle.encode() in bytes(data):
+                    found.append(name)
+            return found
+
+    assert files_holding(secret), "the secret must be in the files before the erasure"
+    mm.erase(scope=Scope(user_id="alice"), reason="gdpr")
+    ledger.vacuum(full=True)
+    assert files_holding(secret) == []
+    assert mm.find(scope=BOB)[0].content == "bob stays"
+    mm.close()

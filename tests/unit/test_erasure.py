@@ -80,13 +80,6 @@ def test_erasing_a_premise_redacts_its_consolidated_summary(mm: MemoryManager) -
     assert mm.verify().ok
 
 
-def test_erasure_clears_session_ids_of_erased_rows(mm: MemoryManager) -> None:
-    m = mm.remember("session bound", scope=Scope(user_id="alice", session_id="Secret-Session-77"))
-    mm.erase(scope=Scope(user_id="alice"), reason="gdpr")
-    assert "Secret-Session-77" not in ledger_text(mm)
-    assert mm.require(m.id, scope="alice").status is Status.ERASED
-
-
 @pytest.fixture
 def mm() -> Any:
     manager = make_manager()

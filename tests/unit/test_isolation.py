@@ -29,7 +29,7 @@ from memlineage.ledger._schema import metadata as ledger_tables
 from memlineage.testing import make_manager
 from sqlalchemy import select
 
-USERS = ("u0", "u1", "u2")
+USERS = ("u0", "u1", "*")  # "*" once read cross-user admin events (issue 14)
 AGENTS = (None, "planner", "booker")
 SESSIONS = (None, "s1", "s2")
 WORDS = ("paris", "hotel", "flight", "aisle", "window", "tea", "coffee", "rome", "price", "museum")
@@ -228,12 +228,22 @@ class IsolationMachine(RuleBasedStateMachine):
             self._check_read(reader, self.mm.slot_history(slot, scope=reader), "slot_history")
             self._check_read(reader, [self.mm.slot_value(slot, scope=reader)], "slot_value")
 
+    @rule()
+    def admin_listing(self) -> None:
+        """A cross-user admin read: its event belongs to no user, whatever a user calls themselves."""
+        STATS["steps"] += 1
+        listed = self.mm.slots(admin=("ops", "nightly audit"))
+        assert {u for u, _ in listed} <= set(USERS)
+
     @rule(reader=readers, mid=mems)
     def audit(self, reader: Scope, mid: str) -> None:
         STATS["steps"] += 1
         events = self.mm.audit(reader)
         STATS["reads"] += 1
         assert all(e["user_id"] == reader.user_id for e in events), "audit showed another user's events"
+        assert not any(e.type == "admin_access" and e["data"].get("operation") == "slots" for e in events), (
+            "a user read a cross-user admin event"
+        )
         self._check_text(str(events), "audit")
         mine = {i for i, o in self.owner.items() if o.user_id == reader.user_id}
         assert {e["memory_id"] for e in events if e["memory_id"]} <= mine

@@ -183,6 +183,7 @@ class Ledger:
         self._lock = threading.RLock()
         kwargs: dict[str, Any] = {"echo": echo, "future": True}
         self.is_sqlite = url.startswith("sqlite")
+        self._schema = schema
         if self.is_sqlite:
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
             if url in ("sqlite://", "sqlite:///:memory:"):
@@ -245,6 +246,30 @@ class Ledger:
                 yield conn
         except SQLAlchemyError as exc:
             msg = f"ledger read failed: {exc}"
+            raise StorageError(msg) from exc
+
+    def vacuum(self, *, full: bool = False) -> None:
+        """Rewrite the tables so that redacted values leave the database files (run after :meth:`erase`).
+
+        SQLite: ``VACUUM`` (the whole file is rewritten). PostgreSQL: ``VACUUM`` of the ledger's tables, or
+        ``VACUUM (FULL)`` with ``full=True``, which rewrites them into new files (only that removes old row
+        versions from disk; it takes an exclusive lock on each table while it runs).
+
+        Raises:
+            StorageError: the database refused (e.g. no privilege to vacuum the tables).
+        """
+        try:
+            if self.is_sqlite:
+                with self._write_lock(), self.engine.connect() as conn:
+                    conn.exec_driver_sql("VACUUM")
+                return
+            quote = self.engine.dialect.identifier_preparer
+            prefix = f"{quote.quote_schema(self._schema)}." if self._schema else ""
+            tables = ", ".join(prefix + quote.quote(t.name) for t in metadata.sorted_tables)
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql(f"VACUUM {'(FULL) ' if full else ''}{tables}")
+        except SQLAlchemyError as exc:
+            msg = f"ledger vacuum failed: {exc}"
             raise StorageError(msg) from exc
 
     def close(self) -> None:
