@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -81,8 +83,18 @@ def test_second_writer_is_refused(tmp_path):
     from memlineage.testing import FakeEmbedder
 
     with MemoryManager.open(tmp_path / "locked", embedder=FakeEmbedder()):
-        with pytest.raises(StoreLockedError, match="another process"):
+        # the same process is told so (issue 14: it used to say "another process")
+        with pytest.raises(StoreLockedError, match="already open in this process"):
             MemoryManager.open(tmp_path / "locked", embedder=FakeEmbedder())
+        child = (
+            "import sys; from memlineage import MemoryManager, StoreLockedError\n"
+            "from memlineage.testing import FakeEmbedder\n"
+            "try:\n    MemoryManager.open(sys.argv[1], embedder=FakeEmbedder())\n"
+            "except StoreLockedError as e:\n    assert 'another process' in str(e), e\n    sys.exit(0)\n"
+            "sys.exit(3)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", child, str(tmp_path / "locked")], timeout=120, check=False)  # noqa: S603
+        assert done.returncode == 0
     # Released on close: opening again works.
     MemoryManager.open(tmp_path / "locked", embedder=FakeEmbedder()).close()
 
