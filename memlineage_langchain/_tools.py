@@ -15,46 +15,13 @@ from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackMan
 from langchain_core.tools import BaseTool, ToolException
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope
-from memlineage.tools import MAX_K, TOOL_SPECS, MemoryToolError, MemoryTools
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from memlineage.tools import ARG_SCHEMAS, TOOL_SPECS, MemoryToolError, MemoryTools
+from pydantic import ConfigDict, Field, ValidationError
 
 __all__ = ["memory_tools"]
 
 #: Tag on every memory tool, so callbacks and policies can tell them from tools that fetch outside data.
 MEMORY_TOOL_TAG = "memlineage:memory_tool"
-
-
-class SearchArgs(BaseModel):
-    """Arguments of ``search_memory``."""
-
-    query: str = Field(description="What to look for, in words (e.g. 'where does the user live').")
-    k: int | None = Field(default=None, ge=1, le=MAX_K, description="How many memories to return (default 5).")
-
-
-class RememberArgs(BaseModel):
-    """Arguments of ``remember``."""
-
-    content: str = Field(description="The fact to store, as one self-contained sentence.")
-    origin: Literal["user", "agent"] = Field(
-        default="agent", description="'user' if the user said it in this conversation, 'agent' for your conclusion."
-    )
-
-
-class CorrectArgs(BaseModel):
-    """Arguments of ``correct_memory``."""
-
-    memory_id: str = Field(description="The id of the memory to correct, as shown by search_memory (m:1a2b3c4d).")
-    new_content: str = Field(description="The corrected fact, as one self-contained sentence.")
-    origin: Literal["user", "agent"] = Field(
-        default="user", description="'user' if the correction comes from the user, 'agent' if it is yours."
-    )
-
-
-class ForgetArgs(BaseModel):
-    """Arguments of ``forget_memory``."""
-
-    memory_id: str = Field(description="The id of the memory to withdraw, as shown by search_memory (m:1a2b3c4d).")
-    reason: str = Field(description="Why it is withdrawn (e.g. 'the user said the trip is cancelled').")
 
 
 def _validation_message(error: ValidationError) -> str:
@@ -84,7 +51,7 @@ class MemoryTool(BaseTool):
         spec = TOOL_SPECS[op]
         kwargs.setdefault("name", spec.name)
         kwargs.setdefault("description", spec.description)
-        kwargs.setdefault("args_schema", _SCHEMAS[op])
+        kwargs.setdefault("args_schema", ARG_SCHEMAS[op])
         super().__init__(toolkit=toolkit, op=op, **kwargs)
 
     def _run(self, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any) -> str:
@@ -100,14 +67,6 @@ class MemoryTool(BaseTool):
             return await getattr(self.toolkit, f"a{self.op}")(**kwargs, activity_id=aid)
         except MemoryToolError as exc:
             raise MemoryToolException(str(exc)) from exc
-
-
-_SCHEMAS: dict[str, type[BaseModel]] = {
-    "search": SearchArgs,
-    "remember": RememberArgs,
-    "correct": CorrectArgs,
-    "forget": ForgetArgs,
-}
 
 
 def memory_tools(

@@ -37,7 +37,9 @@ import re
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from memlineage.errors import (
     InvalidInputError,
@@ -50,7 +52,7 @@ from memlineage.errors import (
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, new_id
 
-__all__ = ["MEMORY_TOOL_NAMES", "TOOL_SPECS", "MemoryToolError", "MemoryTools", "ToolSpec", "marker"]
+__all__ = ["ARG_SCHEMAS", "MEMORY_TOOL_NAMES", "TOOL_SPECS", "MemoryToolError", "MemoryTools", "ToolSpec", "marker"]
 
 #: Longest text a tool accepts (content, query, reason), in characters.
 MAX_TEXT = 4000
@@ -102,6 +104,48 @@ TOOL_SPECS: dict[str, ToolSpec] = {
         "search_memory, with a short reason. It is kept in the history (never hard-deleted) and whatever was "
         "derived from it is flagged suspect.",
     ),
+}
+
+
+class SearchArgs(BaseModel):
+    """Arguments of ``search_memory``."""
+
+    query: str = Field(description="What to look for, in words (e.g. 'where does the user live').")
+    k: int | None = Field(default=None, ge=1, le=MAX_K, description="How many memories to return (default 5).")
+
+
+class RememberArgs(BaseModel):
+    """Arguments of ``remember``."""
+
+    content: str = Field(description="The fact to store, as one self-contained sentence.")
+    origin: Literal["user", "agent"] = Field(
+        default="agent", description="'user' if the user said it in this conversation, 'agent' for your conclusion."
+    )
+
+
+class CorrectArgs(BaseModel):
+    """Arguments of ``correct_memory``."""
+
+    memory_id: str = Field(description="The id of the memory to correct, as shown by search_memory (m:1a2b3c4d).")
+    new_content: str = Field(description="The corrected fact, as one self-contained sentence.")
+    origin: Literal["user", "agent"] = Field(
+        default="user", description="'user' if the correction comes from the user, 'agent' if it is yours."
+    )
+
+
+class ForgetArgs(BaseModel):
+    """Arguments of ``forget_memory``."""
+
+    memory_id: str = Field(description="The id of the memory to withdraw, as shown by search_memory (m:1a2b3c4d).")
+    reason: str = Field(description="Why it is withdrawn (e.g. 'the user said the trip is cancelled').")
+
+
+#: Argument schema per tool (pydantic), shared by the adapters.
+ARG_SCHEMAS: dict[str, type[BaseModel]] = {
+    "search": SearchArgs,
+    "remember": RememberArgs,
+    "correct": CorrectArgs,
+    "forget": ForgetArgs,
 }
 
 #: The tool names, for adapters that must tell memory tools from tools that fetch outside data.
