@@ -173,3 +173,20 @@ def test_scripted_reconciler_decides_from_the_prompt() -> None:
     assert json.loads(bench.decide("- [m:1a2b3c4d] I like tea.\nNew: My car is red."))["decisions"][0]["action"] == (
         "ADD"
     )
+
+
+def test_plain_rows_open_the_store_with_defaults_only(tmp_path: Path) -> None:
+    """The headline rows pass no option to MemoryManager.open (the harness's embedder and clock aside)."""
+    seen: list[dict[str, object]] = []
+
+    def opener(clock, **options):  # noqa: ANN001, ANN202
+        seen.append(options)
+        return _open(clock)
+
+    emb, _ = bench.load_embedder(fake=True)
+    built = bench.factories(emb, bench.Labeller(USERS), tmp_path, open_manager=opener)
+    for key in ("ml-langchain", "ml-llamaindex", "ml-oracle"):
+        runner = built[key]()
+        runner.close()
+    assert seen == [{}, {}, {}]
+    assert [k for k, _ in bench.SYSTEMS][0] == "ml-langchain"  # the headline row
