@@ -7,7 +7,6 @@ few users, so it is fast; the real figures come from ``benchmarks/bench_stale.py
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -88,7 +87,6 @@ def test_plain_runners_write_through_the_adapters(runner: str) -> None:
         mems = mm.find(scope=r.scope(uh, bench.ASK_AT))
         sources = {str(m.source) for m in mems}
         assert {"user", "agent", "tool:flight_search"} <= sources
-        assert all(m.slot is None for m in mems)
         sc = next(s for s in uh.scenarios if s.category == "tool_price")
         served = r.ask(uh, sc.question, bench.K)
         assert 0 < len(served) <= bench.K and all(s.owner == uh.user for s in served)
@@ -154,25 +152,41 @@ def test_leaks_are_counted() -> None:
     assert m["leaks"] == 1 and m["current"] == 1 and m["stale"] == 0
 
 
-def test_reconciler_row_is_not_built_without_the_module() -> None:
-    if importlib.util.find_spec("memlineage.reconcile") is not None:
-        pytest.skip("memlineage.reconcile exists: the row runs")
-    res = bench.run_system("r", "ml-reconciler", lambda: None, USERS[:1])
+def test_reconciler_row_is_built_and_reports_when_it_cannot_be() -> None:
+    from memlineage.reconcile import LLMReconciler
+
+    make = bench.reconciler_factory()
+    assert make is not None and isinstance(make(), LLMReconciler)
+    res = bench.run_system("r", "ml-reconciler", lambda: None, USERS[:1])  # what the row shows without the module
     assert res.status.startswith("n/a: not built")
 
 
-def test_scripted_reconciler_decides_from_the_prompt() -> None:
-    prompt = (
-        "Candidates:\n- [m:1a2b3c4d] My favourite restaurant is Din Tai Fung.\n"
-        "- [m:99aa88bb] I'm allergic to cats.\nNew statement: My favourite restaurant is Haidilao."
-    )
-    out = json.loads(bench.decide(prompt))["decisions"]
-    assert out == [{"action": "UPDATE", "id": "1a2b3c4d", "reason": out[0]["reason"]}]
-    withdraw = "- [m:1a2b3c4d] I'm flying to Lisbon for a conference.\nNew: Forget what I said about the Lisbon trip."
-    assert json.loads(bench.decide(withdraw))["decisions"][0]["action"] == "DELETE"
-    assert json.loads(bench.decide("- [m:1a2b3c4d] I like tea.\nNew: My car is red."))["decisions"][0]["action"] == (
-        "ADD"
-    )
+def test_scripted_reconciler_answers_the_llm_reconcilers_prompt() -> None:
+    """Through the real LLMReconciler: its prompt in, validated decisions out (decided_by llm, not the fallback)."""
+    from memlineage.reconcile import Action, Candidate, LLMReconciler, Statement
+
+    rec = LLMReconciler(bench.ScriptedReconcilerModel(), fallback=None)
+    old_fav = Candidate(id="m-fav", content="My favourite restaurant is Din Tai Fung.", source="user")
+    sister = Candidate(id="m-sis", content="My sister lives in Toronto with her two kids.", source="user")
+    home = Candidate(id="m-home", content="I live in Berlin, in a flat near the old town.", source="user")
+    trip = Candidate(id="m-trip", content="I'm flying to Lisbon for a robotics conference on June 12.", source="user")
+    fare = Candidate(id="m-fare", content="Lufthansa LH1234 Frankfurt to Lisbon on June 12: EUR 412.", source="tool:x")
+    items = [
+        (Statement(content="My favourite restaurant is Haidilao.", source="user"), [old_fav, sister]),
+        (Statement(content="Actually I moved to Munich last month.", source="user"), [sister, home]),
+        (Statement(content="Forget what I said about the Lisbon trip.", source="user"), [home, trip]),
+        (Statement(content="Lufthansa LH1234 Frankfurt to Lisbon on June 12: EUR 468.", source="tool:x"), [fare]),
+        (Statement(content="I started a pottery class.", source="user"), [sister]),
+    ]
+    out = rec.decide(items)
+    assert [(d.action, d.target) for d in out] == [
+        (Action.UPDATE, "m-fav"),
+        (Action.UPDATE, "m-home"),
+        (Action.CONTRADICT, "m-trip"),
+        (Action.UPDATE, "m-fare"),
+        (Action.NEW, None),
+    ]
+    assert {d.decided_by for d in out[:4]} == {"llm"} and rec.fallbacks == 0
 
 
 def test_plain_rows_open_the_store_with_defaults_only(tmp_path: Path) -> None:

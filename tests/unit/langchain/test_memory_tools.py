@@ -51,19 +51,20 @@ class ReactiveChatModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=msg)])
 
 
-def last_marker(messages: Sequence[BaseMessage]) -> str:
-    """The first ``[m:<id>]`` marker of the latest tool message (what a model would copy)."""
+def last_marker(messages: Sequence[BaseMessage], containing: str = "") -> str:
+    """The marker of the first line of the latest tool message that holds ``containing`` (what a model would copy)."""
     tool_msg = next(m for m in reversed(messages) if isinstance(m, ToolMessage))
-    return re.findall(r"\[m:([0-9a-f]{8})\]", str(tool_msg.content))[0]
+    lines = [ln for ln in str(tool_msg.content).splitlines() if containing in ln and "[m:" in ln]
+    return re.findall(r"\[m:([0-9a-f]{8})\]", lines[0])[0]
 
 
 def call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
     return tool_calls((name, args, call_id))
 
 
-def correct_from_search(new_content: str) -> Callable[[Sequence[BaseMessage]], BaseMessage]:
+def correct_from_search(new_content: str, containing: str) -> Callable[[Sequence[BaseMessage]], BaseMessage]:
     return lambda msgs: call(
-        "correct_memory", {"memory_id": f"m:{last_marker(msgs)}", "new_content": new_content}, "call_fix"
+        "correct_memory", {"memory_id": f"m:{last_marker(msgs, containing)}", "new_content": new_content}, "call_fix"
     )
 
 
@@ -73,7 +74,7 @@ def search_then_correct(manager: Any, scope: Any, new_content: str, answer: str)
     model = ReactiveChatModel(
         steps=[
             call("search_memory", {"query": "where does the user live"}, "call_search"),
-            correct_from_search(new_content),
+            correct_from_search(new_content, "I live in"),
             AIMessage(content=answer),
         ]
     )
@@ -94,7 +95,7 @@ def test_agent_executor_corrects_a_memory_by_the_marker_it_found(manager, alice)
     plan = manager.remember("Book the Berlin Hilton", scope=alice, source="agent", derived_from=[city.id])
     ex = search_then_correct(manager, alice, "I live in Munich", "Updated: you live in Munich now.")
     capture = LineageCaptureCallback(manager, scope=alice, raise_error=True)
-    out = ex.invoke({"input": "I moved to Munich."}, config={"callbacks": [capture]})
+    out = ex.invoke({"input": "Please fix my home city in your notes."}, config={"callbacks": [capture]})
     assert out["output"] == "Updated: you live in Munich now."
 
     assert manager.require(city.id, scope=alice).status is Status.SUPERSEDED  # history kept
@@ -203,6 +204,7 @@ def _rows(manager, scope) -> list[dict[str, Any]]:
 def test_a_corrected_value_is_not_served_again_through_a_captured_search_listing(manager, alice):
     manager.remember("I live in Berlin", scope=alice, source="user")
     ex = search_then_correct(manager, alice, "I live in Munich", "Updated.")
-    ex.invoke({"input": "I moved to Munich."}, config={"callbacks": [LineageCaptureCallback(manager, scope=alice)]})
+    capture = LineageCaptureCallback(manager, scope=alice)
+    ex.invoke({"input": "Please fix my home city in your notes."}, config={"callbacks": [capture]})
     served = [h.memory.content for h in manager.recall("Which city do I live in?", scope=alice, k=5)]
     assert not [c for c in served if "Berlin" in c], served

@@ -45,8 +45,10 @@ def last_tool_text(messages: Sequence[ChatMessage]) -> str:
     return str(next(m for m in reversed(messages) if m.role == "tool").content)
 
 
-def marker_of(messages: Sequence[ChatMessage]) -> str:
-    return "m:" + re.findall(r"\[m:([0-9a-f]{8})\]", last_tool_text(messages))[0]
+def marker_of(messages: Sequence[ChatMessage], containing: str = "") -> str:
+    """The marker of the first line of the latest tool output that holds ``containing``."""
+    lines = [ln for ln in last_tool_text(messages).splitlines() if containing in ln and "[m:" in ln]
+    return "m:" + re.findall(r"\[m:([0-9a-f]{8})\]", lines[0])[0]
 
 
 def test_tools_are_function_tools_with_schemas(manager: MemoryManager) -> None:
@@ -65,12 +67,12 @@ async def test_function_agent_corrects_by_marker_with_captured_lineage(manager: 
         llm=reactive_llm(
             call("t-search", "search_memory", {"query": "where does the user live"}),
             lambda msgs: call(
-                "t-fix", "correct_memory", {"memory_id": marker_of(msgs), "new_content": "I live in Munich"}
+                "t-fix", "correct_memory", {"memory_id": marker_of(msgs, "I live"), "new_content": "I live in Munich"}
             ),
             ChatMessage(role="assistant", content="Noted: Munich."),
         ),
     )  # fmt: skip
-    result = await capture_run(agent.run(user_msg="I moved to Munich."), manager, scope=ALICE)
+    result = await capture_run(agent.run(user_msg="Please fix my home city in your notes."), manager, scope=ALICE)
     assert "Munich" in str(result)
     assert manager.require(city.id, scope=ALICE).status is Status.SUPERSEDED
     assert manager.require(plan.id, scope=ALICE).status is Status.SUSPECT
