@@ -120,7 +120,8 @@ class Turn:
             out.append((self.user, f"_prompt:{self.key}"))
             out.append((self.tool.output, self.key))
         if self.answer:
-            out.append((self.answer, self.answer_key or f"_answer:{self.key}"))
+            neutral = "_ack" if self.answer in ACK.values() else f"_answer:{self.key}"
+            out.append((self.answer, self.answer_key or neutral))
         return out
 
 
