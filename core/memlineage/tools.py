@@ -309,7 +309,10 @@ class MemoryTools:
                 text, scope=self.scope, source=src, kind=self.kind, activity_id=aid, force=True, **extra
             )
         self._note(mem.id)
-        return f"Stored as {marker(mem.id)} (source {mem.source})."
+        out = f"Stored as {marker(mem.id)} (source {mem.source})."
+        if mem.supersedes:  # update detection on write took it for a new value of an older memory
+            out += f" It replaces {marker(mem.supersedes)} (detected as an update; the old version is kept)."
+        return out
 
     def correct(self, memory_id: Any, new_content: Any, origin: Any = "user", *, activity_id: str | None = None) -> str:
         """``correct_memory``: supersede a memory with new words; its dependents become suspect.

@@ -64,6 +64,13 @@ def test_remember_sources_are_honest(mm):
     assert str({m.id[:8]: m for m in mm.find(scope=ALICE)}[sid].source) == "agent"
 
 
+def test_remember_says_when_update_detection_replaced_an_older_memory(mm):
+    old = mm.remember("I live in Berlin", scope=ALICE, source="user")
+    out = MemoryTools(mm, ALICE).remember("Actually I moved to Munich last month.", origin="user")
+    assert f"It replaces {marker(old.id)}" in out
+    assert mm.require(old.id, scope=ALICE).status is Status.SUPERSEDED
+
+
 def test_correct_supersedes_keeps_history_and_flags_dependents(mm):
     city = mm.remember("I live in Berlin", scope=ALICE, source="user")
     plan = mm.remember("Book the Berlin Hilton", scope=ALICE, source="agent", derived_from=[city.id])
