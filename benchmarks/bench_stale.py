@@ -29,8 +29,9 @@ Rows (``--systems``):
   model (:class:`ScriptedReconcilerModel`, not an LLM); "n/a: not built" while ``memlineage.reconcile`` does
   not exist.
 - ``ml-oracle`` **MemLineage oracle (explicit verbs)**: the same turns, but the application calls
-  ``supersede`` / ``retract`` with the right ids and derives the agent's recommendation from its premise.
-  An upper bound for what the lineage does when told; never the headline.
+  ``supersede`` / ``retract`` with the right ids and derives the agent's recommendation from its premise,
+  on a store opened with ``reconciler=None`` (no automatic update detection, so only the verbs act). An upper
+  bound for what the lineage does when told; never the headline.
 - ``langchain``: classic ``VectorStoreRetrieverMemory`` over ``langchain_chroma.Chroma`` (in-memory
   chromadb), one collection per user (its only isolation), ``save_context`` per turn (tool output as an
   extra output key).
@@ -1149,7 +1150,7 @@ def factories(
         def build() -> Any:
             clock = Clock()
             runner = runner_cls(opener(clock, **options), clock, labeller)
-            runner.store = "MemoryManager.open(path) defaults" + (f" + {sorted(options)}" if options else "")
+            runner.store = "MemoryManager.open(path) defaults" + (f" + {options}" if options else "")
             return runner
 
         return build
@@ -1162,7 +1163,7 @@ def factories(
         "ml-langchain": memlineage(PlainLangChainRunner),
         "ml-llamaindex": memlineage(PlainLlamaIndexRunner),
         "ml-reconciler": reconciled,
-        "ml-oracle": memlineage(OracleRunner),
+        "ml-oracle": memlineage(OracleRunner, reconciler=None),  # the verbs alone, no automatic detection
         "langchain": lambda: LangChainRunner(embedder, labeller, 5),
         "llamaindex": lambda: LlamaIndexRunner(embedder, labeller, 5),
         "mem0": lambda: Mem0Runner(embedder, labeller, tmp),

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from memlineage import Status, builtin_policies
+from memlineage import MemoryManager, Status
 from memlineage.testing import make_manager
 
 _BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_stale.py"
@@ -37,7 +37,8 @@ def _user(name: str):  # noqa: ANN202 - a bench.UserHistory
 
 
 def _open(clock, **options):  # noqa: ANN001, ANN202 - the bench's opener signature
-    return make_manager(clock=clock, policy=builtin_policies(), **options)
+    """What MemoryManager.open() gives (policies, value model, update detection) on in-memory parts."""
+    return make_manager(clock=clock, **{**MemoryManager.default_options(), **options})
 
 
 def test_scenarios_cover_every_kind_language_and_split() -> None:
@@ -98,10 +99,9 @@ def test_plain_runners_write_through_the_adapters(runner: str) -> None:
 
 def test_oracle_row_serves_no_stale_memory_and_cascades() -> None:
     users = [_user("main-en-u4"), _user("main-zh-u2")]
-    res = bench.run_system(
-        "oracle", "ml-oracle", lambda: bench.OracleRunner(_open(bench.Clock()), bench.Clock(), bench.Labeller(users)),
-        users,
-    )  # fmt: skip
+    emb, _ = bench.load_embedder(fake=True)
+    built = bench.factories(emb, bench.Labeller(users), Path("/nonexistent"), open_manager=_open)
+    res = bench.run_system("oracle", "ml-oracle", built["ml-oracle"], users)
     assert res.status == "ok"
     scs = bench.all_scenarios(users)
     m = res.metrics(scs)
@@ -111,7 +111,7 @@ def test_oracle_row_serves_no_stale_memory_and_cascades() -> None:
 def test_oracle_statuses() -> None:
     uh = _user("main-en-u4")
     clock = bench.Clock()
-    mm = _open(clock)
+    mm = _open(clock, reconciler=None)
     try:
         r = bench.OracleRunner(mm, clock, bench.Labeller(USERS))
         r.play(uh)
@@ -190,7 +190,7 @@ def test_scripted_reconciler_answers_the_llm_reconcilers_prompt() -> None:
 
 
 def test_plain_rows_open_the_store_with_defaults_only(tmp_path: Path) -> None:
-    """The headline rows pass no option to MemoryManager.open (the harness's embedder and clock aside)."""
+    """The plain rows pass no option to MemoryManager.open (the harness's embedder and clock aside)."""
     seen: list[dict[str, object]] = []
 
     def opener(clock, **options):  # noqa: ANN001, ANN202
@@ -202,5 +202,5 @@ def test_plain_rows_open_the_store_with_defaults_only(tmp_path: Path) -> None:
     for key in ("ml-langchain", "ml-llamaindex", "ml-oracle"):
         runner = built[key]()
         runner.close()
-    assert seen == [{}, {}, {}]
+    assert seen == [{}, {}, {"reconciler": None}]  # the oracle: explicit verbs only
     assert [k for k, _ in bench.SYSTEMS][0] == "ml-langchain"  # the headline row
