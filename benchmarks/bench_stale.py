@@ -71,7 +71,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "bench_stale.json"
 K = 3
 BASE_TIME = datetime(2025, 6, 2, 7, 0, tzinfo=timezone.utc)
 HOUR = 3600.0
-SPLITS = ("main", "heldout")
+SPLITS = ("main", "heldout", "fresh")
 #: Scenarios per user (each user's history interleaves this many scenarios with distractors).
 PER_USER = 6
 #: Turns before this offset are the user's first session, later ones the second; questions come in a third.
@@ -260,6 +260,39 @@ STATEMENTS: list[tuple[str, str, str, str, str, str, str, list[dict[str, str]]]]
     ("phone-zh-h", "heldout", "zh", "correction",
      "我的手机号是{a}。", "我的手机号改成{b}了。", "我的手机号是多少？",
      [{"a": "13812345678", "b": "13987654321"}, {"a": "15011112222", "b": "15033334444"}]),
+    # ---------------------------------------------------------------- fresh (written after detection was tuned)
+    ("reloc-en-f", "fresh", "en", "relocation",
+     "Home for me is {a} these days.", "We just relocated to {b}.", "What city is home for me?",
+     [{"a": "Oslo", "b": "Bergen"}, {"a": "Porto", "b": "Faro"}]),
+    ("job-en-f", "fresh", "en", "job",
+     "I'm employed by {a} as an accountant.", "As of Monday I work for {b}.", "Which company employs me?",
+     [{"a": "KPMG", "b": "Ernst & Young"}, {"a": "Tesco", "b": "Sainsbury's"}]),
+    ("coffee-en-f", "fresh", "en", "preference",
+     "My go-to coffee order is a {a}.", "My go-to coffee order is a {b}.", "What's my usual coffee order?",
+     [{"a": "flat white", "b": "cortado"}, {"a": "cappuccino", "b": "long black"}]),
+    ("train-seat-en-f", "fresh", "en", "preference",
+     "On trains I always pick a {a} seat.", "On trains I pick a {b} seat instead now.",
+     "Which seat do I pick on trains?",
+     [{"a": "forward-facing", "b": "table"}, {"a": "quiet-coach", "b": "window"}]),
+    ("son-en-f", "fresh", "en", "correction",
+     "My son's name is {a}.", "I misspelled it: my son's name is {b}.", "What is my son's name?",
+     [{"a": "Aiden", "b": "Aidan"}, {"a": "Jon", "b": "Johan"}]),
+    ("anniv-en-f", "fresh", "en", "correction",
+     "Our wedding anniversary is on {a}.", "Our wedding anniversary is actually on {b}.",
+     "When is our wedding anniversary?",
+     [{"a": "May 4", "b": "May 14"}, {"a": "September 9", "b": "September 19"}]),
+    ("reloc-zh-f", "fresh", "zh", "relocation",
+     "我一直住在{a}。", "我们已经搬去{b}住了。", "我住在哪里？",
+     [{"a": "西安", "b": "成都"}, {"a": "天津", "b": "青岛"}]),
+    ("drink-zh-f", "fresh", "zh", "preference",
+     "我最常喝的饮料是{a}。", "我最常喝的饮料是{b}。", "我最常喝什么饮料？",
+     [{"a": "可乐", "b": "柠檬水"}, {"a": "奶茶", "b": "椰汁"}]),
+    ("job-zh-f", "fresh", "zh", "job",
+     "我目前在{a}做设计师。", "我已经跳槽到{b}了。", "我现在在哪家公司？",
+     [{"a": "百度", "b": "字节跳动"}, {"a": "京东", "b": "美团"}]),
+    ("card-zh-f", "fresh", "zh", "correction",
+     "我的会员卡号是{a}。", "我说错了，会员卡号应该是{b}。", "我的会员卡号是多少？",
+     [{"a": "880123", "b": "880321"}, {"a": "556677", "b": "556767"}]),
 ]  # fmt: skip
 
 #: Tool prices refreshed: (name, split, lang, tool, args, prompt old, prompt new, output, question,
@@ -296,6 +329,12 @@ PRICES: list[tuple[str, str, str, str, dict[str, str], str, str, str, str, str, 
      "{h}一晚多少钱？", "",
      [{"h": "成都锦江宾馆", "date": "6月12日", "p1": "680", "p2": "920"},
       {"h": "西湖国宾馆", "date": "9月1日", "p1": "1350", "p2": "1620"}]),
+    ("rental-en-f", "fresh", "en", "rental_quote", {"car": "{car}", "city": "{c}"},
+     "Get me a weekly quote for a {car} in {c}.", "Re-quote the {car} in {c}, please.",
+     "Weekly rental, {car} in {c}: EUR {p}.",
+     "How much is the {car} in {c} per week?", "",
+     [{"car": "VW Golf", "c": "Seville", "p1": "210", "p2": "265"},
+      {"car": "Fiat 500", "c": "Naples", "p1": "180", "p2": "142"}]),
 ]  # fmt: skip
 
 #: Premises withdrawn: (name, split, lang, premise, prompt, derived recommendation, withdrawal, question,
@@ -321,6 +360,16 @@ PREMISES: list[tuple[str, str, str, str, str, str, str, str, list[dict[str, str]
      "我对{a}过敏。", "那晚饭给我推荐个菜吧。", "推荐你点不含{a}的清蒸鱼。",
      "别记我说的{a}过敏的事了，那不是真的。", "我有什么过敏吗？晚饭吃什么？",
      [{"a": "花生", "h": ""}, {"a": "海鲜", "h": ""}]),
+    ("dentist-en-f", "fresh", "en",
+     "I have a dentist appointment on {a}.", "What should I prepare for it?",
+     "Reminder: dentist on {a}, bring your insurance card.",
+     "Scratch the dentist appointment, it was called off.",
+     "What do I need to prepare for my appointments?",
+     [{"a": "Tuesday the 12th", "h": ""}, {"a": "Friday the 22nd", "h": ""}]),
+    ("expo-zh-f", "fresh", "zh",
+     "我打算下个月去{a}看车展。", "帮我订个酒店吧。", "推荐你住{a}会展中心旁边的{h}。",
+     "看车展的事黄了，别再提{a}了。", "我下个月住哪家酒店？",
+     [{"a": "广州", "h": "花园酒店"}, {"a": "上海", "h": "虹桥宾馆"}]),
 ]  # fmt: skip
 
 #: Unrelated statements, and distractors about other people on the scenarios' topics.

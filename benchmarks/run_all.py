@@ -249,12 +249,14 @@ def rows_stale() -> Iterator[Row]:
         if _get(s, "status") != "ok":
             yield ("stale", figure, None, str(_get(s, "status")))
             continue
-        main, held = _get(s, "metrics", "main/all"), _get(s, "metrics", "heldout/all")
+        main = _get(s, "metrics", "main/all")
         value = f"main: stale {main['stale']}/{main['n']}, current {main['current']}/{main['n']}" if main else None
         parts = [f"leaks {main['leaks']}"] if main else []
-        if held:
-            parts.append(f"held-out: stale {held['stale']}/{held['n']}, current {held['current']}/{held['n']}, "
-                         f"leaks {held['leaks']}")  # fmt: skip
+        for split in ("heldout", "fresh"):
+            m = _get(s, "metrics", f"{split}/all")
+            if m:
+                n = m["n"]
+                parts.append(f"{split}: stale {m['stale']}/{n}, current {m['current']}/{n}, leaks {m['leaks']}")
         yield ("stale", figure, value, "; ".join(parts))
 
 

@@ -44,12 +44,14 @@ def _open(clock, **options):  # noqa: ANN001, ANN202 - the bench's opener signat
 def test_scenarios_cover_every_kind_language_and_split() -> None:
     main = [s for s in SCENARIOS if s.split == "main"]
     held = [s for s in SCENARIOS if s.split == "heldout"]
-    assert len(main) >= 36 and len(held) >= 12
+    fresh = [s for s in SCENARIOS if s.split == "fresh"]
+    assert len(main) >= 36 and len(held) >= 12 and len(fresh) >= 12
     cats = {"relocation", "job", "preference", "correction", "tool_price", "premise_withdrawn"}
-    for split in (main, held):
+    for split in (main, held, fresh):
         assert {s.category for s in split} == cats
         assert {s.lang for s in split} == {"en", "zh"}
-    assert not {s.template for s in main} & {s.template for s in held}  # held-out templates are other templates
+    templates = [{s.template for s in split} for split in (main, held, fresh)]
+    assert not (templates[0] & templates[1] or templates[0] & templates[2] or templates[1] & templates[2])
     assert len({s.user for s in main}) >= 4
     for uh in USERS:  # one topic per user, so the scenarios of a user never answer each other's question
         assert len({s.template for s in uh.scenarios}) == len(uh.scenarios)
