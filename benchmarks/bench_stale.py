@@ -620,6 +620,11 @@ class _MemLineageBase:
     def __init__(self, mm: Any, clock: Clock, labeller: Labeller) -> None:
         self.mm, self.clock, self.labeller = mm, clock, labeller
         self._t0: dict[str, datetime] = {}
+        self.errors: list[dict[str, str]] = []  # turns the adapter refused with a MemLineageError
+
+    def _failed(self, uh: UserHistory, turn: Turn, exc: Exception) -> None:
+        """Record a turn the adapter failed to write (a real agent would have crashed there) and go on."""
+        self.errors.append({"user": uh.user, "turn": turn.user, "error": f"{type(exc).__name__}: {exc}"[:300]})
 
     def _at(self, uh: UserHistory, seconds: float) -> None:
         t0 = self._t0.setdefault(uh.user, BASE_TIME + timedelta(days=len(self._t0)))
@@ -659,6 +664,7 @@ class PlainLangChainRunner(_MemLineageBase):
 
     def play(self, uh: UserHistory) -> None:
         from langchain_classic.agents.output_parsers.tools import ToolAgentAction
+        from memlineage import MemLineageError
 
         for n, turn in enumerate(uh.turns):
             self._at(uh, turn.at)
@@ -673,7 +679,10 @@ class PlainLangChainRunner(_MemLineageBase):
                     tool_call_id=call_id,
                 )  # fmt: skip
                 outputs["intermediate_steps"] = [(action, turn.tool.output)]
-            memory.save_context(inputs, outputs)
+            try:
+                memory.save_context(inputs, outputs)
+            except MemLineageError as exc:
+                self._failed(uh, turn, exc)
 
     def ask(self, uh: UserHistory, question: str, k: int) -> list[Served]:
         self._at(uh, ASK_AT)
@@ -701,27 +710,35 @@ class PlainLlamaIndexRunner(_MemLineageBase):
         return self._memories[session]
 
     async def _play(self, uh: UserHistory) -> None:
-        from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+        from memlineage import MemLineageError
 
         for n, turn in enumerate(uh.turns):
             self._at(uh, turn.at)
             memory = self._memory(uh, turn.at)
-            user = ChatMessage(role=MessageRole.USER, content=turn.user)
-            await memory.aput(user)
-            await memory.aget(input=user)  # the agent reads memory for the turn (records the recalled premises)
-            if turn.tool is not None:
-                call_id = f"call_{uh.user}_{n}"
-                block = ToolCallBlock(tool_call_id=call_id, tool_name=turn.tool.name, tool_kwargs=dict(turn.tool.args))
-                await memory.aput(ChatMessage(role=MessageRole.ASSISTANT, blocks=[block]))
-                await memory.aput(
-                    ChatMessage(
-                        role=MessageRole.TOOL,
-                        content=turn.tool.output,
-                        additional_kwargs={"tool_call_id": call_id, "name": turn.tool.name},
-                    )
+            try:
+                await self._turn(memory, uh, n, turn)
+            except MemLineageError as exc:
+                self._failed(uh, turn, exc)
+
+    async def _turn(self, memory: Any, uh: UserHistory, n: int, turn: Turn) -> None:
+        from llama_index.core.base.llms.types import ChatMessage, MessageRole, ToolCallBlock
+
+        user = ChatMessage(role=MessageRole.USER, content=turn.user)
+        await memory.aput(user)
+        await memory.aget(input=user)  # the agent reads memory for the turn (records the recalled premises)
+        if turn.tool is not None:
+            call_id = f"call_{uh.user}_{n}"
+            block = ToolCallBlock(tool_call_id=call_id, tool_name=turn.tool.name, tool_kwargs=dict(turn.tool.args))
+            await memory.aput(ChatMessage(role=MessageRole.ASSISTANT, blocks=[block]))
+            await memory.aput(
+                ChatMessage(
+                    role=MessageRole.TOOL,
+                    content=turn.tool.output,
+                    additional_kwargs={"tool_call_id": call_id, "name": turn.tool.name},
                 )
-            if turn.answer:
-                await memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=turn.answer))
+            )
+        if turn.answer:
+            await memory.aput(ChatMessage(role=MessageRole.ASSISTANT, content=turn.answer))
 
     def play(self, uh: UserHistory) -> None:
         asyncio.run(self._play(uh))
@@ -1106,6 +1123,7 @@ class SystemResult:
     store: str = ""
     seconds: float = 0.0
     top: dict[str, list[Served]] = field(default_factory=dict)  # scenario id -> served, rank order
+    turn_errors: list[dict[str, str]] = field(default_factory=list)  # turns the system failed to write
 
     def metrics(self, scenarios: Sequence[Scenario], k: int = K) -> dict[str, Any]:
         """``stale``, ``current`` (scenario counts), ``n`` and ``leaks`` (foreign memories) at ``k``."""
@@ -1133,6 +1151,7 @@ def run_system(
         res.store = getattr(runner, "store", "")
         for uh in users:
             runner.play(uh)
+        res.turn_errors = list(getattr(runner, "errors", []))
         for uh in users:
             for sc in uh.scenarios:
                 res.top[sc.id] = runner.ask(uh, sc.question, k)
@@ -1281,6 +1300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         table.add_column(f"{split} stale@{K}", justify="right")
         table.add_column(f"{split} current@{K}", justify="right")
         table.add_column(f"{split} leaks (n={n})", justify="right")
+    table.add_column("turn errors", justify="right")
     table.add_column("s", justify="right")
     summary: dict[str, Any] = {}
     for r in results:
@@ -1293,12 +1313,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for c in sorted({s.category for s in scenarios if s.split == split})
             }
             entry["failures"] = failures(r, scenarios)
+            entry["turn_errors"] = r.turn_errors
             cells = [c for split in SPLITS for c in _fmt(entry["metrics"][f"{split}/all"])]
-            table.add_row(r.name, *cells, f"{r.seconds:.1f}")
+            table.add_row(r.name, *cells, str(len(r.turn_errors)), f"{r.seconds:.1f}")
         else:
-            table.add_row(r.name, r.status, *[""] * (3 * len(SPLITS) - 1), f"{r.seconds:.1f}")
+            table.add_row(r.name, r.status, *[""] * (3 * len(SPLITS)), f"{r.seconds:.1f}")
         summary[r.name] = entry
     console.print(table)
+    for r in results:
+        if r.turn_errors:
+            e = r.turn_errors[0]
+            console.print(
+                f"[red]{r.name}: {len(r.turn_errors)} turn(s) failed to write (a real agent would have crashed); "
+                f"first: {e['user']} {e['turn']!r} -> {e['error']}[/red]"
+            )
 
     by_lang = Table(title=f"stale@{K} / current@{K} by split and language")
     by_lang.add_column("system")

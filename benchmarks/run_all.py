@@ -252,6 +252,8 @@ def rows_stale() -> Iterator[Row]:
         main = _get(s, "metrics", "main/all")
         value = f"main: stale {main['stale']}/{main['n']}, current {main['current']}/{main['n']}" if main else None
         parts = [f"leaks {main['leaks']}"] if main else []
+        if _get(s, "turn_errors"):
+            parts.append(f"{len(_get(s, 'turn_errors'))} turns failed to write")
         for split in ("heldout", "fresh"):
             m = _get(s, "metrics", f"{split}/all")
             if m:

@@ -206,3 +206,28 @@ def test_plain_rows_open_the_store_with_defaults_only(tmp_path: Path) -> None:
         runner.close()
     assert seen == [{}, {}, {"reconciler": None}]  # the oracle: explicit verbs only
     assert [k for k, _ in bench.SYSTEMS][0] == "ml-langchain"  # the headline row
+
+
+@pytest.mark.parametrize("runner", ["PlainLangChainRunner", "PlainLlamaIndexRunner"])
+def test_a_turn_the_adapter_refuses_is_counted_not_fatal(runner: str) -> None:
+    from memlineage import InvalidInputError
+
+    uh = _user("main-en-u4")
+    clock = bench.Clock()
+    mm = _open(clock)
+    bad = uh.turns[3].user
+    real = mm.remember_many
+
+    def refuse(items):  # noqa: ANN001, ANN202
+        if any(i["content"] == bad for i in items):
+            raise InvalidInputError("refused for the test")
+        return real(items)
+
+    mm.remember_many = refuse  # type: ignore[method-assign]
+    try:
+        r = getattr(bench, runner)(mm, clock, bench.Labeller(USERS))
+        r.play(uh)
+        assert [e["turn"] for e in r.errors] == [bad] and "refused for the test" in r.errors[0]["error"]
+        assert len({m.content for m in mm.find(scope=r.scope(uh, bench.ASK_AT))}) > 5  # the other turns were written
+    finally:
+        mm.close()
