@@ -237,22 +237,29 @@ def rows_value_gate() -> Iterator[Row]:
 
 
 def rows_stale() -> Iterator[Row]:
+    """One row per system: stale served / current found / leaks at k=3, main and held-out splits side by side."""
     d, _ = _load("bench_stale.json")
     systems = _get(d, "systems") or {}
-    if not systems:
-        yield ("stale", "stale memory served in top k", None, "")
+    if not systems or _get(d, "k") is None:  # absent, or a result file from before the plain mode
+        yield ("stale", "stale served / current found @3 (plain conversation)", None, "")
         return
+    k = _get(d, "k")
     for name, s in systems.items():
+        figure = f"{name} (@{k})"
         if _get(s, "status") != "ok":
-            yield ("stale", f"{name}: stale@3 / stale@5", None, str(_get(s, "status")))
+            yield ("stale", figure, None, str(_get(s, "status")))
             continue
-        st, cu = _get(s, "stale_share") or {}, _get(s, "current_share") or {}
-        yield (
-            "stale",
-            f"{name}: stale@3 / stale@5",
-            f"{_pct(st.get('3'))} / {_pct(st.get('5'))}",
-            f"current@5 {_pct(cu.get('5'))}; {_get(d, 'scenarios')} scenarios",
-        )
+        main = _get(s, "metrics", "main/all")
+        value = f"main: stale {main['stale']}/{main['n']}, current {main['current']}/{main['n']}" if main else None
+        parts = [f"leaks {main['leaks']}"] if main else []
+        if _get(s, "turn_errors"):
+            parts.append(f"{len(_get(s, 'turn_errors'))} turns failed to write")
+        for split in ("heldout", "fresh"):
+            m = _get(s, "metrics", f"{split}/all")
+            if m:
+                n = m["n"]
+                parts.append(f"{split}: stale {m['stale']}/{n}, current {m['current']}/{n}, leaks {m['leaks']}")
+        yield ("stale", figure, value, "; ".join(parts))
 
 
 #: Which script feeds which rows (the script name decides "not run" and "earlier run" notes).

@@ -3,8 +3,9 @@
 Thin translators onto :class:`memlineage.MemoryManager`: a classic ``BaseMemory`` (:class:`LineageMemory`), callback
 handlers that capture runs with lineage (:class:`LineageCaptureCallback`, :class:`AsyncLineageCaptureCallback`), a
 chat message history for ``RunnableWithMessageHistory`` (:class:`LineageChatMessageHistory`), a LangGraph
-``BaseStore`` (:class:`LineageStore`), a retriever (:class:`LineageRetriever`) and an agent middleware for
-``create_agent`` (:class:`LineageMiddleware`).
+``BaseStore`` (:class:`LineageStore`), a retriever (:class:`LineageRetriever`), an agent middleware for
+``create_agent`` (:class:`LineageMiddleware`), and :func:`memory_tools` for agents that manage their memory
+themselves (search, remember, correct, forget).
 """
 
 from memlineage_langchain._callback import AsyncLineageCaptureCallback, LineageCaptureCallback
@@ -13,6 +14,7 @@ from memlineage_langchain._memory import LineageMemory
 from memlineage_langchain._middleware import LineageMiddleware
 from memlineage_langchain._retriever import LineageRetriever
 from memlineage_langchain._store import LineageStore
+from memlineage_langchain._tools import memory_tools
 
 __all__ = [
     "AsyncLineageCaptureCallback",
@@ -22,4 +24,5 @@ __all__ = [
     "LineageMiddleware",
     "LineageRetriever",
     "LineageStore",
+    "memory_tools",
 ]

@@ -17,12 +17,16 @@ Which to use:
 The memories recalled into a turn's context are premises of its tool results and answer (the block records
 them; ``capture_run`` and the handler read them from the run's ``lineage_memory``), so correcting a recalled
 memory makes what was built on it suspect.
+
+``memory_tools(manager, scope=...)`` gives agents that manage their memory themselves four ``FunctionTool``s:
+``search_memory``, ``remember``, ``correct_memory`` and ``forget_memory``.
 """
 
 from memlineage_llamaindex._block import LineageMemoryBlock
 from memlineage_llamaindex._capture import LineageEventHandler, LineageSpanHandler, capture_run
 from memlineage_llamaindex._chat_store import LineageChatStore
 from memlineage_llamaindex._memory import LineageMemory, lineage_memory
+from memlineage_llamaindex._tools import memory_tools
 
 __all__ = [
     "LineageChatStore",
@@ -32,4 +36,5 @@ __all__ = [
     "LineageSpanHandler",
     "capture_run",
     "lineage_memory",
+    "memory_tools",
 ]

@@ -43,7 +43,7 @@ def test_errors_share_one_root():
 
 def test_import_memlineage_loads_no_framework_or_chromadb():
     code = (
-        "import sys, memlineage, memlineage.testing\n"
+        "import sys, memlineage, memlineage.testing, memlineage.tools\n"
         "bad = [m for m in ('chromadb', 'langchain_core', 'langchain_classic', 'langgraph', 'llama_index',"
         " 'memlineage_langchain', 'memlineage_llamaindex') if m in sys.modules]\n"
         "print(','.join(bad))"

@@ -15,6 +15,7 @@ EXPECTED = [
     "LineageMiddleware",
     "LineageRetriever",
     "LineageStore",
+    "memory_tools",
 ]
 
 

@@ -13,6 +13,7 @@ def test_all() -> None:
         "LineageSpanHandler",
         "capture_run",
         "lineage_memory",
+        "memory_tools",
     ]
     assert memlineage_llamaindex.__all__ == sorted(memlineage_llamaindex.__all__)
     for name in memlineage_llamaindex.__all__:
