@@ -134,6 +134,8 @@ class _Recorder:
             self._runs[run.id] = run
 
     def _record(self, run: _Run, metadata: dict[str, Any]) -> None:
+        if run.scope is None:  # activities are never global: an unscoped run is not recorded
+            return
         self.manager.record_activity(
             Activity(
                 id=run.id,
@@ -156,6 +158,7 @@ class _Recorder:
                     self._runs.pop(tool.id, None)
                 self.manager.end_activity(
                     tool.id,
+                    scope=tool.scope,
                     outcome="unknown",
                     metadata={"reason": "parent run ended before the tool reported"},
                 )
@@ -190,7 +193,7 @@ class _Recorder:
         if run is None:
             return
         self._close_open_tools(run_id)
-        for action in run.actions:  # actions whose tool run this handler never saw (e.g. attached at construction)
+        for action in run.actions if run.scope is not None else ():  # tool runs this handler never saw
             self.manager.record_activity(
                 Activity(
                     kind="tool_call", name=action.tool, parent_id=run.id if run.recorded else None, scope=run.scope,
@@ -213,7 +216,7 @@ class _Recorder:
             self._runs.pop(run_id, None)
         if run.recorded:
             meta = {"error": repr(error)} if error is not None else None
-            self.manager.end_activity(run.id, outcome=outcome, metadata=meta)
+            self.manager.end_activity(run.id, scope=run.scope, outcome=outcome, metadata=meta)
 
     def _answer(self, run: _Run, text: str) -> None:
         if self._writable(run, "final answer") is None:
@@ -238,7 +241,7 @@ class _Recorder:
         with self._lock:
             run = self._runs.pop(run_id, None)
         if run is not None and run.recorded:
-            self.manager.end_activity(run_id, outcome=outcome, metadata=meta)
+            self.manager.end_activity(run_id, scope=run.scope, outcome=outcome, metadata=meta)
 
     # ------------------------------------------------------------------ agent steps
     def agent_action(self, action: AgentAction, run_id: str) -> None:
@@ -307,7 +310,10 @@ class _Recorder:
         run.tool_call_id = run.tool_call_id or call_id
         if run.name in _FALLBACK_TOOLS:
             outcome = "fallback"
-        self.manager.end_activity(run.id, outcome=outcome, metadata={"tool_call_id": run.tool_call_id})
+        if run.recorded:
+            self.manager.end_activity(
+                run.id, scope=run.scope, outcome=outcome, metadata={"tool_call_id": run.tool_call_id}
+            )
         if text.strip():
             self._tool_memory(run, text, outcome)
 
@@ -317,9 +323,13 @@ class _Recorder:
         if run is None:
             return
         run.tool_call_id = run.tool_call_id or tool_call_id
-        self.manager.end_activity(
-            run.id, outcome="error", metadata={"tool_call_id": run.tool_call_id, "error": repr(error)}
-        )
+        if run.recorded:
+            self.manager.end_activity(
+                run.id,
+                scope=run.scope,
+                outcome="error",
+                metadata={"tool_call_id": run.tool_call_id, "error": repr(error)},
+            )
         self._tool_memory(run, f"{run.name} failed: {type(error).__name__}: {error}", "error")
 
     def _tool_memory(self, run: _Run, text: str, outcome: str) -> None:

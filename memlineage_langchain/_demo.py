@@ -246,7 +246,7 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         world.advance(2)
 
         def refresh_flight(stale: Memory, decision: Any) -> Memory | None:
-            args = mm.get_activity(stale.lineage.activity_id or "")
+            args = mm.get_activity(stale.lineage.activity_id or "", scope=stale.scope)
             city, date = "Lyon", "2026-05-03"
             if args is not None:
                 inputs = args.metadata.get("inputs") or args.metadata.get("input") or {}

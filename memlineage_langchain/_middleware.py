@@ -114,7 +114,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         self.k = k
         self.include_suspect = include_suspect
         self.header = header
-        self._results: dict[str, str] = {}
+        self._results: dict[tuple[str, str | None, str], str] = {}  # (user, session, tool_call_id) -> memory
         self._lock = threading.Lock()
 
     def _scope(self, runtime: Any) -> Scope:
@@ -146,7 +146,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         ids = list(dict.fromkeys([turn_id, *(m.id for m in memories)]))
         return {"memlineage_context": ids, "memlineage_notes": notes}
 
-    def _answer(self, state: LineageState) -> tuple[str, list[str]]:
+    def _answer(self, state: LineageState, scope: Scope) -> tuple[str, list[str]]:
         messages = state.get("messages", [])
         text = final_ai_text(messages)
         call_ids = []
@@ -156,21 +156,24 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
             elif not isinstance(m, AIMessage):
                 break
         with self._lock:
-            tools = [self._results.pop(c) for c in reversed(call_ids) if c in self._results]
+            keys = [(scope.user_id, scope.session_id, c) for c in reversed(call_ids)]
+            tools = [self._results.pop(k) for k in keys if k in self._results]
         return text, list(dict.fromkeys([*state.get("memlineage_context", []), *tools]))
 
     @override
     def after_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        text, premises = self._answer(state)
+        scope = self._scope(runtime)
+        text, premises = self._answer(state, scope)
         if text.strip():
-            self.manager.remember(text, scope=self._scope(runtime), source="agent", derived_from=premises)
+            self.manager.remember(text, scope=scope, source="agent", derived_from=premises)
         return None
 
     @override
     async def aafter_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        text, premises = self._answer(state)
+        scope = self._scope(runtime)
+        text, premises = self._answer(state, scope)
         if text.strip():
-            await self.manager.aremember(text, scope=self._scope(runtime), source="agent", derived_from=premises)
+            await self.manager.aremember(text, scope=scope, source="agent", derived_from=premises)
         return None
 
     # ------------------------------------------------------------------ model calls
@@ -201,7 +204,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         scope = self._scope(request.runtime)
         call = request.tool_call
         act = Activity(
-            kind="tool_call", name=call["name"], scope=scope,
+            kind="tool_call", name=call["name"], scope=scope, tool_call_id=call.get("id"),
             metadata={"tool_call_id": call.get("id"), "input": text_of(call.get("args"))[:4000]},
         )  # fmt: skip
         state = request.state if isinstance(request.state, Mapping) else {}
@@ -216,9 +219,9 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
 
     def _keep(self, act: Activity, memory_id: str, outcome: str) -> None:
         call_id = act.metadata.get("tool_call_id")
-        if outcome == "success" and call_id:
+        if outcome == "success" and call_id and act.scope is not None:
             with self._lock:
-                self._results[call_id] = memory_id
+                self._results[(act.scope.user_id, act.scope.session_id, call_id)] = memory_id
 
     @override
     def wrap_tool_call(
@@ -229,12 +232,12 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         try:
             result = handler(request)
         except Exception as exc:
-            self.manager.end_activity(act.id, outcome="error", metadata={"error": repr(exc)})
+            self.manager.end_activity(act.id, scope=scope, outcome="error", metadata={"error": repr(exc)})
             text = f"{act.name} failed: {type(exc).__name__}: {exc}"
             self.manager.remember(**self._tool_item(scope, act, premises, text, "error"))
             raise
         text, outcome, _ = tool_output(result)
-        self.manager.end_activity(act.id, outcome=outcome)
+        self.manager.end_activity(act.id, scope=scope, outcome=outcome)
         if text.strip():
             mem = self.manager.remember(**self._tool_item(scope, act, premises, text, outcome))
             self._keep(act, mem.id, outcome)
@@ -251,12 +254,12 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         try:
             result = await handler(request)
         except Exception as exc:
-            await self.manager.aend_activity(act.id, outcome="error", metadata={"error": repr(exc)})
+            await self.manager.aend_activity(act.id, scope=scope, outcome="error", metadata={"error": repr(exc)})
             text = f"{act.name} failed: {type(exc).__name__}: {exc}"
             await self.manager.aremember(**self._tool_item(scope, act, premises, text, "error"))
             raise
         text, outcome, _ = tool_output(result)
-        await self.manager.aend_activity(act.id, outcome=outcome)
+        await self.manager.aend_activity(act.id, scope=scope, outcome=outcome)
         if text.strip():
             mem = await self.manager.aremember(**self._tool_item(scope, act, premises, text, outcome))
             self._keep(act, mem.id, outcome)

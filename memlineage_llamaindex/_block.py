@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -14,7 +13,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 from memlineage.manager import MemoryManager
-from memlineage.models import Scope, normalize_content
+from memlineage.models import Activity, Scope, normalize_content
 from typing_extensions import override
 
 from memlineage_llamaindex._convert import (
@@ -245,18 +244,30 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
         if not output:
             return
         name, kwargs = calls.get(tool_id or "", (message.additional_kwargs.get("name") or "tool", {}))
+        activity_id = None
         if tool_id:
-            activity = await asyncio.to_thread(self.manager.get_activity, tool_id)
+            calls = await self.manager.afind_activities(scope, tool_call_id=tool_id, kind="tool_call")
+            activity = calls[-1] if calls else None
             if activity is not None and activity.outcome == "error":
                 logger.debug("tool call %s failed; its output is kept on the activity, not as a memory", tool_id)
                 return
+            if activity is None:  # no capture recorded the call: the block records it, scoped to this turn
+                turn = self._turns.get(scope.session_id)
+                activity = await self.manager.arecord_activity(
+                    Activity(
+                        kind="tool_call", name=name, scope=scope, outcome="success", tool_call_id=tool_id,
+                        run_id=f"turn:{turn.user_id}" if turn is not None else None,
+                        metadata=tool_metadata(tool_id, name, kwargs),
+                    )
+                )  # fmt: skip
+            activity_id = activity.id
         content = tool_result_content(name, kwargs, output)
         mem = await self.manager.aremember(
             content,
             scope=scope,
             source=f"tool:{name}",
             derived_from=self._premises(scope, content),
-            activity_id=tool_id or None,
+            activity_id=activity_id,
             metadata=tool_metadata(tool_id or "", name, kwargs),
         )
         turn = self._turns.get(scope.session_id)

@@ -96,6 +96,7 @@ class _Run:
     results: list[str] = field(default_factory=list)
     answered: bool = False
     context: _Context | None = None
+    tools: dict[str, str] = field(default_factory=dict)  # framework tool_id -> activity id
 
 
 class _Recorder:
@@ -125,7 +126,9 @@ class _Recorder:
         return list(dict.fromkeys([*own, *recalled]))
 
     def start_run(self, run: _Run, user_text: str | None, name: str | None) -> None:
-        self.manager.record_activity(Activity(id=run.run_id, kind="agent_run", name=name, scope=run.scope))
+        self.manager.record_activity(
+            Activity(id=run.run_id, kind="agent_run", name=name, scope=run.scope, run_id=run.run_id)
+        )
         run.user_text = user_text or None
         if user_text:
             mem = self.manager.remember(
@@ -137,11 +140,11 @@ class _Recorder:
     def start_llm(self, run: _Run, llm_id: str, name: str | None) -> None:
         run.llm_id = llm_id
         self.manager.record_activity(
-            Activity(id=llm_id, kind="llm_call", name=name, parent_id=run.run_id, scope=run.scope)
+            Activity(id=llm_id, kind="llm_call", name=name, parent_id=run.run_id, scope=run.scope, run_id=run.run_id)
         )
 
     def end_llm(self, run: _Run, llm_id: str, text: str, tool_ids: list[str]) -> None:
-        self.manager.end_activity(llm_id, metadata={"response": text[:500], "tool_call_ids": tool_ids})
+        self.manager.end_activity(llm_id, scope=run.scope, metadata={"response": text[:500], "tool_call_ids": tool_ids})
 
     def start_tool(
         self,
@@ -154,16 +157,19 @@ class _Recorder:
         meta = tool_metadata(tool_id, tool_name, tool_kwargs)
         if span_id:
             meta["span_id"] = span_id
-        self.manager.record_activity(
+        act = self.manager.record_activity(
             Activity(
-                id=tool_id,
+                id=run.tools.get(tool_id) or new_id(),
                 kind="tool_call",
                 name=tool_name,
                 parent_id=run.llm_id or run.run_id,
                 scope=run.scope,
                 metadata=meta,
+                run_id=run.run_id,
+                tool_call_id=tool_id,
             )
         )
+        run.tools[tool_id] = act.id
 
     def end_tool(
         self,
@@ -174,24 +180,25 @@ class _Recorder:
         output: str,
         is_error: bool,
     ) -> None:
-        if self.manager.get_activity(tool_id) is None:
+        if tool_id not in run.tools:
             self.start_tool(run, tool_id, tool_name, tool_kwargs)
+        act_id = run.tools[tool_id]
         if is_error:
-            self.manager.end_activity(tool_id, outcome="error", metadata={"error": output})
+            self.manager.end_activity(act_id, scope=run.scope, outcome="error", metadata={"error": output})
             return
         content = tool_result_content(tool_name, tool_kwargs, output)
         mem = self.manager.remember(
             content,
             scope=run.scope,
             source=f"tool:{tool_name}",
-            activity_id=tool_id,
+            activity_id=act_id,
             parent_activity_id=run.llm_id or run.run_id,
             derived_from=self._premises(run, content),
             metadata=tool_metadata(tool_id, tool_name, tool_kwargs),
         )
-        self._link(run, mem, tool_id)
+        self._link(run, mem, act_id)
         run.results.append(mem.id)
-        self.manager.end_activity(tool_id, metadata={"memory_id": mem.id})
+        self.manager.end_activity(act_id, scope=run.scope, metadata={"memory_id": mem.id})
 
     def answer(self, run: _Run, text: str) -> None:
         if run.answered:
@@ -210,10 +217,10 @@ class _Recorder:
                 metadata={"role": "assistant"},
             )
             self._link(run, mem, activity_id)
-        self.manager.end_activity(run.run_id)
+        self.manager.end_activity(run.run_id, scope=run.scope)
 
     def fail(self, run: _Run, error: str) -> None:
-        self.manager.end_activity(run.run_id, outcome="error", metadata={"error": error})
+        self.manager.end_activity(run.run_id, scope=run.scope, outcome="error", metadata={"error": error})
 
 
 def _output_text(result: ToolCallResult) -> str:

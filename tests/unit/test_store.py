@@ -490,11 +490,11 @@ async def test_async_twins(mm, alice):
 
 def test_activity_lifecycle(mm, alice):
     mm.record_activity(Activity(id="t1", kind="tool_call", name="search", scope=alice, metadata={"q": "x"}))
-    ended = mm.end_activity("t1", outcome="error", metadata={"error": "boom"})
+    ended = mm.end_activity("t1", scope=alice, outcome="error", metadata={"error": "boom"})
     assert ended.outcome == "error" and ended.metadata == {"q": "x", "error": "boom"}
-    assert mm.get_activity("t1").ended_at is not None
+    assert mm.get_activity("t1", scope=alice).ended_at is not None
     with pytest.raises(MemoryNotFoundError):
-        mm.end_activity("missing")
+        mm.end_activity("missing", scope=alice)
 
 
 def test_archived_intermediate_still_propagates(mm, alice):

@@ -56,10 +56,10 @@ def test_ledger_holds_user_turn_tool_result_and_derived_answer(manager, alice):
     assert turn.id in result.derived_from
     assert {turn.id, result.id} <= set(answer.derived_from)
 
-    tool_act = manager.get_activity(result.lineage.activity_id)
+    tool_act = manager.get_activity(result.lineage.activity_id, scope="alice")
     assert tool_act is not None and tool_act.kind == "tool_call" and tool_act.name == "get_weather"
     assert tool_act.outcome == "success" and tool_act.metadata["tool_call_id"] == "call_paris"
-    run = manager.get_activity(tool_act.parent_id)
+    run = manager.get_activity(tool_act.parent_id, scope="alice")
     assert run is not None and run.kind == "agent_run" and run.outcome == "success"
     edges = manager.explain(answer.id, scope=alice).edges
     assert (result.id, Relation.WAS_GENERATED_BY.value, tool_act.id) in edges
@@ -107,7 +107,7 @@ def test_parallel_calls_to_the_same_tool_keep_their_call_ids(manager, alice):
         "Sunny in Oslo": "call_oslo",
     }
     for m in by_source(manager, alice, "tool:get_weather"):
-        act = manager.get_activity(m.lineage.activity_id)
+        act = manager.get_activity(m.lineage.activity_id, scope="alice")
         assert act is not None and act.metadata["tool_call_id"] == m.metadata["tool_call_id"]
 
 
@@ -142,9 +142,9 @@ def test_tool_error_is_stored_with_error_outcome(manager, alice):
     (mem,) = by_source(manager, alice, "tool:broken_api")
     assert mem.metadata["outcome"] == "error" and "outcome:error" in mem.tags
     assert mem.metadata["tool_call_id"] == "call_b"
-    act = manager.get_activity(mem.lineage.activity_id)
+    act = manager.get_activity(mem.lineage.activity_id, scope="alice")
     assert act is not None and act.outcome == "error" and "boom" in act.metadata["error"]
-    run = manager.get_activity(act.parent_id)
+    run = manager.get_activity(act.parent_id, scope="alice")
     assert run is not None and run.outcome == "error"
     assert by_source(manager, alice, "agent") == []
 
@@ -157,7 +157,7 @@ def test_handler_attached_at_construction_sees_only_the_executor_run(manager, al
     assert [m.content for m in by_source(manager, alice, "user")] == ["What is the weather in Paris?"]
     assert by_source(manager, alice, "tool:get_weather") == []
     (answer,) = by_source(manager, alice, "agent")
-    run = manager.get_activity(answer.lineage.activity_id)
+    run = manager.get_activity(answer.lineage.activity_id, scope="alice")
     assert run is not None and run.outcome == "success"
 
 
@@ -176,7 +176,7 @@ def test_intermediate_steps_become_tool_activities_without_callback(manager, ali
     )
     ex.invoke({"input": "What is the weather in Paris?"})
     (result,) = by_source(manager, alice, "tool:get_weather")
-    act = manager.get_activity(result.lineage.activity_id)
+    act = manager.get_activity(result.lineage.activity_id, scope="alice")
     assert act is not None and act.kind == "tool_call" and act.metadata["tool_call_id"] == "call_paris"
     (answer,) = by_source(manager, alice, "agent")
     assert result.id in answer.derived_from
@@ -241,7 +241,7 @@ def test_tool_start_without_end_is_closed_as_unknown(manager, alice):
         {"name": "get_weather"}, "Paris", run_id=tool_run, parent_run_id=root, tool_call_id="c1"
     )
     handler.on_chain_end({"output": "done"}, run_id=root)
-    act = manager.get_activity(str(tool_run))
+    act = manager.get_activity(str(tool_run), scope="alice")
     assert act is not None and act.outcome == "unknown" and act.ended_at is not None
     assert by_source(manager, alice, "tool:get_weather") == []
 

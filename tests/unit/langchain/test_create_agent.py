@@ -46,7 +46,7 @@ def test_middleware_records_turn_tool_results_and_derived_answer(manager, alice)
     assert {turn.id, *(m.id for m in results.values())} <= set(answer.derived_from)
     for m in results.values():
         assert turn.id in m.derived_from
-        act = manager.get_activity(m.lineage.activity_id)
+        act = manager.get_activity(m.lineage.activity_id, scope="alice")
         assert act is not None and act.kind == "tool_call" and act.outcome == "success"
 
     report = manager.supersede(turn.id, "Weather in Oslo?", scope=alice)
@@ -84,7 +84,7 @@ def test_middleware_tool_error_is_stored_with_error_outcome(manager, alice):
         pass  # whether ToolNode re-raises depends on its error handling; the record must exist either way
     (mem,) = by_source(manager, alice, "tool:broken_api")
     assert mem.metadata["outcome"] == "error" and "outcome:error" in mem.tags
-    act = manager.get_activity(mem.lineage.activity_id)
+    act = manager.get_activity(mem.lineage.activity_id, scope="alice")
     assert act is not None and act.outcome == "error"
 
 
@@ -139,6 +139,20 @@ def test_two_users_never_see_each_others_memories_through_the_middleware(manager
         agent.invoke(ask(f"I live in {city}"), config={"metadata": {"user_id": scope.user_id}})
     assert all("Paris" not in m.content for m in manager.find(scope="bob"))
     assert all("Lyon" not in m.content for m in manager.find(scope="alice"))
+
+
+def test_middleware_two_users_same_tool_call_id_keep_their_own_premises(manager, alice, bob):
+    middleware = LineageMiddleware(manager)
+    for scope in (alice, bob):  # both runs use the tool-call id "call_paris"
+        agent = weather_agent(manager, "Paris", middleware=[middleware])
+        meta = {"user_id": scope.user_id, "session_id": scope.session_id}
+        agent.invoke(ask("Weather in Paris?"), config={"metadata": meta})
+    for scope in (alice, bob):
+        (result,) = by_source(manager, scope, "tool:get_weather")
+        (answer,) = by_source(manager, scope, "agent")
+        assert result.id in answer.derived_from  # neither user lost the premise to the other's run
+        (call,) = manager.find_activities(scope, tool_call_id="call_paris")
+        assert result.lineage.activity_id == call.id
 
 
 @tool

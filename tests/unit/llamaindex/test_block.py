@@ -48,7 +48,8 @@ async def test_aput_stores_roles_with_lineage(manager: MemoryManager, li: Any) -
     user, tool, answer = mems["user"], mems["tool:get_weather"], mems["agent"]
     assert user.scope.session_id == "s1"
     assert tool.content == "get_weather(city='Paris') -> 18C and light rain in Paris"
-    assert tool.lineage.activity_id == "t-1"
+    (call,) = manager.find_activities(scope, tool_call_id="t-1")
+    assert tool.lineage.activity_id == call.id and call.name == "get_weather"
     assert tool.metadata["tool_call_id"] == "t-1"
     assert tool.derived_from == (user.id,)
     assert set(answer.derived_from) == {user.id, tool.id}
