@@ -165,11 +165,14 @@ def _salient(text: str) -> set[str]:
 
 @dataclass(frozen=True)
 class ToolCallSpec:
-    """A tool call the model requested: its id, tool name and arguments (the dict the tool receives)."""
+    """A tool call the model requested: its id, tool name and arguments.
+
+    ``arguments`` is the dict the tool receives; a JSON string or a scalar input is accepted and normalised.
+    """
 
     id: str
     name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Any = None
 
 
 @dataclass
