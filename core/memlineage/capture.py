@@ -23,13 +23,14 @@ decides the rest:
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memlineage.errors import MemLineageError
 from memlineage.models import Activity, Memory, Scope, new_id, normalize_content
@@ -210,6 +211,21 @@ class CaptureRun:
     answered: bool = False
     ended: bool = False
     aliases: set[str] = field(default_factory=set)
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _per_run(fn: _F) -> _F:
+    """Serialise the moments of one run: two observers of the same run report them from different threads."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, run: CaptureRun, *args: Any, **kwargs: Any) -> Any:
+        with run.lock:
+            return fn(self, run, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class RunRecorder:
@@ -248,6 +264,12 @@ class RunRecorder:
         with self._lock:
             return self._runs.get(self._key(scope, run_id))
 
+    def session_run(self, scope: Scope) -> CaptureRun | None:
+        """The latest open run of ``scope``'s user and session, or ``None``."""
+        with self._lock:
+            runs = [r for k, r in self._runs.items() if k[:2] == (scope.user_id, scope.session_id) and not r.ended]
+        return runs[-1] if runs else None
+
     def open_turn(self, scope: Scope, user_text: str) -> CaptureRun | None:
         """The open run of ``scope`` whose user turn is ``user_text``, or ``None``."""
         with self._lock:
@@ -285,17 +307,30 @@ class RunRecorder:
             run = self._runs.get(self._key(scope, run_id)) if run_id else None
             if run is None and text:
                 run = self._turns.get(self._key(scope, normalize_content(text)))
-            if run is not None:
-                if run_id and run_id not in run.aliases:
-                    run.aliases.add(run_id)
-                    self._runs[self._key(scope, run_id)] = run
-                self.recalled(run, recalled)
-                return run
-            run_id = run_id or new_id()
-            run = CaptureRun(scope=scope, run_id=run_id, activity_id=new_id(), user_text=text, aliases={run_id})
-            self._runs[self._key(scope, run_id)] = run
-            if text:
-                self._turns[self._key(scope, normalize_content(text))] = run
+            joined = run is not None
+            if run is not None and run_id and run_id not in run.aliases:
+                run.aliases.add(run_id)
+                self._runs[self._key(scope, run_id)] = run
+            if run is None:
+                run_id = run_id or new_id()
+                run = CaptureRun(scope=scope, run_id=run_id, activity_id=new_id(), user_text=text, aliases={run_id})
+                run.lock.acquire()  # a new run's lock is free; held until its start is recorded
+                self._runs[self._key(scope, run_id)] = run
+                if text:
+                    self._turns[self._key(scope, normalize_content(text))] = run
+        if joined:
+            self.recalled(run, recalled)
+            return run
+        try:
+            self._record_start(run, text, name, framework, recalled)
+        finally:
+            run.lock.release()
+        return run
+
+    def _record_start(
+        self, run: CaptureRun, text: str, name: str | None, framework: str | None, recalled: Sequence[Memory | str]
+    ) -> None:
+        scope, run_id = run.scope, run.run_id
         meta = {"framework": framework} if framework else {}
         self.manager.record_activity(
             Activity(id=run.activity_id, kind="agent_run", name=name, scope=scope, run_id=run_id, metadata=meta)
@@ -308,8 +343,8 @@ class RunRecorder:
         with self._lock:
             pending = self._pending.pop(self._key(scope, normalize_content(text)), []) if text else []
         self.recalled(run, [*pending, *recalled])
-        return run
 
+    @_per_run
     def recalled(self, run: CaptureRun, memories: Sequence[Memory | str]) -> None:
         """Add memories recalled into the run's context (what its markers can cite). Filler is left out."""
         for item in memories:
@@ -332,6 +367,7 @@ class RunRecorder:
             while len(self._pending) > 256:
                 self._pending.pop(next(iter(self._pending)))
 
+    @_per_run
     def end_run(self, run: CaptureRun, *, outcome: str = "success", error: str | None = None) -> None:
         """Close the run: open tool calls get outcome ``unknown``; the run activity gets ``outcome``."""
         with self._lock:
@@ -365,6 +401,7 @@ class RunRecorder:
             self.end_run(run)
 
     # ------------------------------------------------------------------ model steps
+    @_per_run
     def model_step(
         self,
         run: CaptureRun,
@@ -373,6 +410,7 @@ class RunRecorder:
         reasoning: str | None = None,
         tool_calls: Sequence[ToolCallSpec] = (),
         name: str | None = None,
+        framework_id: str | None = None,
     ) -> str:
         """One model call: an ``llm_call`` activity; its text (also next to tool calls) stored as ``agent``.
 
@@ -381,11 +419,17 @@ class RunRecorder:
         Returns:
             The ``llm_call`` activity id.
         """
+        if tool_calls and run.llm_activity_id and all(spec.id in run.calls for spec in tool_calls):
+            return run.llm_activity_id  # the same step reported by a second observer
         if run.llm_activity_id:
             self._end_llm(run)
+        meta = {"framework_id": framework_id} if framework_id else {}
         act = self.manager.record_activity(
-            Activity(kind="llm_call", name=name, parent_id=run.activity_id, scope=run.scope, run_id=run.run_id)
-        )
+            Activity(
+                kind="llm_call", name=name, parent_id=run.activity_id, scope=run.scope, run_id=run.run_id,
+                metadata=meta,
+            )
+        )  # fmt: skip
         run.llm_activity_id = act.id
         said = " ".join(t for t in (text, reasoning) if t)
         run.step_citations = cited_ids(said, self._citable(run))
@@ -406,6 +450,7 @@ class RunRecorder:
             self.manager.end_activity(llm, scope=run.scope)
 
     # ------------------------------------------------------------------ tools
+    @_per_run
     def tool_start(
         self, run: CaptureRun, tool_call_id: str | None, name: str, arguments: Any, *, framework_id: str | None = None
     ) -> str:
@@ -427,6 +472,11 @@ class RunRecorder:
         if existing is not None:
             if not existing.arguments and args:
                 existing.arguments = args
+            if framework_id and not existing.done:  # the framework's own id of a call the model step announced
+                act = self.manager.get_activity(existing.activity_id, scope=run.scope)
+                if act is not None and act.metadata.get("framework_id") != framework_id:
+                    meta = {**act.metadata, "framework_id": framework_id}
+                    self.manager.record_activity(act.model_copy(update={"metadata": meta}))
             return call_id
         premises = self._call_premises(run, args)
         meta: dict[str, Any] = {"tool_call_id": call_id, "arguments": args}
@@ -450,6 +500,7 @@ class RunRecorder:
             return dict.fromkeys(found, "arguments")
         return dict.fromkeys(self._context_ids(run), "context")
 
+    @_per_run
     def tool_end(
         self, run: CaptureRun, tool_call_id: str | None, output: str, *, name: str | None = None,
         arguments: Any = None, tags: Sequence[str] = (),
@@ -482,6 +533,7 @@ class RunRecorder:
         self.manager.end_activity(call.activity_id, scope=run.scope, metadata={"memory_id": mem.id})
         return mem
 
+    @_per_run
     def tool_error(
         self, run: CaptureRun, tool_call_id: str | None, error: str, *, name: str | None = None, arguments: Any = None
     ) -> None:
@@ -499,6 +551,7 @@ class RunRecorder:
         return call.name if call is not None else None
 
     # ------------------------------------------------------------------ answers
+    @_per_run
     def answer(self, run: CaptureRun, text: str) -> Memory | None:
         """The run's final answer as an ``agent`` memory (once per run), with attributed premises."""
         if run.answered or not text.strip():
@@ -506,6 +559,16 @@ class RunRecorder:
         run.answered = True
         activity = run.llm_activity_id or run.activity_id
         return self._agent_text(run, text.strip(), activity)
+
+    @_per_run
+    def say(self, run: CaptureRun, text: str) -> Memory | None:
+        """Assistant text that may or may not be the final answer (a memory component cannot tell).
+
+        Stored as an ``agent`` memory with attributed premises, without closing the run's answer.
+        """
+        if not text.strip():
+            return None
+        return self._agent_text(run, text.strip(), run.llm_activity_id or run.activity_id)
 
     def _agent_text(
         self, run: CaptureRun, text: str, activity_id: str, default: Mapping[str, str] | None = None

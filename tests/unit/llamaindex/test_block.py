@@ -52,7 +52,7 @@ async def test_aput_stores_roles_with_lineage(manager: MemoryManager, li: Any) -
     assert tool.lineage.activity_id == call.id and call.name == "get_weather"
     assert tool.metadata["tool_call_id"] == "t-1"
     assert tool.derived_from == (user.id,)
-    assert set(answer.derived_from) == {user.id, tool.id}
+    assert answer.derived_from == (tool.id,)
 
 
 async def test_aget_recalls_within_scope_with_markers(manager: MemoryManager) -> None:
