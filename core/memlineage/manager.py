@@ -989,7 +989,10 @@ class MemoryManager:
                 conn, memory_id, Status.RETRACTED, self.clock(), reason=reason, activity_id=activity_id
             )
         self._sync_index([memory_id, *suspect])
-        return CascadeReport(target=memory_id, action="retract", suspect=suspect, unaffected=unaffected)
+        return CascadeReport(
+            target=memory_id, action="retract", suspect=suspect, unaffected=unaffected,
+            attribution=self._cascade_attribution(memory_id, suspect),
+        )  # fmt: skip
 
     def impact(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> CascadeReport:
         """Dry run of :meth:`retract`: which descendants would become suspect. Changes nothing.
@@ -1003,7 +1006,10 @@ class MemoryManager:
             suspect, unaffected = self._invalidate(
                 conn, memory_id, Status.RETRACTED, self.clock(), reason="impact", dry_run=True
             )
-        return CascadeReport(target=memory_id, action="impact", suspect=suspect, unaffected=unaffected, dry_run=True)
+        return CascadeReport(
+            target=memory_id, action="impact", suspect=suspect, unaffected=unaffected, dry_run=True,
+            attribution=self._cascade_attribution(memory_id, suspect),
+        )  # fmt: skip
 
     def supersede(
         self,
@@ -1061,7 +1067,10 @@ class MemoryManager:
                 raise InvalidInputError(msg)
             (new,), suspect = self._persist([d], self.clock())
         self._sync_index([new.id])
-        return CascadeReport(target=old_id, action="supersede", suspect=suspect, memory=self.get(new.id, scope=scope))
+        return CascadeReport(
+            target=old_id, action="supersede", suspect=suspect, memory=self.get(new.id, scope=scope),
+            attribution=self._cascade_attribution(old_id, suspect),
+        )  # fmt: skip
 
     def revise(
         self,
@@ -1707,10 +1716,13 @@ class MemoryManager:
         shown = {mem.id, *(a.id for a in ancestors)}
         edges: list[tuple[str, str, str]] = []
         act_ids: list[str] = []
+        attribution: dict[tuple[str, str], str] = {}
         for e in self.ledger.edges_touching(sorted(shown)):
             rel = e["relation"]
             if rel in (Relation.WAS_DERIVED_FROM.value, Relation.WAS_REVISION_OF.value) and e["dst"] in shown:
                 edges.append((e["src"], rel, e["dst"]))
+                if e.get("attribution"):
+                    attribution[(e["src"], e["dst"])] = e["attribution"]
             elif rel == Relation.WAS_GENERATED_BY.value:
                 edges.append((e["src"], rel, e["dst"]))
                 act_ids.append(e["dst"])
@@ -1735,7 +1747,7 @@ class MemoryManager:
         edges = [e for e in dict.fromkeys([*edges, *extra]) if e[2] in known and e[0] in known]
         return Explanation(
             memory=mem, ancestors=ancestors, edges=edges, activities=activities, depth=depth, revisions=revisions,
-            decisions=decisions,
+            decisions=decisions, attribution=attribution,
         )  # fmt: skip
 
     def _explain_decisions(
@@ -2109,6 +2121,15 @@ class MemoryManager:
         with self.ledger.transaction() as conn:
             self.ledger.upsert_activity(conn, ended)
         return ended
+
+    def _cascade_attribution(self, target: str, suspect: Sequence[str]) -> dict[str, str]:
+        """For each suspect memory, the attribution of its premise edge into the invalidated chain."""
+        chain = {target, *suspect}
+        out: dict[str, str] = {}
+        for e in self.ledger.edges_touching(list(suspect)):
+            if e["relation"] == Relation.WAS_DERIVED_FROM.value and e["dst"] in chain and e.get("attribution"):
+                out.setdefault(e["src"], e["attribution"])
+        return out
 
     def _set_attribution(
         self, memory_id: str, premises: Mapping[str, str], *, scope: Scope, activity_id: str | None = None

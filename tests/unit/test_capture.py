@@ -94,3 +94,23 @@ def test_two_users_same_run_and_call_ids(mm, alice, bob):
     a, b = mm.find_activities(alice, tool_call_id="call_1"), mm.find_activities(bob, tool_call_id="call_1")
     assert len(a) == len(b) == 1 and a[0].id != b[0].id
     assert all(m.status is Status.ACTIVE for m in mm.find(scope=Scope(user_id="alice")))
+
+
+def test_explain_and_cascade_report_show_the_attribution(mm, alice):
+    trip = mm.remember("I'm going to Paris in May", scope=alice, source="user")
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Find me a hotel", recalled=[trip])
+    rec.model_step(run, tool_calls=[ToolCallSpec("c1", "hotels", {"city": "Paris"})])
+    hotel = rec.tool_end(run, "c1", "Hotel Lumière, 90 EUR")
+    answer = rec.answer(run, f"Hotel Lumière suits your trip {marker(trip.id)}.")
+    rec.end_run(run)
+    assert hotel is not None and answer is not None
+    ex = mm.explain(answer.id, scope=alice)
+    assert ex.attribution == {(answer.id, trip.id): "cited"}  # it cites the trip and nothing else
+    ex = mm.explain(hotel.id, scope=alice)
+    assert ex.attribution == {(hotel.id, trip.id): "arguments"}
+    assert "<arguments>" in ex.to_text() and "(arguments)" in ex.to_mermaid()
+    impact = mm.impact(trip.id, scope=alice)
+    assert impact.attribution == {hotel.id: "arguments", answer.id: "cited"}
+    report = mm.supersede(trip.id, "I'm going to Lyon in May", scope=alice, source="user")
+    assert set(report.suspect) == {hotel.id, answer.id} and report.attribution[hotel.id] == "arguments"

@@ -132,6 +132,17 @@ async def test_write_through_stores_without_flush(manager: MemoryManager) -> Non
     assert hits[0].memory.scope.session_id == "s1"
 
 
+async def test_chat_message_input_recalls_like_a_string(manager: MemoryManager) -> None:
+    manager.remember("I prefer aisle seats on flights", scope=Scope(user_id="alice"), source="user")
+    memory = lineage_memory(manager, user_id="alice", session_id="s2")
+    question = "Which seats do I prefer on flights?"
+    as_text = await memory.aget(input=question)
+    as_message = await memory.aget(input=ChatMessage(role="user", content=question))
+    rendered = [str(m.content) for m in as_message]
+    assert any("aisle seats" in r for r in rendered)
+    assert rendered == [str(m.content) for m in as_text]
+
+
 def test_sync_methods_run_without_a_loop(manager: MemoryManager) -> None:
     memory = lineage_memory(manager, user_id="alice", session_id="s1")
     memory.put(ChatMessage(role="user", content="I like green tea"))
