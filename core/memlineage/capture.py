@@ -495,7 +495,16 @@ class RunRecorder:
         if run.step_citations:
             return dict.fromkeys(run.step_citations, "cited")
         pool = [*run.context.values(), *run.results.values()]
-        found = [m.id for m in pool if any(_contains(m.content, v) for v in _values(args))]
+        found: list[str] = []
+        for value in _values(args):
+            holders = [m for m in pool if _contains(m.content, value)]
+            # The most original holder of a value: what the user said, else a tool result, else anything else
+            # (an answer repeating a value rests on the user's words or the tool result itself).
+            for kinds in (("user",), ("tool",), None):
+                chosen = [m.id for m in holders if kinds is None or m.source.kind.value in kinds]
+                if chosen:
+                    found.extend(i for i in chosen if i not in found)
+                    break
         if found:
             return dict.fromkeys(found, "arguments")
         return dict.fromkeys(self._context_ids(run), "context")

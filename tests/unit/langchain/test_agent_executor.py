@@ -292,6 +292,8 @@ def test_load_returns_string_by_default(manager, alice):
     memory.save_context({"input": "I like green tea"}, {"output": "Noted."})
     loaded = memory.load_memory_variables({"input": "green tea"})
     assert "[user] I like green tea" in loaded["history"]
+    tea = manager.find(scope=alice)[0]
+    assert f"[m:{tea.id[:8]}]" in loaded["history"]  # the citable marker
 
 
 def test_tool_tags_let_policies_target_tool_results(manager, alice):

@@ -132,6 +132,22 @@ async def test_write_through_stores_without_flush(manager: MemoryManager) -> Non
     assert hits[0].memory.scope.session_id == "s1"
 
 
+async def test_tool_result_keeps_its_name_when_call_and_result_arrive_apart(
+    manager: MemoryManager, li: Any
+) -> None:
+    block = LineageMemoryBlock(manager=manager, user_id="alice")
+    await block.aput(
+        [ChatMessage(role="user", content="Weather in Paris?"), li.calls(("t-1", "get_weather", {"city": "Paris"}))],
+        session_id="s1",
+    )
+    result = ChatMessage(role="tool", content="18C and light rain", additional_kwargs={"tool_call_id": "t-1"})
+    await block.aput([result], session_id="s1")
+    (tool,) = [m for m in manager.find(scope="alice") if m.source.kind.value == "tool"]
+    assert str(tool.source) == "tool:get_weather"
+    assert tool.content == "get_weather(city='Paris') -> 18C and light rain"
+    assert tool.metadata["arguments"] == {"city": "Paris"}
+
+
 async def test_chat_message_input_recalls_like_a_string(manager: MemoryManager) -> None:
     manager.remember("I prefer aisle seats on flights", scope=Scope(user_id="alice"), source="user")
     memory = lineage_memory(manager, user_id="alice", session_id="s2")
