@@ -164,6 +164,35 @@ def _salient(text: str) -> set[str]:
     return out
 
 
+def _topic(text: str) -> set[str]:
+    """Topic words of a text: salient words split at underscores, a plural ``s`` dropped.
+
+    ``search_flights`` and "flight" share the topic word ``flight``.
+    """
+    out = set()
+    for w in _salient(text):
+        for part in w.split("_"):
+            if len(part) >= 4 and not any(ch.isdigit() for ch in part):
+                out.add(part[:-1] if part.endswith("s") and len(part) > 4 else part)
+    return out
+
+
+def _holders(pool: Sequence[Memory], values: Iterable[str], holds: Callable[[Memory, str], bool]) -> list[str]:
+    """For each value, the most original memories holding it: what the user said, else a tool result, else any.
+
+    (An answer repeating a value rests on the user's words or the tool result, which are the premises to keep.)
+    """
+    found: list[str] = []
+    for value in values:
+        holders = [m for m in pool if holds(m, value)]
+        for kinds in (("user",), ("tool",), None):
+            chosen = [m.id for m in holders if kinds is None or m.source.kind.value in kinds]
+            if chosen:
+                found.extend(i for i in chosen if i not in found)
+                break
+    return found
+
+
 @dataclass(frozen=True)
 class ToolCallSpec:
     """A tool call the model requested: its id, tool name and arguments.
@@ -495,16 +524,7 @@ class RunRecorder:
         if run.step_citations:
             return dict.fromkeys(run.step_citations, "cited")
         pool = [*run.context.values(), *run.results.values()]
-        found: list[str] = []
-        for value in _values(args):
-            holders = [m for m in pool if _contains(m.content, value)]
-            # The most original holder of a value: what the user said, else a tool result, else anything else
-            # (an answer repeating a value rests on the user's words or the tool result itself).
-            for kinds in (("user",), ("tool",), None):
-                chosen = [m.id for m in holders if kinds is None or m.source.kind.value in kinds]
-                if chosen:
-                    found.extend(i for i in chosen if i not in found)
-                    break
+        found = _holders(pool, _values(args), lambda m, v: _contains(m.content, v))
         if found:
             return dict.fromkeys(found, "arguments")
         return dict.fromkeys(self._context_ids(run), "context")
@@ -610,10 +630,24 @@ class RunRecorder:
             return dict.fromkeys(run.results, "results")
         words = _salient(text)
         if run.user_text:
-            words -= _salient(run.user_text)
-        found = [m.id for m in run.context.values() if m.id != run.user_memory_id and words & _salient(m.content)]
-        if found:
-            return dict.fromkeys(found, "content")
+            words -= _salient(run.user_text)  # what the question itself said is not evidence
+        pool = [m for m in run.context.values() if m.id != run.user_memory_id]
+        salient = {m.id: _salient(m.content) for m in pool}
+        topic = _topic(f"{text} {run.user_text}")
+        # Numbers and identifiers are stronger evidence than words; the first class with a holder decides.
+        for group in ({w for w in words if any(ch.isdigit() for ch in w)}, words):
+            found: list[str] = []
+            for word in sorted(group):
+                holders = [m for m in pool if word in salient[m.id]]
+                # Several memories hold the value: the ones about what the turn is about (sharing its topic
+                # words) win; without a difference, the most original holder (user, then tool) does.
+                about = {m.id: len((_topic(m.content) - _topic(word)) & topic) for m in holders}
+                best = max(about.values(), default=0)
+                if best > 0:
+                    holders = [m for m in holders if about[m.id] == best]
+                found.extend(i for i in _holders(holders, [word], lambda m, w: True) if i not in found)
+            if found:
+                return dict.fromkeys(found, "content")
         return dict.fromkeys(self._context_ids(run), "context")
 
     # ------------------------------------------------------------------ helpers

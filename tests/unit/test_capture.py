@@ -114,3 +114,21 @@ def test_explain_and_cascade_report_show_the_attribution(mm, alice):
     assert impact.attribution == {hotel.id: "arguments", answer.id: "cited"}
     report = mm.supersede(trip.id, "I'm going to Lyon in May", scope=alice, source="user")
     assert set(report.suspect) == {hotel.id, answer.id} and report.attribution[hotel.id] == "arguments"
+
+
+def test_an_answer_from_memory_rests_on_the_memory_about_its_topic(mm, alice):
+    budget = mm.remember("My hotel budget is 120 EUR a night.", scope=alice, source="user")
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Find me a flight.", recalled=[budget])
+    rec.model_step(run, tool_calls=[ToolCallSpec("c1", "search_flights", {"city": "Lisbon"})])
+    flight = rec.tool_end(run, "c1", "TP202 to Lisbon, 120 EUR")
+    rec.answer(run, "TP202 costs 120 EUR.")
+    rec.end_run(run)
+    assert flight is not None
+    run = rec.start_run(alice, "r2", "How much was the flight?", recalled=[budget, flight])
+    price = rec.answer(run, "The flight was 120 EUR.")  # 120 is also the budget: the topic decides
+    run2 = rec.start_run(alice, "r3", "Remind me of my hotel budget.", recalled=[budget, flight])
+    limit = rec.answer(run2, "Your budget is 120 EUR per night.")
+    assert price is not None and limit is not None
+    assert _attr(mm, price.id) == {flight.id: "content"}
+    assert _attr(mm, limit.id) == {budget.id: "content"}

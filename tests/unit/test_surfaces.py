@@ -166,3 +166,19 @@ def test_a_failed_tool_call_is_an_outcome_never_a_memory_or_premise(drive: Any) 
         assert all(mm.require(p, scope="alice").source.kind.value != "tool" for p in answer.derived_from)
     finally:
         mm.close()
+
+
+def test_lineage_benchmark_scores_one_scenario() -> None:
+    """The benchmark's ground truth and scoring, on one travel user through one surface."""
+    spec = importlib.util.spec_from_file_location("bench_lineage", _DRIVERS.parent / "bench_lineage.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_lineage", bench)
+    spec.loader.exec_module(bench)
+    travel = bench.scenarios()[0]
+    assert (
+        len(travel.truth("I'm flying to Paris on 3 May.")) == 7 and travel.truth("I'm vegetarian, by the way.") == set()
+    )
+    result = bench.measure("langchain-middleware", [travel])
+    assert result["corrections"] == 5 and result["recall"] == 1.0 and result["precision"] >= 0.9
+    assert sum(len(bench_scenario.corrections) for bench_scenario in bench.scenarios()) >= 30
