@@ -133,7 +133,9 @@ class LineageMemory(BaseMemory):
         recorder = RunRecorder.of(self.manager)
         if query.strip() and recorder.open_turn(scope, query) is not None:
             return  # LineageCaptureCallback on the same run writes it (once)
-        run = recorder.start_run(scope, None, query, name="LineageMemory", framework="langchain", recalled=premises)
+        run = recorder.start_run(
+            scope, None, query, name="LineageMemory", framework="langchain", recalled=premises, kind=self.kind
+        )
         if run.user_memory_id:
             self._written.append(run.user_memory_id)
         for step in outputs.get("intermediate_steps") or ():

@@ -240,6 +240,7 @@ class CaptureRun:
     answered: bool = False
     ended: bool = False
     aliases: set[str] = field(default_factory=set)
+    kind: str | None = None
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
 
@@ -314,6 +315,7 @@ class RunRecorder:
         name: str | None = None,
         framework: str | None = None,
         recalled: Sequence[Memory | str] = (),
+        kind: str | None = None,
     ) -> CaptureRun:
         """Start (or join) the run of one user turn: an ``agent_run`` activity and the turn as a ``user`` memory.
 
@@ -327,6 +329,7 @@ class RunRecorder:
             name: Agent or chain name.
             framework: ``"langchain"`` / ``"llamaindex"``, kept in the activity metadata.
             recalled: Memories (or ids) recalled into the run's context.
+            kind: Memory kind of what the run writes; ``None`` = the manager's default (the value model's choice).
 
         Returns:
             The run.
@@ -342,7 +345,9 @@ class RunRecorder:
                 self._runs[self._key(scope, run_id)] = run
             if run is None:
                 run_id = run_id or new_id()
-                run = CaptureRun(scope=scope, run_id=run_id, activity_id=new_id(), user_text=text, aliases={run_id})
+                run = CaptureRun(
+                    scope=scope, run_id=run_id, activity_id=new_id(), user_text=text, aliases={run_id}, kind=kind
+                )
                 run.lock.acquire()  # a new run's lock is free; held until its start is recorded
                 self._runs[self._key(scope, run_id)] = run
                 if text:
@@ -365,7 +370,7 @@ class RunRecorder:
             Activity(id=run.activity_id, kind="agent_run", name=name, scope=scope, run_id=run_id, metadata=meta)
         )
         if text:
-            mem = self.manager.remember(text, scope=scope, source="user", activity_id=run.activity_id)
+            mem = self.manager.remember(text, scope=scope, source="user", activity_id=run.activity_id, kind=run.kind)
             self._link(run, mem, run.activity_id)
             run.user_memory_id = mem.id
             run.context[mem.id] = mem
@@ -553,7 +558,7 @@ class RunRecorder:
         text = tool_result_text(call.name, call.arguments, output)
         mem = self.manager.remember(
             text, scope=run.scope, source=f"tool:{call.name}", activity_id=call.activity_id,
-            parent_activity_id=run.activity_id, derived_from=list(call.premises), tags=list(tags),
+            parent_activity_id=run.activity_id, derived_from=list(call.premises), tags=list(tags), kind=run.kind,
             metadata={"tool_call_id": call_id, "tool_name": call.name, "arguments": call.arguments},
         )  # fmt: skip
         self._link(run, mem, call.activity_id)
@@ -616,7 +621,7 @@ class RunRecorder:
         meta: dict[str, Any] = {"filler": True} if is_filler(text) else {}
         mem = self.manager.remember(
             text, scope=run.scope, source="agent", activity_id=activity_id, parent_activity_id=run.activity_id,
-            derived_from=list(premises), metadata=meta,
+            derived_from=list(premises), metadata=meta, kind=run.kind,
         )  # fmt: skip
         self._link(run, mem, activity_id)
         self._attribute(run, mem, premises, activity_id)
