@@ -224,7 +224,7 @@ class Ledger:
                 if schema and not self.is_sqlite:
                     conn.execute(CreateSchema(schema, if_not_exists=True))
                 metadata.create_all(conn)
-                _add_missing_columns(conn)
+                _add_missing_columns(conn, schema if not self.is_sqlite else None)
         except SQLAlchemyError as exc:
             raise StorageError(_open_failure(url, exc)) from exc
 
@@ -783,18 +783,18 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cur.close()
 
 
-def _add_missing_columns(conn: Connection) -> None:
+def _add_missing_columns(conn: Connection, schema: str | None) -> None:
     """Add the nullable columns a ledger created by an older version lacks (there is no migration system yet).
 
     Only nullable columns are added; new constraints on them (e.g. ``uq_ml_activities_call``) exist in new
     stores only, and the manager checks the same rule before writing.
     """
     insp = inspect(conn)
+    quote = conn.dialect.identifier_preparer.quote
     for table in metadata.sorted_tables:
-        present = {c["name"] for c in insp.get_columns(table.name, schema=table.schema)}
+        present = {c["name"] for c in insp.get_columns(table.name, schema=schema)}
         for column in table.columns:
             if column.name not in present and column.nullable:
                 ddl = column.type.compile(dialect=conn.dialect)
-                name = conn.dialect.identifier_preparer.format_table(table)
-                col = conn.dialect.identifier_preparer.quote(column.name)
-                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {col} {ddl}")
+                name = f"{quote(schema)}.{quote(table.name)}" if schema else quote(table.name)
+                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {quote(column.name)} {ddl}")
