@@ -266,7 +266,7 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
             fresh = tool_result_text(tools[0].name, arguments, str(tools[0].invoke(arguments)))
             return mm.remember(
                 fresh, scope=alice, source="tool:get_flight_price", tags=["flight_price"],
-                derived_from=list(stale.derived_from), metadata={"refreshed_from": stale.id, "arguments": arguments},
+                derived_from=list(stale.derived_from), metadata={"refreshed_from": stale.id},
             )  # fmt: skip
 
         engine.register_refresh_hook("flight_price", refresh_flight)
