@@ -73,24 +73,31 @@ def _run_tool(calls: dict[tuple[str, str], Call], name: str, kwargs: dict[str, A
 
 
 # ====================================================================================== LangChain
-def _lc_tools(turns: Sequence[Turn]) -> list[Any]:
-    from langchain_core.tools import StructuredTool, ToolException
+def _tool_specs(turns: Sequence[Turn], error: type[Exception]) -> list[tuple[str, Any, Callable[..., str]]]:
+    """``(name, argument schema, function)`` per scripted tool; a failing call raises ``error``."""
     from pydantic import create_model
 
     calls = _outputs(turns)
-    tools = []
+    out = []
     for name, fields in _tool_names(turns).items():
         schema = create_model(f"{name}_args", **{f: (str, ...) for f in fields})  # type: ignore[call-overload]
 
         def run(_name: str = name, **kwargs: Any) -> str:
-            return _run_tool(calls, _name, kwargs, ToolException)
+            return _run_tool(calls, _name, kwargs, error)
 
-        tools.append(
-            StructuredTool.from_function(
-                func=run, name=name, description=f"The {name} tool.", args_schema=schema, handle_tool_error=True
-            )
+        out.append((name, schema, run))
+    return out
+
+
+def _lc_tools(turns: Sequence[Turn]) -> list[Any]:
+    from langchain_core.tools import StructuredTool, ToolException
+
+    return [
+        StructuredTool.from_function(
+            func=run, name=name, description=f"The {name} tool.", args_schema=schema, handle_tool_error=True
         )
-    return tools
+        for name, schema, run in _tool_specs(turns, ToolException)
+    ]
 
 
 def _lc_model(turn: Turn) -> Any:
@@ -168,18 +175,11 @@ def run_langchain_middleware(manager: MemoryManager, scope: Scope, turns: Sequen
 # ====================================================================================== LlamaIndex
 def _li_tools(turns: Sequence[Turn]) -> list[Any]:
     from llama_index.core.tools import FunctionTool
-    from pydantic import create_model
 
-    calls = _outputs(turns)
-    tools = []
-    for name, fields in _tool_names(turns).items():
-        schema = create_model(f"{name}_args", **{f: (str, ...) for f in fields})  # type: ignore[call-overload]
-
-        def run(_name: str = name, **kwargs: Any) -> str:
-            return _run_tool(calls, _name, kwargs, RuntimeError)
-
-        tools.append(FunctionTool.from_defaults(fn=run, name=name, description=f"The {name} tool.", fn_schema=schema))
-    return tools
+    return [
+        FunctionTool.from_defaults(fn=run, name=name, description=f"The {name} tool.", fn_schema=schema)
+        for name, schema, run in _tool_specs(turns, RuntimeError)
+    ]
 
 
 def _li_llm(turn: Turn) -> Any:
