@@ -365,18 +365,22 @@ class _CaptureSetup:
 class LineageCaptureCallback(_CaptureSetup, BaseCallbackHandler):
     """Capture LangChain runs as MemLineage activities and memories with lineage.
 
-    Chain, LLM / chat-model and tool runs become activities (ids are LangChain ``run_id`` / ``parent_run_id``);
-    the user input of a top-level run becomes a ``user`` memory; tool results become ``tool:<name>`` memories
-    ``wasGeneratedBy`` the tool-call activity and ``wasDerivedFrom`` the memories in the run's context (the user
-    turn and the memories :class:`LineageMemory` recalled into it); action logs become ``reasoning`` memories and
-    final answers ``agent`` memories derived from the context and the run's tool results.
+    The handler translates callback events into the shared :class:`~memlineage.capture.RunRecorder`, which
+    decides what is stored: a top-level run is an ``agent_run`` activity (framework ``run_id`` as its
+    ``run_id`` attribute) with its input as a ``user`` memory; each model call is an ``llm_call`` activity, and
+    text it sends with tool calls an ``agent`` memory; each tool call is a ``tool_call`` activity holding the
+    model's ``tool_call_id`` and the arguments as JSON, its result a ``tool:<name>`` memory derived from what
+    supplied the arguments; the final answer an ``agent`` memory derived from what it cites or from the run's tool
+    results. The memories :class:`LineageMemory` recalled into the run are its context; with both attached, each
+    turn is written once.
 
     Tool calls are joined by run ids: under ``AgentExecutor`` the tool hooks get no ``tool_call_id``, so the id is
     taken from the matching ``on_agent_action`` of the executor run (same tool, same input; parallel calls to the
     same tool are paired one to one); under ``create_agent`` it comes with ``on_tool_start`` / the
-    ``ToolMessage``. A tool that never reports an end is closed with outcome ``unknown`` when its parent ends;
-    errors and fallbacks are stored with an ``outcome`` flag (metadata and an ``outcome:<x>`` tag), never as
-    successful results. Handler failures are logged and never break the host run unless ``raise_error=True``.
+    ``ToolMessage``. A tool that never reports an end is closed with outcome ``unknown`` when the run ends; an
+    error (raised, or a ``ToolMessage`` with ``status="error"``) or a fallback closes the call with
+    ``outcome="error"`` and is never stored as a memory. Handler failures are logged and never break the host
+    run unless ``raise_error=True``.
 
     Setup:
         ``pip install "memlineage[langchain]"``.
@@ -395,7 +399,7 @@ class LineageCaptureCallback(_CaptureSetup, BaseCallbackHandler):
         manager: The memory manager to write to.
         scope: Fixed scope; ``None`` = from each run's metadata.
         capture_user_input: Remember the input of top-level runs as a ``user`` memory.
-        capture_reasoning: Remember agent action logs as ``reasoning`` memories.
+        capture_reasoning: Read text agents' action logs (ReAct thoughts) for cited ``[m:<id>]`` markers.
         raise_error: Re-raise handler failures (for tests).
         tool_tags: Tags per tool name added to that tool's result memories, so policies can target them (e.g.
             ``{"get_flight_price": ["flight_price"]}`` with a ``freshness("flight_price", 3600)`` policy).

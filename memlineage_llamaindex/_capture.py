@@ -20,19 +20,18 @@ Tool calls surface in two places, and there is one capture mechanism for each:
   with no scope are skipped (never written to a shared pool). Handlers are called synchronously, so its core
   calls are too; the dispatcher swallows handler errors, which are logged (``raise_error=True`` re-raises).
 
-Both record the same lineage: an ``agent_run`` activity with the user turn (source ``user``); one
-``llm_call`` activity per model call (``wasInformedBy`` the run); one ``tool_call`` activity per call whose
-id is the framework's ``tool_id`` (ReAct's are generated uuids; provider ids must be unique per store), with
-the result stored as a memory of source ``tool:<name>`` derived from the user turn. A failed call
-(``is_error=True``) only closes its activity with ``outcome="error"`` and the error text; it is never stored
-as a result. The final answer (source ``agent``) derives from the user turn and every successful tool result
-of the run.
+Both translate into the shared :class:`~memlineage.capture.RunRecorder`, which decides what is stored, the
+same way for every framework: an ``agent_run`` activity with the user turn (source ``user``); one ``llm_call``
+activity per model step (its text stored when it comes with tool calls); one ``tool_call`` activity per call,
+with the framework's ``tool_id`` as its ``tool_call_id`` attribute (unique per user and run, never a key) and
+the arguments as JSON; the result stored as ``tool:<name>`` (``name(arg='v') -> output``) derived from what
+supplied its arguments. A failed call (``is_error=True``) only closes its activity with ``outcome="error"`` and
+the error text; it is never stored as a result. The final answer (source ``agent``) derives from what it cites,
+else from the run's tool results.
 
-With :func:`~memlineage_llamaindex.lineage_memory` (the run's ``memory``), ``capture_run`` also derives the
-tool results and the answer from the memories the block recalled into the run's context
-(:meth:`LineageMemoryBlock.recalled_ids`), so correcting one of them makes them suspect. The block and the
-capture write the same memories (the core stores a repeated write once); when the block stored one first,
-the capture links it to its activity with :meth:`MemoryManager.link`, so ``explain`` shows the run.
+With :func:`~memlineage_llamaindex.lineage_memory` as the run's ``memory``, the block hands what it recalled to
+the same recorder, so the recalled memories are the run's context (what markers cite, what arguments are
+matched against), and the block and the capture join one run: each memory is written once.
 """
 
 from __future__ import annotations
@@ -144,12 +143,11 @@ async def capture_run(
     scope: Scope | Mapping[str, Any] | str,
     user_msg: str | None = None,
     on_event: Callable[[Any], Any] | None = None,
-    memory: Any = None,
 ) -> Any:
     """Run a workflow agent to completion while recording its turn, tool calls and answer with lineage.
 
-    Tool results and the answer derive from the user turn and, when the run's memory is a
-    :func:`~memlineage_llamaindex.lineage_memory`, from the memories it recalled into the run's context.
+    When the run's memory is a :func:`~memlineage_llamaindex.lineage_memory`, the memories it recalls are the
+    run's context (the block reports them to the shared recorder; nothing to pass here).
 
     Args:
         handler: The ``WorkflowHandler`` returned by ``agent.run(...)``; its events are consumed here.
@@ -157,9 +155,6 @@ async def capture_run(
         scope: Owner of the run's memories; required.
         user_msg: The user turn; default the run's ``user_msg`` (read from the run context).
         on_event: Called with every streamed event (e.g. to print tokens); may be async.
-        memory: The run's :class:`~memlineage_llamaindex.LineageMemory` or a
-            :class:`~memlineage_llamaindex.LineageMemoryBlock`; default the ``memory`` of the run context
-            when it is a ``LineageMemory``. Other memories are ignored.
 
     Returns:
         The run's result (``await handler``).

@@ -161,7 +161,7 @@ async def test_capture_run_links_the_user_turn_to_its_run(manager: MemoryManager
     assert {"agent_run", "llm_call"} <= kinds
 
 
-@pytest.mark.parametrize("how", ["explicit", "run-context", "event-handler"])
+@pytest.mark.parametrize("how", ["capture_run", "event-handler"])
 async def test_capture_derives_from_the_recalled_memories_itself(
     manager: MemoryManager, dispatcher: Any, how: str
 ) -> None:
@@ -181,8 +181,7 @@ async def test_capture_derives_from_the_recalled_memories_itself(
         finally:
             handler.unregister()
     else:
-        extra = {"memory": second} if how == "explicit" else {}
-        await capture_run(_agent().run(user_msg=REQUEST, memory=second), manager, scope=scope, **extra)
+        await capture_run(_agent().run(user_msg=REQUEST, memory=second), manager, scope=scope)
     paris, request = _find(manager, STATEMENT), _find(manager, REQUEST)
     flight, answer = _find(manager, "search_flights("), _find(manager, "Your trip to Paris")
     noted = _find(manager, "Noted.")  # an acknowledgement: recalled, but never a premise
