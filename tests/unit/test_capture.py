@@ -132,3 +132,23 @@ def test_an_answer_from_memory_rests_on_the_memory_about_its_topic(mm, alice):
     assert price is not None and limit is not None
     assert _attr(mm, price.id) == {flight.id: "content"}
     assert _attr(mm, limit.id) == {budget.id: "content"}
+
+
+def test_interleaved_runs_of_two_users_with_the_same_ids_stay_apart(mm, alice, bob):
+    rec = RunRecorder(mm)
+    a = rec.start_run(alice, "run-1", "Weather in Paris?")
+    b = rec.start_run(bob, "run-1", "Weather in Oslo?")
+    assert a is not b and rec.run(alice, "run-1") is a and rec.run(bob, "run-1") is b
+    rec.model_step(a, tool_calls=[ToolCallSpec("call_1", "get_weather", {"city": "Paris"})])
+    rec.model_step(b, tool_calls=[ToolCallSpec("call_1", "get_weather", {"city": "Oslo"})])
+    oslo = rec.tool_end(b, "call_1", "Snow")
+    paris = rec.tool_end(a, "call_1", "Sun")
+    rec.answer(b, "It snows in Oslo.")
+    rec.answer(a, "It is sunny in Paris.")
+    rec.end_run(b)
+    rec.end_run(a)
+    assert paris is not None and oslo is not None
+    assert paris.scope.user_id == "alice" and oslo.scope.user_id == "bob"
+    assert paris.derived_from == (a.user_memory_id,) and oslo.derived_from == (b.user_memory_id,)
+    (mine,) = mm.find_activities(alice, tool_call_id="call_1")
+    assert mine.metadata["arguments"] == {"city": "Paris"} and mine.outcome == "success"
