@@ -29,6 +29,11 @@ def message_text(message: ChatMessage) -> str:
     return "\n".join(parts).strip()
 
 
+def json_safe(value: Any) -> Any:
+    """A JSON-serialisable copy of ``value`` (unknown objects become their ``str``)."""
+    return json.loads(json.dumps(value, default=str))
+
+
 def tool_calls_of(message: ChatMessage) -> dict[str, tuple[str, dict[str, Any]]]:
     """``{tool_call_id: (tool_name, kwargs)}`` for the tool calls an assistant message requested."""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
