@@ -620,14 +620,7 @@ class Ledger:
         conn: Connection | None = None,
     ) -> list[dict[str, Any]]:
         """A user's activity rows (optionally one agent's or one session's), oldest first."""
-        cond = [activities.c.user_id == user_id]
-        if agent_id is not None:
-            cond.append(activities.c.agent_id == agent_id)
-        if session_id is not None:
-            cond.append(activities.c.session_id == session_id)
-        query = select(activities).where(*cond).order_by(activities.c.started_at, activities.c.id)
-        with self._maybe(conn) as c:
-            return [dict(r) for r in c.execute(query).mappings()]
+        return self.find_activity_rows(user_id, agent_id=agent_id, session_id=session_id, conn=conn)
 
     def find_activity_rows(
         self,
@@ -637,6 +630,7 @@ class Ledger:
         tool_call_id: str | None = None,
         kind: str | None = None,
         outcome: str | None = None,
+        agent_id: str | None = None,
         session_id: str | None = None,
         conn: Connection | None = None,
     ) -> list[dict[str, Any]]:
@@ -644,7 +638,7 @@ class Ledger:
         cond = [activities.c.user_id == user_id]
         for col, value in (
             (activities.c.run_id, run_id), (activities.c.tool_call_id, tool_call_id), (activities.c.kind, kind),
-            (activities.c.outcome, outcome), (activities.c.session_id, session_id),
+            (activities.c.outcome, outcome), (activities.c.agent_id, agent_id), (activities.c.session_id, session_id),
         ):  # fmt: skip
             if value is not None:
                 cond.append(col == value)
