@@ -262,6 +262,28 @@ def rows_stale() -> Iterator[Row]:
         yield ("stale", figure, value, "; ".join(parts))
 
 
+def rows_lineage() -> Iterator[Row]:
+    d, _ = _load("bench_lineage.json")
+    surfaces = _get(d, "surfaces") or {}
+    if not surfaces:
+        yield ("lineage", "suspect-set recall / precision after a correction", None, "")
+        return
+    base = _get(d, "baseline", "surfaces") or {}
+    ref = _get(d, "baseline", "ref")
+    for name, s in surfaces.items():
+        if "error" in s:
+            yield ("lineage", f"{name}: recall / precision", None, str(s["error"])[:60])
+            continue
+        b = base.get(name) if isinstance(base, dict) else None
+        was = f"{_pct(_get(b, 'recall'))} / {_num(_get(b, 'precision'), '{:.2f}')}" if b and "recall" in b else "-"
+        yield (
+            "lineage",
+            f"{name}: recall / precision",
+            f"{_pct(s.get('recall'))} / {_num(s.get('precision'), '{:.2f}')}",
+            f"{_get(d, 'corrections')} corrections; at {ref}: {was}",
+        )
+
+
 #: Which script feeds which rows (the script name decides "not run" and "earlier run" notes).
 SECTIONS: list[tuple[str, Callable[[], Iterator[Row]], tuple[str, ...]]] = [
     ("bench_store", rows_store, ("bench_store.json", "store.json")),
@@ -270,6 +292,7 @@ SECTIONS: list[tuple[str, Callable[[], Iterator[Row]], tuple[str, ...]]] = [
     ("bench_locomo", rows_locomo, ("locomo.json", "bench_locomo.json")),
     ("bench_value_gate", rows_value_gate, ("value_gate.json", "bench_value_gate.json")),
     ("bench_stale", rows_stale, ("bench_stale.json",)),
+    ("bench_lineage", rows_lineage, ("bench_lineage.json",)),
 ]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,13 +14,16 @@ from uuid import UUID
 from langchain_core.agents import AgentAction, AgentFinish
 from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.documents import Document
+from langchain_core.messages import AIMessage
 from langchain_core.outputs import LLMResult
+from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Scope
+from memlineage.models import Activity, Scope, new_id
 from typing_extensions import override
 
 from memlineage_langchain._convert import (
     RECALLED_KEY,
+    action_text,
     final_ai_text,
     require_scope,
     scope_from_mapping,
@@ -51,23 +53,21 @@ class _Action:
 
 @dataclass
 class _Run:
-    """What the handler remembers about an open LangChain run."""
+    """A LangChain run seen by the handler: its place in the run tree and, for the root, the recorded run."""
 
     id: str
     kind: str
     name: str | None
     parent: str | None
     scope: Scope | None
-    recorded: bool = False
-    context: list[str] = field(default_factory=list)
-    produced: list[str] = field(default_factory=list)
+    capture: CaptureRun | None = None
     actions: list[_Action] = field(default_factory=list)
     tool_call_id: str | None = None
-    answered: bool = False
+    recorded: bool = False
 
 
 class _Recorder:
-    """The state machine shared by the sync and async handlers; every ledger write is one manager call."""
+    """Translates LangChain callback events into :class:`~memlineage.capture.RunRecorder` moments (no rules here)."""
 
     def __init__(
         self,
@@ -80,6 +80,7 @@ class _Recorder:
         tool_tags: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.manager = manager
+        self.recorder = RunRecorder.of(manager)
         self.scope = scope
         self.capture_user_input = capture_user_input
         self.capture_reasoning = capture_reasoning
@@ -88,7 +89,7 @@ class _Recorder:
         self._runs: dict[str, _Run] = {}
         self._lock = threading.RLock()
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ run tree
     def _scope_for(self, metadata: Mapping[str, Any] | None, parent: str | None) -> Scope | None:
         if self.scope is not None:
             return self.scope
@@ -99,146 +100,105 @@ class _Recorder:
             found = p.scope if p else None
         return found
 
-    def _writable(self, run: _Run, what: str) -> Scope | None:
-        if run.scope is not None:
-            return run.scope
-        if self._strict():
-            require_scope(None, f"LineageCaptureCallback ({what})")
-        logger.warning("LineageCaptureCallback: no scope for run %s; %s not remembered", run.id, what)
-        return None
-
-    def _chain(self, run_id: str | None) -> list[_Run]:
-        """The run and its open ancestors, nearest first."""
-        out: list[_Run] = []
+    def _root(self, run_id: str | None) -> _Run | None:
+        """The top-level run above ``run_id`` (the one that owns the recorded agent run)."""
+        seen: set[str] = set()
         with self._lock:
             cur = self._runs.get(run_id) if run_id else None
-            while cur is not None and cur not in out:
-                out.append(cur)
-                cur = self._runs.get(cur.parent) if cur.parent else None
-        return out
+            while cur is not None and cur.parent is not None and cur.id not in seen:
+                seen.add(cur.id)
+                nxt = self._runs.get(cur.parent)
+                if nxt is None:
+                    break
+                cur = nxt
+        return cur
 
-    def _context(self, run_id: str | None) -> list[str]:
-        ids: list[str] = []
-        for r in self._chain(run_id):
-            ids.extend(r.context)
-        return list(dict.fromkeys(ids))
+    def _capture(self, run_id: str | None) -> CaptureRun | None:
+        root = self._root(run_id)
+        return root.capture if root is not None else None
 
-    def _recorded_parent(self, parent: str | None) -> str | None:
-        for r in self._chain(parent):
-            if r.recorded:
-                return r.id
+    def _writable(self, scope: Scope | None, run_id: str, what: str) -> Scope | None:
+        if scope is not None:
+            return scope
+        if self._strict():
+            require_scope(None, f"LineageCaptureCallback ({what})")
+        logger.warning("LineageCaptureCallback: no scope for run %s; %s not remembered", run_id, what)
         return None
-
-    def _add(self, run: _Run) -> None:
-        with self._lock:
-            self._runs[run.id] = run
-
-    def _record(self, run: _Run, metadata: dict[str, Any]) -> None:
-        self.manager.record_activity(
-            Activity(
-                id=run.id,
-                kind=run.kind,
-                name=run.name,
-                parent_id=self._recorded_parent(run.parent),
-                scope=run.scope,
-                metadata=metadata,
-            )
-        )
-        run.recorded = True
-
-    def _close_open_tools(self, run_id: str) -> None:
-        """Tool runs under ``run_id`` that never reported an end: closed with an ``unknown`` outcome."""
-        with self._lock:
-            open_tools = [r for r in self._runs.values() if r.kind == "tool_call" and r.id != run_id]
-        for tool in open_tools:
-            if any(a.id == run_id for a in self._chain(tool.parent)):
-                with self._lock:
-                    self._runs.pop(tool.id, None)
-                self.manager.end_activity(
-                    tool.id,
-                    outcome="unknown",
-                    metadata={"reason": "parent run ended before the tool reported"},
-                )
 
     # ------------------------------------------------------------------ chains
     def chain_start(
-        self,
-        inputs: Any,
-        run_id: str,
-        parent: str | None,
-        metadata: Mapping[str, Any] | None,
-        name: str | None,
+        self, inputs: Any, run_id: str, parent: str | None, metadata: Mapping[str, Any] | None, name: str | None
     ) -> None:
-        run = _Run(id=run_id, kind="agent_run" if parent is None else "chain", name=name, parent=parent,
-                   scope=self._scope_for(metadata, parent))  # fmt: skip
-        if isinstance(inputs, Mapping):
-            recalled = inputs.get(RECALLED_KEY)
-            if isinstance(recalled, list):
-                run.context.extend(x for x in recalled if isinstance(x, str))
-        self._add(run)
-        if parent is not None:
+        run = _Run(id=run_id, kind="chain", name=name, parent=parent, scope=self._scope_for(metadata, parent))
+        with self._lock:
+            self._runs[run_id] = run
+        if parent is not None or self._writable(run.scope, run_id, "run") is None:
             return
-        self._record(run, {"framework": "langchain"})
+        assert run.scope is not None
+        recalled = inputs.get(RECALLED_KEY) if isinstance(inputs, Mapping) else None
         text = user_text(inputs) if self.capture_user_input else ""
-        if text.strip() and self._writable(run, "user input") is not None:
-            mem = self.manager.remember(text, scope=run.scope, source="user", activity_id=run.id)
-            run.context.insert(0, mem.id)
+        run.capture = self.recorder.start_run(
+            run.scope, run_id, text, name=name, framework="langchain",
+            recalled=[x for x in recalled if isinstance(x, str)] if isinstance(recalled, list) else (),
+        )  # fmt: skip
 
     def chain_end(self, outputs: Any, run_id: str, outcome: str, error: BaseException | None = None) -> None:
         with self._lock:
             run = self._runs.get(run_id)
         if run is None:
             return
-        self._close_open_tools(run_id)
-        for action in run.actions:  # actions whose tool run this handler never saw (e.g. attached at construction)
-            self.manager.record_activity(
-                Activity(
-                    kind="tool_call", name=action.tool, parent_id=run.id if run.recorded else None, scope=run.scope,
-                    ended_at=self.manager.clock(), outcome="unknown",
-                    metadata={"tool_call_id": action.tool_call_id, "reason": "tool run not observed"},
-                )
-            )  # fmt: skip
-        run.actions.clear()
-        if run.parent is None and outcome == "success" and not run.answered and isinstance(outputs, Mapping):
-            messages = outputs.get("messages")
-            text = final_ai_text(messages) if isinstance(messages, list) else ""
-            if text.strip():
-                self._answer(run, text)
+        cap = run.capture
+        if cap is not None:
+            for action in run.actions:  # actions whose tool run this handler never saw (attached at construction)
+                self.recorder.tool_start(cap, action.tool_call_id, action.tool, action.tool_input)
+            run.actions.clear()
+            if outcome == "success" and isinstance(outputs, Mapping):
+                messages = outputs.get("messages")
+                text = final_ai_text(messages) if isinstance(messages, list) else ""
+                if text.strip():
+                    self.recorder.answer(cap, text)
+            self.recorder.end_run(cap, outcome=outcome, error=repr(error) if error is not None else None)
         with self._lock:
-            if run.parent is None:  # forget whatever is left of this run tree
+            if run.parent is None:  # forget the whole run tree
                 for other in [r.id for r in self._runs.values()]:
-                    chain = self._chain(other)
-                    if chain and chain[-1].id == run_id and other != run_id:
+                    root = self._root(other)
+                    if root is not None and root.id == run_id:
                         self._runs.pop(other, None)
             self._runs.pop(run_id, None)
-        if run.recorded:
-            meta = {"error": repr(error)} if error is not None else None
-            self.manager.end_activity(run.id, outcome=outcome, metadata=meta)
 
-    def _answer(self, run: _Run, text: str) -> None:
-        if self._writable(run, "final answer") is None:
-            return
-        premises = list(dict.fromkeys([*self._context(run.id), *run.produced]))
-        self.manager.remember(
-            text, scope=run.scope, source="agent", activity_id=run.id if run.recorded else None,
-            derived_from=premises,
-        )  # fmt: skip
-        run.answered = True
-
-    # ------------------------------------------------------------------ LLM calls
+    # ------------------------------------------------------------------ model calls and retrievals
     def llm_start(
         self, run_id: str, parent: str | None, metadata: Mapping[str, Any] | None, name: str | None,
         kind: str = "llm_call",
     ) -> None:  # fmt: skip
         run = _Run(id=run_id, kind=kind, name=name, parent=parent, scope=self._scope_for(metadata, parent))
-        self._add(run)
-        self._record(run, {"framework": "langchain"})
+        with self._lock:
+            self._runs[run_id] = run
+        if kind == "retrieval" and run.scope is not None:  # the retriever records `used` edges from this id
+            self.manager.record_activity(
+                Activity(id=run_id, kind=kind, name=name, scope=run.scope, metadata={"framework": "langchain"})
+            )
+            run.recorded = True
 
-    def llm_end(self, run_id: str, outcome: str, meta: dict[str, Any] | None = None) -> None:
+    def llm_end(self, run_id: str, outcome: str, payload: Any = None) -> None:
         with self._lock:
             run = self._runs.pop(run_id, None)
-        if run is not None and run.recorded:
-            self.manager.end_activity(run_id, outcome=outcome, metadata=meta)
+        if run is None:
+            return
+        if run.recorded:
+            meta = payload if isinstance(payload, dict) else None
+            self.manager.end_activity(run_id, scope=run.scope, outcome=outcome, metadata=meta)
+            return
+        cap = self._capture(run.parent)
+        if cap is None or outcome != "success" or not isinstance(payload, LLMResult):
+            return
+        message = _ai_message(payload)
+        if message is None:
+            return
+        calls = [ToolCallSpec(c["id"] or new_id(), c["name"], c.get("args") or {}) for c in message.tool_calls]
+        # Text without tool calls is not yet the answer: AgentExecutor reports it through on_agent_finish and
+        # ReAct models write their actions as text.
+        self.recorder.model_step(cap, text=text_of(message) if calls else None, tool_calls=calls, name=run.name)
 
     # ------------------------------------------------------------------ agent steps
     def agent_action(self, action: AgentAction, run_id: str) -> None:
@@ -246,45 +206,43 @@ class _Recorder:
             run = self._runs.get(run_id)
         if run is None:
             return
+        call_id = getattr(action, "tool_call_id", None)
         with self._lock:
-            run.actions.append(_Action(action.tool, action.tool_input, getattr(action, "tool_call_id", None)))
-        # Tool-calling agents log only "Invoking: `tool` with `{...}`": that is the call, not reasoning.
-        log = _INVOKING.sub("", action.log or "").strip()
-        if self.capture_reasoning and log and self._writable(run, "reasoning") is not None:
-            self.manager.remember(
-                log, scope=run.scope, source="reasoning", activity_id=self._recorded_parent(run_id),
-                derived_from=self._context(run_id),
-            )  # fmt: skip
+            run.actions.append(_Action(action.tool, action.tool_input, call_id))
+        cap = self._capture(run_id)
+        if cap is None or call_id is not None:  # tool-calling agents: the model step already recorded the call
+            return
+        # Text-based agents (ReAct): the action log is the step's reasoning; markers in it are citations.
+        log = action_text(action.log)
+        reasoning = log if self.capture_reasoning else None
+        self.recorder.model_step(cap, reasoning=reasoning, name=run.name)
 
     def agent_finish(self, finish: AgentFinish, run_id: str) -> None:
-        with self._lock:
-            run = self._runs.get(run_id)
-        if run is None:
+        cap = self._capture(run_id)
+        if cap is None:
             return
         values = finish.return_values or {}
         text = text_of(values.get("output", next(iter(values.values()), "")))
         if text.strip():
-            self._answer(run, text)
+            self.recorder.answer(cap, text)
 
     # ------------------------------------------------------------------ tools
     def tool_start(
-        self,
-        run_id: str,
-        parent: str | None,
-        name: str,
-        input_str: str,
-        inputs: Any,
-        tool_call_id: str | None,
+        self, run_id: str, parent: str | None, name: str, input_str: str, inputs: Any, tool_call_id: str | None,
         metadata: Mapping[str, Any] | None,
-    ) -> None:
-        if tool_call_id is None and parent is not None:
-            tool_call_id = self._match_action(parent, name, inputs, input_str)
-        run = _Run(id=run_id, kind="tool_call", name=name, parent=parent, scope=self._scope_for(metadata, parent),
-                   tool_call_id=tool_call_id)  # fmt: skip
-        self._add(run)
-        self._record(run, {"tool_call_id": tool_call_id, "input": input_str[:4000]})
+    ) -> None:  # fmt: skip
+        action = self._match_action(parent, name, inputs, input_str) if parent is not None else None
+        if tool_call_id is None and action is not None:
+            tool_call_id = action.tool_call_id
+        arguments = inputs if isinstance(inputs, Mapping) else (action.tool_input if action else input_str)
+        run = _Run(id=run_id, kind="tool_call", name=name, parent=parent, scope=self._scope_for(metadata, parent))
+        with self._lock:
+            self._runs[run_id] = run
+        cap = self._capture(parent)
+        if cap is not None:
+            run.tool_call_id = self.recorder.tool_start(cap, tool_call_id, name, arguments, framework_id=run_id)
 
-    def _match_action(self, parent: str, name: str, inputs: Any, input_str: str) -> str | None:
+    def _match_action(self, parent: str, name: str, inputs: Any, input_str: str) -> _Action | None:
         """Pair an AgentExecutor tool run with its ``on_agent_action``: same executor run, same tool, same input."""
         with self._lock:
             owner = self._runs.get(parent)
@@ -293,55 +251,41 @@ class _Recorder:
             same_tool = [a for a in owner.actions if a.tool == name]
             exact = [a for a in same_tool if a.tool_input == inputs or a.tool_input == input_str]
             chosen = (exact or same_tool or [None])[0]
-            if chosen is None:
-                return None
-            owner.actions.remove(chosen)
-            return chosen.tool_call_id
+            if chosen is not None:
+                owner.actions.remove(chosen)
+            return chosen
 
     def tool_end(self, output: Any, run_id: str) -> None:
         with self._lock:
             run = self._runs.pop(run_id, None)
-        if run is None:
+        cap = self._capture(run.parent) if run is not None else None
+        if run is None or cap is None:
             return
-        text, outcome, call_id = tool_output(output)
-        run.tool_call_id = run.tool_call_id or call_id
-        if run.name in _FALLBACK_TOOLS:
-            outcome = "fallback"
-        self.manager.end_activity(run.id, outcome=outcome, metadata={"tool_call_id": run.tool_call_id})
-        if text.strip():
-            self._tool_memory(run, text, outcome)
+        text, outcome, _ = tool_output(output)
+        if outcome == "error" or run.name in _FALLBACK_TOOLS:
+            self.recorder.tool_error(cap, run.tool_call_id, text, name=run.name)
+            return
+        tags = self.tool_tags.get(run.name or "", ())
+        self.recorder.tool_end(cap, run.tool_call_id, text, name=run.name, tags=tags)
 
     def tool_error(self, error: BaseException, run_id: str, tool_call_id: str | None) -> None:
         with self._lock:
             run = self._runs.pop(run_id, None)
-        if run is None:
+        cap = self._capture(run.parent) if run is not None else None
+        if run is None or cap is None:
             return
-        run.tool_call_id = run.tool_call_id or tool_call_id
-        self.manager.end_activity(
-            run.id, outcome="error", metadata={"tool_call_id": run.tool_call_id, "error": repr(error)}
-        )
-        self._tool_memory(run, f"{run.name} failed: {type(error).__name__}: {error}", "error")
-
-    def _tool_memory(self, run: _Run, text: str, outcome: str) -> None:
-        if self._writable(run, "tool result") is None:
-            return
-        mem = self.manager.remember(
-            text,
-            scope=run.scope,
-            source=f"tool:{run.name}",
-            activity_id=run.id,
-            parent_activity_id=self._recorded_parent(run.parent),
-            derived_from=self._context(run.parent),
-            tags=self.tool_tags.get(run.name, ()) + (() if outcome == "success" else (f"outcome:{outcome}",)),
-            metadata={"tool_call_id": run.tool_call_id, "outcome": outcome},
-        )
-        if outcome == "success":
-            with self._lock:
-                for r in self._chain(run.parent):
-                    r.produced.append(mem.id)
+        text = f"{type(error).__name__}: {error}"
+        self.recorder.tool_error(cap, run.tool_call_id or tool_call_id, text, name=run.name)
 
 
-_INVOKING = re.compile(r"^\s*Invoking: `[^`]*` with `.*?`\s*(?:responded: )?", re.MULTILINE | re.DOTALL)
+def _ai_message(response: LLMResult) -> AIMessage | None:
+    """The AI message of a chat model response (``None`` for plain-text LLMs)."""
+    for generations in response.generations:
+        for gen in generations:
+            message = getattr(gen, "message", None)
+            if isinstance(message, AIMessage):
+                return message
+    return None
 
 
 def _tool_name(serialized: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> str:
@@ -391,11 +335,6 @@ def _aguard(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _llm_meta(response: LLMResult) -> dict[str, Any] | None:
-    usage = (response.llm_output or {}).get("token_usage")
-    return {"token_usage": usage} if isinstance(usage, Mapping) else None
-
-
 class _CaptureSetup:
     """The constructor shared by the sync and async handlers (both delegate to one :class:`_Recorder`)."""
 
@@ -426,18 +365,22 @@ class _CaptureSetup:
 class LineageCaptureCallback(_CaptureSetup, BaseCallbackHandler):
     """Capture LangChain runs as MemLineage activities and memories with lineage.
 
-    Chain, LLM / chat-model and tool runs become activities (ids are LangChain ``run_id`` / ``parent_run_id``);
-    the user input of a top-level run becomes a ``user`` memory; tool results become ``tool:<name>`` memories
-    ``wasGeneratedBy`` the tool-call activity and ``wasDerivedFrom`` the memories in the run's context (the user
-    turn and the memories :class:`LineageMemory` recalled into it); action logs become ``reasoning`` memories and
-    final answers ``agent`` memories derived from the context and the run's tool results.
+    The handler translates callback events into the shared :class:`~memlineage.capture.RunRecorder`, which
+    decides what is stored: a top-level run is an ``agent_run`` activity (framework ``run_id`` as its
+    ``run_id`` attribute) with its input as a ``user`` memory; each model call is an ``llm_call`` activity, and
+    text it sends with tool calls an ``agent`` memory; each tool call is a ``tool_call`` activity holding the
+    model's ``tool_call_id`` and the arguments as JSON, its result a ``tool:<name>`` memory derived from what
+    supplied the arguments; the final answer an ``agent`` memory derived from what it cites or from the run's tool
+    results. The memories :class:`LineageMemory` recalled into the run are its context; with both attached, each
+    turn is written once.
 
     Tool calls are joined by run ids: under ``AgentExecutor`` the tool hooks get no ``tool_call_id``, so the id is
     taken from the matching ``on_agent_action`` of the executor run (same tool, same input; parallel calls to the
     same tool are paired one to one); under ``create_agent`` it comes with ``on_tool_start`` / the
-    ``ToolMessage``. A tool that never reports an end is closed with outcome ``unknown`` when its parent ends;
-    errors and fallbacks are stored with an ``outcome`` flag (metadata and an ``outcome:<x>`` tag), never as
-    successful results. Handler failures are logged and never break the host run unless ``raise_error=True``.
+    ``ToolMessage``. A tool that never reports an end is closed with outcome ``unknown`` when the run ends; an
+    error (raised, or a ``ToolMessage`` with ``status="error"``) or a fallback closes the call with
+    ``outcome="error"`` and is never stored as a memory. Handler failures are logged and never break the host
+    run unless ``raise_error=True``.
 
     Setup:
         ``pip install "memlineage[langchain]"``.
@@ -456,7 +399,7 @@ class LineageCaptureCallback(_CaptureSetup, BaseCallbackHandler):
         manager: The memory manager to write to.
         scope: Fixed scope; ``None`` = from each run's metadata.
         capture_user_input: Remember the input of top-level runs as a ``user`` memory.
-        capture_reasoning: Remember agent action logs as ``reasoning`` memories.
+        capture_reasoning: Read text agents' action logs (ReAct thoughts) for cited ``[m:<id>]`` markers.
         raise_error: Re-raise handler failures (for tests).
         tool_tags: Tags per tool name added to that tool's result memories, so policies can target them (e.g.
             ``{"get_flight_price": ["flight_price"]}`` with a ``freshness("flight_price", 3600)`` policy).
@@ -526,7 +469,7 @@ class LineageCaptureCallback(_CaptureSetup, BaseCallbackHandler):
     def on_llm_end(
         self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        self._recorder.llm_end(str(run_id), "success", _llm_meta(response))
+        self._recorder.llm_end(str(run_id), "success", response)
 
     @override
     @_guard
@@ -709,7 +652,7 @@ class AsyncLineageCaptureCallback(_CaptureSetup, AsyncCallbackHandler):
     async def on_llm_end(
         self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
     ) -> None:
-        await asyncio.to_thread(self._recorder.llm_end, str(run_id), "success", _llm_meta(response))
+        await asyncio.to_thread(self._recorder.llm_end, str(run_id), "success", response)
 
     @override
     @_aguard

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -22,6 +23,7 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 from langgraph.store.base import Item, SearchItem
+from memlineage.capture import marker
 from memlineage.errors import InvalidInputError, InvalidNamespaceError
 from memlineage.history import ChatEntry, ChatTurn
 from memlineage.models import MAX_TAG_CHARS, Memory, Scope, check_id
@@ -132,6 +134,15 @@ def tool_output(output: Any) -> tuple[str, str, str | None]:
     return text_of(output), "success", None
 
 
+#: The boilerplate a tool-calling agent's action log starts with; the rest is text the model sent with the call.
+_INVOKING = re.compile(r"^\s*Invoking: `[^`]*` with `.*?`\s*(?:responded: )?", re.MULTILINE | re.DOTALL)
+
+
+def action_text(log: str | None) -> str:
+    """What an ``AgentAction.log`` says beyond the call itself (the model's text or a ReAct thought)."""
+    return _INVOKING.sub("", log or "").strip()
+
+
 def last_human_text(messages: Sequence[Any]) -> str:
     """Text of the last human message ("" if none)."""
     for m in reversed(messages):
@@ -171,22 +182,23 @@ def user_text(inputs: Any, input_key: str | None = None) -> str:
 
 # ---------------------------------------------------------------------------------------------------- memories
 def format_memories(memories: Iterable[Memory]) -> str:
-    """One line per memory: ``- [source] content`` (suspect ones flagged)."""
+    """One line per memory: ``- [m:<id>] [source] content`` (suspect ones flagged); the model cites the marker."""
     lines = []
     for m in memories:
         flag = " (suspect)" if m.status.value == "suspect" else ""
-        lines.append(f"- [{m.source}]{flag} {m.content}")
+        lines.append(f"- {marker(m.id)} [{m.source}]{flag} {m.content}")
     return "\n".join(lines)
 
 
 def memory_to_message(memory: Memory) -> BaseMessage:
-    """A chat message for a recalled memory: user → human, agent → AI, anything else → system note."""
+    """A chat message for a recalled memory, led by its ``[m:<id>]`` marker: user → human, agent → AI, else system."""
     kind = memory.source.kind.value
+    cite = marker(memory.id)
     if kind == "user":
-        return HumanMessage(content=memory.content, id=memory.id)
+        return HumanMessage(content=f"{cite} {memory.content}", id=memory.id)
     if kind == "agent":
-        return AIMessage(content=memory.content, id=memory.id)
-    return SystemMessage(content=f"[{memory.source}] {memory.content}", id=memory.id)
+        return AIMessage(content=f"{cite} {memory.content}", id=memory.id)
+    return SystemMessage(content=f"{cite} [{memory.source}] {memory.content}", id=memory.id)
 
 
 def hit_to_document(hit: RecallHit) -> Document:

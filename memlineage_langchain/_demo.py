@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.tools import tool
+from memlineage.capture import tool_result_text
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, Status
 from memlineage.policy import PolicyEngine, builtin_policies
@@ -227,8 +228,15 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         console.print(
             f"[yellow]update detected ({decision.metadata['decided_by']}):[/] {decision.metadata['reason']} — "
             f"the Paris premise is now [bold]{mm.require(premise.id, scope=alice).status.value}[/]; the cascade "
-            f"marked [bold]{len(suspect)}[/] derived memories suspect (undo: mm.undo({decision.id[:8]}…))"
+            f"marked [bold]{len(suspect)}[/] derived memories suspect, only what rested on the destination "
+            f"(undo: mm.undo({decision.id[:8]}…)):"
         )
+        chain = {premise.id, *suspect}
+        for m in mm.get_many(suspect, scope=alice):
+            if m is not None:
+                how = mm.explain(m.id, scope=alice).attribution
+                via = ", ".join(sorted({how.get((m.id, p), "given") for p in m.derived_from if p in chain}))
+                console.print(f"  [yellow]suspect[/] {m.id[:8]} {m.source} [dim]via {via}[/]: {m.content[:80]}")
         res = mm.recall("flight and hotel recommendation for my trip", scope=alice, k=5, purpose="decision")
         served = set(res.ids)
         assert first_plan is not None and paris_price is not None
@@ -236,7 +244,11 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
             f"recall now serves the old Paris recommendation: [bold]{first_plan.id in served}[/]; "
             f"the old Paris price: [bold]{paris_price.id in served}[/]"
         )
-        summary.update(suspect=suspect, stale_served=bool({first_plan.id, paris_price.id} & served))
+        summary.update(
+            suspect=suspect,
+            suspect_sources=sorted(str(m.source) for m in mm.get_many(suspect, scope=alice) if m is not None),
+            stale_served=bool({first_plan.id, paris_price.id} & served),
+        )
 
         turn(4, "Find me a flight and a hotel in Lyon.")
         lyon_price = _latest(mm, alice, "tool:get_flight_price")
@@ -246,13 +258,12 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         world.advance(2)
 
         def refresh_flight(stale: Memory, decision: Any) -> Memory | None:
-            args = mm.get_activity(stale.lineage.activity_id or "")
-            city, date = "Lyon", "2026-05-03"
-            if args is not None:
-                inputs = args.metadata.get("inputs") or args.metadata.get("input") or {}
-                if isinstance(inputs, dict):
-                    city, date = inputs.get("city", city), inputs.get("date", date)
-            fresh = tools[0].invoke({"city": city, "date": date})
+            # Re-run the tool with the arguments its call received (stored as JSON on the tool-call activity).
+            call = mm.get_activity(stale.lineage.activity_id or "", scope=stale.scope)
+            arguments = call.metadata.get("arguments") if call is not None else None
+            if not isinstance(arguments, dict):
+                return None  # nothing to re-run: the stale quote is withheld
+            fresh = tool_result_text(tools[0].name, arguments, str(tools[0].invoke(arguments)))
             return mm.remember(
                 fresh, scope=alice, source="tool:get_flight_price", tags=["flight_price"],
                 derived_from=list(stale.derived_from), metadata={"refreshed_from": stale.id},
@@ -284,6 +295,13 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         from memlineage.cli import explanation_tree
 
         console.print(explanation_tree(ex))
+        console.print("[bold]premises and how each was attributed[/]")
+        shown = {m.id: m for m in ex.memories}
+        for m in ex.memories:
+            for pid in m.derived_from:
+                how, p = ex.attribution.get((m.id, pid), "given"), shown.get(pid)
+                premise = f"{p.source} {pid[:8]}: {p.content[:48]}" if p is not None else pid[:8]
+                console.print(f"  {m.source} {m.id[:8]} [dim]<-{how}-[/] {premise}")
         why = [e["data"].get("reason") for e in mm.audit(alice, memory_id=plan.id, types=["suspect"])]
         if why:
             console.print(f"why suspect: [yellow]{why[-1]}[/] (the fare it quoted was older than its 1 h limit)")
@@ -308,12 +326,12 @@ def _latest(
 
 def _ledger_table(console: Console, mm: MemoryManager, scope: Scope, title: str) -> None:
     table = Table(title=title, title_justify="left")
-    for col in ("id", "status", "source", "trust", "premises", "content"):
+    for col in ("id", "status", "source", "trust", "premises (attribution)", "content"):
         table.add_column(col)
     for m in sorted(mm.find(scope=scope), key=lambda m: m.recorded_at):
-        table.add_row(
-            m.id[:8], m.status.value, str(m.source), f"{m.trust:.2f}", str(len(m.derived_from)), m.content[:70]
-        )
+        how = mm.explain(m.id, scope=scope).attribution
+        premises = ", ".join(f"{p[:8]} ({how.get((m.id, p), 'given')})" for p in m.derived_from) or "-"
+        table.add_row(m.id[:8], m.status.value, str(m.source), f"{m.trust:.2f}", premises, m.content[:60])
     console.print(table)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -9,13 +10,15 @@ from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_core.runnables.config import ensure_config
+from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Memory, Scope
+from memlineage.models import Memory, Scope, new_id
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import override
 
 from memlineage_langchain._convert import (
     RECALLED_KEY,
+    action_text,
     format_memories,
     memory_to_message,
     require_scope,
@@ -125,39 +128,32 @@ class LineageMemory(BaseMemory):
         rest = [v for k, v in outputs.items() if k != "intermediate_steps"]
         return text_of(rest[0]) if len(rest) == 1 else ""
 
-    def _steps(self, scope: Scope, outputs: Mapping[str, Any]) -> list[tuple[Activity, str, str]]:
-        """``(activity, tool name, observation)`` per intermediate step."""
-        out = []
+    def _record(self, scope: Scope, query: str, premises: list[str], outputs: Mapping[str, Any]) -> None:
+        """Record the turn through the shared run recorder, unless a capture callback is recording it already."""
+        recorder = RunRecorder.of(self.manager)
+        if query.strip() and recorder.open_turn(scope, query) is not None:
+            return  # LineageCaptureCallback on the same run writes it (once)
+        run = recorder.start_run(
+            scope, None, query, name="LineageMemory", framework="langchain", recalled=premises, kind=self.kind
+        )
+        if run.user_memory_id:
+            self._written.append(run.user_memory_id)
         for step in outputs.get("intermediate_steps") or ():
             if not isinstance(step, (tuple, list)) or len(step) != 2:
                 continue
             action, observation = step
             name = str(getattr(action, "tool", "tool"))
             call_id = getattr(action, "tool_call_id", None)
-            act = Activity(
-                kind="tool_call", name=name, scope=scope, outcome="success",
-                metadata={"tool_call_id": call_id, "input": text_of(getattr(action, "tool_input", ""))[:4000]},
-            )  # fmt: skip
-            act = act.model_copy(update={"ended_at": act.started_at})
-            out.append((act, name, text_of(observation)))
-        return out
-
-    def _tool_items(
-        self, scope: Scope, steps: Sequence[tuple[Activity, str, str]], premises: list[str]
-    ) -> list[dict[str, Any]]:
-        return [
-            {
-                "content": text,
-                "scope": scope,
-                "source": f"tool:{name}",
-                "kind": self.kind,
-                "activity_id": act.id,
-                "derived_from": premises,
-                "metadata": {"tool_call_id": act.metadata.get("tool_call_id"), "outcome": "success"},
-            }  # fmt: skip
-            for act, name, text in steps
-            if text.strip()
-        ]
+            said = action_text(getattr(action, "log", ""))
+            spec = ToolCallSpec(call_id or new_id(), name, getattr(action, "tool_input", None))
+            recorder.model_step(run, text=said or None, tool_calls=[spec])
+            mem = recorder.tool_end(run, spec.id, text_of(observation), name=name, arguments=spec.arguments)
+            if mem is not None:
+                self._written.append(mem.id)
+        answer = recorder.answer(run, self._answer_text(outputs))
+        if answer is not None:
+            self._written.append(answer.id)
+        recorder.end_run(run)
 
     # ------------------------------------------------------------------ BaseMemory
     @override
@@ -182,43 +178,13 @@ class LineageMemory(BaseMemory):
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         scope = self._scope(inputs)
         query = user_text(inputs, self.input_key)
-        premises = self._recalled(scope, query, inputs)
-        if query.strip():
-            turn = self.manager.remember(query, scope=scope, source="user", kind=self.kind)
-            self._written.append(turn.id)
-            premises = [turn.id, *premises]
-        steps = self._steps(scope, outputs)
-        for act, _, _ in steps:
-            self.manager.record_activity(act)
-        tools = self.manager.remember_many(self._tool_items(scope, steps, premises)) if steps else []
-        answer = self._answer_text(outputs)
-        if answer.strip():
-            derived = list(dict.fromkeys([*premises, *(m.id for m in tools)]))
-            mem = self.manager.remember(answer, scope=scope, source="agent", kind=self.kind, derived_from=derived)
-            self._written.append(mem.id)
-        self._written.extend(m.id for m in tools)
+        self._record(scope, query, self._recalled(scope, query, inputs), outputs)
 
     @override
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         scope = self._scope(inputs)
         query = user_text(inputs, self.input_key)
-        premises = self._recalled(scope, query, inputs)
-        if query.strip():
-            turn = await self.manager.aremember(query, scope=scope, source="user", kind=self.kind)
-            self._written.append(turn.id)
-            premises = [turn.id, *premises]
-        steps = self._steps(scope, outputs)
-        for act, _, _ in steps:
-            await self.manager.arecord_activity(act)
-        tools = await self.manager.aremember_many(self._tool_items(scope, steps, premises)) if steps else []
-        answer = self._answer_text(outputs)
-        if answer.strip():
-            derived = list(dict.fromkeys([*premises, *(m.id for m in tools)]))
-            mem = await self.manager.aremember(
-                answer, scope=scope, source="agent", kind=self.kind, derived_from=derived
-            )
-            self._written.append(mem.id)
-        self._written.extend(m.id for m in tools)
+        await asyncio.to_thread(self._record, scope, query, self._recalled(scope, query, inputs), outputs)
 
     def _to_clear(self, scope: Scope) -> list[str]:
         if scope.session_id is not None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
 
@@ -18,8 +18,9 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
+from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Scope
+from memlineage.models import Memory, Scope, new_id
 from typing_extensions import NotRequired, override
 
 from memlineage_langchain._convert import (
@@ -41,7 +42,7 @@ logger = logging.getLogger(__name__)
 class LineageState(AgentState[Any]):
     """Agent state with MemLineage's private keys (never part of the agent's input or output schema)."""
 
-    memlineage_context: NotRequired[Annotated[list[str], PrivateStateAttr]]
+    memlineage_run: NotRequired[Annotated[str, PrivateStateAttr]]
     memlineage_notes: NotRequired[Annotated[str, PrivateStateAttr]]
 
 
@@ -62,17 +63,30 @@ def _runtime_scope(runtime: Any) -> Scope | None:
     return found
 
 
-class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
-    """Recall memories into the model call and capture tool calls with lineage, for ``create_agent``.
+def _ai_messages(response: Any) -> list[AIMessage]:
+    """The AI messages of a model call's result (``ModelResponse``, ``ExtendedModelResponse`` or an AIMessage)."""
+    if isinstance(response, AIMessage):
+        return [response]
+    inner = getattr(response, "model_response", None)
+    result = getattr(inner if inner is not None else response, "result", None)
+    return [m for m in result or [] if isinstance(m, AIMessage)]
 
-    - ``before_agent``: recalls the memories relevant to the user's last message, then remembers that message as
-      a ``user`` memory; both go into private state as the turn's context.
-    - ``wrap_model_call``: appends the recalled memories to the system message (the message history is untouched).
-    - ``wrap_tool_call``: records a ``tool_call`` activity (with the ``tool_call_id``) and remembers the result as
-      a ``tool:<name>`` memory derived from the turn's context; errors (``ToolMessage(status="error")`` or raised)
-      are stored with an ``outcome`` flag, never as successes, and raised errors propagate.
-    - ``after_agent``: remembers the final answer as an ``agent`` memory derived from the context and the turn's
-      tool results.
+
+class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
+    """Recall memories into the model call and capture the run with lineage, for ``create_agent``.
+
+    Every moment is handed to the shared :class:`~memlineage.capture.RunRecorder`, which decides what is stored:
+
+    - ``before_agent``: recalls the memories relevant to the user's last message and starts the run (the message
+      becomes a ``user`` memory).
+    - ``wrap_model_call``: appends the recalled memories, each with its citable ``[m:<id>]`` marker, to the system
+      message (the message history is untouched); the model's tool calls and the text sent with them are
+      recorded.
+    - ``wrap_tool_call``: the tool result becomes a ``tool:<name>`` memory derived from what supplied the call's
+      arguments; an error (``ToolMessage(status="error")`` or raised) closes the call with ``outcome="error"``
+      and is never stored as a memory; raised errors propagate.
+    - ``after_agent``: the final answer becomes an ``agent`` memory derived from what it cites, else from the
+      run's tool results; the run is closed.
 
     The scope is the constructor's, else ``user_id`` / ``session_id`` from the runtime context or the run config
     (``metadata`` or ``configurable``; ``thread_id`` serves as the session). Without one it raises
@@ -106,7 +120,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         scope: Scope | Mapping[str, Any] | str | None = None,
         k: int = 5,
         include_suspect: bool = False,
-        header: str = "Relevant memories (with their sources):",
+        header: str = "Relevant memories (cite the ones you use as [m:<id>]):",
     ) -> None:
         super().__init__()
         self.manager = manager
@@ -114,13 +128,24 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         self.k = k
         self.include_suspect = include_suspect
         self.header = header
-        self._results: dict[str, str] = {}
-        self._lock = threading.Lock()
+        self._recorder = RunRecorder.of(manager)
 
     def _scope(self, runtime: Any) -> Scope:
         return require_scope(self.scope or _runtime_scope(runtime), "LineageMiddleware")
 
+    def _run(self, state: Any, runtime: Any) -> CaptureRun | None:
+        """The run recorded for this agent invocation (state and run are keyed by scope and run id)."""
+        run_id = state.get("memlineage_run") if isinstance(state, Mapping) else None
+        return self._recorder.run(self._scope(runtime), run_id) if run_id else None
+
     # ------------------------------------------------------------------ turn start / end
+    def _start(self, scope: Scope, text: str, memories: list[Memory]) -> dict[str, Any]:
+        run = self._recorder.start_run(
+            scope, new_id(), text, name="create_agent", framework="langchain", recalled=memories
+        )
+        notes = f"{self.header}\n{format_memories(memories)}" if memories else ""
+        return {"memlineage_run": run.run_id, "memlineage_notes": notes}
+
     @override
     def before_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         scope = self._scope(runtime)
@@ -128,8 +153,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         if not text.strip():
             return None
         recalled = self.manager.recall(text, scope=scope, k=self.k, include_suspect=self.include_suspect)
-        turn = self.manager.remember(text, scope=scope, source="user")
-        return self._context(turn.id, [h.memory for h in recalled])
+        return self._start(scope, text, [h.memory for h in recalled])
 
     @override
     async def abefore_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -138,39 +162,23 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         if not text.strip():
             return None
         recalled = await self.manager.arecall(text, scope=scope, k=self.k, include_suspect=self.include_suspect)
-        turn = await self.manager.aremember(text, scope=scope, source="user")
-        return self._context(turn.id, [h.memory for h in recalled])
+        return await asyncio.to_thread(self._start, scope, text, [h.memory for h in recalled])
 
-    def _context(self, turn_id: str, memories: list[Any]) -> dict[str, Any]:
-        notes = f"{self.header}\n{format_memories(memories)}" if memories else ""
-        ids = list(dict.fromkeys([turn_id, *(m.id for m in memories)]))
-        return {"memlineage_context": ids, "memlineage_notes": notes}
-
-    def _answer(self, state: LineageState) -> tuple[str, list[str]]:
-        messages = state.get("messages", [])
-        text = final_ai_text(messages)
-        call_ids = []
-        for m in reversed(messages):
-            if isinstance(m, ToolMessage):
-                call_ids.append(m.tool_call_id)
-            elif not isinstance(m, AIMessage):
-                break
-        with self._lock:
-            tools = [self._results.pop(c) for c in reversed(call_ids) if c in self._results]
-        return text, list(dict.fromkeys([*state.get("memlineage_context", []), *tools]))
+    def _finish(self, state: LineageState, runtime: Any) -> None:
+        run = self._run(state, runtime)
+        if run is None:
+            return
+        self._recorder.answer(run, final_ai_text(state.get("messages", [])))
+        self._recorder.end_run(run)
 
     @override
     def after_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        text, premises = self._answer(state)
-        if text.strip():
-            self.manager.remember(text, scope=self._scope(runtime), source="agent", derived_from=premises)
+        self._finish(state, runtime)
         return None
 
     @override
     async def aafter_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        text, premises = self._answer(state)
-        if text.strip():
-            await self.manager.aremember(text, scope=self._scope(runtime), source="agent", derived_from=premises)
+        await asyncio.to_thread(self._finish, state, runtime)
         return None
 
     # ------------------------------------------------------------------ model calls
@@ -182,11 +190,22 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         content = f"{base}\n\n{notes}" if base else notes
         return request.override(system_message=SystemMessage(content=content))
 
+    def _model_step(self, request: ModelRequest[Any], response: Any) -> None:
+        run = self._run(request.state, request.runtime)
+        if run is None:
+            return
+        for message in _ai_messages(response):
+            if message.tool_calls:
+                calls = [ToolCallSpec(c["id"] or new_id(), c["name"], c.get("args") or {}) for c in message.tool_calls]
+                self._recorder.model_step(run, text=text_of(message), tool_calls=calls)
+
     @override
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any]:
-        return handler(self._with_notes(request))
+        response = handler(self._with_notes(request))
+        self._model_step(request, response)
+        return response
 
     @override
     async def awrap_model_call(
@@ -194,50 +213,42 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
-        return await handler(self._with_notes(request))
+        response = await handler(self._with_notes(request))
+        await asyncio.to_thread(self._model_step, request, response)
+        return response
 
     # ------------------------------------------------------------------ tool calls
-    def _tool_start(self, request: ToolCallRequest) -> tuple[Scope, Activity, list[str]]:
-        scope = self._scope(request.runtime)
+    def _tool_start(self, request: ToolCallRequest) -> tuple[CaptureRun | None, str | None]:
+        run = self._run(request.state, request.runtime)
+        if run is None:
+            return None, None
         call = request.tool_call
-        act = Activity(
-            kind="tool_call", name=call["name"], scope=scope,
-            metadata={"tool_call_id": call.get("id"), "input": text_of(call.get("args"))[:4000]},
-        )  # fmt: skip
-        state = request.state if isinstance(request.state, Mapping) else {}
-        return scope, act, list(state.get("memlineage_context", []))
+        return run, self._recorder.tool_start(run, call.get("id"), call["name"], call.get("args") or {})
 
-    def _tool_item(self, scope: Scope, act: Activity, premises: list[str], text: str, outcome: str) -> dict[str, Any]:
-        return {
-            "content": text, "scope": scope, "source": f"tool:{act.name}", "activity_id": act.id,
-            "derived_from": premises, "metadata": {"tool_call_id": act.metadata["tool_call_id"], "outcome": outcome},
-            "tags": () if outcome == "success" else (f"outcome:{outcome}",),
-        }  # fmt: skip
+    def _tool_end(self, run: CaptureRun | None, call_id: str | None, result: Any) -> None:
+        if run is None:
+            return
+        text, outcome, _ = tool_output(result)
+        if outcome == "error":
+            self._recorder.tool_error(run, call_id, text)
+        else:
+            self._recorder.tool_end(run, call_id, text)
 
-    def _keep(self, act: Activity, memory_id: str, outcome: str) -> None:
-        call_id = act.metadata.get("tool_call_id")
-        if outcome == "success" and call_id:
-            with self._lock:
-                self._results[call_id] = memory_id
+    def _tool_failed(self, run: CaptureRun | None, call_id: str | None, exc: BaseException) -> None:
+        if run is not None:
+            self._recorder.tool_error(run, call_id, f"{type(exc).__name__}: {exc}")
 
     @override
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
     ) -> ToolMessage | Command[Any]:
-        scope, act, premises = self._tool_start(request)
-        self.manager.record_activity(act)
+        run, call_id = self._tool_start(request)
         try:
             result = handler(request)
         except Exception as exc:
-            self.manager.end_activity(act.id, outcome="error", metadata={"error": repr(exc)})
-            text = f"{act.name} failed: {type(exc).__name__}: {exc}"
-            self.manager.remember(**self._tool_item(scope, act, premises, text, "error"))
+            self._tool_failed(run, call_id, exc)
             raise
-        text, outcome, _ = tool_output(result)
-        self.manager.end_activity(act.id, outcome=outcome)
-        if text.strip():
-            mem = self.manager.remember(**self._tool_item(scope, act, premises, text, outcome))
-            self._keep(act, mem.id, outcome)
+        self._tool_end(run, call_id, result)
         return result
 
     @override
@@ -246,18 +257,11 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        scope, act, premises = self._tool_start(request)
-        await self.manager.arecord_activity(act)
+        run, call_id = await asyncio.to_thread(self._tool_start, request)
         try:
             result = await handler(request)
         except Exception as exc:
-            await self.manager.aend_activity(act.id, outcome="error", metadata={"error": repr(exc)})
-            text = f"{act.name} failed: {type(exc).__name__}: {exc}"
-            await self.manager.aremember(**self._tool_item(scope, act, premises, text, "error"))
+            await asyncio.to_thread(self._tool_failed, run, call_id, exc)
             raise
-        text, outcome, _ = tool_output(result)
-        await self.manager.aend_activity(act.id, outcome=outcome)
-        if text.strip():
-            mem = await self.manager.aremember(**self._tool_item(scope, act, premises, text, outcome))
-            self._keep(act, mem.id, outcome)
+        await asyncio.to_thread(self._tool_end, run, call_id, result)
         return result

@@ -20,19 +20,18 @@ Tool calls surface in two places, and there is one capture mechanism for each:
   with no scope are skipped (never written to a shared pool). Handlers are called synchronously, so its core
   calls are too; the dispatcher swallows handler errors, which are logged (``raise_error=True`` re-raises).
 
-Both record the same lineage: an ``agent_run`` activity with the user turn (source ``user``); one
-``llm_call`` activity per model call (``wasInformedBy`` the run); one ``tool_call`` activity per call whose
-id is the framework's ``tool_id`` (ReAct's are generated uuids; provider ids must be unique per store), with
-the result stored as a memory of source ``tool:<name>`` derived from the user turn. A failed call
-(``is_error=True``) only closes its activity with ``outcome="error"`` and the error text; it is never stored
-as a result. The final answer (source ``agent``) derives from the user turn and every successful tool result
-of the run.
+Both translate into the shared :class:`~memlineage.capture.RunRecorder`, which decides what is stored, the
+same way for every framework: an ``agent_run`` activity with the user turn (source ``user``); one ``llm_call``
+activity per model step (its text stored when it comes with tool calls); one ``tool_call`` activity per call,
+with the framework's ``tool_id`` as its ``tool_call_id`` attribute (unique per user and run, never a key) and
+the arguments as JSON; the result stored as ``tool:<name>`` (``name(arg='v') -> output``) derived from what
+supplied its arguments. A failed call (``is_error=True``) only closes its activity with ``outcome="error"`` and
+the error text; it is never stored as a result. The final answer (source ``agent``) derives from what it cites,
+else from the run's tool results.
 
-With :func:`~memlineage_llamaindex.lineage_memory` (the run's ``memory``), ``capture_run`` also derives the
-tool results and the answer from the memories the block recalled into the run's context
-(:meth:`LineageMemoryBlock.recalled_ids`), so correcting one of them makes them suspect. The block and the
-capture write the same memories (the core stores a repeated write once); when the block stored one first,
-the capture links it to its activity with :meth:`MemoryManager.link`, so ``explain`` shows the run.
+With :func:`~memlineage_llamaindex.lineage_memory` as the run's ``memory``, the block hands what it recalled to
+the same recorder, so the recalled memories are the run's context (what markers cite, what arguments are
+matched against), and the block and the capture join one run: each memory is written once.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.agent.workflow import AgentInput, AgentOutput, ToolCall, ToolCallResult
@@ -50,25 +49,22 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.instrumentation import Dispatcher, get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
-from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMChatStartEvent
+from llama_index.core.instrumentation.events.llm import LLMChatEndEvent
 from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.llms import ChatMessage
 from llama_index.core.workflow import StopEvent
-from memlineage.errors import MemLineageError
+from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Memory, Scope, new_id
+from memlineage.models import Scope, new_id
 from typing_extensions import override
 
-from memlineage_llamaindex._block import LineageMemoryBlock
 from memlineage_llamaindex._convert import (
     latest_user_text,
     message_text,
     scope_from_tags,
-    tool_metadata,
-    tool_result_content,
+    tool_calls_of,
 )
-from memlineage_llamaindex._memory import LineageMemory
 
 __all__ = ["LineageEventHandler", "LineageSpanHandler", "capture_run"]
 
@@ -77,143 +73,55 @@ logger = logging.getLogger(__name__)
 
 # ====================================================================== shared translation
 @dataclass
-class _Context:
-    """Where the memories recalled into a run's context are found: its memory block and session."""
-
-    block: LineageMemoryBlock
-    session_id: str | None
-
-
-@dataclass
 class _Run:
-    """What one agent run has recorded so far (ids only)."""
+    """An agent run being captured: its scope and the recorder's run (once started)."""
 
     run_id: str
     scope: Scope
-    user_memory_id: str | None = None
-    user_text: str | None = None
-    llm_id: str | None = None
-    results: list[str] = field(default_factory=list)
-    answered: bool = False
-    context: _Context | None = None
+    capture: CaptureRun | None = None
 
 
 class _Recorder:
-    """Translates agent-run moments into MemoryManager calls; each method is one or two core calls."""
+    """Translates agent-run moments into :class:`~memlineage.capture.RunRecorder` calls (no rules here)."""
 
     def __init__(self, manager: MemoryManager) -> None:
         self.manager = manager
+        self.recorder = RunRecorder.of(manager)
 
-    def _link(self, run: _Run, mem: Memory, activity_id: str) -> None:
-        """Link a memory to the activity that wrote it when an earlier identical write absorbed the write."""
-        if mem.lineage.activity_id != activity_id:
-            self.manager.link(mem.id, activity_id, scope=run.scope)
-
-    def _premises(self, run: _Run, content: str) -> list[str]:
-        """The user turn and the memories recalled into the run's context (none without a memory block)."""
-        own = [run.user_memory_id] if run.user_memory_id else []
-        ctx = run.context
-        if ctx is None or not run.user_text:
-            return own
-        recalled = ctx.block.recalled_ids(
-            run.user_text,
-            session_id=ctx.session_id,
-            user_memory_id=run.user_memory_id,
-            scope=run.scope,
-            exclude_content=content,
-        )
-        return list(dict.fromkeys([*own, *recalled]))
+    def _cap(self, run: _Run) -> CaptureRun:
+        if run.capture is None:
+            run.capture = self.recorder.start_run(run.scope, run.run_id, None, framework="llamaindex")
+        return run.capture
 
     def start_run(self, run: _Run, user_text: str | None, name: str | None) -> None:
-        self.manager.record_activity(Activity(id=run.run_id, kind="agent_run", name=name, scope=run.scope))
-        run.user_text = user_text or None
-        if user_text:
-            mem = self.manager.remember(
-                user_text, scope=run.scope, source="user", activity_id=run.run_id, metadata={"role": "user"}
-            )
-            run.user_memory_id = mem.id
-            self._link(run, mem, run.run_id)
+        run.capture = self.recorder.start_run(run.scope, run.run_id, user_text, name=name, framework="llamaindex")
 
-    def start_llm(self, run: _Run, llm_id: str, name: str | None) -> None:
-        run.llm_id = llm_id
-        self.manager.record_activity(
-            Activity(id=llm_id, kind="llm_call", name=name, parent_id=run.run_id, scope=run.scope)
+    def model_step(self, run: _Run, text: str, tool_calls: list[ToolCallSpec], framework_id: str | None) -> None:
+        self.recorder.model_step(
+            self._cap(run), text=text if tool_calls else None, tool_calls=tool_calls, framework_id=framework_id
         )
-
-    def end_llm(self, run: _Run, llm_id: str, text: str, tool_ids: list[str]) -> None:
-        self.manager.end_activity(llm_id, metadata={"response": text[:500], "tool_call_ids": tool_ids})
 
     def start_tool(
-        self,
-        run: _Run,
-        tool_id: str,
-        tool_name: str,
-        tool_kwargs: Mapping[str, Any],
-        span_id: str | None = None,
+        self, run: _Run, tool_id: str, tool_name: str, tool_kwargs: Mapping[str, Any], span_id: str | None = None
     ) -> None:
-        meta = tool_metadata(tool_id, tool_name, tool_kwargs)
-        if span_id:
-            meta["span_id"] = span_id
-        self.manager.record_activity(
-            Activity(
-                id=tool_id,
-                kind="tool_call",
-                name=tool_name,
-                parent_id=run.llm_id or run.run_id,
-                scope=run.scope,
-                metadata=meta,
-            )
-        )
+        self.recorder.tool_start(self._cap(run), tool_id, tool_name, dict(tool_kwargs), framework_id=span_id)
 
     def end_tool(
-        self,
-        run: _Run,
-        tool_id: str,
-        tool_name: str,
-        tool_kwargs: Mapping[str, Any],
-        output: str,
-        is_error: bool,
+        self, run: _Run, tool_id: str, tool_name: str, tool_kwargs: Mapping[str, Any], output: str, is_error: bool
     ) -> None:
-        if self.manager.get_activity(tool_id) is None:
-            self.start_tool(run, tool_id, tool_name, tool_kwargs)
+        cap = self._cap(run)
         if is_error:
-            self.manager.end_activity(tool_id, outcome="error", metadata={"error": output})
-            return
-        content = tool_result_content(tool_name, tool_kwargs, output)
-        mem = self.manager.remember(
-            content,
-            scope=run.scope,
-            source=f"tool:{tool_name}",
-            activity_id=tool_id,
-            parent_activity_id=run.llm_id or run.run_id,
-            derived_from=self._premises(run, content),
-            metadata=tool_metadata(tool_id, tool_name, tool_kwargs),
-        )
-        self._link(run, mem, tool_id)
-        run.results.append(mem.id)
-        self.manager.end_activity(tool_id, metadata={"memory_id": mem.id})
+            self.recorder.tool_error(cap, tool_id, output, name=tool_name, arguments=dict(tool_kwargs))
+        else:
+            self.recorder.tool_end(cap, tool_id, output, name=tool_name, arguments=dict(tool_kwargs))
 
     def answer(self, run: _Run, text: str) -> None:
-        if run.answered:
-            return
-        run.answered = True
-        if text:
-            premises = list(dict.fromkeys([*self._premises(run, text), *run.results]))
-            activity_id = run.llm_id or run.run_id
-            mem = self.manager.remember(
-                text,
-                scope=run.scope,
-                source="agent",
-                activity_id=activity_id,
-                parent_activity_id=run.run_id,
-                derived_from=premises,
-                metadata={"role": "assistant"},
-            )
-            self._link(run, mem, activity_id)
-        self.manager.end_activity(run.run_id)
+        cap = self._cap(run)
+        self.recorder.answer(cap, text)
+        self.recorder.end_run(cap)
 
     def fail(self, run: _Run, error: str) -> None:
-        self.manager.end_activity(run.run_id, outcome="error", metadata={"error": error})
+        self.recorder.end_run(self._cap(run), outcome="error", error=error)
 
 
 def _output_text(result: ToolCallResult) -> str:
@@ -235,12 +143,11 @@ async def capture_run(
     scope: Scope | Mapping[str, Any] | str,
     user_msg: str | None = None,
     on_event: Callable[[Any], Any] | None = None,
-    memory: Any = None,
 ) -> Any:
     """Run a workflow agent to completion while recording its turn, tool calls and answer with lineage.
 
-    Tool results and the answer derive from the user turn and, when the run's memory is a
-    :func:`~memlineage_llamaindex.lineage_memory`, from the memories it recalled into the run's context.
+    When the run's memory is a :func:`~memlineage_llamaindex.lineage_memory`, the memories it recalls are the
+    run's context (the block reports them to the shared recorder; nothing to pass here).
 
     Args:
         handler: The ``WorkflowHandler`` returned by ``agent.run(...)``; its events are consumed here.
@@ -248,9 +155,6 @@ async def capture_run(
         scope: Owner of the run's memories; required.
         user_msg: The user turn; default the run's ``user_msg`` (read from the run context).
         on_event: Called with every streamed event (e.g. to print tokens); may be async.
-        memory: The run's :class:`~memlineage_llamaindex.LineageMemory` or a
-            :class:`~memlineage_llamaindex.LineageMemoryBlock`; default the ``memory`` of the run context
-            when it is a ``LineageMemory``. Other memories are ignored.
 
     Returns:
         The run's result (``await handler``).
@@ -266,7 +170,6 @@ async def capture_run(
         ... )  # doctest: +SKIP
     """
     run = _Run(run_id=str(getattr(handler, "run_id", None) or new_id()), scope=Scope.coerce(scope))
-    run.context = _context_of(memory, run.scope)
     recorder = _Recorder(manager)
     started = False
     try:
@@ -279,13 +182,10 @@ async def capture_run(
                 if not started:
                     started = True
                     text = user_msg or await _run_user_msg(handler) or latest_user_text(ev.input)
-                    if run.context is None and memory is None:
-                        run.context = _context_of(await _run_memory(handler), run.scope)
                     await asyncio.to_thread(recorder.start_run, run, text, ev.current_agent_name)
-                await asyncio.to_thread(recorder.start_llm, run, new_id(), ev.current_agent_name)
-            elif isinstance(ev, AgentOutput) and run.llm_id is not None:
-                ids = [t.tool_id for t in ev.tool_calls]
-                await asyncio.to_thread(recorder.end_llm, run, run.llm_id, _answer_text(ev), ids)
+            elif isinstance(ev, AgentOutput) and started:
+                calls = [ToolCallSpec(t.tool_id, t.tool_name, dict(t.tool_kwargs)) for t in ev.tool_calls]
+                await asyncio.to_thread(recorder.model_step, run, _answer_text(ev), calls, None)
             elif isinstance(ev, ToolCallResult):
                 await asyncio.to_thread(
                     recorder.end_tool,
@@ -301,22 +201,22 @@ async def capture_run(
             elif isinstance(ev, StopEvent) and started and isinstance(ev.result, AgentOutput):
                 await asyncio.to_thread(recorder.answer, run, _answer_text(ev.result))
         result = await handler
-        if started and not run.answered:
+        if started and not _answered(run):
             await asyncio.to_thread(recorder.answer, run, _answer_text(result))
     except BaseException as exc:
-        if started and not run.answered:
+        if started and not _answered(run):
             await asyncio.to_thread(recorder.fail, run, f"{type(exc).__name__}: {exc}")
         raise
     return result
 
 
+def _answered(run: _Run) -> bool:
+    return run.capture is not None and (run.capture.answered or run.capture.ended)
+
+
 async def _run_user_msg(handler: Any) -> str | None:
     value = await _run_state(handler, "user_msg_str")
     return value or None
-
-
-async def _run_memory(handler: Any) -> Any:
-    return await _run_state(handler, "memory")
 
 
 async def _run_state(handler: Any, key: str) -> Any:
@@ -327,18 +227,6 @@ async def _run_state(handler: Any, key: str) -> Any:
         return await ctx.store.get(key, default=None)
     except Exception:  # the context API differs between workflow versions; the caller falls back
         return None
-
-
-def _context_of(memory: Any, scope: Scope) -> _Context | None:
-    """The block and session a run's recalled memories are read from, or ``None``."""
-    if isinstance(memory, LineageMemory):
-        try:
-            return _Context(block=memory.lineage_block, session_id=memory.session_id)
-        except MemLineageError:
-            return None
-    if isinstance(memory, LineageMemoryBlock):
-        return _Context(block=memory, session_id=memory.session_id or scope.session_id)
-    return None
 
 
 # ====================================================================== instrumentation
@@ -446,7 +334,7 @@ class LineageEventHandler(BaseEventHandler):
     _runs: dict[str, _Run] = PrivateAttr(default_factory=dict)
     _tools: dict[str, tuple[str, str]] = PrivateAttr(default_factory=dict)
     _run_spans: dict[str, list[str]] = PrivateAttr(default_factory=dict)
-    _pending: dict[str, tuple[str | None, str | None, Any]] = PrivateAttr(default_factory=dict)
+    _pending: dict[str, tuple[str | None, str | None]] = PrivateAttr(default_factory=dict)
     _recorder: _Recorder | None = PrivateAttr(default=None)
 
     def __init__(self, *, manager: MemoryManager, scope: Scope | Mapping[str, Any] | str | None = None, **kwargs: Any):
@@ -504,16 +392,13 @@ class LineageEventHandler(BaseEventHandler):
     # ------------------------------------------------------------------ events (LLM calls)
     @override
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
-        if isinstance(event, LLMChatStartEvent):
+        if isinstance(event, LLMChatEndEvent):
             run = self._run_of(event.span_id)
-            if run is not None and event.span_id:
-                name = str(event.model_dict.get("model") or event.model_dict.get("class_name") or "llm")
-                self._guard("an LLM call start", self._recorder_().start_llm, run, event.span_id, name)
-        elif isinstance(event, LLMChatEndEvent):
-            run = self._run_of(event.span_id)
-            if run is not None and event.span_id:
-                text = message_text(event.response.message) if event.response is not None else ""
-                self._guard("an LLM call end", self._recorder_().end_llm, run, event.span_id, text, [])
+            if run is not None and event.response is not None:
+                message = event.response.message
+                calls = [ToolCallSpec(i, n, a) for i, (n, a) in tool_calls_of(message).items()]
+                recorder = self._recorder_()
+                self._guard("an LLM call", recorder.model_step, run, message_text(message), calls, event.span_id)
 
     def _recorder_(self) -> _Recorder:
         assert self._recorder is not None
@@ -539,7 +424,7 @@ class LineageEventHandler(BaseEventHandler):
             if outer is None:
                 # The run span itself carries no instrument tags; its first step span does, so the run starts
                 # there.
-                self._pending[id_] = (_start_user_msg(args), instance.name, _start_memory(args))
+                self._pending[id_] = (_start_user_msg(args), instance.name)
         elif ".call_tool-" in id_ and isinstance(args.get("ev"), ToolCall) and outer is not None:
             ev = args["ev"]
             self._tools[id_] = (ev.tool_id, ev.tool_name)
@@ -554,12 +439,12 @@ class LineageEventHandler(BaseEventHandler):
             )
 
     def _activate(self, run_id: str, tags: Mapping[str, Any] | None) -> _Run | None:
-        user_text, name, memory = self._pending.pop(run_id)
+        user_text, name = self._pending.pop(run_id)
         scope = scope_from_tags(tags, self.scope)
         if scope is None:
             logger.debug("agent run %s has no MemLineage scope (no handler scope, no tags); skipped", run_id)
             return None
-        run = _Run(run_id=run_id, scope=scope, context=_context_of(memory, scope))
+        run = _Run(run_id=run_id, scope=scope)
         self._runs[run_id] = run
         self._guard("an agent run start", self._recorder_().start_run, run, user_text, name)
         return run
@@ -602,15 +487,6 @@ class LineageEventHandler(BaseEventHandler):
         for span_id in self._run_spans.pop(run_id, []):
             self._parents.pop(span_id, None)
         self._runs.pop(run_id, None)
-
-
-def _start_memory(args: Mapping[str, Any]) -> Any:
-    """The ``memory`` passed to ``agent.run``, if the start event carries one."""
-    start = args.get("start_event")
-    memory = getattr(start, "memory", None) if start is not None else None
-    if memory is None and start is not None and hasattr(start, "get"):
-        memory = start.get("memory", None)
-    return memory
 
 
 def _start_user_msg(args: Mapping[str, Any]) -> str | None:

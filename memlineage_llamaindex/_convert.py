@@ -7,14 +7,13 @@ recall hits to the compact text the model reads, and scope resolution from block
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from memlineage.errors import InvalidInputError
 from memlineage.history import ChatEntry, ChatTurn
-from memlineage.models import Scope, normalize_content
+from memlineage.models import Scope
 from memlineage.retrieval import RecallHit
 
 #: Instrument-tag keys that name the scope of a run (see ``instrument_tags`` in
@@ -22,9 +21,6 @@ from memlineage.retrieval import RecallHit
 TAG_USER_ID = "memlineage.user_id"
 TAG_AGENT_ID = "memlineage.agent_id"
 TAG_SESSION_ID = "memlineage.session_id"
-
-#: How long a tool's arguments may be in the stored content before they are shortened.
-_MAX_ARGS_CHARS = 200
 
 
 def message_text(message: ChatMessage) -> str:
@@ -58,22 +54,6 @@ def tool_calls_of(message: ChatMessage) -> dict[str, tuple[str, dict[str, Any]]]
                 dict(getattr(selection, "tool_kwargs", {})),
             )
     return calls
-
-
-def tool_result_content(tool_name: str, tool_kwargs: Mapping[str, Any], output: str) -> str:
-    """The stored text of a tool result, e.g. ``get_weather(city='Paris') -> 18°C, light rain``.
-
-    Both capture paths (memory block and event capture) use this, so the same result dedupes in the core.
-    """
-    args = ", ".join(f"{k}={v!r}" for k, v in sorted(tool_kwargs.items()))
-    if len(args) > _MAX_ARGS_CHARS:
-        args = args[: _MAX_ARGS_CHARS - 1] + "…"
-    return f"{tool_name}({args}) -> {output.strip()}"
-
-
-def tool_metadata(tool_id: str, tool_name: str, tool_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """Memory / activity metadata joining a tool result to its call."""
-    return {"tool_call_id": tool_id, "tool_name": tool_name, "tool_kwargs": json_safe(dict(tool_kwargs))}
 
 
 def latest_user_text(messages: Sequence[ChatMessage] | None) -> str | None:
@@ -136,55 +116,6 @@ def render_hits(hits: Sequence[RecallHit], header: str) -> str:
     if not hits:
         return ""
     return "\n".join([header, *(hit_line(h) for h in hits)])
-
-
-@dataclass(frozen=True)
-class Recalled:
-    """A memory recalled into a turn's context: what deciding whether it can be a premise needs.
-
-    Attributes:
-        id: The memory id.
-        text: Its normalised content.
-        scope: Its scope.
-        premises: Its premises when it was recalled.
-    """
-
-    id: str
-    text: str
-    scope: Scope
-    premises: tuple[str, ...]
-
-    @classmethod
-    def of(cls, hit: RecallHit) -> Recalled:
-        """The record of one recall hit."""
-        mem = hit.memory
-        return cls(id=mem.id, text=normalize_content(mem.content), scope=mem.scope, premises=mem.derived_from)
-
-
-def context_premises(
-    recalled: Iterable[Recalled],
-    *,
-    user_memory_ids: Iterable[str | None] = (),
-    scope: Scope | None = None,
-    exclude_content: str | None = None,
-) -> list[str]:
-    """The ids of recalled memories that can be premises of what a turn produces, in recall order.
-
-    Left out: the user turn itself (``user_memory_ids``: the ids it was stored under) and what the turn
-    produced (memories derived from it, which a later recall of the same turn can return), memories ``scope``
-    cannot derive from, and a memory with the very words being written (that write is absorbed by it, and a
-    memory is never its own premise).
-    """
-    turn = {i for i in user_memory_ids if i}
-    skip = normalize_content(exclude_content) if exclude_content else None
-    out: list[str] = []
-    for rec in recalled:
-        if rec.id in turn or turn.intersection(rec.premises):
-            continue
-        if (scope is not None and not scope.contains(rec.scope)) or rec.text == skip or rec.id in out:
-            continue
-        out.append(rec.id)
-    return out
 
 
 def truncate_lines(content: str, tokens_to_truncate: int, count_tokens: Callable[[str], int]) -> str | None:

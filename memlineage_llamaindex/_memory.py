@@ -16,6 +16,7 @@ from memlineage.manager import MemoryManager
 from typing_extensions import override
 
 from memlineage_llamaindex._block import LineageMemoryBlock
+from memlineage_llamaindex._convert import message_text
 
 __all__ = ["LineageMemory", "lineage_memory"]
 
@@ -80,6 +81,15 @@ class LineageMemory(Memory):
         if self.write_through and messages:
             copies = [m.model_copy(deep=True) for m in messages]
             await self.lineage_block.aput(copies, session_id=self.session_id)
+
+    @override
+    async def aget(  # type: ignore[override]
+        self, input: str | ChatMessage | None = None, **block_kwargs: Any
+    ) -> list[ChatMessage]:
+        # LlamaIndex hands memory blocks a ``str`` input only; a ChatMessage input would be ignored.
+        if isinstance(input, ChatMessage):
+            input = message_text(input) or None
+        return await super().aget(input=input, **block_kwargs)
 
     @override
     async def aput(self, message: ChatMessage) -> None:

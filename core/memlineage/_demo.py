@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope
 
@@ -22,25 +23,20 @@ def run_core_demo(path: Path, console: Console) -> None:
         alice = Scope(user_id="alice", session_id="trip-1")
         city = mm.remember("I want to travel to Paris", scope=alice, source="user", kind="semantic", slot="trip/city")
         dates = mm.remember("My trip is from 3 to 7 May", scope=alice, source="user", kind="semantic")
-        flight = mm.remember(
-            "Flight to Paris on 3 May costs 120 EUR",
-            scope=alice,
-            source="tool:flight_api",
-            derived_from=[city.id, dates.id],
-            tags=["flight_price"],
-            confidence=0.95,
-        )
-        plan = mm.remember(
-            "Recommend Hotel Lumière near the Louvre for 3-7 May, fly on the 120 EUR flight",
-            scope=alice,
-            source="reasoning",
-            derived_from=[flight.id, dates.id],
-            confidence=0.8,
-        )
+        # An agent run, recorded the way every framework adapter records one (memlineage.capture).
+        recorder = RunRecorder(mm)
+        run = recorder.start_run(alice, "run-1", "Find me a flight and a hotel", recalled=[city, dates])
+        recorder.model_step(run, tool_calls=[ToolCallSpec("call_1", "flight_api", {"city": "Paris", "date": "3 May"})])
+        flight = recorder.tool_end(run, "call_1", "Flight to Paris on 3 May costs 120 EUR", tags=["flight_price"])
+        plan = recorder.answer(run, "Recommend Hotel Lumière near the Louvre, fly on the 120 EUR flight")
+        recorder.end_run(run)
+        assert flight is not None and plan is not None
         _table(console, "1. Stored with lineage", mm, alice, [city.id, dates.id, flight.id, plan.id])
         console.print("\n[bold]2. The user corrects the destination:[/] 'Actually, I'm going to Lyon, not Paris.'")
         report = mm.supersede(city.id, "I want to travel to Lyon", scope=alice, source="user")
         console.print(f"   cascade marked {len(report.suspect)} derived memories suspect")
+        for sid in report.suspect:
+            console.print(f"   {sid[:8]} rested on the destination via [bold]{report.attribution.get(sid, 'given')}[/]")
         _table(console, "   after the correction", mm, alice, [city.id, report.memory.id, flight.id, plan.id])
         res = mm.recall("which hotel should I book?", scope=alice, k=3)
         console.print("\n[bold]3. Recall for 'which hotel should I book?'[/] (suspect memories are not served):")
@@ -56,9 +52,11 @@ def run_core_demo(path: Path, console: Console) -> None:
 
 def _table(console: Console, title: str, mm: MemoryManager, scope: Scope, ids: list[str]) -> None:
     table = Table(title=title, title_justify="left")
-    for col in ("id", "status", "source", "trust", "content"):
+    for col in ("id", "status", "source", "trust", "premises (attribution)", "content"):
         table.add_column(col)
     for m in mm.get_many(ids, scope=scope):
         if m is not None:
-            table.add_row(m.id[:8], m.status.value, str(m.source), f"{m.trust:.2f}", m.content)
+            how = mm.explain(m.id, scope=scope).attribution
+            premises = ", ".join(f"{p[:8]} ({how.get((m.id, p), 'given')})" for p in m.derived_from) or "-"
+            table.add_row(m.id[:8], m.status.value, str(m.source), f"{m.trust:.2f}", premises, m.content)
     console.print(table)

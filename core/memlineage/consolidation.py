@@ -324,5 +324,5 @@ def consolidate_session(
             for line in result.accepted
         ]
     )
-    mm.end_activity(activity.id, outcome="success")
+    mm.end_activity(activity.id, scope=sscope, outcome="success")
     return result

@@ -221,7 +221,9 @@ class ChatHistory:
                 )
                 if mem.lineage.activity_id != act.id:  # merged into an earlier memory with the same words
                     self.manager.link(mem.id, act.id, scope=self.scope)
-                act = self.manager.end_activity(act.id, outcome="success", metadata={"memory_id": mem.id})
+                act = self.manager.end_activity(
+                    act.id, scope=self.scope, outcome="success", metadata={"memory_id": mem.id}
+                )
                 out.append(ChatTurn(e.role, mem, dict(e.payload), position, act.id))
                 position += 1
                 if e.role == "user":
@@ -252,7 +254,9 @@ class ChatHistory:
                 Activity(kind="chat_clear", name=self.on_clear, scope=self.scope, metadata={"reason": reason})
             )
             for a in live:
-                self.manager.end_activity(a.id, outcome="cleared", metadata={"cleared_by": clearing.id})
+                self.manager.end_activity(
+                    a.id, scope=self.scope, outcome="cleared", metadata={"cleared_by": clearing.id}
+                )
             ids = list(dict.fromkeys(a.metadata["memory_id"] for a in live))
             user = Scope(user_id=self.scope.user_id, agent_id=self.scope.agent_id)
             closing = {a.id for a in live}
@@ -271,7 +275,7 @@ class ChatHistory:
                     else:
                         self.manager.retract(mem.id, scope=self.scope, reason=reason, activity_id=clearing.id)
                     done.append(mem.id)
-            self.manager.end_activity(clearing.id, outcome="success", metadata={"invalidated": done})
+            self.manager.end_activity(clearing.id, scope=self.scope, outcome="success", metadata={"invalidated": done})
             return done
 
     # ------------------------------------------------------------------ async twins (R6)

@@ -112,6 +112,13 @@ class CascadeReport(BaseModel):
     )
     memory: Memory | None = Field(default=None, description="The new version, for supersede.")
     dry_run: bool = Field(default=False, description="True for impact(): nothing was changed.")
+    attribution: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "For each suspect id, how it rested on the invalidated chain: 'cited', 'arguments', 'results', "
+            "'content' or 'context' (captured runs; absent for premises given explicitly)."
+        ),
+    )
 
 
 class ErasureReceipt(BaseModel):
@@ -140,6 +147,8 @@ class Explanation:
         decisions: Automatic update decisions (activities of kind ``update_detection``) that superseded, withdrew or
             merged into a memory shown; ``metadata`` holds ``reason``, ``evidence``, ``decided_by``, ``target`` and
             ``statement``; ``outcome`` is ``applied`` or ``undone``.
+        attribution: ``{(memory_id, premise_id): how}`` for premises a captured run attributed ('cited',
+            'arguments', 'results', 'content', 'context').
     """
 
     memory: Memory
@@ -149,6 +158,7 @@ class Explanation:
     depth: dict[str, int] = field(default_factory=dict)
     revisions: list[Memory] = field(default_factory=list)
     decisions: list[Activity] = field(default_factory=list)
+    attribution: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def memories(self) -> list[Memory]:
@@ -181,16 +191,19 @@ class Explanation:
                 kids[src].append(dst)
         lines: list[str] = []
         shown: set[str] = set()
-        stack: list[tuple[str, int]] = [(self.memory.id, 0)]
+        stack: list[tuple[str, int, str | None]] = [(self.memory.id, 0, None)]
         while stack:  # iterative depth-first walk: deep chains never hit the recursion limit
-            mid, level = stack.pop()
+            mid, level, how = stack.pop()
             mem, indent = by_id[mid], "  " * level
             if mid in shown:
                 lines.append(f"{indent}- ^ see {mid[:8]} above ({mem.source})")
                 continue
             shown.add(mid)
-            lines.append(f"{indent}- [{mem.status.value}] {mem.source}: {_short(mem.content, 80)} ({mid[:8]})")
-            stack.extend((child, level + 1) for child in reversed(kids.get(mid, [])))
+            via = f" <{how}>" if how else ""
+            lines.append(f"{indent}- [{mem.status.value}]{via} {mem.source}: {_short(mem.content, 80)} ({mid[:8]})")
+            stack.extend(
+                (child, level + 1, self.attribution.get((mid, child))) for child in reversed(kids.get(mid, []))
+            )
         for old in self.revisions:
             lines.append(f"  revision of: [{old.status.value}] {old.source}: {_short(old.content, 72)} ({old.id[:8]})")
         for act in self.decisions:
@@ -214,7 +227,8 @@ class Explanation:
         for act in self.activities:
             out.append(f'  {_node(act.id)}(["{_escape(act.kind)}: {_escape(act.name or act.id[:8])}"])')
         for src, rel, dst in self.edges:
-            out.append(f"  {_node(src)} -->|{rel}| {_node(dst)}")
+            how = self.attribution.get((src, dst))
+            out.append(f"  {_node(src)} -->|{rel}{f' ({how})' if how else ''}| {_node(dst)}")
         return "\n".join(out)
 
     def to_dot(self) -> str:
@@ -269,6 +283,8 @@ class Explanation:
             key = f"_:e{n}"
             if rel == "wasDerivedFrom":
                 doc[rel][key] = {"prov:generatedEntity": f"ml:{src}", "prov:usedEntity": f"ml:{dst}"}
+                if (src, dst) in self.attribution:
+                    doc[rel][key]["ml:attribution"] = self.attribution[(src, dst)]
             elif rel == "wasRevisionOf":
                 doc[rel][key] = {"prov:generatedEntity": f"ml:{src}", "prov:usedEntity": f"ml:{dst}"}
             elif rel == "wasGeneratedBy":

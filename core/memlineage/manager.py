@@ -836,7 +836,9 @@ class MemoryManager:
                 data["decision"] = {"action": d.decision.action.value, "target": d.decision.target}
             event_rows.append(_event(t, "created", mem.id, d.activity_id, user, data))
         with self.ledger.transaction() as conn:
-            known = {r["id"] for r in self.ledger.activity_rows(sorted(activity_ids), conn) if r}
+            found = [r for r in self.ledger.activity_rows(sorted(activity_ids), conn) if r]
+            _check_activity_owners(found, drafts)
+            known = {r["id"] for r in found}
             for d in drafts:
                 if d.activity_id and d.activity_id not in known:
                     known.add(d.activity_id)
@@ -987,7 +989,10 @@ class MemoryManager:
                 conn, memory_id, Status.RETRACTED, self.clock(), reason=reason, activity_id=activity_id
             )
         self._sync_index([memory_id, *suspect])
-        return CascadeReport(target=memory_id, action="retract", suspect=suspect, unaffected=unaffected)
+        return CascadeReport(
+            target=memory_id, action="retract", suspect=suspect, unaffected=unaffected,
+            attribution=self._cascade_attribution(memory_id, suspect),
+        )  # fmt: skip
 
     def impact(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> CascadeReport:
         """Dry run of :meth:`retract`: which descendants would become suspect. Changes nothing.
@@ -1001,7 +1006,10 @@ class MemoryManager:
             suspect, unaffected = self._invalidate(
                 conn, memory_id, Status.RETRACTED, self.clock(), reason="impact", dry_run=True
             )
-        return CascadeReport(target=memory_id, action="impact", suspect=suspect, unaffected=unaffected, dry_run=True)
+        return CascadeReport(
+            target=memory_id, action="impact", suspect=suspect, unaffected=unaffected, dry_run=True,
+            attribution=self._cascade_attribution(memory_id, suspect),
+        )  # fmt: skip
 
     def supersede(
         self,
@@ -1059,7 +1067,10 @@ class MemoryManager:
                 raise InvalidInputError(msg)
             (new,), suspect = self._persist([d], self.clock())
         self._sync_index([new.id])
-        return CascadeReport(target=old_id, action="supersede", suspect=suspect, memory=self.get(new.id, scope=scope))
+        return CascadeReport(
+            target=old_id, action="supersede", suspect=suspect, memory=self.get(new.id, scope=scope),
+            attribution=self._cascade_attribution(old_id, suspect),
+        )  # fmt: skip
 
     def revise(
         self,
@@ -1705,10 +1716,13 @@ class MemoryManager:
         shown = {mem.id, *(a.id for a in ancestors)}
         edges: list[tuple[str, str, str]] = []
         act_ids: list[str] = []
+        attribution: dict[tuple[str, str], str] = {}
         for e in self.ledger.edges_touching(sorted(shown)):
             rel = e["relation"]
             if rel in (Relation.WAS_DERIVED_FROM.value, Relation.WAS_REVISION_OF.value) and e["dst"] in shown:
                 edges.append((e["src"], rel, e["dst"]))
+                if e.get("attribution"):
+                    attribution[(e["src"], e["dst"])] = e["attribution"]
             elif rel == Relation.WAS_GENERATED_BY.value:
                 edges.append((e["src"], rel, e["dst"]))
                 act_ids.append(e["dst"])
@@ -1716,7 +1730,7 @@ class MemoryManager:
         seen: set[str] = set()
         frontier = list(dict.fromkeys(act_ids))
         while frontier:
-            rows = [r for r in self.ledger.activity_rows(frontier) if r and r["id"] not in seen]
+            rows = [r for r in self.ledger.activity_rows(frontier, user_id=scope.user_id) if r and r["id"] not in seen]
             frontier = []
             for r in rows:
                 if r["user_id"] not in (None, scope.user_id) or r["id"] in seen:
@@ -1733,7 +1747,7 @@ class MemoryManager:
         edges = [e for e in dict.fromkeys([*edges, *extra]) if e[2] in known and e[0] in known]
         return Explanation(
             memory=mem, ancestors=ancestors, edges=edges, activities=activities, depth=depth, revisions=revisions,
-            decisions=decisions,
+            decisions=decisions, attribution=attribution,
         )  # fmt: skip
 
     def _explain_decisions(
@@ -1932,33 +1946,59 @@ class MemoryManager:
         return held
 
     # ================================================================== activities
-    def record_activity(self, activity: Activity) -> Activity:
-        """Insert or update an activity (agent run, LLM call, tool call...).
+    def record_activity(self, activity: Activity, *, scope: Scope | Mapping[str, Any] | str | None = None) -> Activity:
+        """Insert or update an activity (agent run, LLM call, tool call...) owned by a scope.
+
+        The activity's ``id`` is MemLineage's key: an id already used by another user is refused, so a run can
+        never take over another user's activity. Framework ids go into ``run_id`` / ``tool_call_id``, which are
+        unique per user and run (:meth:`find_activities` looks them up).
+
+        Args:
+            activity: The activity; ``activity.scope`` is its owner unless ``scope`` is given.
+            scope: Owner (required unless ``activity.scope`` is set; must agree with it when both are).
+
+        Returns:
+            The stored activity (with its scope).
 
         Raises:
-            InvalidInputError: ``activity`` is not an :class:`Activity`.
+            InvalidInputError: ``activity`` is not an :class:`Activity`, no scope is given, or another activity of
+                the user already has this ``run_id`` and ``tool_call_id``.
+            ScopeViolationError: the id belongs to another user's activity, or ``scope`` and ``activity.scope``
+                name different users.
         """
         if not isinstance(activity, Activity):
             msg = f"record_activity() takes an Activity, not {type(activity).__name__}"
             raise InvalidInputError(msg)
+        owner = _activity_owner(activity, scope)
+        if activity.scope != owner:
+            activity = activity.model_copy(update={"scope": owner})
         with self.ledger.transaction() as conn:
+            row = self.ledger.activity_rows([activity.id], conn)[0]
+            if row is not None and row["user_id"] != owner.user_id:
+                msg = f"activity id {activity.id!r} is taken by another user's activity; use a new id"
+                raise ScopeViolationError(msg)
+            if activity.tool_call_id is not None and activity.run_id is not None:
+                same = self.ledger.find_activity_rows(
+                    owner.user_id, run_id=activity.run_id, tool_call_id=activity.tool_call_id, conn=conn
+                )
+                if any(r["id"] != activity.id and r["run_id"] == activity.run_id for r in same):
+                    msg = (
+                        f"tool call {activity.tool_call_id!r} of run {activity.run_id!r} is already recorded; "
+                        "find it with find_activities() and update it"
+                    )
+                    raise InvalidInputError(msg)
             self.ledger.upsert_activity(conn, activity)
-            if activity.parent_id and activity.scope is not None:
+            if activity.parent_id and row is None:
                 self.ledger.insert_edges(
                     conn,
                     [
                         _edge(
                             activity.id, activity.parent_id, Relation.WAS_INFORMED_BY,
-                            to_epoch(activity.started_at) or 0.0, activity.scope.user_id,
+                            to_epoch(activity.started_at) or 0.0, owner.user_id,
                         )
                     ],
                 )  # fmt: skip
         return activity
-
-    def get_activity(self, activity_id: str) -> Activity | None:
-        """The activity with this id, or ``None``."""
-        row = self.ledger.activity_rows([activity_id])[0]
-        return _row_activity(row) if row else None
 
     def activities(
         self,
@@ -2022,23 +2062,82 @@ class MemoryManager:
             rows = rows[len(rows) - limit :] if limit else []
         return [_row_activity(r) for r in rows]
 
-    def end_activity(
-        self, activity_id: str, *, outcome: str = "success", metadata: Mapping[str, Any] | None = None
-    ) -> Activity:
-        """Close an activity with an outcome (``success``, ``error``, ``unknown``, ``fallback``).
+    def get_activity(self, activity_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Activity | None:
+        """The activity with this id if it is readable in ``scope`` (same user; same agent when one is named).
 
         Raises:
-            MemoryNotFoundError: no such activity.
+            InvalidInputError: bad scope.
         """
-        act = self.get_activity(activity_id)
+        scope = Scope.coerce(scope)
+        row = self.ledger.activity_rows([activity_id], user_id=scope.user_id)[0]
+        act = _row_activity(row) if row else None
+        return act if act is not None and act.scope is not None and scope.contains(act.scope) else None
+
+    def find_activities(
+        self,
+        scope: Scope | Mapping[str, Any] | str,
+        *,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        kind: str | None = None,
+        outcome: str | None = None,
+        session_only: bool = False,
+    ) -> list[Activity]:
+        """The scope's activities matching every given filter, oldest first.
+
+        E.g. ``find_activities(alice, run_id=r, outcome="error")`` lists the failed calls of one run.
+
+        Raises:
+            InvalidInputError: bad scope.
+        """
+        scope = Scope.coerce(scope)
+        rows = self.ledger.find_activity_rows(
+            scope.user_id, run_id=run_id, tool_call_id=tool_call_id, kind=kind, outcome=outcome,
+            session_id=scope.session_id if session_only else None,
+        )  # fmt: skip
+        acts = [_row_activity(r) for r in rows]
+        return [a for a in acts if a.scope is not None and scope.contains(a.scope)]
+
+    def end_activity(
+        self,
+        activity_id: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        outcome: str = "success",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Activity:
+        """Close an activity of ``scope`` with an outcome (``success``, ``error``, ``unknown``, ``fallback``).
+
+        Raises:
+            MemoryNotFoundError: no such activity in the scope.
+            InvalidInputError: bad scope or metadata.
+        """
+        act = self.get_activity(activity_id, scope=scope)
         if act is None:
-            msg = f"no activity {activity_id!r}; record_activity() it first"
+            msg = f"no activity {activity_id!r} in this scope; record_activity() it first"
             raise MemoryNotFoundError(msg)
         meta = {**act.metadata, **normalize_metadata(metadata)}
         ended = act.model_copy(update={"ended_at": self.clock(), "outcome": outcome, "metadata": meta})
         with self.ledger.transaction() as conn:
             self.ledger.upsert_activity(conn, ended)
         return ended
+
+    def _cascade_attribution(self, target: str, suspect: Sequence[str]) -> dict[str, str]:
+        """For each suspect memory, the attribution of its premise edge into the invalidated chain."""
+        chain = {target, *suspect}
+        out: dict[str, str] = {}
+        for e in self.ledger.edges_touching(list(suspect)):
+            if e["relation"] == Relation.WAS_DERIVED_FROM.value and e["dst"] in chain and e.get("attribution"):
+                out.setdefault(e["src"], e["attribution"])
+        return out
+
+    def _set_attribution(
+        self, memory_id: str, premises: Mapping[str, str], *, scope: Scope, activity_id: str | None = None
+    ) -> None:
+        """Annotate the wasDerivedFrom edges of a memory with how each premise was attributed (capture only)."""
+        self.require(memory_id, scope=scope)
+        with self._write_mutex, self.ledger.transaction() as conn:
+            self.ledger.set_attribution(conn, memory_id, premises, activity_id)
 
     def link(
         self,
@@ -2075,13 +2174,14 @@ class MemoryManager:
             raise InvalidInputError(msg)
         scope = Scope.coerce(scope)
         mem = self.require(memory_id, scope=scope)
-        act = self.get_activity(activity_id)
+        act = self.get_activity(activity_id, scope=mem.scope)
         if act is None:
-            msg = f"no activity {activity_id!r}; record_activity() it first"
+            row = self.ledger.activity_rows([activity_id])[0]
+            if row is not None and row["user_id"] not in (None, mem.scope.user_id):
+                msg = f"activity {activity_id!r} belongs to another user"
+                raise ScopeViolationError(msg)
+            msg = f"no activity {activity_id!r} in this scope; record_activity() it first"
             raise MemoryNotFoundError(msg)
-        if act.scope is not None and act.scope.user_id != mem.scope.user_id:
-            msg = f"activity {activity_id!r} belongs to another user"
-            raise ScopeViolationError(msg)
         src, dst = (mem.id, act.id) if rel == Relation.WAS_GENERATED_BY.value else (act.id, mem.id)
         t = to_epoch(self.clock())
         user = mem.scope.user_id
@@ -2422,9 +2522,17 @@ class MemoryManager:
         """Async :meth:`audit`."""
         return await asyncio.to_thread(self.audit, scope, **kwargs)
 
-    async def arecord_activity(self, activity: Activity) -> Activity:
+    async def arecord_activity(self, activity: Activity, **kwargs: Any) -> Activity:
         """Async :meth:`record_activity`."""
-        return await asyncio.to_thread(self.record_activity, activity)
+        return await asyncio.to_thread(self.record_activity, activity, **kwargs)
+
+    async def aget_activity(self, activity_id: str, **kwargs: Any) -> Activity | None:
+        """Async :meth:`get_activity`."""
+        return await asyncio.to_thread(self.get_activity, activity_id, **kwargs)
+
+    async def afind_activities(self, scope: Scope | Mapping[str, Any] | str, **kwargs: Any) -> list[Activity]:
+        """Async :meth:`find_activities`."""
+        return await asyncio.to_thread(self.find_activities, scope, **kwargs)
 
     async def aactivities(self, scope: Scope | Mapping[str, Any] | str, **kwargs: Any) -> list[Activity]:
         """Async :meth:`activities`."""
@@ -2582,7 +2690,32 @@ def _row_activity(row: Mapping[str, Any]) -> Activity:
         ended_at=from_epoch(row["ended_at"]),
         outcome=row["outcome"],
         metadata=dict(row["meta"] or {}),
+        run_id=row.get("run_id"),
+        tool_call_id=row.get("tool_call_id"),
     )
+
+
+def _check_activity_owners(rows: Sequence[Mapping[str, Any]], drafts: Sequence[Any]) -> None:
+    """Refuse a write whose ``activity_id`` is another user's activity (it would link across users)."""
+    owners = {r["id"]: r["user_id"] for r in rows}
+    for d in drafts:
+        owner = owners.get(d.activity_id or "")
+        if owner is not None and owner != d.scope.user_id:
+            msg = f"activity {d.activity_id!r} belongs to another user; record your own activity"
+            raise ScopeViolationError(msg)
+
+
+def _activity_owner(activity: Activity, scope: Scope | Mapping[str, Any] | str | None) -> Scope:
+    """The scope an activity is recorded under: ``scope`` or ``activity.scope``; they must name one user."""
+    if scope is None and activity.scope is None:
+        msg = "record_activity() needs a scope: pass scope=... or Activity(scope=...); activities are never global"
+        raise InvalidInputError(msg)
+    owner = Scope.coerce(scope) if scope is not None else activity.scope
+    assert owner is not None
+    if activity.scope is not None and activity.scope.user_id != owner.user_id:
+        msg = "record_activity(): scope and activity.scope name different users"
+        raise ScopeViolationError(msg)
+    return activity.scope if activity.scope is not None and scope is None else owner
 
 
 def _edge(

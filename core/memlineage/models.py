@@ -479,8 +479,18 @@ class Activity(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    id: str = Field(default_factory=new_id, description="Framework run id (LangChain run_id, LlamaIndex span_id).")
+    id: str = Field(
+        default_factory=new_id,
+        description="MemLineage's own id (primary key; a caller-chosen id must be unused by other users).",
+    )
     kind: str = Field(default="run", description="'agent_run', 'llm_call', 'tool_call', 'consolidation'...")
+    run_id: str | None = Field(
+        default=None,
+        description="Framework id of the run this belongs to (LangChain root run_id, LlamaIndex run span id).",
+    )
+    tool_call_id: str | None = Field(
+        default=None, description="The model's tool-call id; unique per scope and run_id (not globally)."
+    )
     name: str | None = Field(default=None, description="Tool or chain name.")
     parent_id: str | None = Field(default=None, description="Parent activity (wasInformedBy).")
     scope: Scope | None = Field(default=None, description="Scope it ran in.")

@@ -52,9 +52,9 @@ def _seed(store: Path) -> dict[str, str]:
                 metadata={"input": "{'city': 'Lisbon'}"},
             )
         )
-        mm.end_activity("tool-ok", outcome="success")
+        mm.end_activity("tool-ok", scope=alice, outcome="success")
         mm.record_activity(Activity(id="tool-bad", kind="tool_call", name="get_price", parent_id="run-1", scope=alice))
-        mm.end_activity("tool-bad", outcome="error", metadata={"error": "TimeoutError('price api')"})
+        mm.end_activity("tool-bad", scope=alice, outcome="error", metadata={"error": "TimeoutError('price api')"})
         mm.record_activity(Activity(id="run-2", kind="agent_run", name="AgentExecutor", scope=alice))
         mm.record_activity(Activity(id="tool-late", kind="tool_call", name="weather", parent_id="run-2", scope=alice))
         hotel = mm.remember(

@@ -25,7 +25,10 @@ def test_agent_demo_story(tmp_path: Path) -> None:
     console = Console(record=True, width=120)
     summary = run_agent_demo(tmp_path / "store", console)
     text = console.export_text()
-    assert len(summary["suspect"]) >= 4  # the Paris tool results, reasoning and recommendation
+    # Only what rested on the destination: the two Paris tool results and the recommendation built on them
+    # (not the acknowledgement, not the user's request).
+    assert summary["suspect_sources"] == ["agent", "tool:get_flight_price", "tool:search_hotels"]
+    assert "via arguments" in text and "via results" in text and "<-arguments-" in text
     assert summary["stale_served"] is False
     assert summary["refreshed"] is True
     assert summary["lookups"] == 3  # Paris, Lyon, and the freshness refresh

@@ -75,7 +75,7 @@ def test_round_trip_keeps_every_field(mm: MemoryManager) -> None:
     assert got.expires_at == mem.expires_at
     assert got.created_at.tzinfo is not None
     assert got.slot == "user/city" and got.version == 1
-    assert mm.get_activity("run-1") is not None
+    assert mm.get_activity("run-1", scope=ALICE) is not None
 
 
 def test_duplicates_and_slots(mm: MemoryManager, clock: Clock) -> None:

@@ -397,9 +397,9 @@ def test_bad_reasons_and_activities(store: tuple[MemoryManager, dict[str, str]])
     refused(mm, lambda: mm.forget(ids["fact"], scope=ALICE, reason=None), InvalidInputError, "reason")
     refused(mm, lambda: mm.erase(scope=ALICE, reason=["x"]), InvalidInputError, "reason")
     refused(mm, lambda: mm.record_activity({"id": "a"}), InvalidInputError, "Activity")
-    refused(mm, lambda: mm.end_activity("no-such-activity"), MemoryNotFoundError, "record_activity")
+    refused(mm, lambda: mm.end_activity("no-such-activity", scope=ALICE), MemoryNotFoundError, "record_activity")
     act = mm.record_activity(Activity(id="run-1", kind="run", scope=ALICE))
-    refused(mm, lambda: mm.end_activity(act.id, metadata={"x": math.nan}), InvalidInputError, "nan")
+    refused(mm, lambda: mm.end_activity(act.id, scope=ALICE, metadata={"x": math.nan}), InvalidInputError, "nan")
 
 
 # ------------------------------------------------------------------------------------------------ limits

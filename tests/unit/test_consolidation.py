@@ -146,7 +146,7 @@ class TestManagerConsolidate:
             assert [a.id for a in mm.ancestors(mem.id, scope=S1)] == [ids[mem.content].id]
             edges = mm.explain(mem.id, scope=S1).edges
             assert (mem.id, Relation.WAS_DERIVED_FROM.value, ids[mem.content].id) in edges
-            assert mm.get_activity(mem.lineage.activity_id).kind == "consolidation"
+            assert mm.get_activity(mem.lineage.activity_id, scope=mem.scope).kind == "consolidation"
 
     def test_llm_summary_with_uncited_lines(self, mm):
         from langchain_core.language_models import FakeListChatModel

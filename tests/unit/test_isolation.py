@@ -61,6 +61,7 @@ class IsolationMachine(RuleBasedStateMachine):
         self.owner: dict[str, Scope] = {}
         self.marker: dict[str, str] = {}
         self.erased: set[str] = set()  # markers whose memory was erased
+        self.activity_owner: dict[str, str] = {}  # activity id -> the user whose write created it
         self.n = 0
         STATS["runs"] += 1
 
@@ -96,6 +97,8 @@ class IsolationMachine(RuleBasedStateMachine):
         STATS["steps"] += 1
         mk = self._new_marker()
         foreign = [p for p in premises if self.owner[p].user_id != scope.user_id or not scope.contains(self.owner[p])]
+        if activity is not None and self.activity_owner.get(activity, scope.user_id) != scope.user_id:
+            foreign.append(activity)  # another user's activity: activities are scoped like memories
         erased = [p for p in premises if self.marker[p] in self.erased]
         try:
             mem = self.mm.remember(
@@ -110,6 +113,8 @@ class IsolationMachine(RuleBasedStateMachine):
             assert erased, "an unexpected InvalidInputError"
             return multiple()
         assert not foreign, f"a premise from another scope was accepted: {foreign}"
+        if activity is not None:
+            self.activity_owner.setdefault(activity, scope.user_id)
         STATS["writes"] += 1
         self.owner[mem.id] = mem.scope
         self.marker[mem.id] = mk

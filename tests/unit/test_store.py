@@ -490,11 +490,11 @@ async def test_async_twins(mm, alice):
 
 def test_activity_lifecycle(mm, alice):
     mm.record_activity(Activity(id="t1", kind="tool_call", name="search", scope=alice, metadata={"q": "x"}))
-    ended = mm.end_activity("t1", outcome="error", metadata={"error": "boom"})
+    ended = mm.end_activity("t1", scope=alice, outcome="error", metadata={"error": "boom"})
     assert ended.outcome == "error" and ended.metadata == {"q": "x", "error": "boom"}
-    assert mm.get_activity("t1").ended_at is not None
+    assert mm.get_activity("t1", scope=alice).ended_at is not None
     with pytest.raises(MemoryNotFoundError):
-        mm.end_activity("missing")
+        mm.end_activity("missing", scope=alice)
 
 
 def test_archived_intermediate_still_propagates(mm, alice):
@@ -681,7 +681,7 @@ def test_activities_lists_a_scopes_runs_and_failed_calls(mm, alice):
     mm.record_activity(Activity(id="r1", kind="agent_run", name="run", scope=alice))
     mm.record_activity(Activity(id="t1", kind="tool_call", name="hotels", parent_id="r1", scope=alice))
     mm.record_activity(Activity(id="t2", kind="tool_call", name="price", parent_id="t1", scope=alice))
-    mm.end_activity("t2", outcome="error", metadata={"error": "boom"})
+    mm.end_activity("t2", scope=alice, outcome="error", metadata={"error": "boom"})
     mm.record_activity(Activity(id="r2", kind="agent_run", name="run", scope=alice))
     mm.record_activity(Activity(id="x1", kind="tool_call", name="other", scope=Scope(user_id="bob")))
     assert [a.id for a in mm.activities(alice)] == ["r1", "t1", "t2", "r2"]

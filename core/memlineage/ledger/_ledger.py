@@ -15,7 +15,20 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, and_, case, create_engine, event, func, insert, or_, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    case,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema
@@ -211,6 +224,7 @@ class Ledger:
                 if schema and not self.is_sqlite:
                     conn.execute(CreateSchema(schema, if_not_exists=True))
                 metadata.create_all(conn)
+                _add_missing_columns(conn, schema if not self.is_sqlite else None)
         except SQLAlchemyError as exc:
             raise StorageError(_open_failure(url, exc)) from exc
 
@@ -323,6 +337,8 @@ class Ledger:
             "ended_at": to_epoch(act.ended_at),
             "outcome": act.outcome,
             "meta": act.metadata,
+            "run_id": act.run_id,
+            "tool_call_id": act.tool_call_id,
         }
         result = conn.execute(update(activities).where(activities.c.id == act.id).values(**row))
         if not result.rowcount:
@@ -583,13 +599,16 @@ class Ledger:
             rows.reverse()
         return [Event({**r, "at": from_epoch(r["at"])}) for r in rows]
 
-    def activity_rows(self, ids: Sequence[str], conn: Connection | None = None) -> list[dict[str, Any] | None]:
-        """Activity rows in input order, ``None`` for misses."""
+    def activity_rows(
+        self, ids: Sequence[str], conn: Connection | None = None, *, user_id: str | None = None
+    ) -> list[dict[str, Any] | None]:
+        """Activity rows in input order, ``None`` for misses (and, with ``user_id``, for other users' rows)."""
         found: dict[str, dict[str, Any]] = {}
         with self._maybe(conn) as c:
             for chunk in _chunks(list(dict.fromkeys(ids))):
                 for row in c.execute(select(activities).where(activities.c.id.in_(chunk))).mappings():
-                    found[row["id"]] = dict(row)
+                    if user_id is None or row["user_id"] == user_id:
+                        found[row["id"]] = dict(row)
         return [found.get(i) for i in ids]
 
     def activities_of(
@@ -601,14 +620,39 @@ class Ledger:
         conn: Connection | None = None,
     ) -> list[dict[str, Any]]:
         """A user's activity rows (optionally one agent's or one session's), oldest first."""
+        return self.find_activity_rows(user_id, agent_id=agent_id, session_id=session_id, conn=conn)
+
+    def find_activity_rows(
+        self,
+        user_id: str,
+        *,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        kind: str | None = None,
+        outcome: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        conn: Connection | None = None,
+    ) -> list[dict[str, Any]]:
+        """One user's activity rows matching every given filter, oldest first."""
         cond = [activities.c.user_id == user_id]
-        if agent_id is not None:
-            cond.append(activities.c.agent_id == agent_id)
-        if session_id is not None:
-            cond.append(activities.c.session_id == session_id)
+        for col, value in (
+            (activities.c.run_id, run_id), (activities.c.tool_call_id, tool_call_id), (activities.c.kind, kind),
+            (activities.c.outcome, outcome), (activities.c.agent_id, agent_id), (activities.c.session_id, session_id),
+        ):  # fmt: skip
+            if value is not None:
+                cond.append(col == value)
         query = select(activities).where(*cond).order_by(activities.c.started_at, activities.c.id)
         with self._maybe(conn) as c:
             return [dict(r) for r in c.execute(query).mappings()]
+
+    def set_attribution(
+        self, conn: Connection, memory_id: str, premises: Mapping[str, str], activity_id: str | None
+    ) -> None:
+        """Record how each premise of ``memory_id`` was attributed, on its wasDerivedFrom edges not yet annotated."""
+        for premise, how in premises.items():
+            cond = [edges.c.src == memory_id, edges.c.dst == premise, edges.c.relation == "wasDerivedFrom"]
+            conn.execute(update(edges).where(*cond, edges.c.attribution.is_(None)).values(attribution=how))
 
     def edges_touching(self, ids: Sequence[str], conn: Connection | None = None) -> list[dict[str, Any]]:
         """Every edge whose ``src`` is in ``ids``."""
@@ -731,3 +775,20 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cur.execute("PRAGMA secure_delete=ON")
     finally:
         cur.close()
+
+
+def _add_missing_columns(conn: Connection, schema: str | None) -> None:
+    """Add the nullable columns a ledger created by an older version lacks (there is no migration system yet).
+
+    Only nullable columns are added; new constraints on them (e.g. ``uq_ml_activities_call``) exist in new
+    stores only, and the manager checks the same rule before writing.
+    """
+    insp = inspect(conn)
+    quote = conn.dialect.identifier_preparer.quote
+    for table in metadata.sorted_tables:
+        present = {c["name"] for c in insp.get_columns(table.name, schema=schema)}
+        for column in table.columns:
+            if column.name not in present and column.nullable:
+                ddl = column.type.compile(dialect=conn.dialect)
+                name = f"{quote(schema)}.{quote(table.name)}" if schema else quote(table.name)
+                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {quote(column.name)} {ddl}")

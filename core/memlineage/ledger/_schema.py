@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 
 metadata = MetaData()
@@ -82,6 +83,8 @@ edges = Table(
     Column("activity_id", String(255), nullable=True),
     Column("user_id", String(255), nullable=False),
     Column("created_at", Double, nullable=False),
+    # How a wasDerivedFrom premise was attributed: 'cited', 'arguments', 'results', 'context' (None = given).
+    Column("attribution", String(16), nullable=True),
     Index("ix_ml_edges_src", "src", "relation"),
     Index("ix_ml_edges_dst", "dst", "relation"),
 )
@@ -101,6 +104,8 @@ supports = Table(
     Index("ix_ml_supports_memory", "memory_id"),
 )
 
+#: Activities: ``id`` is MemLineage's own key; framework ids (``run_id``, ``tool_call_id``) are scoped attributes,
+#: so two users' runs with the same ``tool_call_id`` never share a row.
 activities = Table(
     "ml_activities",
     metadata,
@@ -115,7 +120,11 @@ activities = Table(
     Column("ended_at", Double, nullable=True),
     Column("outcome", String(32), nullable=True),
     Column("meta", JSON, nullable=False),
+    Column("run_id", String(255), nullable=True),
+    Column("tool_call_id", String(255), nullable=True),
     Index("ix_ml_activities_parent", "parent_id"),
+    Index("ix_ml_activities_run", "user_id", "run_id"),
+    UniqueConstraint("user_id", "run_id", "tool_call_id", name="uq_ml_activities_call"),
 )
 
 #: Append-only event log.

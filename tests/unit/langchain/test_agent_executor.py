@@ -51,15 +51,17 @@ def test_ledger_holds_user_turn_tool_result_and_derived_answer(manager, alice):
     (result,) = by_source(manager, alice, "tool:get_weather")
     (answer,) = by_source(manager, alice, "agent")
     assert turn.content == "What is the weather in Paris?"
-    assert result.content == "Sunny in Paris"
-    assert result.metadata == {"tool_call_id": "call_paris", "outcome": "success"}
-    assert turn.id in result.derived_from
-    assert {turn.id, result.id} <= set(answer.derived_from)
+    assert result.content == "get_weather(city='Paris') -> Sunny in Paris"
+    assert result.metadata == {"tool_call_id": "call_paris", "tool_name": "get_weather", "arguments": {"city": "Paris"}}
+    assert result.derived_from == (turn.id,)  # the turn supplies the argument "Paris"
+    assert answer.derived_from == (result.id,)  # the answer rests on the run's tool result
 
-    tool_act = manager.get_activity(result.lineage.activity_id)
+    tool_act = manager.get_activity(result.lineage.activity_id, scope="alice")
     assert tool_act is not None and tool_act.kind == "tool_call" and tool_act.name == "get_weather"
     assert tool_act.outcome == "success" and tool_act.metadata["tool_call_id"] == "call_paris"
-    run = manager.get_activity(tool_act.parent_id)
+    llm = manager.get_activity(tool_act.parent_id, scope="alice")
+    assert llm is not None and llm.kind == "llm_call"
+    run = manager.get_activity(llm.parent_id, scope="alice")
     assert run is not None and run.kind == "agent_run" and run.outcome == "success"
     edges = manager.explain(answer.id, scope=alice).edges
     assert (result.id, Relation.WAS_GENERATED_BY.value, tool_act.id) in edges
@@ -102,12 +104,12 @@ def test_parallel_calls_to_the_same_tool_keep_their_call_ids(manager, alice):
     ex.invoke({"input": "Weather in three cities?"}, config={"callbacks": [handler]})
     results = {m.content: m.metadata["tool_call_id"] for m in by_source(manager, alice, "tool:get_weather")}
     assert results == {
-        "Sunny in Paris": "call_paris",
-        "Sunny in Lyon": "call_lyon",
-        "Sunny in Oslo": "call_oslo",
+        "get_weather(city='Paris') -> Sunny in Paris": "call_paris",
+        "get_weather(city='Lyon') -> Sunny in Lyon": "call_lyon",
+        "get_weather(city='Oslo') -> Sunny in Oslo": "call_oslo",
     }
     for m in by_source(manager, alice, "tool:get_weather"):
-        act = manager.get_activity(m.lineage.activity_id)
+        act = manager.get_activity(m.lineage.activity_id, scope="alice")
         assert act is not None and act.metadata["tool_call_id"] == m.metadata["tool_call_id"]
 
 
@@ -117,10 +119,13 @@ async def test_parallel_calls_async_path(manager, alice):
     out = await ex.ainvoke({"input": "Weather in two cities?"}, config={"callbacks": [handler]})
     assert out["output"] == "It is sunny."
     results = {m.content: m.metadata["tool_call_id"] for m in by_source(manager, alice, "tool:get_weather")}
-    assert results == {"Sunny in Paris": "call_paris", "Sunny in Lyon": "call_lyon"}
+    assert results == {
+        "get_weather(city='Paris') -> Sunny in Paris": "call_paris",
+        "get_weather(city='Lyon') -> Sunny in Lyon": "call_lyon",
+    }
     (turn,) = by_source(manager, alice, "user")
     (answer,) = by_source(manager, alice, "agent")
-    assert turn.id in answer.derived_from
+    assert set(answer.derived_from) == {m.id for m in by_source(manager, alice, "tool:get_weather")}
 
 
 def test_handled_tool_error_text_is_kept_under_agent_executor(manager, alice):
@@ -139,13 +144,11 @@ def test_tool_error_is_stored_with_error_outcome(manager, alice):
     model = scripted(tool_calls(("broken_api", {"query": "x"}, "call_b")), AIMessage(content="unused"))
     with pytest.raises(RuntimeError, match="boom"):
         executor(model, [broken_api]).invoke({"input": "try it"}, config={"callbacks": [handler]})
-    (mem,) = by_source(manager, alice, "tool:broken_api")
-    assert mem.metadata["outcome"] == "error" and "outcome:error" in mem.tags
-    assert mem.metadata["tool_call_id"] == "call_b"
-    act = manager.get_activity(mem.lineage.activity_id)
-    assert act is not None and act.outcome == "error" and "boom" in act.metadata["error"]
-    run = manager.get_activity(act.parent_id)
-    assert run is not None and run.outcome == "error"
+    assert by_source(manager, alice, "tool:broken_api") == []  # a failure is an outcome, never a memory
+    (act,) = manager.find_activities(alice, tool_call_id="call_b")
+    assert act.outcome == "error" and "boom" in act.metadata["error"] and act.metadata["arguments"] == {"query": "x"}
+    (run,) = manager.find_activities(alice, kind="agent_run")
+    assert run.outcome == "error"
     assert by_source(manager, alice, "agent") == []
 
 
@@ -157,7 +160,7 @@ def test_handler_attached_at_construction_sees_only_the_executor_run(manager, al
     assert [m.content for m in by_source(manager, alice, "user")] == ["What is the weather in Paris?"]
     assert by_source(manager, alice, "tool:get_weather") == []
     (answer,) = by_source(manager, alice, "agent")
-    run = manager.get_activity(answer.lineage.activity_id)
+    run = manager.get_activity(answer.lineage.activity_id, scope="alice")
     assert run is not None and run.outcome == "success"
 
 
@@ -176,7 +179,7 @@ def test_intermediate_steps_become_tool_activities_without_callback(manager, ali
     )
     ex.invoke({"input": "What is the weather in Paris?"})
     (result,) = by_source(manager, alice, "tool:get_weather")
-    act = manager.get_activity(result.lineage.activity_id)
+    act = manager.get_activity(result.lineage.activity_id, scope="alice")
     assert act is not None and act.kind == "tool_call" and act.metadata["tool_call_id"] == "call_paris"
     (answer,) = by_source(manager, alice, "agent")
     assert result.id in answer.derived_from
@@ -191,7 +194,9 @@ def test_scope_from_run_config_metadata(manager):
     config = {"callbacks": [handler], "metadata": {"user_id": "carol", "session_id": "c1"}}
     wrapped.invoke({"input": "What is the weather in Paris?"}, config=config)
     carol = Scope(user_id="carol", session_id="c1")
-    assert [m.content for m in by_source(manager, carol, "tool:get_weather")] == ["Sunny in Paris"]
+    assert [m.content for m in by_source(manager, carol, "tool:get_weather")] == [
+        "get_weather(city='Paris') -> Sunny in Paris"
+    ]
     assert len(by_source(manager, carol, "user")) == 1
 
 
@@ -241,8 +246,8 @@ def test_tool_start_without_end_is_closed_as_unknown(manager, alice):
         {"name": "get_weather"}, "Paris", run_id=tool_run, parent_run_id=root, tool_call_id="c1"
     )
     handler.on_chain_end({"output": "done"}, run_id=root)
-    act = manager.get_activity(str(tool_run))
-    assert act is not None and act.outcome == "unknown" and act.ended_at is not None
+    (act,) = manager.find_activities(alice, tool_call_id="c1")
+    assert act.outcome == "unknown" and act.ended_at is not None and act.metadata["framework_id"] == str(tool_run)
     assert by_source(manager, alice, "tool:get_weather") == []
 
 
@@ -287,6 +292,8 @@ def test_load_returns_string_by_default(manager, alice):
     memory.save_context({"input": "I like green tea"}, {"output": "Noted."})
     loaded = memory.load_memory_variables({"input": "green tea"})
     assert "[user] I like green tea" in loaded["history"]
+    tea = manager.find(scope=alice)[0]
+    assert f"[m:{tea.id[:8]}]" in loaded["history"]  # the citable marker
 
 
 def test_tool_tags_let_policies_target_tool_results(manager, alice):

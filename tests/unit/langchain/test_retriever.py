@@ -78,7 +78,7 @@ def test_retriever_run_records_used_edges_and_activity(monkeypatch):
     (run_id,) = run_ids
     edges = mm.ledger.edges_touching([run_id])
     assert {e["dst"] for e in edges if e["relation"] == Relation.USED.value} == {d.id for d in docs}
-    act = mm.get_activity(run_id)
+    act = mm.get_activity(run_id, scope="tests")
     assert act is not None and act.kind == "retrieval" and act.outcome == "success"
 
 

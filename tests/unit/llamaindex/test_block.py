@@ -48,10 +48,11 @@ async def test_aput_stores_roles_with_lineage(manager: MemoryManager, li: Any) -
     user, tool, answer = mems["user"], mems["tool:get_weather"], mems["agent"]
     assert user.scope.session_id == "s1"
     assert tool.content == "get_weather(city='Paris') -> 18C and light rain in Paris"
-    assert tool.lineage.activity_id == "t-1"
+    (call,) = manager.find_activities(scope, tool_call_id="t-1")
+    assert tool.lineage.activity_id == call.id and call.name == "get_weather"
     assert tool.metadata["tool_call_id"] == "t-1"
     assert tool.derived_from == (user.id,)
-    assert set(answer.derived_from) == {user.id, tool.id}
+    assert answer.derived_from == (tool.id,)
 
 
 async def test_aget_recalls_within_scope_with_markers(manager: MemoryManager) -> None:
@@ -129,6 +130,33 @@ async def test_write_through_stores_without_flush(manager: MemoryManager) -> Non
     hits = manager.recall("passport", scope=Scope(user_id="alice"), k=5)
     assert [h.memory.content for h in hits] == ["My passport expires in 2031"]
     assert hits[0].memory.scope.session_id == "s1"
+
+
+async def test_tool_result_keeps_its_name_when_call_and_result_arrive_apart(
+    manager: MemoryManager, li: Any
+) -> None:
+    block = LineageMemoryBlock(manager=manager, user_id="alice")
+    await block.aput(
+        [ChatMessage(role="user", content="Weather in Paris?"), li.calls(("t-1", "get_weather", {"city": "Paris"}))],
+        session_id="s1",
+    )
+    result = ChatMessage(role="tool", content="18C and light rain", additional_kwargs={"tool_call_id": "t-1"})
+    await block.aput([result], session_id="s1")
+    (tool,) = [m for m in manager.find(scope="alice") if m.source.kind.value == "tool"]
+    assert str(tool.source) == "tool:get_weather"
+    assert tool.content == "get_weather(city='Paris') -> 18C and light rain"
+    assert tool.metadata["arguments"] == {"city": "Paris"}
+
+
+async def test_chat_message_input_recalls_like_a_string(manager: MemoryManager) -> None:
+    manager.remember("I prefer aisle seats on flights", scope=Scope(user_id="alice"), source="user")
+    memory = lineage_memory(manager, user_id="alice", session_id="s2")
+    question = "Which seats do I prefer on flights?"
+    as_text = await memory.aget(input=question)
+    as_message = await memory.aget(input=ChatMessage(role="user", content=question))
+    rendered = [str(m.content) for m in as_message]
+    assert any("aisle seats" in r for r in rendered)
+    assert rendered == [str(m.content) for m in as_text]
 
 
 def test_sync_methods_run_without_a_loop(manager: MemoryManager) -> None:

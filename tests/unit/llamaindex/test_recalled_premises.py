@@ -1,4 +1,4 @@
-"""Recalled memories are premises of what a turn produces; capture_run keeps the user turn's run link.
+"""Recalled memories are premises of what rests on them; capture_run keeps the user turn's run link.
 
 The scripted model below reads the city from the messages it is given (the recalled-memory block in the system
 message, or the chat history of the same session), as a real model would, and asks the tools for that city.
@@ -97,8 +97,9 @@ async def test_correcting_a_recalled_memory_makes_the_turn_suspect(
     flight, hotel = _find(manager, "search_flights("), _find(manager, "search_hotels(")
     answer = _find(manager, "Your trip to Paris")
     assert "Paris" in flight.content and "Paris" in hotel.content
-    for produced in (flight, hotel, answer):
-        assert paris.id in produced.derived_from, produced.content
+    for produced in (flight, hotel):  # the recalled statement supplied the tools' argument "Paris"
+        assert produced.derived_from == (paris.id,), produced.content
+    assert set(answer.derived_from) == {flight.id, hotel.id}  # the answer rests on the results
 
     report = manager.supersede(
         paris.id, "I'm planning a trip to Lyon from 3 to 7 May.", scope=Scope(user_id="alice"), source="user"
@@ -117,8 +118,8 @@ async def test_each_turn_product_is_stored_once_without_cycles(manager: MemoryMa
     await _ask(manager, memory, REQUEST, True)
     contents = [m.content for m in manager.find(scope="alice")]
     assert len(contents) == len(set(contents)), contents
-    request, flight = _find(manager, REQUEST), _find(manager, "search_flights(")
-    assert request.id in flight.derived_from
+    paris, request, flight = _find(manager, STATEMENT), _find(manager, REQUEST), _find(manager, "search_flights(")
+    assert flight.derived_from == (paris.id,) and request.id not in flight.derived_from
     for mem in manager.find(scope="alice"):
         assert mem.id not in {a.id for a in manager.ancestors(mem.id, scope="alice")}
 
@@ -130,7 +131,6 @@ async def test_block_records_recall_before_a_flushed_turn(manager: MemoryManager
     paris = _find(manager, STATEMENT)
     shown = await block.aget([ChatMessage(role="user", content=REQUEST)], session_id="s2")
     assert f"[m:{paris.id[:8]}" in shown
-    assert block.recalled_ids(REQUEST, session_id="s2") == [paris.id]
     await block.aput(
         [
             ChatMessage(role="user", content=REQUEST),
@@ -142,8 +142,8 @@ async def test_block_records_recall_before_a_flushed_turn(manager: MemoryManager
     )
     request = _find(manager, REQUEST)
     tool, answer = _find(manager, "search_flights("), _find(manager, "Here is your Paris flight.")
-    assert set(tool.derived_from) == {request.id, paris.id}
-    assert set(answer.derived_from) == {request.id, paris.id, tool.id}
+    assert tool.derived_from == (paris.id,) and request.id not in tool.derived_from
+    assert answer.derived_from == (tool.id,)
 
 
 async def test_capture_run_links_the_user_turn_to_its_run(manager: MemoryManager) -> None:
@@ -161,14 +161,14 @@ async def test_capture_run_links_the_user_turn_to_its_run(manager: MemoryManager
     assert {"agent_run", "llm_call"} <= kinds
 
 
-@pytest.mark.parametrize("how", ["explicit", "run-context", "event-handler"])
+@pytest.mark.parametrize("how", ["capture_run", "event-handler"])
 async def test_capture_derives_from_the_recalled_memories_itself(
     manager: MemoryManager, dispatcher: Any, how: str
 ) -> None:
-    """Flush mode: the block stores nothing of the new turn, so only the capture can add the premises.
+    """Flush mode: the block stores nothing of the new turn; its recall still reaches the capture's run.
 
-    ``capture_run(memory=...)``, the memory read from the run context, and the dispatcher handler reading the
-    memory from the run's start event all reach the block's recalled ids.
+    The block hands what it recalled to the shared recorder, so ``capture_run`` (with or without ``memory=``)
+    and the dispatcher handler derive from it.
     """
     first = lineage_memory(manager, user_id="alice", session_id="s1")
     await _ask(manager, first, STATEMENT, False)
@@ -181,13 +181,12 @@ async def test_capture_derives_from_the_recalled_memories_itself(
         finally:
             handler.unregister()
     else:
-        extra = {"memory": second} if how == "explicit" else {}
-        await capture_run(_agent().run(user_msg=REQUEST, memory=second), manager, scope=scope, **extra)
+        await capture_run(_agent().run(user_msg=REQUEST, memory=second), manager, scope=scope)
     paris, request = _find(manager, STATEMENT), _find(manager, REQUEST)
     flight, answer = _find(manager, "search_flights("), _find(manager, "Your trip to Paris")
-    noted = _find(manager, "Noted.")  # recalled too: it was in the context
-    assert set(flight.derived_from) == {request.id, paris.id, noted.id}
-    assert {request.id, paris.id, noted.id, flight.id} <= set(answer.derived_from)
+    noted = _find(manager, "Noted.")  # an acknowledgement: recalled, but never a premise
+    assert flight.derived_from == (paris.id,)
+    assert noted.id not in answer.derived_from and flight.id in answer.derived_from
     assert request.lineage.activity_id is not None  # the capture stored the turn
 
 
@@ -200,22 +199,3 @@ async def test_capture_run_ignores_another_users_recall(manager: MemoryManager) 
     )
     flight = _find(manager, "search_flights(")
     assert flight.derived_from == (_find(manager, REQUEST).id,)
-
-
-def test_context_premises_leaves_out_the_turn_other_scopes_and_the_written_words() -> None:
-    from memlineage_llamaindex._convert import Recalled, context_premises
-
-    alice, bob = Scope(user_id="alice"), Scope(user_id="bob")
-    recalled = [
-        Recalled(id="u", text="find me a flight", scope=alice, premises=()),  # the user turn itself
-        Recalled(id="paris", text="trip to paris", scope=alice, premises=()),
-        Recalled(id="t", text="flight to paris", scope=alice, premises=("u",)),  # produced by the turn
-        Recalled(id="old", text="hotel in paris", scope=alice, premises=("x",)),
-        Recalled(id="bobs", text="trip to oslo", scope=bob, premises=()),
-        Recalled(id="paris", text="trip to paris", scope=alice, premises=()),
-    ]
-    assert context_premises(recalled, user_memory_ids=["u", None], scope=alice) == ["paris", "old"]
-    assert context_premises(recalled, user_memory_ids=["u"], exclude_content="Hotel in  Paris") == [
-        "paris",
-        "bobs",
-    ]

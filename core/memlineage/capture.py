@@ -1,0 +1,680 @@
+"""One run recorder behind every framework surface: what a run becomes in the ledger, decided in one place.
+
+Adapters (LangChain callback, middleware and classic memory; LlamaIndex capture and memory block) only translate
+framework events into the moments of a run -- :meth:`RunRecorder.start_run`, :meth:`~RunRecorder.recalled`,
+:meth:`~RunRecorder.model_step`, :meth:`~RunRecorder.tool_start`, :meth:`~RunRecorder.tool_end`,
+:meth:`~RunRecorder.tool_error`, :meth:`~RunRecorder.answer`, :meth:`~RunRecorder.end_run` -- and this module
+decides the rest:
+
+- **Memory text and source.** The user turn is a ``user`` memory; a tool result is ``tool:<name>`` with the text
+  ``name(arg='v', ...) -> output`` (:func:`tool_result_text`) and its structured arguments in metadata; assistant
+  text (also text sent together with tool calls) is an ``agent`` memory.
+- **Failures are outcomes, not facts.** A failed or error-handled tool call closes its activity with
+  ``outcome="error"`` and the error text; it never becomes a memory and never a premise.
+- **Premises with attribution** (stored on each ``wasDerivedFrom`` edge): text that cites ``[m:<id>]`` markers
+  derives from exactly those memories (``"cited"``); a tool call derives from the memories and user turns that
+  supply its argument values (``"arguments"``); an answer derives from the run's tool results (``"results"``) or
+  from the memories whose distinctive words it repeats (``"content"``); only when nothing can be attributed does it
+  fall back to the run's context (``"context"``). Acknowledgements and filler ("Noted. I'll remember that.") have
+  no premises and are never premises.
+- **One run, many observers.** Runs are keyed by scope and framework run id and, while open, by the user turn, so
+  a memory component and a capture callback attached to the same run record it once.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from memlineage.errors import MemLineageError
+from memlineage.models import Activity, Memory, Scope, new_id, normalize_content
+
+if TYPE_CHECKING:
+    from memlineage.manager import MemoryManager
+
+__all__ = [
+    "ATTRIBUTIONS",
+    "CaptureRun",
+    "RunRecorder",
+    "ToolCallSpec",
+    "cited_ids",
+    "is_filler",
+    "marker",
+    "tool_result_text",
+]
+
+#: How a premise was attributed, strongest first.
+ATTRIBUTIONS = ("cited", "arguments", "results", "content", "context")
+
+#: ``[m:1a2b3c4d]`` or ``[m:1a2b3c4d tool:x 2025-01-01 ...]``: the marker a recalled memory is shown with.
+_MARKER = re.compile(r"\[m:([0-9a-fA-F-]{4,36})")
+_MAX_ARGS_CHARS = 200
+_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+_FILLER_WORDS = frozenset(
+    """noted ok okay sure got it i i'll ill i’ll will remember that this thanks thank you understood great alright
+    all right done yes no problem glad to help happy of course anytime keep in mind sounds good perfect cool fine
+    have saved note made a the and for let me know you're welcome youre welcome""".split()
+)
+_STOPWORDS = frozenset(
+    """the a an and or of to in on at for from by with is are was were be been it its this that these those i you
+    he she we they my your our their me him her us them what which who when where why how do does did have has had
+    will would can could should may might must not no yes as if then than so too very just also about into over
+    under after before there here some any all each more most other such only own same few both again further once
+    please tell show find get give let make need want like know think see look go going book check""".split()
+)
+
+_recorders: weakref.WeakKeyDictionary[Any, RunRecorder] = weakref.WeakKeyDictionary()
+_recorders_lock = threading.Lock()
+
+
+def marker(memory_id: str) -> str:
+    """The citable marker of a memory: ``[m:<first 8 characters of its id>]``."""
+    return f"[m:{memory_id[:8]}]"
+
+
+def is_filler(text: str) -> bool:
+    """Whether ``text`` is an acknowledgement or filler that asserts nothing ("Noted. I'll remember that.").
+
+    Args:
+        text: Any text.
+
+    Returns:
+        ``True`` when every word is from a small acknowledgement vocabulary and there are at most 12 words.
+    """
+    words = [w.lower().strip("'’-") for w in _WORD.findall(text)]
+    return bool(words) and len(words) <= 12 and all(w in _FILLER_WORDS for w in words)
+
+
+def cited_ids(text: str, candidates: Iterable[str]) -> list[str]:
+    """The ids among ``candidates`` that ``text`` cites with ``[m:<prefix>]`` markers, in citation order.
+
+    A marker cites the candidate whose id starts with its prefix; an ambiguous or unknown prefix cites nothing.
+    """
+    pool = list(dict.fromkeys(candidates))
+    out: list[str] = []
+    for prefix in _MARKER.findall(text or ""):
+        matches = [c for c in pool if c.lower().startswith(prefix.lower())]
+        if len(matches) == 1 and matches[0] not in out:
+            out.append(matches[0])
+    return out
+
+
+def tool_result_text(name: str, arguments: Mapping[str, Any], output: str) -> str:
+    """The stored text of a tool result, e.g. ``get_weather(city='Paris') -> 18°C, light rain``."""
+    args = ", ".join(f"{k}={v!r}" for k, v in sorted(arguments.items()))
+    if len(args) > _MAX_ARGS_CHARS:
+        args = args[: _MAX_ARGS_CHARS - 1] + "…"
+    return f"{name}({args}) -> {output.strip()}"
+
+
+def _json_safe(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+
+
+def _arguments(value: Any) -> dict[str, Any]:
+    """Tool arguments as the dict the tool received (a JSON string is parsed; a scalar becomes ``{"input": v}``)."""
+    if isinstance(value, Mapping):
+        return _json_safe(dict(value))
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {"input": value} if value else {}
+        return _json_safe(parsed) if isinstance(parsed, dict) else {"input": value}
+    return {} if value is None else {"input": _json_safe(value)}
+
+
+def _values(arguments: Any) -> list[str]:
+    """The leaf values of tool arguments that can be traced to a memory (strings of 2+ characters, numbers)."""
+    out: list[str] = []
+    if isinstance(arguments, Mapping):
+        for v in arguments.values():
+            out.extend(_values(v))
+    elif isinstance(arguments, (list, tuple)):
+        for v in arguments:
+            out.extend(_values(v))
+    elif isinstance(arguments, bool) or arguments is None:
+        pass
+    elif isinstance(arguments, (int, float)):
+        out.append(str(arguments))
+    elif isinstance(arguments, str) and len(arguments.strip()) >= 2:
+        out.append(arguments.strip())
+    return out
+
+
+def _contains(text: str, value: str) -> bool:
+    """Whether ``value`` occurs in ``text`` as whole words (case-insensitive)."""
+    pattern = r"(?<![\w])" + re.escape(value.lower()) + r"(?![\w])"
+    return re.search(pattern, text.lower()) is not None
+
+
+def _salient(text: str) -> set[str]:
+    """Distinctive words of a text: numbers, identifiers and words of 4+ letters that are not stopwords."""
+    out = set()
+    for w in _WORD.findall(text):
+        low = w.lower().strip("'’-")
+        if any(ch.isdigit() for ch in low) or (len(low) >= 4 and low not in _STOPWORDS and low not in _FILLER_WORDS):
+            out.add(low)
+    return out
+
+
+def _topic(text: str) -> set[str]:
+    """Topic words of a text: salient words split at underscores, a plural ``s`` dropped.
+
+    ``search_flights`` and "flight" share the topic word ``flight``.
+    """
+    out = set()
+    for w in _salient(text):
+        for part in w.split("_"):
+            if len(part) >= 4 and not any(ch.isdigit() for ch in part):
+                out.add(part[:-1] if part.endswith("s") and len(part) > 4 else part)
+    return out
+
+
+def _holders(pool: Sequence[Memory], values: Iterable[str], holds: Callable[[Memory, str], bool]) -> list[str]:
+    """For each value, the most original memories holding it: what the user said, else a tool result, else any.
+
+    (An answer repeating a value rests on the user's words or the tool result, which are the premises to keep.)
+    """
+    found: list[str] = []
+    for value in values:
+        holders = [m for m in pool if holds(m, value)]
+        for kinds in (("user",), ("tool",), None):
+            chosen = [m.id for m in holders if kinds is None or m.source.kind.value in kinds]
+            if chosen:
+                found.extend(i for i in chosen if i not in found)
+                break
+    return found
+
+
+@dataclass(frozen=True)
+class ToolCallSpec:
+    """A tool call the model requested: its id, tool name and arguments.
+
+    ``arguments`` is the dict the tool receives; a JSON string or a scalar input is accepted and normalised.
+    """
+
+    id: str
+    name: str
+    arguments: Any = None
+
+
+@dataclass
+class _Call:
+    activity_id: str
+    name: str
+    arguments: dict[str, Any]
+    premises: dict[str, str]
+    done: bool = False
+
+
+@dataclass
+class CaptureRun:
+    """One agent run being recorded (ids only; the ledger holds the rest).
+
+    Attributes:
+        scope: Owner of everything the run writes.
+        run_id: The framework's run id (``run_id`` attribute of the run's activities).
+        activity_id: The run's ``agent_run`` activity.
+        user_memory_id: The user turn's memory, once stored.
+        user_text: The user turn.
+    """
+
+    scope: Scope
+    run_id: str
+    activity_id: str
+    user_text: str = ""
+    user_memory_id: str | None = None
+    context: dict[str, Memory] = field(default_factory=dict)
+    results: dict[str, Memory] = field(default_factory=dict)
+    calls: dict[str, _Call] = field(default_factory=dict)
+    step_citations: list[str] = field(default_factory=list)
+    llm_activity_id: str | None = None
+    texts: set[str] = field(default_factory=set)
+    answered: bool = False
+    ended: bool = False
+    aliases: set[str] = field(default_factory=set)
+    kind: str | None = None
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _per_run(fn: _F) -> _F:
+    """Serialise the moments of one run: two observers of the same run report them from different threads."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, run: CaptureRun, *args: Any, **kwargs: Any) -> Any:
+        with run.lock:
+            return fn(self, run, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+class RunRecorder:
+    """Records agent runs in a :class:`~memlineage.MemoryManager`: activities, memories, premises with attribution.
+
+    One recorder per manager (:meth:`of`) is shared by every surface, so a run observed by two of them (a memory
+    component and a capture callback) is written once. Thread-safe.
+
+    Args:
+        manager: The memory manager written to.
+    """
+
+    def __init__(self, manager: MemoryManager) -> None:
+        self.manager = manager
+        self._runs: dict[tuple[str, str | None, str], CaptureRun] = {}
+        self._turns: dict[tuple[str, str | None, str], CaptureRun] = {}
+        self._pending: dict[tuple[str, str | None, str], list[Memory]] = {}
+        self._lock = threading.RLock()
+
+    @classmethod
+    def of(cls, manager: MemoryManager) -> RunRecorder:
+        """The recorder shared by every surface that writes to ``manager``."""
+        with _recorders_lock:
+            rec = _recorders.get(manager)
+            if rec is None:
+                rec = _recorders[manager] = cls(manager)
+            return rec
+
+    # ------------------------------------------------------------------ lookup
+    @staticmethod
+    def _key(scope: Scope, key: str) -> tuple[str, str | None, str]:
+        return (scope.user_id, scope.session_id, key)
+
+    def run(self, scope: Scope, run_id: str) -> CaptureRun | None:
+        """The open run with this framework id in ``scope``, or ``None``."""
+        with self._lock:
+            return self._runs.get(self._key(scope, run_id))
+
+    def session_run(self, scope: Scope) -> CaptureRun | None:
+        """The latest open run of ``scope``'s user and session, or ``None``."""
+        with self._lock:
+            runs = [r for k, r in self._runs.items() if k[:2] == (scope.user_id, scope.session_id) and not r.ended]
+        return runs[-1] if runs else None
+
+    def open_turn(self, scope: Scope, user_text: str) -> CaptureRun | None:
+        """The open run of ``scope`` whose user turn is ``user_text``, or ``None``."""
+        with self._lock:
+            return self._turns.get(self._key(scope, normalize_content(user_text)))
+
+    # ------------------------------------------------------------------ run
+    def start_run(
+        self,
+        scope: Scope,
+        run_id: str | None,
+        user_text: str | None,
+        *,
+        name: str | None = None,
+        framework: str | None = None,
+        recalled: Sequence[Memory | str] = (),
+        kind: str | None = None,
+    ) -> CaptureRun:
+        """Start (or join) the run of one user turn: an ``agent_run`` activity and the turn as a ``user`` memory.
+
+        A run already open under ``run_id``, or with the same user turn in the same scope, is joined rather
+        than recorded twice.
+
+        Args:
+            scope: Owner of the run.
+            run_id: The framework's run id; ``None`` = a new one.
+            user_text: The user turn ("" / ``None`` = none).
+            name: Agent or chain name.
+            framework: ``"langchain"`` / ``"llamaindex"``, kept in the activity metadata.
+            recalled: Memories (or ids) recalled into the run's context.
+            kind: Memory kind of what the run writes; ``None`` = the manager's default (the value model's choice).
+
+        Returns:
+            The run.
+        """
+        text = (user_text or "").strip()
+        with self._lock:
+            run = self._runs.get(self._key(scope, run_id)) if run_id else None
+            if run is None and text:
+                run = self._turns.get(self._key(scope, normalize_content(text)))
+            joined = run is not None
+            if run is not None and run_id and run_id not in run.aliases:
+                run.aliases.add(run_id)
+                self._runs[self._key(scope, run_id)] = run
+            if run is None:
+                run_id = run_id or new_id()
+                run = CaptureRun(
+                    scope=scope, run_id=run_id, activity_id=new_id(), user_text=text, aliases={run_id}, kind=kind
+                )
+                run.lock.acquire()  # a new run's lock is free; held until its start is recorded
+                self._runs[self._key(scope, run_id)] = run
+                if text:
+                    self._turns[self._key(scope, normalize_content(text))] = run
+        if joined:
+            self.recalled(run, recalled)
+            return run
+        try:
+            self._record_start(run, text, name, framework, recalled)
+        finally:
+            run.lock.release()
+        return run
+
+    def _record_start(
+        self, run: CaptureRun, text: str, name: str | None, framework: str | None, recalled: Sequence[Memory | str]
+    ) -> None:
+        scope, run_id = run.scope, run.run_id
+        meta = {"framework": framework} if framework else {}
+        self.manager.record_activity(
+            Activity(id=run.activity_id, kind="agent_run", name=name, scope=scope, run_id=run_id, metadata=meta)
+        )
+        if text:
+            mem = self.manager.remember(text, scope=scope, source="user", activity_id=run.activity_id, kind=run.kind)
+            self._link(run, mem, run.activity_id)
+            run.user_memory_id = mem.id
+            run.context[mem.id] = mem
+        with self._lock:
+            pending = self._pending.pop(self._key(scope, normalize_content(text)), []) if text else []
+        self.recalled(run, [*pending, *recalled])
+
+    @_per_run
+    def recalled(self, run: CaptureRun, memories: Sequence[Memory | str]) -> None:
+        """Add memories recalled into the run's context (what its markers can cite). Filler is left out."""
+        for item in memories:
+            mem = self.manager.get(item, scope=run.scope) if isinstance(item, str) else item
+            if mem is None or not run.scope.contains(mem.scope) or _is_filler_memory(mem):
+                continue
+            if mem.id == run.user_memory_id or (run.user_memory_id and run.user_memory_id in mem.derived_from):
+                continue  # the turn itself, or what this turn already produced
+            run.context.setdefault(mem.id, mem)
+
+    def recalled_for(self, scope: Scope, user_text: str, memories: Sequence[Memory]) -> None:
+        """Memories recalled for a user turn whose run may not have started yet (it picks them up when it does)."""
+        run = self.open_turn(scope, user_text)
+        if run is not None:
+            self.recalled(run, memories)
+            return
+        with self._lock:
+            key = self._key(scope, normalize_content(user_text))
+            self._pending.setdefault(key, []).extend(memories)
+            while len(self._pending) > 256:
+                self._pending.pop(next(iter(self._pending)))
+
+    @_per_run
+    def end_run(self, run: CaptureRun, *, outcome: str = "success", error: str | None = None) -> None:
+        """Close the run: open tool calls get outcome ``unknown``; the run activity gets ``outcome``."""
+        with self._lock:
+            if run.ended:
+                return
+            run.ended = True
+            for alias in run.aliases:
+                self._runs.pop(self._key(run.scope, alias), None)
+            if run.user_text:
+                key = self._key(run.scope, normalize_content(run.user_text))
+                if self._turns.get(key) is run:
+                    self._turns.pop(key)
+        for call in run.calls.values():
+            if not call.done:
+                call.done = True
+                self.manager.end_activity(
+                    call.activity_id, scope=run.scope, outcome="unknown",
+                    metadata={"reason": "the run ended before the tool reported"},
+                )  # fmt: skip
+        if run.llm_activity_id:
+            self._end_llm(run)
+        self.manager.end_activity(
+            run.activity_id, scope=run.scope, outcome=outcome, metadata={"error": error} if error else None
+        )
+
+    def end_session_turns(self, scope: Scope) -> None:
+        """Close the open runs of ``scope``'s session (a memory component that sees no run end calls this)."""
+        with self._lock:
+            runs = {id(r): r for k, r in self._runs.items() if k[:2] == (scope.user_id, scope.session_id)}
+        for run in runs.values():
+            self.end_run(run)
+
+    # ------------------------------------------------------------------ model steps
+    @_per_run
+    def model_step(
+        self,
+        run: CaptureRun,
+        *,
+        text: str | None = None,
+        reasoning: str | None = None,
+        tool_calls: Sequence[ToolCallSpec] = (),
+        name: str | None = None,
+        framework_id: str | None = None,
+    ) -> str:
+        """One model call: an ``llm_call`` activity; its text (also next to tool calls) stored as ``agent``.
+
+        Markers cited in ``text`` or ``reasoning`` become the premises of the step's tool calls.
+
+        Returns:
+            The ``llm_call`` activity id.
+        """
+        if tool_calls and run.llm_activity_id and all(spec.id in run.calls for spec in tool_calls):
+            return run.llm_activity_id  # the same step reported by a second observer
+        if run.llm_activity_id:
+            self._end_llm(run)
+        meta = {"framework_id": framework_id} if framework_id else {}
+        act = self.manager.record_activity(
+            Activity(
+                kind="llm_call", name=name, parent_id=run.activity_id, scope=run.scope, run_id=run.run_id,
+                metadata=meta,
+            )
+        )  # fmt: skip
+        run.llm_activity_id = act.id
+        said = " ".join(t for t in (text, reasoning) if t)
+        run.step_citations = cited_ids(said, self._citable(run))
+        ids = [self.tool_start(run, spec.id, spec.name, spec.arguments) for spec in tool_calls]
+        if text and text.strip():
+            if tool_calls:  # text sent with tool calls rests on what the calls rest on, unless it cites
+                step: dict[str, str] = {}
+                for call_id in ids:
+                    step.update({p: a for p, a in run.calls[call_id].premises.items() if p not in step})
+                self._agent_text(run, text.strip(), act.id, step)
+            else:
+                self.answer(run, text)
+        return act.id
+
+    def _end_llm(self, run: CaptureRun) -> None:
+        llm, run.llm_activity_id = run.llm_activity_id, None
+        if llm:
+            self.manager.end_activity(llm, scope=run.scope)
+
+    # ------------------------------------------------------------------ tools
+    @_per_run
+    def tool_start(
+        self, run: CaptureRun, tool_call_id: str | None, name: str, arguments: Any, *, framework_id: str | None = None
+    ) -> str:
+        """A tool call: a ``tool_call`` activity with the structured arguments; attributes its premises now.
+
+        Args:
+            run: The run.
+            tool_call_id: The model's call id (``None`` = a new one).
+            name: Tool name.
+            arguments: The arguments the tool receives (a dict, a JSON string or a scalar input).
+            framework_id: The framework's id of the tool run (e.g. a LangChain tool ``run_id``), kept in metadata.
+
+        Returns:
+            The call id under which :meth:`tool_end` / :meth:`tool_error` find it.
+        """
+        call_id = tool_call_id or new_id()
+        args = _arguments(arguments)
+        existing = run.calls.get(call_id)
+        if existing is not None:
+            if not existing.arguments and args:
+                existing.arguments = args
+            if framework_id and not existing.done:  # the framework's own id of a call the model step announced
+                act = self.manager.get_activity(existing.activity_id, scope=run.scope)
+                if act is not None and act.metadata.get("framework_id") != framework_id:
+                    meta = {**act.metadata, "framework_id": framework_id}
+                    self.manager.record_activity(act.model_copy(update={"metadata": meta}))
+            return call_id
+        premises = self._call_premises(run, args)
+        meta: dict[str, Any] = {"tool_call_id": call_id, "arguments": args}
+        if framework_id:
+            meta["framework_id"] = framework_id
+        act = self.manager.record_activity(
+            Activity(
+                kind="tool_call", name=name, parent_id=run.llm_activity_id or run.activity_id, scope=run.scope,
+                run_id=run.run_id, tool_call_id=call_id, metadata=meta,
+            )
+        )  # fmt: skip
+        run.calls[call_id] = _Call(activity_id=act.id, name=name, arguments=args, premises=premises)
+        return call_id
+
+    def _call_premises(self, run: CaptureRun, args: Mapping[str, Any]) -> dict[str, str]:
+        if run.step_citations:
+            return dict.fromkeys(run.step_citations, "cited")
+        pool = [*run.context.values(), *run.results.values()]
+        found = _holders(pool, _values(args), lambda m, v: _contains(m.content, v))
+        if found:
+            return dict.fromkeys(found, "arguments")
+        return dict.fromkeys(self._context_ids(run), "context")
+
+    @_per_run
+    def tool_end(
+        self, run: CaptureRun, tool_call_id: str | None, output: str, *, name: str | None = None,
+        arguments: Any = None, tags: Sequence[str] = (),
+    ) -> Memory | None:  # fmt: skip
+        """A tool's successful result: a ``tool:<name>`` memory generated by the call, derived from its premises.
+
+        A call not seen starting is started here (``name`` / ``arguments`` needed then). A repeated report of the
+        same call (two observers) is ignored.
+
+        Returns:
+            The result memory, or ``None`` (empty output, or already recorded).
+        """
+        call_id = self.tool_start(run, tool_call_id, name or "tool", arguments)
+        call = run.calls[call_id]
+        if call.done:
+            return None
+        call.done = True
+        if not output.strip():
+            self.manager.end_activity(call.activity_id, scope=run.scope)
+            return None
+        text = tool_result_text(call.name, call.arguments, output)
+        mem = self.manager.remember(
+            text, scope=run.scope, source=f"tool:{call.name}", activity_id=call.activity_id,
+            parent_activity_id=run.activity_id, derived_from=list(call.premises), tags=list(tags), kind=run.kind,
+            metadata={"tool_call_id": call_id, "tool_name": call.name, "arguments": call.arguments},
+        )  # fmt: skip
+        self._link(run, mem, call.activity_id)
+        self._attribute(run, mem, call.premises, call.activity_id)
+        run.results[mem.id] = mem
+        self.manager.end_activity(call.activity_id, scope=run.scope, metadata={"memory_id": mem.id})
+        return mem
+
+    @_per_run
+    def tool_error(
+        self, run: CaptureRun, tool_call_id: str | None, error: str, *, name: str | None = None, arguments: Any = None
+    ) -> None:
+        """A failed or error-handled tool call: ``outcome="error"`` with the error text; never a memory."""
+        call_id = self.tool_start(run, tool_call_id, name or "tool", arguments)
+        call = run.calls[call_id]
+        if call.done:
+            return
+        call.done = True
+        self.manager.end_activity(call.activity_id, scope=run.scope, outcome="error", metadata={"error": error})
+
+    def call_name(self, run: CaptureRun, tool_call_id: str) -> str | None:
+        """The tool name of a call the run has seen (a result arriving apart from its call keeps its name)."""
+        call = run.calls.get(tool_call_id)
+        return call.name if call is not None else None
+
+    # ------------------------------------------------------------------ answers
+    @_per_run
+    def answer(self, run: CaptureRun, text: str) -> Memory | None:
+        """The run's final answer as an ``agent`` memory (once per run), with attributed premises."""
+        if run.answered or not text.strip():
+            return None
+        run.answered = True
+        activity = run.llm_activity_id or run.activity_id
+        return self._agent_text(run, text.strip(), activity)
+
+    @_per_run
+    def say(self, run: CaptureRun, text: str) -> Memory | None:
+        """Assistant text that may or may not be the final answer (a memory component cannot tell).
+
+        Stored as an ``agent`` memory with attributed premises, without closing the run's answer.
+        """
+        if not text.strip():
+            return None
+        return self._agent_text(run, text.strip(), run.llm_activity_id or run.activity_id)
+
+    def _agent_text(
+        self, run: CaptureRun, text: str, activity_id: str, default: Mapping[str, str] | None = None
+    ) -> Memory | None:
+        key = normalize_content(text)
+        if key in run.texts:
+            return None
+        run.texts.add(key)
+        cited = cited_ids(text, self._citable(run))
+        if is_filler(text):
+            premises: dict[str, str] = {}
+        elif cited or not default:
+            premises = self._text_premises(run, text)
+        else:
+            premises = dict(default)
+        meta: dict[str, Any] = {"filler": True} if is_filler(text) else {}
+        mem = self.manager.remember(
+            text, scope=run.scope, source="agent", activity_id=activity_id, parent_activity_id=run.activity_id,
+            derived_from=list(premises), metadata=meta, kind=run.kind,
+        )  # fmt: skip
+        self._link(run, mem, activity_id)
+        self._attribute(run, mem, premises, activity_id)
+        return mem
+
+    def _text_premises(self, run: CaptureRun, text: str) -> dict[str, str]:
+        cited = cited_ids(text, self._citable(run))
+        if cited:
+            return dict.fromkeys(cited, "cited")
+        if run.results:
+            return dict.fromkeys(run.results, "results")
+        words = _salient(text)
+        if run.user_text:
+            words -= _salient(run.user_text)  # what the question itself said is not evidence
+        pool = [m for m in run.context.values() if m.id != run.user_memory_id]
+        salient = {m.id: _salient(m.content) for m in pool}
+        topic = _topic(f"{text} {run.user_text}")
+        # Numbers and identifiers are stronger evidence than words; the first class with a holder decides.
+        for group in ({w for w in words if any(ch.isdigit() for ch in w)}, words):
+            found: list[str] = []
+            for word in sorted(group):
+                holders = [m for m in pool if word in salient[m.id]]
+                # Several memories hold the value: the ones about what the turn is about (sharing its topic
+                # words) win; without a difference, the most original holder (user, then tool) does.
+                about = {m.id: len((_topic(m.content) - _topic(word)) & topic) for m in holders}
+                best = max(about.values(), default=0)
+                if best > 0:
+                    holders = [m for m in holders if about[m.id] == best]
+                found.extend(i for i in _holders(holders, [word], lambda m, w: True) if i not in found)
+            if found:
+                return dict.fromkeys(found, "content")
+        return dict.fromkeys(self._context_ids(run), "context")
+
+    # ------------------------------------------------------------------ helpers
+    def _citable(self, run: CaptureRun) -> list[str]:
+        return [*run.context, *run.results]
+
+    def _context_ids(self, run: CaptureRun) -> list[str]:
+        return list(run.context)
+
+    def _link(self, run: CaptureRun, mem: Memory, activity_id: str) -> None:
+        """Link a memory to this run's activity when an earlier identical write absorbed the write."""
+        if mem.lineage.activity_id != activity_id:
+            try:
+                self.manager.link(mem.id, activity_id, scope=run.scope)
+            except MemLineageError:  # e.g. the absorbing memory is another agent's; the write itself stands
+                return
+
+    def _attribute(self, run: CaptureRun, mem: Memory, premises: Mapping[str, str], activity_id: str) -> None:
+        own = {p: a for p, a in premises.items() if p in mem.derived_from}
+        if own:
+            self.manager._set_attribution(mem.id, own, scope=run.scope, activity_id=activity_id)
+
+
+def _is_filler_memory(mem: Memory) -> bool:
+    return bool(mem.metadata.get("filler")) or (mem.source.kind.value == "agent" and is_filler(mem.content))

@@ -1,0 +1,154 @@
+"""The core run recorder: memory text, failures as outcomes, premises with attribution, one run per turn."""
+
+from __future__ import annotations
+
+from memlineage import Scope, Status
+from memlineage.capture import RunRecorder, ToolCallSpec, cited_ids, is_filler, marker, tool_result_text
+
+
+def _attr(mm, memory_id):
+    return {
+        e["dst"]: e["attribution"] for e in mm.ledger.edges_touching([memory_id]) if e["relation"] == "wasDerivedFrom"
+    }
+
+
+def test_filler_and_markers():
+    assert is_filler("Noted. I'll remember that.") and is_filler("Okay, got it!")
+    assert not is_filler("Noted: your flight to Lyon costs 95 EUR.")
+    ids = ["1a2b3c4d-0000", "1a2b9999-0000", "ffff0000-1111"]
+    assert cited_ids("per [m:ffff0000] and [m:1a2b3c4d tool:x]", ids) == ["ffff0000-1111", "1a2b3c4d-0000"]
+    assert cited_ids("[m:1a2b]", ids) == []  # ambiguous prefix cites nothing
+    assert marker("ffff0000-1111") == "[m:ffff0000]"
+    assert tool_result_text("get_weather", {"city": "Paris"}, " 18C ") == "get_weather(city='Paris') -> 18C"
+
+
+def test_tool_call_derives_from_the_memories_that_supply_its_arguments(mm, alice):
+    seat = mm.remember("I prefer aisle seats", scope=alice, source="user")
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Find me a flight to Lyon", recalled=[seat])
+    rec.model_step(run, text="Checking fares.", tool_calls=[ToolCallSpec("call_1", "fares", {"city": "Lyon"})])
+    fare = rec.tool_end(run, "call_1", "95 EUR")
+    answer = rec.answer(run, "The flight to Lyon costs 95 EUR.")
+    rec.end_run(run)
+    assert fare is not None and answer is not None
+    assert fare.content == "fares(city='Lyon') -> 95 EUR" and fare.metadata["arguments"] == {"city": "Lyon"}
+    assert _attr(mm, fare.id) == {run.user_memory_id: "arguments"}  # not the seat preference
+    assert _attr(mm, answer.id) == {fare.id: "results"}
+    step = [m for m in mm.find(scope=alice) if m.content == "Checking fares."]
+    assert len(step) == 1  # assistant text sent together with tool calls is stored
+    report = mm.supersede(seat.id, "I prefer window seats", scope=alice, source="user")
+    assert report.suspect == []
+    report = mm.supersede(run.user_memory_id, "Find me a flight to Nice", scope=alice, source="user")
+    assert set(report.suspect) >= {fare.id, answer.id}
+
+
+def test_cited_markers_win_and_filler_is_no_premise(mm, alice):
+    city = mm.remember("I'm going to Paris", scope=alice, source="user")
+    diet = mm.remember("I am vegetarian", scope=alice, source="user")
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Any dinner ideas?", recalled=[city, diet])
+    answer = rec.answer(run, f"Try Le Potager {marker(diet.id)}.")
+    rec.end_run(run)
+    assert _attr(mm, answer.id) == {diet.id: "cited"}
+    run2 = rec.start_run(alice, "r2", "I also like jazz")
+    ack = rec.answer(run2, "Noted. I'll remember that.")
+    rec.end_run(run2)
+    assert ack is not None and ack.derived_from == () and ack.metadata["filler"] is True
+    run3 = rec.start_run(alice, "r3", "What do you know?", recalled=[ack])
+    assert ack.id not in run3.context  # filler never becomes context, hence never a premise
+
+
+def test_failed_tool_call_is_an_outcome_not_a_memory(mm, alice):
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Book a hotel in Paris")
+    rec.model_step(run, tool_calls=[ToolCallSpec("call_1", "search_hotels", {"city": "Paris"})])
+    rec.tool_error(run, "call_1", "hotel API down")
+    answer = rec.answer(run, "Sorry, the hotel search is unavailable.")
+    rec.end_run(run)
+    assert not [m for m in mm.find(scope=alice) if m.source.kind.value == "tool"]
+    (failed,) = mm.find_activities(alice, run_id="r1", outcome="error")
+    assert failed.metadata == {"tool_call_id": "call_1", "arguments": {"city": "Paris"}, "error": "hotel API down"}
+    assert answer is not None and set(answer.derived_from) == {run.user_memory_id}
+
+
+def test_two_observers_of_one_turn_write_it_once(mm, alice):
+    rec = RunRecorder(mm)
+    first = rec.start_run(alice, None, "Weather in Paris?")
+    second = rec.start_run(alice, "framework-run", "Weather in Paris?")
+    assert first is second
+    rec.tool_end(second, "call_1", "Sunny", name="get_weather", arguments={"city": "Paris"})
+    rec.tool_end(first, "call_1", "Sunny")  # the same result reported again
+    rec.answer(first, "Sunny in Paris.")
+    rec.answer(second, "Sunny in Paris.")
+    rec.end_run(first)
+    assert len(mm.find(scope=alice)) == 3
+    assert not [e for e in mm.audit(alice) if e["type"] == "seen_again"]
+
+
+def test_two_users_same_run_and_call_ids(mm, alice, bob):
+    rec = RunRecorder(mm)
+    for scope in (alice, bob):
+        run = rec.start_run(scope, "r1", "Weather in Paris?")
+        rec.tool_end(run, "call_1", f"Sunny for {scope.user_id}", name="get_weather", arguments={"city": "Paris"})
+        rec.end_run(run)
+    a, b = mm.find_activities(alice, tool_call_id="call_1"), mm.find_activities(bob, tool_call_id="call_1")
+    assert len(a) == len(b) == 1 and a[0].id != b[0].id
+    assert all(m.status is Status.ACTIVE for m in mm.find(scope=Scope(user_id="alice")))
+
+
+def test_explain_and_cascade_report_show_the_attribution(mm, alice):
+    trip = mm.remember("I'm going to Paris in May", scope=alice, source="user")
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Find me a hotel", recalled=[trip])
+    rec.model_step(run, tool_calls=[ToolCallSpec("c1", "hotels", {"city": "Paris"})])
+    hotel = rec.tool_end(run, "c1", "Hotel Lumière, 90 EUR")
+    answer = rec.answer(run, f"Hotel Lumière suits your trip {marker(trip.id)}.")
+    rec.end_run(run)
+    assert hotel is not None and answer is not None
+    ex = mm.explain(answer.id, scope=alice)
+    assert ex.attribution == {(answer.id, trip.id): "cited"}  # it cites the trip and nothing else
+    ex = mm.explain(hotel.id, scope=alice)
+    assert ex.attribution == {(hotel.id, trip.id): "arguments"}
+    assert "<arguments>" in ex.to_text() and "(arguments)" in ex.to_mermaid()
+    impact = mm.impact(trip.id, scope=alice)
+    assert impact.attribution == {hotel.id: "arguments", answer.id: "cited"}
+    report = mm.supersede(trip.id, "I'm going to Lyon in May", scope=alice, source="user")
+    assert set(report.suspect) == {hotel.id, answer.id} and report.attribution[hotel.id] == "arguments"
+
+
+def test_an_answer_from_memory_rests_on_the_memory_about_its_topic(mm, alice):
+    budget = mm.remember("My hotel budget is 120 EUR a night.", scope=alice, source="user")
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Find me a flight.", recalled=[budget])
+    rec.model_step(run, tool_calls=[ToolCallSpec("c1", "search_flights", {"city": "Lisbon"})])
+    flight = rec.tool_end(run, "c1", "TP202 to Lisbon, 120 EUR")
+    rec.answer(run, "TP202 costs 120 EUR.")
+    rec.end_run(run)
+    assert flight is not None
+    run = rec.start_run(alice, "r2", "How much was the flight?", recalled=[budget, flight])
+    price = rec.answer(run, "The flight was 120 EUR.")  # 120 is also the budget: the topic decides
+    run2 = rec.start_run(alice, "r3", "Remind me of my hotel budget.", recalled=[budget, flight])
+    limit = rec.answer(run2, "Your budget is 120 EUR per night.")
+    assert price is not None and limit is not None
+    assert _attr(mm, price.id) == {flight.id: "content"}
+    assert _attr(mm, limit.id) == {budget.id: "content"}
+
+
+def test_interleaved_runs_of_two_users_with_the_same_ids_stay_apart(mm, alice, bob):
+    rec = RunRecorder(mm)
+    a = rec.start_run(alice, "run-1", "Weather in Paris?")
+    b = rec.start_run(bob, "run-1", "Weather in Oslo?")
+    assert a is not b and rec.run(alice, "run-1") is a and rec.run(bob, "run-1") is b
+    rec.model_step(a, tool_calls=[ToolCallSpec("call_1", "get_weather", {"city": "Paris"})])
+    rec.model_step(b, tool_calls=[ToolCallSpec("call_1", "get_weather", {"city": "Oslo"})])
+    oslo = rec.tool_end(b, "call_1", "Snow")
+    paris = rec.tool_end(a, "call_1", "Sun")
+    rec.answer(b, "It snows in Oslo.")
+    rec.answer(a, "It is sunny in Paris.")
+    rec.end_run(b)
+    rec.end_run(a)
+    assert paris is not None and oslo is not None
+    assert paris.scope.user_id == "alice" and oslo.scope.user_id == "bob"
+    assert paris.derived_from == (a.user_memory_id,) and oslo.derived_from == (b.user_memory_id,)
+    (mine,) = mm.find_activities(alice, tool_call_id="call_1")
+    assert mine.metadata["arguments"] == {"city": "Paris"} and mine.outcome == "success"
