@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from memlineage.errors import MemLineageError
 from memlineage.models import Activity, Memory, Scope, new_id, normalize_content
+from memlineage.tools import MEMORY_TOOL_NAMES
 
 if TYPE_CHECKING:
     from memlineage.manager import MemoryManager
@@ -554,6 +555,11 @@ class RunRecorder:
         call.done = True
         if not output.strip():
             self.manager.end_activity(call.activity_id, scope=run.scope)
+            return None
+        if call.name in MEMORY_TOOL_NAMES:
+            # A memory tool's listing is a view of the store, not a new fact: a stored copy would outlive the
+            # correction it precedes. The call stays an activity (what the agent searched, corrected, forgot).
+            self.manager.end_activity(call.activity_id, scope=run.scope, metadata={"memory_tool": True})
             return None
         text = tool_result_text(call.name, call.arguments, output)
         mem = self.manager.remember(

@@ -481,6 +481,7 @@ class MemoryManager:
         if not drafts:
             return []
         now = self.clock()
+        self._persist_buffered_premises(drafts, now)
         with self.ledger.read() as conn:
             self._check_premises(drafts, conn)
         self._value_prepare(drafts)
@@ -598,6 +599,37 @@ class MemoryManager:
             goal=goal if isinstance(goal, str) and goal.strip() else None,
             auto_kind=kind is None,
         )
+
+    def _persist_buffered_premises(self, drafts: Sequence[_Draft], now: datetime) -> None:
+        """Store the short-term-buffer items that drafts name as premises, under the ids they were returned with.
+
+        An adapter may take a turn the value model kept only in the session's buffer ("ok, what should I bring?")
+        as the premise of the answer that follows; a derived memory needs its premise in the ledger for its
+        lineage to work, so that item is persisted (forced) first.
+        """
+        rt = getattr(self, "_value_runtime", None)
+        wanted = sorted({p for d in drafts for p in d.derived_from})
+        if rt is None or not wanted:
+            return
+        known = {r["id"] for r in self.ledger.memory_rows(wanted) if r is not None}
+        items = []
+        for d in drafts:
+            for p in d.derived_from:
+                item = rt.buffer.pop(p, d.scope) if p not in known else None
+                if item is not None:
+                    known.add(p)
+                    items.append(item)
+        if not items:
+            return
+        buffered = []
+        for item in items:
+            draft = self._draft(
+                content=item.content, scope=item.scope, source=item.source, kind=MemoryKind.EPISODIC, force=True
+            )
+            draft.extra_rows["id"] = item.id
+            buffered.append(draft)
+        with self._write_mutex:
+            self._remember_locked(buffered, now)
 
     def _check_premises(self, drafts: Sequence[_Draft], conn: Connection) -> None:
         wanted = sorted({p for d in drafts for p in d.derived_from})

@@ -260,8 +260,14 @@ class MemoryTools:
 
     def activity(self, tool: str, activity_id: str | None, arguments: Mapping[str, Any]) -> str:
         """The id of the tool call's activity: the framework's (recorded when nobody has yet) or a new one."""
+        if activity_id:
+            # the call a capture recorded (its framework ids are attributes of MemLineage's own activity)
+            for key in ("tool_call_id", "run_id"):
+                found = self.manager.find_activities(self.scope, **{key: str(activity_id)})
+                if found:
+                    return found[-1].id
         aid = str(activity_id) if activity_id else new_id()
-        if self.manager.get_activity(aid) is None:
+        if self.manager.get_activity(aid, scope=self.scope) is None:
             args = {k: (v[:500] if isinstance(v, str) else v) for k, v in arguments.items()}
             self.manager.record_activity(
                 Activity(id=aid, kind="tool_call", name=tool, scope=self.scope, metadata={"input": args})

@@ -527,6 +527,7 @@ class BufferedItem:
     created_at: datetime
     features: MemoryFeatures | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "user"
 
 
 def _session_key(scope: Scope) -> tuple[str, str | None, str | None]:
@@ -588,6 +589,15 @@ class ShortTermBuffer:
     def get(self, item_id: str, scope: Scope) -> BufferedItem | None:
         """The buffered item with that id in the scope's session, or None."""
         return next((i for i in self.items(scope) if i.id == item_id), None)
+
+    def pop(self, item_id: str, scope: Scope) -> BufferedItem | None:
+        """Remove and return the buffered item with that id in the scope's session (None when absent)."""
+        with self._lock:
+            buf = self._buffers.get(_session_key(scope))
+            item = next((i for i in buf or () if i.id == item_id), None)
+            if buf is not None and item is not None:
+                buf.remove(item)
+            return item
 
     def drain(self, scope: Scope) -> list[BufferedItem]:
         """Remove and return the scope's session buffer (at session end)."""
@@ -829,7 +839,8 @@ def gate_drafts(mm: Any, drafts: Sequence[Any], todo: list[Any], results: list[A
             continue
         mem = d.to_memory(now).model_copy(update={"kind": MemoryKind.WORKING})  # short-term only
         runtime(mm).buffer.add(
-            BufferedItem(mem.id, d.content, d.scope, assessment, now, features), capacity=profile.buffer_size
+            BufferedItem(mem.id, d.content, d.scope, assessment, now, features, source=str(d.source)),
+            capacity=profile.buffer_size,
         )
         logger.debug("write gate: buffered chit-chat %s (V=%.3f)", mem.id, assessment.score)
         results[position[id(d)]] = mem

@@ -82,7 +82,7 @@ def test_correct_supersedes_keeps_history_and_flags_dependents(mm):
     assert mm.require(plan.id, scope=ALICE).status is Status.SUSPECT
     new = next(m for m in mm.find(scope=ALICE) if m.content == "I live in Munich")
     assert new.supersedes == city.id and str(new.source) == "user"
-    act = mm.get_activity(new.lineage.activity_id)
+    act = mm.get_activity(new.lineage.activity_id, scope=ALICE)
     assert act is not None and act.kind == "tool_call" and act.name == "correct_memory"
     with pytest.raises(MemoryToolError, match=rf"superseded.*current version is \[m:{new.id[:8]}\]"):
         tools.correct(city.id, "I live in Hamburg")
@@ -95,12 +95,12 @@ def test_forget_retracts_with_reason(mm):
     assert "Withdrew" in out and marker(hotel.id) in out
     assert mm.require(trip.id, scope=ALICE).status is Status.RETRACTED
     assert mm.require(hotel.id, scope=ALICE).status is Status.SUSPECT
-    act = mm.get_activity("run-1")
+    act = mm.get_activity("run-1", scope=ALICE)
     assert act is not None and act.kind == "tool_call" and act.name == "forget_memory"
     edges = [(e["src"], e["relation"], e["dst"]) for e in mm.ledger.edges_touching([trip.id, "run-1"])]
     assert ("run-1", Relation.USED.value, trip.id) in edges
     (inv,) = [e[2] for e in edges if e[0] == trip.id and e[1] == Relation.WAS_INVALIDATED_BY.value]
-    assert mm.get_activity(inv).metadata["reason"] == "forget_memory: the trip was cancelled"
+    assert mm.get_activity(inv, scope=ALICE).metadata["reason"] == "forget_memory: the trip was cancelled"
 
 
 def test_writes_reuse_a_recorded_framework_activity(mm):

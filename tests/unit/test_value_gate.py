@@ -355,3 +355,21 @@ def test_the_seeds_gate_is_still_available(clock):
     mem = seed.remember("The printer on floor 2 is slow", scope=ALICE)
     assert mem.kind is MemoryKind.WORKING and seed.get(mem.id, scope=ALICE) is None
     assert [b.content for b in seed.buffered(ALICE)] == ["The printer on floor 2 is slow"]
+
+
+def test_a_buffered_turn_named_as_a_premise_is_persisted_under_its_id(clock):
+    from memlineage import MemoryManager
+    from memlineage_langchain import LineageMemory
+
+    mm = make_manager(clock=clock, **MemoryManager.default_options())
+    memory = LineageMemory(manager=mm, scope=ALICE)
+    question = mm.remember("ok thanks", scope=ALICE)
+    assert question.kind is MemoryKind.WORKING and mm.get(question.id, scope=ALICE) is None
+    answer = mm.remember("You're welcome.", scope=ALICE, source="agent", derived_from=[question.id])
+    stored = mm.require(question.id, scope=ALICE)  # persisted first, with the id the caller was given
+    assert stored.kind is MemoryKind.EPISODIC and answer.derived_from == (question.id,)
+    assert mm.buffered(ALICE) == []
+    # the LangChain memory's save_context path: a question the gate buffers, then the answer resting on it
+    memory.load_memory_variables({"input": "What should I prepare for it?"})
+    memory.save_context({"input": "What should I prepare for it?"}, {"output": "Bring your card."})
+    assert "Bring your card." in [m.content for m in mm.find(scope=ALICE)]
