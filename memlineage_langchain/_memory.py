@@ -13,7 +13,7 @@ from langchain_core.runnables.config import ensure_config
 from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, new_id
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from typing_extensions import override
 
 from memlineage_langchain._convert import (
@@ -21,6 +21,7 @@ from memlineage_langchain._convert import (
     action_text,
     format_memories,
     memory_to_message,
+    optional_scope,
     require_scope,
     scope_from_config,
     scope_from_mapping,
@@ -73,7 +74,11 @@ class LineageMemory(BaseMemory):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     manager: MemoryManager = Field(description="The memory manager to read from and write to.")
-    scope: Scope | None = Field(default=None, description="Fixed scope; None = from inputs or run metadata.")
+    scope: Scope | None = Field(
+        default=None,
+        description="Fixed scope (a Scope, a user id string or a mapping); None = from inputs or run metadata.",
+    )
+    coerce_scope = field_validator("scope", mode="before")(optional_scope)
     memory_key: str = Field(default="history", description="Input key the recalled memories are loaded into.")
     input_key: str | None = Field(default=None, description="Input key of the user turn; None = 'input'...")
     output_key: str | None = Field(default=None, description="Output key of the answer; None = 'output'...")
