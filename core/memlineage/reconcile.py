@@ -44,7 +44,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memlineage.errors import ConfigurationError
-from memlineage.extractors._llm import _json_object, call_model
+from memlineage.extractors._llm import _json_object, call_model, check_model
 from memlineage.extractors._patterns import LanguageTable, tables_for
 from memlineage.extractors._rules import (
     _slug,
@@ -674,14 +674,7 @@ class LLMReconciler:
     def __init__(
         self, model: Any, *, fallback: Reconciler | None = None, timeout: float = 20.0, batch_size: int = 8
     ) -> None:
-        if not (
-            callable(getattr(model, "complete", None)) or callable(getattr(model, "invoke", None)) or callable(model)
-        ):
-            msg = (
-                f"unsupported model type {type(model).__name__}: pass a LangChain chat model (.invoke), a "
-                "LlamaIndex LLM (.complete) or a callable str -> str"
-            )
-            raise ConfigurationError(msg)
+        check_model(model)
         if not timeout > 0:
             msg = f"timeout must be > 0 seconds, got {timeout!r}"
             raise ConfigurationError(msg)

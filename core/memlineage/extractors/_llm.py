@@ -27,7 +27,7 @@ from memlineage.errors import ConfigurationError
 from memlineage.extractors._base import FeatureExtractor, GoalRelation, InfoType, MemoryFeatures
 from memlineage.extractors._rules import RuleBasedExtractor, is_forcing_directive
 
-__all__ = ["LLMExtractor", "LLMFeatureOutput", "call_model"]
+__all__ = ["LLMExtractor", "LLMFeatureOutput", "call_model", "check_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +101,21 @@ def call_model(model: Any, prompt: str) -> str:
     raise ConfigurationError(msg)
 
 
+def check_model(model: Any) -> None:
+    """Refuse a model :func:`call_model` cannot call.
+
+    Raises:
+        ConfigurationError: ``model`` has neither ``complete`` (LlamaIndex) nor ``invoke`` (LangChain) and is not
+            callable.
+    """
+    if not (callable(getattr(model, "complete", None)) or callable(getattr(model, "invoke", None)) or callable(model)):
+        msg = (
+            f"unsupported model type {type(model).__name__}: pass a LangChain chat model (.invoke), a "
+            "LlamaIndex LLM (.complete) or a callable str -> str"
+        )
+        raise ConfigurationError(msg)
+
+
 def _json_object(answer: str) -> Any:
     """Parse the first JSON object in ``answer`` (tolerates code fences and prose around it)."""
     fenced = re.search(r"```(?:json)?\s*(.*?)```", answer, re.S)
@@ -142,14 +157,7 @@ class LLMExtractor:
     name = "llm"
 
     def __init__(self, model: Any, *, fallback: FeatureExtractor | None = None, max_retries: int = 1) -> None:
-        if not (
-            callable(getattr(model, "complete", None)) or callable(getattr(model, "invoke", None)) or callable(model)
-        ):
-            msg = (
-                f"unsupported model type {type(model).__name__}: pass a LangChain chat model (.invoke), a "
-                "LlamaIndex LLM (.complete) or a callable str -> str"
-            )
-            raise ConfigurationError(msg)
+        check_model(model)
         if not 0 <= max_retries <= 3:
             msg = f"max_retries must be in [0, 3], got {max_retries}"
             raise ConfigurationError(msg)
