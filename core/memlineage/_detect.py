@@ -24,7 +24,17 @@ from memlineage.ledger import Ledger, row_to_memory
 from memlineage.ledger._ledger import _agent_eq
 from memlineage.ledger._schema import activities, memories
 from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, from_epoch, new_id
-from memlineage.reconcile import Action, Candidate, Reconciler, Statement, may_update, slot_of, tool_slot, withdraws
+from memlineage.reconcile import (
+    Action,
+    Candidate,
+    Reconciler,
+    Statement,
+    may_revise,
+    may_update,
+    slot_of,
+    tool_slot,
+    withdraws,
+)
 
 __all__ = ["detect_updates"]
 
@@ -89,6 +99,9 @@ def detect_updates(
     if reconciler is None or not todo:
         return todo
     ports = _Ports(ledger, index, check_operation)
+    # A model judges meaning, so it sees the nearest statements of every user statement; the rules only need them
+    # where a cue, replacement, withdrawal or number could revise a statement without a slot.
+    broad = bool(getattr(reconciler, "wants_neighbours", False))
     position = {id(d): i for i, d in enumerate(drafts)}
     ids = {id(d): d.extra_rows.setdefault("id", new_id()) for d in todo}
     pending: list[tuple[Any, Statement, list[Candidate]]] = []
@@ -96,7 +109,7 @@ def detect_updates(
     for d in todo:
         st = _statement(ports, d, now)
         if st is not None and d.supersedes is None:
-            cands = _candidates(ports, d, st, earlier, ids, now)
+            cands = _candidates(ports, d, st, earlier, ids, now, broad=broad)
             if cands:
                 pending.append((d, st, cands))
         earlier.append(d)
@@ -224,7 +237,14 @@ def _tool_arguments(ports: _Ports, d: Any) -> Any:
 
 
 def _candidates(
-    ports: _Ports, d: Any, st: Statement, earlier: Sequence[Any], ids: dict[int, str], now: datetime
+    ports: _Ports,
+    d: Any,
+    st: Statement,
+    earlier: Sequence[Any],
+    ids: dict[int, str],
+    now: datetime,
+    *,
+    broad: bool = False,
 ) -> list[Candidate]:
     """Live memories of the draft's scope the statement may update: slot holders, neighbours, recent statements."""
     rows: dict[str, dict[str, Any]] = {}
@@ -235,13 +255,17 @@ def _candidates(
         if st.slot:
             query = select(*_COLUMNS).where(*mine, memories.c.slot == st.slot)
             rows.update((r["id"], dict(r)) for r in conn.execute(query).mappings())
+        cjk = has_cjk(d.content)
+        # Nearest statements by vector only when something in the statement could revise a slot-less one
+        # (a correction cue, a replacement, a withdrawal, a number of the speaker's state): plain records pay none.
+        revises = d.source.kind is SourceKind.USER and (broad or may_revise(d.content))
         if d.source.kind is SourceKind.USER:
-            if d.embedding is not None:
+            if revises and d.embedding is not None:
                 where = IndexFilter(user_id=user, agent_id=agent, statuses=_LIVE)
                 for hit in ports.index.query(d.embedding, NEIGHBOURS, where):
                     similarity[hit.id] = hit.similarity
-            if has_cjk(d.content) or withdraws(d.content):
-                limit = RECENT_CJK if has_cjk(d.content) else RECENT
+            if cjk or withdraws(d.content):
+                limit = RECENT_CJK if cjk else RECENT
                 recent = select(*_COLUMNS).where(*mine).order_by(memories.c.recorded_at.desc()).limit(limit)
                 rows.update((r["id"], dict(r)) for r in conn.execute(recent).mappings())
             missing = sorted(set(similarity) - rows.keys())
@@ -277,15 +301,21 @@ def _candidates(
                 similarity=similarity.get(r["id"]),
             )
         )
-    out.extend(_batch_candidates(d, st, earlier, ids, now))
+    out.extend(_batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk))
     return out
 
 
 def _batch_candidates(
-    d: Any, st: Statement, earlier: Sequence[Any], ids: dict[int, str], now: datetime
+    d: Any, st: Statement, earlier: Sequence[Any], ids: dict[int, str], now: datetime, *, by_words: bool
 ) -> list[Candidate]:
-    """Earlier drafts of the same call that the statement may update (same scope, slot or close wording)."""
+    """Earlier drafts of the same call that the statement may update (same scope, slot or close wording).
+
+    Without a slot and without ``by_words`` (nothing in the statement could revise a slot-less one) nothing is
+    compared, so a bulk import of plain records costs no pairwise work.
+    """
     out: list[Candidate] = []
+    if st.slot is None and not by_words:
+        return out
     source = str(d.source)
     cjk = has_cjk(d.content)
     mine = np.asarray(d.embedding, dtype=np.float32) if d.embedding is not None else None
@@ -294,12 +324,15 @@ def _batch_candidates(
             continue
         if e.kind is MemoryKind.WORKING or not may_update(source, str(e.source)):
             continue
+        same_slot = st.slot is not None and e.slot == st.slot
+        if not (same_slot or by_words):
+            continue
         sim = None
-        if mine is not None and e.embedding is not None:
+        if by_words and mine is not None and e.embedding is not None:
             theirs = np.asarray(e.embedding, dtype=np.float32)
             denom = float(np.linalg.norm(mine) * np.linalg.norm(theirs)) or 1.0
             sim = float(mine @ theirs) / denom
-        close = (st.slot is not None and e.slot == st.slot) or cjk or (sim is not None and sim >= BATCH_SIMILARITY)
+        close = same_slot or cjk or (sim is not None and sim >= BATCH_SIMILARITY)
         if not close:
             continue
         out.append(

@@ -65,6 +65,7 @@ __all__ = [
     "RuleReconciler",
     "Statement",
     "competing_key",
+    "may_revise",
     "may_update",
     "near_duplicates",
     "newest_first",
@@ -215,6 +216,10 @@ def tool_slot(tool_source: str, arguments: Any) -> str | None:
     return f"tool.{_slug(tool_source.split(':', 1)[1])}.{digest}"
 
 
+#: Every slot rule speaks of the speaker, a possession or a superlative; text without any of these holds no slot.
+_SLOT_TRIGGER = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|we|we're|our|home|the best|the worst)\b|'s\b|我", re.IGNORECASE)
+
+
 @lru_cache(maxsize=16384)
 def slot_of(text: str) -> tuple[str | None, str | None]:
     """Slot and value of a first-person statement, with a transcript speaker as the subject.
@@ -222,11 +227,28 @@ def slot_of(text: str) -> tuple[str | None, str | None]:
     ``"[8 May 2023] Caroline: I live in Boston"`` → ``("caroline.residence", "Boston")``; without a speaker prefix
     the subject is ``user``.
     """
+    body = strip_transcript_prefix(text)
+    if not _SLOT_TRIGGER.search(body):
+        return None, None
     speaker = transcript_speaker(text)
-    slot, value = detect_slot(strip_transcript_prefix(text))
+    slot, value = detect_slot(body)
     if slot is not None and speaker is not None and slot.startswith("user."):
         slot = f"{_slug(speaker)}.{slot.split('.', 1)[1]}"
     return slot, value
+
+
+def may_revise(text: str) -> bool:
+    """Whether ``text`` could update or withdraw a statement that holds no slot (cheap; cached per text).
+
+    True for a correction cue, a replacement, a withdrawal or negation, or a number or date in a statement about the
+    speaker: the rules that need the nearest statements by vector. Everything else is matched by slot only, so bulk
+    imports of plain records pay no vector query.
+    """
+    _, cue, personal, _, numeric, _, _ = _profile(text)
+    if cue or (personal and numeric) or withdraws(text):
+        return True
+    table = tables_for(text)[0]
+    return any(p.search(strip_transcript_prefix(text)) for p in table.replacement)
 
 
 def withdraws(text: str) -> bool:
@@ -670,6 +692,8 @@ class LLMReconciler:
     """
 
     name = "llm"
+    #: The manager offers the nearest statements of every user statement (the rules get them only on a cue).
+    wants_neighbours = True
 
     def __init__(
         self, model: Any, *, fallback: Reconciler | None = None, timeout: float = 20.0, batch_size: int = 8
