@@ -181,13 +181,18 @@ def user_text(inputs: Any, input_key: str | None = None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- memories
-def format_memories(memories: Iterable[Memory]) -> str:
+def memory_lines(memories: Iterable[Memory]) -> list[str]:
     """One line per memory: ``- [m:<id>] [source] content`` (suspect ones flagged); the model cites the marker."""
     lines = []
     for m in memories:
         flag = " (suspect)" if m.status.value == "suspect" else ""
         lines.append(f"- {marker(m.id)} [{m.source}]{flag} {m.content}")
-    return "\n".join(lines)
+    return lines
+
+
+def format_memories(memories: Iterable[Memory]) -> str:
+    """:func:`memory_lines` joined by newlines."""
+    return "\n".join(memory_lines(memories))
 
 
 def memory_to_message(memory: Memory) -> BaseMessage:

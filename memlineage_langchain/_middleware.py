@@ -19,14 +19,16 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec
+from memlineage.errors import InvalidInputError
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, new_id
+from memlineage.window import fit_to_budget
 from typing_extensions import NotRequired, override
 
 from memlineage_langchain._convert import (
     final_ai_text,
-    format_memories,
     last_human_text,
+    memory_lines,
     require_scope,
     scope_from_config,
     scope_from_mapping,
@@ -109,6 +111,12 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         k: Memories recalled per turn.
         include_suspect: Also recall suspect memories (flagged in the note).
         header: Text put before the recalled memories in the system message.
+        max_note_tokens: Token budget of that note (header included, tiktoken ``cl100k_base``), ≥ 1; memories are
+            added best first while they fit, and a memory longer than what is left is cut with an ellipsis.
+            Default 1,000. Only the memories shown become the run's context.
+
+    Raises:
+        InvalidInputError: ``max_note_tokens`` is not a positive int.
     """
 
     state_schema = LineageState
@@ -121,8 +129,13 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         k: int = 5,
         include_suspect: bool = False,
         header: str = "Relevant memories (cite the ones you use as [m:<id>]):",
+        max_note_tokens: int = 1000,
     ) -> None:
         super().__init__()
+        if isinstance(max_note_tokens, bool) or not isinstance(max_note_tokens, int) or max_note_tokens < 1:
+            msg = f"max_note_tokens must be a positive int, got {max_note_tokens!r}"
+            raise InvalidInputError(msg)
+        self.max_note_tokens = max_note_tokens
         self.manager = manager
         self.scope = Scope.coerce(scope) if scope is not None else None
         self.k = k
@@ -140,10 +153,12 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
 
     # ------------------------------------------------------------------ turn start / end
     def _start(self, scope: Scope, text: str, memories: list[Memory]) -> dict[str, Any]:
+        lines = fit_to_budget([self.header, *memory_lines(memories)], self.max_note_tokens)
+        shown = memories[: max(0, len(lines) - 1)]
         run = self._recorder.start_run(
-            scope, new_id(), text, name="create_agent", framework="langchain", recalled=memories
+            scope, new_id(), text, name="create_agent", framework="langchain", recalled=shown
         )
-        notes = f"{self.header}\n{format_memories(memories)}" if memories else ""
+        notes = "\n".join(lines) if shown else ""
         return {"memlineage_run": run.run_id, "memlineage_notes": notes}
 
     @override

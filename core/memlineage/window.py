@@ -62,6 +62,7 @@ __all__ = [
     "WorkingMemory",
     "WriteGateSink",
     "count_tokens",
+    "fit_to_budget",
     "get_encoding",
 ]
 
@@ -155,6 +156,41 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     if not text:
         return 0
     return len(get_encoding(encoding).encode_ordinary(text))
+
+
+def fit_to_budget(lines: Sequence[str], max_tokens: int, encoding: str = DEFAULT_ENCODING) -> list[str]:
+    """The leading lines that fit ``max_tokens`` together (one token per line break), in order.
+
+    The first line that does not fit whole is cut to what is left, with an ellipsis, if at least a few tokens are
+    left; the lines after it are dropped. Used for memory notes put into a prompt.
+
+    Args:
+        lines: Lines, most important first.
+        max_tokens: Budget in tokens, >= 1.
+        encoding: Shipped encoding name.
+
+    Returns:
+        The lines kept (the last one possibly cut).
+
+    Example:
+        >>> fit_to_budget(["header", "a short line", "word " * 500], 20)[-1].endswith("…")
+        True
+    """
+    enc = get_encoding(encoding)
+    out: list[str] = []
+    left = max_tokens
+    for line in lines:
+        tokens = enc.encode_ordinary(line)
+        cost = len(tokens) + (1 if out else 0)
+        if cost <= left:
+            out.append(line)
+            left -= cost
+            continue
+        room = left - (2 if out else 1)  # the line break and the ellipsis
+        if room >= 4:
+            out.append(enc.decode(tokens[:room]).rstrip() + "…")
+        break
+    return out
 
 
 def _repair_text(value: Any) -> Any:

@@ -172,3 +172,28 @@ def test_store_through_create_agent(manager):
     agent.invoke(ask("I prefer aisle seats"), config={"metadata": {"user_id": "alice"}})
     assert store.get(("alice", "prefs"), "latest").value == {"text": "aisle seat"}
     assert store.search(("bob",)) == []
+
+
+def test_middleware_note_respects_its_token_budget(manager, alice):
+    from memlineage.window import count_tokens
+
+    for i in range(12):
+        manager.remember(f"Trip diary {i}: " + "we walked along the river and talked about Rex " * 40, scope=alice)
+    model = scripted(AIMessage(content="ok"))
+    seen: list[Any] = []
+    real = model._generate
+
+    def spy(messages: list[Any], *args: Any, **kwargs: Any) -> Any:
+        seen.append(messages)
+        return real(messages, *args, **kwargs)
+
+    object.__setattr__(model, "_generate", spy)
+    middleware = LineageMiddleware(manager, scope=alice, k=12, max_note_tokens=300)
+    agent = create_agent(model, [], system_prompt="Be brief.", middleware=[middleware])
+    agent.invoke(ask("What did we talk about on the river walks with Rex?"))
+    system = seen[0][0].content
+    note = system[system.index(middleware.header) :]
+    assert count_tokens(note) <= 300 + 2  # the budget, give or take the joining line break
+    assert "[m:" in note and note.rstrip().endswith("…")
+    with pytest.raises(InvalidInputError):
+        LineageMiddleware(manager, scope=alice, max_note_tokens=0)
