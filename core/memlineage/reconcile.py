@@ -31,6 +31,7 @@ Two reconcilers ship:
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import json
 import logging
 import re
@@ -202,8 +203,6 @@ def tool_slot(tool_source: str, arguments: Any) -> str | None:
         ... )
         True
     """
-    import hashlib
-
     if arguments is None or arguments == "" or not tool_source.startswith("tool:"):
         return None
     if isinstance(arguments, str):
@@ -452,30 +451,26 @@ class RuleReconciler:
     def _withdrawal(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
     ) -> Decision | None:
-        kind = st.source.split(":", 1)[0]
-        who = transcript_speaker(st.content)
-        return self._withdraw_by(table.withdrawal, text, cands, self.withdraw_overlap, "withdraws", kind, who, 1)
+        return self._withdraw_by(st, table.withdrawal, text, cands, self.withdraw_overlap, "withdraws", 1)
 
     def _negation(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
     ) -> Decision | None:
-        kind = st.source.split(":", 1)[0]
-        who = transcript_speaker(st.content)
         # a negation names its fact in at least two words ("not allergic to cats"): "I don't have a recipe" is
         # too thin to deny anything said before
-        return self._withdraw_by(table.negation, text, cands, self.negation_overlap, "denies", kind, who, 2)
+        return self._withdraw_by(st, table.negation, text, cands, self.negation_overlap, "denies", 2)
 
     def _withdraw_by(
         self,
+        st: Statement,
         patterns: Sequence[re.Pattern[str]],
         text: str,
         cands: list[Candidate],
         threshold: float,
         verb: str,
-        source_kind: str,
-        speaker: str | None,
         min_terms: int,
     ) -> Decision | None:
+        source_kind, speaker = st.source.split(":", 1)[0], transcript_speaker(st.content)
         # Every pattern that matches proposes its object; the candidate covering the most withdrawn words wins
         # ("成都出差取消了" names more than "之前说的出差不算了").
         best: tuple[int, float, datetime, int, Candidate, str, str] | None = None

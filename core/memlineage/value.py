@@ -79,7 +79,9 @@ from memlineage.extractors import (
     LLMExtractor,
     MemoryFeatures,
     RuleBasedExtractor,
+    content_terms,
 )
+from memlineage.extractors._patterns import has_cjk
 from memlineage.models import Memory, MemoryKind, Scope, ValueAssessment, check_text, normalize_content
 
 __all__ = [
@@ -754,9 +756,7 @@ def prepare_drafts(mm: Any, drafts: Sequence[Any]) -> None:
 
 
 def _bigram_similarity(a: str, b: str) -> float:
-    """Jaccard similarity of the CJK character bigrams of two texts, in [0, 1]."""
-    from memlineage.extractors import content_terms
-
+    """Jaccard similarity of the content terms (words and CJK character bigrams) of two texts, in [0, 1]."""
     ta, tb = content_terms(a), content_terms(b)
     return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
@@ -768,7 +768,6 @@ def _nearest_similarity(mm: Any, d: Any) -> float | None:
     candidates instead, because the default English MiniLM scores unrelated Chinese sentences as similar
     (about 0.56 for "我喜欢喝咖啡。" vs "我住在上海浦东。").
     """
-    from memlineage.extractors._patterns import has_cjk
     from memlineage.index import IndexFilter  # local: keeps this module free of index imports at load time
 
     if d.embedding is None:

@@ -33,9 +33,7 @@ def ask(text: str) -> dict[str, Any]:
 
 def test_middleware_records_turn_tool_results_and_derived_answer(manager, alice):
     agent = weather_agent(manager, "Paris", "Lyon", middleware=[LineageMiddleware(manager)])
-    agent.invoke(
-        ask("Weather in Paris and Lyon?"), config={"metadata": {"user_id": "alice", "session_id": "s1"}}
-    )
+    agent.invoke(ask("Weather in Paris and Lyon?"), config={"metadata": {"user_id": "alice", "session_id": "s1"}})
     (turn,) = by_source(manager, alice, "user")
     results = {m.content: m for m in by_source(manager, alice, "tool:get_weather")}
     assert {c: m.metadata["tool_call_id"] for c, m in results.items()} == {
@@ -54,8 +52,8 @@ def test_middleware_records_turn_tool_results_and_derived_answer(manager, alice)
     assert manager.require(answer.id, scope=alice).status is Status.SUSPECT
 
 
-def test_middleware_injects_recalled_memories_before_the_model_call(manager, alice):
-    manager.remember("I always travel with my dog Rex", scope=alice, source="user")
+def spied_model() -> tuple[Any, list[Any]]:
+    """A scripted model answering "ok", and the list of message lists it was called with."""
     model = scripted(AIMessage(content="ok"))
     seen: list[Any] = []
     real = model._generate
@@ -65,9 +63,13 @@ def test_middleware_injects_recalled_memories_before_the_model_call(manager, ali
         return real(messages, *args, **kwargs)
 
     object.__setattr__(model, "_generate", spy)
-    agent = create_agent(
-        model, [], system_prompt="Be brief.", middleware=[LineageMiddleware(manager, scope=alice)]
-    )
+    return model, seen
+
+
+def test_middleware_injects_recalled_memories_before_the_model_call(manager, alice):
+    manager.remember("I always travel with my dog Rex", scope=alice, source="user")
+    model, seen = spied_model()
+    agent = create_agent(model, [], system_prompt="Be brief.", middleware=[LineageMiddleware(manager, scope=alice)])
     out = agent.invoke(ask("Can my dog Rex travel with me?"))
     system = seen[0][0]
     assert system.type == "system" and "Be brief." in system.content and "dog Rex" in system.content
@@ -97,7 +99,10 @@ async def test_middleware_async_path(manager, alice):
     agent = weather_agent(manager, "Paris", "Lyon", middleware=[LineageMiddleware(manager, scope=alice)])
     await agent.ainvoke(ask("Weather in Paris and Lyon?"))
     results = {m.content: m.metadata["tool_call_id"] for m in by_source(manager, alice, "tool:get_weather")}
-    assert results == {"get_weather(city='Paris') -> Sunny in Paris": "call_paris", "get_weather(city='Lyon') -> Sunny in Lyon": "call_lyon"}
+    assert results == {
+        "get_weather(city='Paris') -> Sunny in Paris": "call_paris",
+        "get_weather(city='Lyon') -> Sunny in Lyon": "call_lyon",
+    }
     (answer,) = by_source(manager, alice, "agent")
     assert len(answer.derived_from) == 2
 
@@ -105,13 +110,9 @@ async def test_middleware_async_path(manager, alice):
 def test_callback_under_create_agent_joins_parallel_calls_by_tool_call_id(manager, alice):
     handler = LineageCaptureCallback(manager, raise_error=True)
     agent = weather_agent(manager, "Paris", "Lyon", "Oslo")
-    agent.invoke(
-        ask("Weather in three cities?"), config={"callbacks": [handler], "metadata": {"user_id": "alice"}}
-    )
+    agent.invoke(ask("Weather in three cities?"), config={"callbacks": [handler], "metadata": {"user_id": "alice"}})
     alice_any = Scope(user_id="alice")
-    results = {
-        m.content: m.metadata["tool_call_id"] for m in by_source(manager, alice_any, "tool:get_weather")
-    }
+    results = {m.content: m.metadata["tool_call_id"] for m in by_source(manager, alice_any, "tool:get_weather")}
     assert results == {
         "get_weather(city='Paris') -> Sunny in Paris": "call_paris",
         "get_weather(city='Lyon') -> Sunny in Lyon": "call_lyon",
@@ -128,7 +129,10 @@ async def test_async_callback_under_create_agent(manager, alice):
     agent = weather_agent(manager, "Paris", "Lyon")
     await agent.ainvoke(ask("Weather in two cities?"), config={"callbacks": [handler]})
     results = {m.content: m.metadata["tool_call_id"] for m in by_source(manager, alice, "tool:get_weather")}
-    assert results == {"get_weather(city='Paris') -> Sunny in Paris": "call_paris", "get_weather(city='Lyon') -> Sunny in Lyon": "call_lyon"}
+    assert results == {
+        "get_weather(city='Paris') -> Sunny in Paris": "call_paris",
+        "get_weather(city='Lyon') -> Sunny in Lyon": "call_lyon",
+    }
 
 
 def test_two_users_never_see_each_others_memories_through_the_middleware(manager, alice, bob):
@@ -179,15 +183,7 @@ def test_middleware_note_respects_its_token_budget(manager, alice):
 
     for i in range(12):
         manager.remember(f"Trip diary {i}: " + "we walked along the river and talked about Rex " * 40, scope=alice)
-    model = scripted(AIMessage(content="ok"))
-    seen: list[Any] = []
-    real = model._generate
-
-    def spy(messages: list[Any], *args: Any, **kwargs: Any) -> Any:
-        seen.append(messages)
-        return real(messages, *args, **kwargs)
-
-    object.__setattr__(model, "_generate", spy)
+    model, seen = spied_model()
     middleware = LineageMiddleware(manager, scope=alice, k=12, max_note_tokens=300)
     agent = create_agent(model, [], system_prompt="Be brief.", middleware=[middleware])
     agent.invoke(ask("What did we talk about on the river walks with Rex?"))
