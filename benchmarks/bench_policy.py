@@ -93,9 +93,7 @@ def build_store(n: int, clock: Clock, seed: int = 3) -> tuple[Any, Scope]:
     for start in range(0, n, 1000):
         mm.remember_many(items[start : start + 1000])
     # premises retracted later: 2 % of the store becomes suspect
-    premises = [
-        mm.remember(f"premise {j}: the trip is to city {j}", scope=scope, source="user") for j in range(20)
-    ]
+    premises = [mm.remember(f"premise {j}: the trip is to city {j}", scope=scope, source="user") for j in range(20)]
     for j in range(n // 50):
         p = premises[j % len(premises)]
         mm.remember(f"derived {j}: {TOPICS[j % len(TOPICS)]} plan for city {j % 20}", scope=scope,
@@ -106,9 +104,7 @@ def build_store(n: int, clock: Clock, seed: int = 3) -> tuple[Any, Scope]:
     return mm, scope
 
 
-def time_recalls(
-    mm: Any, engine: PolicyEngine, scope: Scope, queries: list[str], k: int
-) -> dict[str, list[float]]:
+def time_recalls(mm: Any, engine: PolicyEngine, scope: Scope, queries: list[str], k: int) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"none": [], "policies": []}
     for i, q in enumerate(queries):
         purpose = "decision" if i % 2 else None
@@ -171,17 +167,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"store: {args.n} memories (+{args.n // 50 + 20} lineage), built in {build_s:.1f} s")
         print(f"recall k={args.k}, {args.queries} queries, {len(engine)} policies vs none")
         print(
-            f"  median  none {med['none']:.3f} ms   policies {med['policies']:.3f} ms   "
-            f"ratio {result['ratio_median']}"
+            f"  median  none {med['none']:.3f} ms   policies {med['policies']:.3f} ms   ratio {result['ratio_median']}"
         )
         print(
-            f"  mean    none {mean['none']:.3f} ms   policies {mean['policies']:.3f} ms   "
-            f"ratio {result['ratio_mean']}"
+            f"  mean    none {mean['none']:.3f} ms   policies {mean['policies']:.3f} ms   ratio {result['ratio_mean']}"
         )
-        print(
-            f"  engine alone: {per_candidate_us:.2f} µs per candidate "
-            "(filter_read, 100 candidates, 10 policies)"
-        )
+        print(f"  engine alone: {per_candidate_us:.2f} µs per candidate (filter_read, 100 candidates, 10 policies)")
         verdict = "OK" if result["ratio_median"] <= 1.10 else "ABOVE TARGET"
         print(f"target ratio <= 1.10: {verdict}")
     return 0

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from memlineage import ChromaIndex, Ledger, MemoryManager, Scope
 from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
 
@@ -137,14 +136,21 @@ def bench_cascade(n_desc: int, tmp: Path) -> dict[str, Any]:
     made = 1
     for level in range(10):
         batch = [
-            {"content": f"conclusion {level}-{i}", "scope": scope, "derived_from": [p], "embedding": vecs[made + i].tolist()}
+            {
+                "content": f"conclusion {level}-{i}",
+                "scope": scope,
+                "derived_from": [p],
+                "embedding": vecs[made + i].tolist(),
+            }
             for i, p in enumerate(frontier)
         ]
         made += len(batch)
         frontier = [m.id for m in mm.remember_many(batch)]
     t0 = time.perf_counter()
     with mm.ledger.transaction() as conn:
-        suspect, _ = mm._invalidate(conn, root.id, __import__("memlineage").Status.RETRACTED, mm.clock(), reason="bench")
+        suspect, _ = mm._invalidate(
+            conn, root.id, __import__("memlineage").Status.RETRACTED, mm.clock(), reason="bench"
+        )
     ledger_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     mm._sync_index([root.id, *suspect])
@@ -204,20 +210,28 @@ def main() -> dict[str, Any]:
             "embedder": bench_embedder(tmp),
         }
     ir = out["ingest_recall"]
-    print(f"ingest {ir['n']}: MemoryManager {ir['memlineage_ingest_per_s']:.0f}/s vs raw Chroma {ir['raw_ingest_per_s']:.0f}/s"
-          f" -> throughput ratio {ir['ingest_throughput_ratio']:.2f}x (target >= 0.8); vs raw Chroma with the same"
-          f" flat metadata {ir['raw_same_metadata_ingest_per_s']:.0f}/s -> "
-          f"{ir['ingest_throughput_ratio_same_metadata']:.2f}x")
-    print(f"recall p50: MemoryManager {ir['memlineage_recall_p50_ms']:.2f} ms vs raw filtered query "
-          f"{ir['raw_recall_p50_ms']:.2f} ms -> {ir['recall_latency_ratio']:.2f}x")
+    print(
+        f"ingest {ir['n']}: MemoryManager {ir['memlineage_ingest_per_s']:.0f}/s vs raw Chroma {ir['raw_ingest_per_s']:.0f}/s"
+        f" -> throughput ratio {ir['ingest_throughput_ratio']:.2f}x (target >= 0.8); vs raw Chroma with the same"
+        f" flat metadata {ir['raw_same_metadata_ingest_per_s']:.0f}/s -> "
+        f"{ir['ingest_throughput_ratio_same_metadata']:.2f}x"
+    )
+    print(
+        f"recall p50: MemoryManager {ir['memlineage_recall_p50_ms']:.2f} ms vs raw filtered query "
+        f"{ir['raw_recall_p50_ms']:.2f} ms -> {ir['recall_latency_ratio']:.2f}x"
+    )
     for key in ("cascade_1k", "cascade_10k"):
         c = out[key]
-        print(f"cascade {c['descendants']} descendants: ledger {c['cascade_ledger_ms']:.0f} ms + index sync "
-              f"{c['index_sync_ms']:.0f} ms = {c['total_ms']:.0f} ms (target <= 200 ms at 10k)")
+        print(
+            f"cascade {c['descendants']} descendants: ledger {c['cascade_ledger_ms']:.0f} ms + index sync "
+            f"{c['index_sync_ms']:.0f} ms = {c['total_ms']:.0f} ms (target <= 200 ms at 10k)"
+        )
     if out["embedder"]:
         e = out["embedder"]
-        print(f"embedder on {e['texts']} short texts: {e['memlineage_s']:.2f} s vs chromadb default "
-              f"{e['chromadb_default_s']:.2f} s -> {e['speedup']:.1f}x faster, max |diff| {e['max_abs_diff']:.1e}")
+        print(
+            f"embedder on {e['texts']} short texts: {e['memlineage_s']:.2f} s vs chromadb default "
+            f"{e['chromadb_default_s']:.2f} s -> {e['speedup']:.1f}x faster, max |diff| {e['max_abs_diff']:.1e}"
+        )
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(out, indent=2))
     return out

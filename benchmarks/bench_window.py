@@ -13,9 +13,7 @@ import time
 
 from memlineage.window import ChatMessage, ToolCall, WorkingMemory
 
-WORDS = (
-    "memory lineage policy window token budget retrieval Paris hotel flight price 记忆 检索 北京 天气"
-).split()
+WORDS = ("memory lineage policy window token budget retrieval Paris hotel flight price 记忆 检索 北京 天气").split()
 
 
 def make_history(n: int, seed: int = 0) -> list[ChatMessage]:
@@ -28,9 +26,7 @@ def make_history(n: int, seed: int = 0) -> list[ChatMessage]:
         out.append(ChatMessage(role="user", content=text))
         if rng.random() < 0.3:
             calls = tuple(
-                ToolCall(
-                    id=f"c{i}_{j}", name="search_flights", arguments=json.dumps({"q": text[:40], "j": j})
-                )
+                ToolCall(id=f"c{i}_{j}", name="search_flights", arguments=json.dumps({"q": text[:40], "j": j}))
                 for j in range(rng.randint(1, 3))
             )
             out.append(ChatMessage(role="assistant", tool_calls=calls))

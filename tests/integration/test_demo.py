@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from rich.console import Console
-from typer.testing import CliRunner
-
 from memlineage.cli import app
 from memlineage.index import default_model_dir
+from rich.console import Console
+from typer.testing import CliRunner
 
 pytestmark = [
     pytest.mark.integration,

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from memlineage import MemoryManager, Scope, Status, StoreLockedError
 from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
 

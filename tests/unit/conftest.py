@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from pytest_socket import disable_socket, enable_socket
-
 from memlineage import MemoryManager, Scope
 from memlineage.testing import make_manager
+from pytest_socket import disable_socket, enable_socket
 
 
 @pytest.fixture(autouse=True)

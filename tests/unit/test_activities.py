@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-
 from memlineage import Activity, InvalidInputError, MemoryManager, MemoryNotFoundError, Scope, ScopeViolationError
 from memlineage.index import InMemoryIndex
 from memlineage.ledger import Ledger

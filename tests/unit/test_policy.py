@@ -165,8 +165,7 @@ def test_json_file_and_roundtrip(tmp_path: Path) -> None:
             "policy 'a' (entry #0): field 'colour': unknown",
         ),
         (
-            "policies:\n  - id: a\n    effect: deny\n"
-            "  - id: b\n    effect: filter\n    condition: memory.nope\n",
+            "policies:\n  - id: a\n    effect: deny\n  - id: b\n    effect: filter\n    condition: memory.nope\n",
             "policy 'b' (entry #1): field 'condition': unknown field memory.nope",
         ),
         ("policies:\n  - id: a\n    effect: deny\n  - id: a\n    effect: deny\n", "field 'id': duplicate"),
@@ -185,9 +184,7 @@ def test_yaml_load_errors_name_file_policy_field(tmp_path: Path, text: str, expe
 
 
 def test_python_callable_conditions() -> None:
-    single = Policy(
-        id="long", effect="filter", condition=lambda m, ctx: len(m.content) > 5, inputs=("memory.content",)
-    )
+    single = Policy(id="long", effect="filter", condition=lambda m, ctx: len(m.content) > 5, inputs=("memory.content",))
     batched = Policy(
         id="batched",
         effect="downgrade",
@@ -216,9 +213,7 @@ def test_failing_condition_fails_closed_for_restrictions_only() -> None:
 
 
 def test_cel_null_fields_are_safe() -> None:
-    p = Policy(
-        id="ttl", effect="mark_expired", condition="memory.expires_at != null && memory.expires_at < now"
-    )
+    p = Policy(id="ttl", effect="mark_expired", condition="memory.expires_at != null && memory.expires_at < now")
     eng = engine(p)
     fresh, old = mem(), mem(expires_at=NOW - timedelta(seconds=1))
     out = eng.filter_read([fresh, old], read())
@@ -250,10 +245,7 @@ def test_layers_session_over_domain_over_global_unless_final() -> None:
 
 
 def test_order_is_independent_of_insertion() -> None:
-    ps = [
-        Policy(id=f"p{i}", effect=e, priority=i % 2)
-        for i, e in enumerate(["deny", "allow", "filter", "allow"])
-    ]
+    ps = [Policy(id=f"p{i}", effect=e, priority=i % 2) for i, e in enumerate(["deny", "allow", "filter", "allow"])]
     assert [p.id for p in engine(*ps).policies] == [p.id for p in engine(*reversed(ps)).policies]
 
 
@@ -271,9 +263,7 @@ def test_target_matching() -> None:
     p = Policy(
         id="t",
         effect="filter",
-        target=PolicyTarget(
-            kinds=("semantic",), tags=("a", "b"), source_kinds=("tool",), user_ids=("alice",)
-        ),
+        target=PolicyTarget(kinds=("semantic",), tags=("a", "b"), source_kinds=("tool",), user_ids=("alice",)),
     )
     eng = engine(p)
     hit = mem(kind="semantic", tags=("b",), source="tool")
@@ -288,9 +278,7 @@ def test_target_matching() -> None:
 
 def test_check_conflicts_reports_overlap_and_winner() -> None:
     eng = engine(
-        Policy(
-            id="allow_tools", effect="allow", target=PolicyTarget(source_kinds=("tool",)), layer="session"
-        ),
+        Policy(id="allow_tools", effect="allow", target=PolicyTarget(source_kinds=("tool",)), layer="session"),
         Policy(id="deny_prices", effect="deny", target=PolicyTarget(tags=("price",)), priority=5),
         Policy(id="deny_users", effect="deny", target=PolicyTarget(source_kinds=("user",))),
         Policy(id="write_only", effect="allow", operations=("write",)),
@@ -344,9 +332,7 @@ def test_builtin_source_trust_floor() -> None:
     out = eng.filter_read([guess, sure, tool], read())
     assert out.memories == [sure, tool]
     decision = out.withheld[0][1]
-    assert decision.policy_id == "builtin.source_trust_floor" and decision.inputs == {
-        "memory.confidence": 0.6
-    }
+    assert decision.policy_id == "builtin.source_trust_floor" and decision.inputs == {"memory.confidence": 0.6}
 
 
 def test_builtin_freshness_refreshes_with_hook() -> None:
@@ -535,9 +521,7 @@ def test_flat_and_map_cel_forms_agree() -> None:
     flat = Policy(
         id="pricey",
         effect="filter",
-        condition=(
-            "has(memory.metadata.price) && memory.metadata.price > 100.0 && 'memory.x' != request.purpose"
-        ),
+        condition=("has(memory.metadata.price) && memory.metadata.price > 100.0 && 'memory.x' != request.purpose"),
     )
     assert flat.compiled.flat_program is not None
     whole = Policy(id="slotted", effect="downgrade", condition="has(memory.slot)")
@@ -600,9 +584,7 @@ def test_python_fast_path_matches_cel(source: str) -> None:
     for req in ({"purpose": "decision", "promote": False, "source_kind": "tool", "agent_id": None},
                 {"purpose": None, "promote": True, "source_kind": "user", "agent_id": "bot"}):  # fmt: skip
         for r in rows:
-            expected = _outcome(
-                lambda r=r, q=req: cel.evaluate(source, {"memory": r, "request": q, "now": 7200.0})
-            )
+            expected = _outcome(lambda r=r, q=req: cel.evaluate(source, {"memory": r, "request": q, "now": 7200.0}))
             got = _outcome(lambda r=r, q=req: single(r, q, None, 7200.0))
             # the Python form may decline (raise / non-bool: the engine then asks CEL) but never disagree
             assert got == expected or not isinstance(got, bool), (r, req, got, expected)
@@ -615,9 +597,7 @@ def test_python_fast_path_matches_cel(source: str) -> None:
     assert agreed >= 2  # the fast path does decide most items
 
 
-@pytest.mark.parametrize(
-    "source", ["has(memory.slot)", "size(memory.tags) > 1", "memory.tags.exists(t, t == 'a')"]
-)
+@pytest.mark.parametrize("source", ["has(memory.slot)", "size(memory.tags) > 1", "memory.tags.exists(t, t == 'a')"])
 def test_python_fast_path_declines_what_it_cannot_mirror(source: str) -> None:
     from memlineage.policy._condition import compile_python
 

@@ -79,9 +79,7 @@ def test_read_decisions_in_trace_hits_and_audit_log(mm) -> None:
 
 def test_filtering_happens_before_top_k(mm) -> None:
     for i in range(6):
-        mm.remember(
-            f"guess {i} about the user's favourite coffee", scope=ALICE, source="reasoning", confidence=0.2
-        )
+        mm.remember(f"guess {i} about the user's favourite coffee", scope=ALICE, source="reasoning", confidence=0.2)
     good = mm.remember("the user's favourite coffee is a flat white", scope=ALICE, source="user")
     assert mm.recall("favourite coffee", scope=ALICE, k=1).ids == [good.id]
 
@@ -173,9 +171,7 @@ def test_policy_promotes_a_tool(engine: PolicyEngine, mm) -> None:
 
 
 def test_missing_refresh_hook_withholds_with_reason(mm, clock: Clock) -> None:
-    price = mm.remember(
-        "Flight NYC-FCO costs 380 EUR", scope=ALICE, source="tool:flight_api", tags=["flight_price"]
-    )
+    price = mm.remember("Flight NYC-FCO costs 380 EUR", scope=ALICE, source="tool:flight_api", tags=["flight_price"])
     clock.advance(hours=2)
     result = mm.recall("flight FCO price", scope=ALICE, trace=True)
     assert price.id not in result.ids
@@ -198,30 +194,22 @@ def test_budget_accepts_stale_price_with_warning(engine: PolicyEngine, mm, clock
 
     def rerun(old: Memory, decision: Decision) -> Memory:
         calls.append(old.id)
-        return mm.remember(
-            "Hotel Roma costs 140 EUR", scope=ALICE, source="tool:hotel_api", tags=["hotel_price"]
-        )
+        return mm.remember("Hotel Roma costs 140 EUR", scope=ALICE, source="tool:hotel_api", tags=["hotel_price"])
 
     engine.register_refresh_hook("hotel_api", rerun)
-    stale = mm.remember(
-        "Hotel Roma costs 120 EUR", scope=ALICE, source="tool:hotel_api", tags=["hotel_price"]
-    )
+    stale = mm.remember("Hotel Roma costs 120 EUR", scope=ALICE, source="tool:hotel_api", tags=["hotel_price"])
     clock.advance(minutes=30)
     cheap = mm.recall("Hotel Roma price", scope=ALICE, budget=1.0)
     assert cheap.ids == [stale.id] and "stale" in cheap[0].flags and calls == []
     assert cheap[0].decisions[-1].warning
     rich = mm.recall("Hotel Roma price", scope=ALICE, budget=5.0)
-    assert (
-        rich[0].content == "Hotel Roma costs 140 EUR" and "refreshed" in rich[0].flags and calls == [stale.id]
-    )
+    assert rich[0].content == "Hotel Roma costs 140 EUR" and "refreshed" in rich[0].flags and calls == [stale.id]
     assert mm.get(stale.id, scope=ALICE).status is Status.EXPIRED
 
 
 def test_travel_scenario_freshness_and_dependency_consistency(engine: PolicyEngine, mm, clock: Clock) -> None:
     """Paris → Rome makes the Paris hotel suspect; the Rome flight price goes stale and is refreshed."""
-    city = mm.remember(
-        "I am travelling to Paris", scope=ALICE, source="user", kind="semantic", slot="trip/city"
-    )
+    city = mm.remember("I am travelling to Paris", scope=ALICE, source="user", kind="semantic", slot="trip/city")
     hotel = mm.remember(
         "Hotel Lumière in Paris is booked for the trip",
         scope=ALICE,
@@ -240,9 +228,7 @@ def test_travel_scenario_freshness_and_dependency_consistency(engine: PolicyEngi
         derived_from=[rome.id],
     )
     # dependency consistency: the Paris hotel is not decision-grade, but is served with a flag otherwise
-    decide = mm.recall(
-        "hotel for the trip", scope=ALICE, purpose="decision", include_suspect=True, trace=True
-    )
+    decide = mm.recall("hotel for the trip", scope=ALICE, purpose="decision", include_suspect=True, trace=True)
     assert hotel.id not in decide.ids
     browse = mm.recall("hotel for the trip", scope=ALICE, include_suspect=True)
     flagged = {h.id: h for h in browse}
@@ -290,9 +276,7 @@ policies:
         encoding="utf-8",
     )
     manager = make_manager(policy=PolicyEngine.from_files(path), clock=clock)
-    note = manager.remember(
-        "Alice asked for a raise", scope=Scope(user_id="alice"), source="user", tags=["hr"]
-    )
+    note = manager.remember("Alice asked for a raise", scope=Scope(user_id="alice"), source="user", tags=["hr"])
     assert manager.recall("raise", scope=Scope(user_id="alice")).ids == [note.id]
     assert manager.recall("raise", scope=Scope(user_id="alice", agent_id="bot")).ids == []
 

@@ -84,9 +84,7 @@ def test_fusion_is_deterministic() -> None:
     for i in range(30):
         mm.remember(f"note {i} about the garden and tomatoes", scope=ALICE, source="user")
     first = mm.recall("garden tomatoes", scope=ALICE, k=10, reinforce=False).ids
-    assert all(
-        mm.recall("garden tomatoes", scope=ALICE, k=10, reinforce=False).ids == first for _ in range(3)
-    )
+    assert all(mm.recall("garden tomatoes", scope=ALICE, k=10, reinforce=False).ids == first for _ in range(3))
 
 
 def test_trace_contents_and_policy_hook_before_cut() -> None:
@@ -117,9 +115,7 @@ def test_write_paths_keep_lexical_leg_in_step() -> None:
     assert mm.recall("lion77", scope=ALICE, k=5).ids in ([], [keep.id])
     assert not mm.lexical.query("lion77", 5, IndexFilter(user_id="alice", statuses=("active",)))
     new = mm.supersede(keep.id, "the wifi password is panda99", scope=ALICE, source="user").memory
-    ids = [
-        h.id for h in mm.lexical.query("wifi password", 5, IndexFilter(user_id="alice", statuses=("active",)))
-    ]
+    ids = [h.id for h in mm.lexical.query("wifi password", 5, IndexFilter(user_id="alice", statuses=("active",)))]
     assert ids == [new.id]
     mm.erase(new.id, scope=ALICE)
     assert not mm.lexical.query("panda99", 5, IndexFilter(user_id="alice", statuses=("active", "erased")))

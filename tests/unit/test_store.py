@@ -9,7 +9,6 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from memlineage import (
     Activity,
     InvalidInputError,
@@ -321,7 +320,9 @@ def test_explain_exports(mm, alice):
     user = mm.remember("Going to Rome", scope=alice)
     mm.record_activity(Activity(id="tool-9", kind="tool_call", name="hotels", scope=alice, parent_id="agent-run"))
     mm.record_activity(Activity(id="agent-run", kind="agent_run", name="AgentExecutor", scope=alice))
-    res = mm.remember("Hotel Roma: 90 EUR", scope=alice, source="tool:hotels", derived_from=[user.id], activity_id="tool-9")
+    res = mm.remember(
+        "Hotel Roma: 90 EUR", scope=alice, source="tool:hotels", derived_from=[user.id], activity_id="tool-9"
+    )
     rec = mm.remember("Stay at Hotel Roma", scope=alice, source="agent", derived_from=[res.id])
     ex = mm.explain(rec.id, scope=alice)
     assert [m.id for m in ex.ancestors] == [res.id, user.id]

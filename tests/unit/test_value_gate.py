@@ -359,6 +359,7 @@ def test_the_seeds_gate_is_still_available(clock):
 
 def test_a_buffered_turn_named_as_a_premise_is_persisted_under_its_id(clock):
     from memlineage import MemoryManager
+
     from memlineage_langchain import LineageMemory
 
     mm = make_manager(clock=clock, **MemoryManager.default_options())

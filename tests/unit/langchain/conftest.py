@@ -27,9 +27,7 @@ class ScriptedChatModel(FakeMessagesListChatModel):
 
 
 def tool_calls(*calls: tuple[str, dict[str, Any], str]) -> AIMessage:
-    return AIMessage(
-        content="", tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in calls]
-    )
+    return AIMessage(content="", tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in calls])
 
 
 def scripted(*responses: BaseMessage) -> ScriptedChatModel:

@@ -25,9 +25,7 @@ PROMPT = ChatPromptTemplate.from_messages(
 )
 
 
-def executor(
-    model: Any, tools: list[Any], memory: LineageMemory | None = None, **kwargs: Any
-) -> AgentExecutor:
+def executor(model: Any, tools: list[Any], memory: LineageMemory | None = None, **kwargs: Any) -> AgentExecutor:
     agent = create_tool_calling_agent(model, tools, PROMPT)
     return AgentExecutor(agent=agent, tools=tools, memory=memory, **kwargs)
 
@@ -174,9 +172,7 @@ def test_handler_attached_at_invoke_sees_tools_and_model_calls(manager, alice):
 
 
 def test_intermediate_steps_become_tool_activities_without_callback(manager, alice):
-    ex = executor(
-        weather_model("Paris"), [get_weather], memory_for(manager, alice), return_intermediate_steps=True
-    )
+    ex = executor(weather_model("Paris"), [get_weather], memory_for(manager, alice), return_intermediate_steps=True)
     ex.invoke({"input": "What is the weather in Paris?"})
     (result,) = by_source(manager, alice, "tool:get_weather")
     act = manager.get_activity(result.lineage.activity_id, scope="alice")
@@ -211,9 +207,7 @@ def test_memory_without_scope_refuses_with_a_typed_error(manager):
 
 def test_callback_without_scope_never_breaks_the_host_run(manager, caplog):
     handler = LineageCaptureCallback(manager)  # no scope, no metadata, raise_error False
-    out = executor(weather_model("Paris"), [get_weather]).invoke(
-        {"input": "hi"}, config={"callbacks": [handler]}
-    )
+    out = executor(weather_model("Paris"), [get_weather]).invoke({"input": "hi"}, config={"callbacks": [handler]})
     assert out["output"] == "It is sunny."
     assert "no scope" in caplog.text
 
@@ -226,9 +220,7 @@ def test_handler_failure_is_logged_not_raised(manager, alice, caplog):
         raise RuntimeError("ledger down")
 
     handler.manager.record_activity = explode  # type: ignore[method-assign]
-    out = executor(weather_model("Paris"), [get_weather]).invoke(
-        {"input": "hi"}, config={"callbacks": [handler]}
-    )
+    out = executor(weather_model("Paris"), [get_weather]).invoke({"input": "hi"}, config={"callbacks": [handler]})
     assert out["output"] == "It is sunny."
     assert "ledger down" in caplog.text
     strict = LineageCaptureCallback(manager, scope=alice, raise_error=True)
@@ -242,9 +234,7 @@ def test_tool_start_without_end_is_closed_as_unknown(manager, alice):
     handler = LineageCaptureCallback(manager, scope=alice, raise_error=True)
     root, tool_run = uuid4(), uuid4()
     handler.on_chain_start({"name": "AgentExecutor"}, {"input": "go"}, run_id=root)
-    handler.on_tool_start(
-        {"name": "get_weather"}, "Paris", run_id=tool_run, parent_run_id=root, tool_call_id="c1"
-    )
+    handler.on_tool_start({"name": "get_weather"}, "Paris", run_id=tool_run, parent_run_id=root, tool_call_id="c1")
     handler.on_chain_end({"output": "done"}, run_id=root)
     (act,) = manager.find_activities(alice, tool_call_id="c1")
     assert act.outcome == "unknown" and act.ended_at is not None and act.metadata["framework_id"] == str(tool_run)

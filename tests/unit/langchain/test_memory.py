@@ -1,7 +1,6 @@
-
-
 def test_scope_accepts_a_user_id_string_like_the_other_surfaces():
     from memlineage.testing import make_manager
+
     from memlineage_langchain import LineageMemory
 
     memory = LineageMemory(manager=make_manager(), scope="user_A")

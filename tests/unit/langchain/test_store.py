@@ -192,9 +192,7 @@ def test_update_supersedes_and_marks_derived_memories_suspect(lineage):
     ns = ("alice", "profile")
     lineage.put(ns, "city", {"text": "lives in Paris"})
     (v1,) = mm.find(scope="alice")
-    hotel = mm.remember(
-        "Book Hotel Lumière in Paris", scope="alice", source="reasoning", derived_from=[v1.id]
-    )
+    hotel = mm.remember("Book Hotel Lumière in Paris", scope="alice", source="reasoning", derived_from=[v1.id])
     lineage.put(ns, "city", {"text": "lives in Lyon"})
     assert mm.require(v1.id, scope="alice").status is Status.SUPERSEDED
     assert mm.require(hotel.id, scope="alice").status is Status.SUSPECT

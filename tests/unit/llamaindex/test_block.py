@@ -88,9 +88,7 @@ async def test_atruncate_drops_lowest_ranked_lines(manager: MemoryManager) -> No
 async def test_memory_truncates_block_under_pressure(manager: MemoryManager) -> None:
     block = LineageMemoryBlock(manager=manager, user_id="alice", k=5, priority=1)
     for i in range(5):
-        await block.aput(
-            [ChatMessage(role="user", content=f"Paris fact number {i}: the museum opens at {i + 8}")]
-        )
+        await block.aput([ChatMessage(role="user", content=f"Paris fact number {i}: the museum opens at {i + 8}")])
     memory = Memory.from_defaults(session_id="s1", token_limit=120, memory_blocks=[block])
     await memory.aput(ChatMessage(role="user", content="When does the Paris museum open? " + "please " * 40))
     messages = await memory.aget()
@@ -132,9 +130,7 @@ async def test_write_through_stores_without_flush(manager: MemoryManager) -> Non
     assert hits[0].memory.scope.session_id == "s1"
 
 
-async def test_tool_result_keeps_its_name_when_call_and_result_arrive_apart(
-    manager: MemoryManager, li: Any
-) -> None:
+async def test_tool_result_keeps_its_name_when_call_and_result_arrive_apart(manager: MemoryManager, li: Any) -> None:
     block = LineageMemoryBlock(manager=manager, user_id="alice")
     await block.aput(
         [ChatMessage(role="user", content="Weather in Paris?"), li.calls(("t-1", "get_weather", {"city": "Paris"}))],
@@ -180,9 +176,7 @@ async def test_two_sessions_two_users_isolated(manager: MemoryManager, li: Any) 
     for user, city in (("alice", "Paris"), ("bob", "Oslo")):
         agent = FunctionAgent(
             tools=li.tools(),
-            llm=li.llm(
-                li.calls((f"{user}-1", "get_weather", {"city": city})), li.say(f"It is 18C in {city}.")
-            ),
+            llm=li.llm(li.calls((f"{user}-1", "get_weather", {"city": city})), li.say(f"It is 18C in {city}.")),
         )
         memory = lineage_memory(manager, user_id=user, session_id=f"{user}-s1")
         await agent.run(user_msg=f"Weather in {city}?", memory=memory)
@@ -197,9 +191,7 @@ async def test_correction_in_later_session_marks_derived_suspect(manager: Memory
 
     agent = FunctionAgent(
         tools=li.tools(),
-        llm=li.llm(
-            li.calls(("c-1", "get_weather", {"city": "Paris"})), li.say("Pack an umbrella for Paris.")
-        ),
+        llm=li.llm(li.calls(("c-1", "get_weather", {"city": "Paris"})), li.say("Pack an umbrella for Paris.")),
     )
     await agent.run(
         user_msg="I live in Paris. What should I pack?",
@@ -211,9 +203,7 @@ async def test_correction_in_later_session_marks_derived_suspect(manager: Memory
     derived = {m.id for m in manager.descendants(city.id, scope=alice)}
     assert len(derived) == 2  # the tool result and the answer
 
-    report = manager.supersede(
-        city.id, "I live in Lyon now, not Paris.", scope=alice
-    )  # the correction, session 2
+    report = manager.supersede(city.id, "I live in Lyon now, not Paris.", scope=alice)  # the correction, session 2
 
     assert set(report.suspect) == derived
     assert all(manager.require(i, scope=alice).status is Status.SUSPECT for i in derived)

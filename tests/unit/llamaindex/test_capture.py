@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from llama_index.core.agent.workflow import FunctionAgent, ReActAgent, ToolCall, ToolCallResult
-from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse
+from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMChatStartEvent
 from llama_index.core.tools import ToolOutput
 from memlineage import MemLineageError, MemoryManager, Scope, SourceKind
@@ -19,9 +19,7 @@ ALICE = Scope(user_id="alice", session_id="s1")
 
 
 def _mems(manager: MemoryManager, scope: Scope) -> dict[str, Any]:
-    hits = manager.recall(
-        "weather time Paris rooms", scope=scope, k=50, reinforce=False, include_suspect=True
-    )
+    hits = manager.recall("weather time Paris rooms", scope=scope, k=50, reinforce=False, include_suspect=True)
     return {str(h.memory.source): h.memory for h in hits}
 
 
@@ -54,12 +52,7 @@ def _assert_run_lineage(manager: MemoryManager, scope: Scope, tool_id: str) -> N
     assert tool.lineage.activity_id == call.id and tool.metadata["tool_call_id"] == tool_id
     assert tool.derived_from == (user.id,)
     assert tool.id in answer.derived_from and user.id not in answer.derived_from  # it rests on the results
-    assert (
-        call is not None
-        and call.kind == "tool_call"
-        and call.name == "get_weather"
-        and call.outcome == "success"
-    )
+    assert call is not None and call.kind == "tool_call" and call.name == "get_weather" and call.outcome == "success"
     llm = manager.get_activity(call.parent_id or "", scope=scope)
     assert llm is not None and llm.kind == "llm_call"
     run = manager.get_activity(llm.parent_id or "", scope=scope)
@@ -144,9 +137,7 @@ async def test_event_handler_through_dispatcher(manager: MemoryManager, li: Any,
     assert not handler._runs and not handler._parents  # no state left behind
 
 
-async def test_event_handler_scope_from_instrument_tags(
-    manager: MemoryManager, li: Any, dispatcher: Any
-) -> None:
+async def test_event_handler_scope_from_instrument_tags(manager: MemoryManager, li: Any, dispatcher: Any) -> None:
     handler = LineageEventHandler(manager=manager, raise_error=True).register(dispatcher)
     try:
         await _weather_agent(li, ("untagged-1",)).run(user_msg="Weather in Paris?")
@@ -154,7 +145,9 @@ async def test_event_handler_scope_from_instrument_tags(
             await _weather_agent(li, ("bob-1",)).run(user_msg="Weather in Paris?")
     finally:
         handler.unregister()
-    assert not any(manager.find_activities(u, tool_call_id="untagged-1") for u in ("alice", "bob"))  # no scope: nothing written anywhere
+    assert not any(
+        manager.find_activities(u, tool_call_id="untagged-1") for u in ("alice", "bob")
+    )  # no scope: nothing written anywhere
     bob = Scope(user_id="bob", session_id="b1")
     _assert_run_lineage(manager, bob, "bob-1")
     assert _mems(manager, ALICE) == {}
@@ -178,12 +171,8 @@ def test_handler_methods_called_directly(manager: MemoryManager) -> None:
     call = ToolCall(tool_name="book_hotel", tool_kwargs={"city": "Paris"}, tool_id="h-9")
     sig = inspect.signature(lambda ctx, ev: None)
     bound = sig.bind(None, call)
-    spans.span_enter(
-        id_="BaseWorkflowAgent.call_tool-1", bound_args=bound, instance=Agent(), parent_id="run-1"
-    )
-    out = ToolOutput(
-        content="no rooms", tool_name="book_hotel", raw_input={}, raw_output="no rooms", is_error=True
-    )
+    spans.span_enter(id_="BaseWorkflowAgent.call_tool-1", bound_args=bound, instance=Agent(), parent_id="run-1")
+    out = ToolOutput(content="no rooms", tool_name="book_hotel", raw_input={}, raw_output="no rooms", is_error=True)
     result = ToolCallResult(
         tool_name="book_hotel",
         tool_kwargs={"city": "Paris"},
