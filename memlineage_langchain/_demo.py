@@ -25,6 +25,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.tools import tool
 from memlineage.capture import tool_result_text
+from memlineage.errors import InvalidInputError
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, Status
 from memlineage.policy import PolicyEngine, builtin_policies
@@ -39,7 +40,10 @@ __all__ = ["TravelWorld", "run_agent_demo"]
 
 warnings.filterwarnings("ignore", category=DeprecationWarning, module="langchain_classic.*")
 
-START = datetime(2026, 4, 20, 9, 0, tzinfo=timezone.utc)
+# The story spans about 2.5 simulated hours; the world's clock starts this long before the real time, so the story
+# ends just before "now" and the store it leaves reads the same afterwards (no TTL or freshness limit passes merely
+# because the simulated clock ran behind the real one).
+STORY_SPAN = timedelta(hours=3)
 BASE_FARES = {"paris": 120, "lyon": 85, "rome": 140}
 HOTELS = {
     "paris": [("Hotel Lumière", 95), ("Le Petit Louvre", 140)],
@@ -51,8 +55,18 @@ HOTELS = {
 class TravelWorld:
     """A local, deterministic world: a simulated clock and fares that rise 7 EUR per simulated hour."""
 
-    def __init__(self) -> None:
-        self.now = START
+    def __init__(self, start: datetime | None = None) -> None:
+        """Start the simulated clock at ``start`` (timezone-aware); default ``STORY_SPAN`` before the real time.
+
+        Raises:
+            InvalidInputError: ``start`` is naive.
+        """
+        if start is None:
+            start = datetime.now(timezone.utc).replace(second=0, microsecond=0) - STORY_SPAN
+        elif start.tzinfo is None:
+            raise InvalidInputError("TravelWorld(start=...) needs a timezone-aware datetime")
+        self.start = start
+        self.now = start
         self.lookups = 0
 
     def clock(self) -> datetime:
@@ -69,7 +83,7 @@ class TravelWorld:
         base = BASE_FARES.get(city.strip().lower())
         if base is None:
             return f"No flights to {city} on {date}."
-        hours = (self.now - START).total_seconds() / 3600
+        hours = (self.now - self.start).total_seconds() / 3600
         price = base + round(7 * hours)
         return f"Flight to {city.title()} on {date}: {price} EUR (aisle seats available), quoted {self.now:%H:%M} UTC"
 

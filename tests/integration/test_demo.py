@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from memlineage.cli import app
+from memlineage.errors import InvalidInputError
 from memlineage.index import default_model_dir
 from rich.console import Console
 from typer.testing import CliRunner
@@ -36,6 +39,34 @@ def test_agent_demo_story(tmp_path: Path) -> None:
     assert "Recommendation: Flight to Lyon" in text
     assert "builtin.freshness.flight_price" in text
     assert "why suspect: premise" in text and "expired" in text
+
+    # The store the demo leaves reads the same afterwards, on the real clock: a new process opening it (CLI or app)
+    # sees the statuses the demo ended with, and a recall (which expires what is past its TTL) changes nothing.
+    from memlineage import MemoryManager, Scope
+
+    runner = CliRunner()
+    cli_stats = runner.invoke(app, ["stats", "--path", str(tmp_path / "store"), "--user", "alice"])
+    assert cli_stats.exit_code == 0, cli_stats.output
+    assert json.loads(cli_stats.output)["by_status"] == summary["stats"]["by_status"]
+    with MemoryManager.open(tmp_path / "store") as mm:
+        res = mm.recall("flight price to Lyon", scope=Scope(user_id="alice"), k=5)
+        assert any("Lyon" in h.content and str(h.memory.source) == "tool:get_flight_price" for h in res)
+        assert mm.stats(Scope(user_id="alice"))["by_status"] == summary["stats"]["by_status"]
+
+
+def test_travel_world_clock_ends_before_the_real_time() -> None:
+    from datetime import datetime, timezone
+
+    from memlineage_langchain._demo import STORY_SPAN, TravelWorld
+
+    before = datetime.now(timezone.utc)
+    world = TravelWorld()
+    assert before - STORY_SPAN - timedelta(minutes=1) <= world.clock() <= before - STORY_SPAN + timedelta(minutes=1)
+    world.advance(2.5)  # the story's span
+    assert world.clock() < datetime.now(timezone.utc)
+    assert TravelWorld(start=before).fare("Lyon", "2026-05-03").startswith("Flight to Lyon")
+    with pytest.raises(InvalidInputError, match="timezone-aware"):
+        TravelWorld(start=datetime(2026, 4, 20, 9, 0))
 
 
 def test_cli_core_demo_and_views(tmp_path: Path) -> None:
