@@ -148,12 +148,12 @@ def bench_cascade(n_desc: int, tmp: Path) -> dict[str, Any]:
         frontier = [m.id for m in mm.remember_many(batch)]
     t0 = time.perf_counter()
     with mm.ledger.transaction() as conn:
-        suspect, _ = mm._invalidate(
+        suspect, _ = mm.services.cascade.invalidate(
             conn, root.id, __import__("memlineage").Status.RETRACTED, mm.clock(), reason="bench"
         )
     ledger_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    mm._sync_index([root.id, *suspect])
+    mm.services.index_sync.sync([root.id, *suspect])
     index_s = time.perf_counter() - t0
     mm.close()
     return {

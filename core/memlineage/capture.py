@@ -679,7 +679,7 @@ class RunRecorder:
     def _attribute(self, run: CaptureRun, mem: Memory, premises: Mapping[str, str], activity_id: str) -> None:
         own = {p: a for p, a in premises.items() if p in mem.derived_from}
         if own:
-            self.manager._set_attribution(mem.id, own, scope=run.scope, activity_id=activity_id)
+            self.manager.services.activities.set_attribution(mem.id, own, scope=run.scope, activity_id=activity_id)
 
 
 def _is_filler_memory(mem: Memory) -> bool:

@@ -168,7 +168,11 @@ def _load_index(mm: MemoryManager) -> None:
         if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value) and r["index_state"] != "removing"
     ]
     missing = [r for r in rows if r["embedding"] is None]
-    vectors = dict(zip([r["id"] for r in missing], mm._embed([r["content"] for r in missing]))) if missing else {}
+    vectors = (
+        dict(zip([r["id"] for r in missing], mm.services.embedding.embed([r["content"] for r in missing])))
+        if missing
+        else {}
+    )
     for start in range(0, len(rows), 2000):
         chunk = rows[start : start + 2000]
         vecs: list[Any] = [

@@ -10,6 +10,7 @@ from memlineage.index import InMemoryIndex
 from memlineage.index._base import IndexFilter
 from memlineage.index.lexical import LexicalIndex
 from memlineage.retrieval import RetrievalConfig, Trace, fuse, hybrid_recall
+from memlineage.services.index_sync import ledger_loader
 from memlineage.testing import FakeEmbedder, make_manager
 
 pytestmark = pytest.mark.usefixtures("socket_disabled")
@@ -124,7 +125,7 @@ def test_write_paths_keep_lexical_leg_in_step() -> None:
 def test_lexical_leg_rebuilds_from_ledger_after_restart() -> None:
     mm = make_manager()
     mm.remember("the spare key is under the blue pot", scope=ALICE, source="user")
-    mm.lexical = LexicalIndex(loader=mm._lexical_rows)  # a fresh process: nothing in memory
+    mm.lexical = LexicalIndex(loader=ledger_loader(mm.ledger))  # a fresh process: nothing in memory
     assert mm.lexical.query("blue pot", 5, IndexFilter(user_id="alice", statuses=("active",)))
 
 

@@ -215,18 +215,19 @@ class TestRerankAndReinforce:
 
     def test_value_breaks_similarity_ties(self, mm, clock):
         from memlineage.retrieval import RecallHit
-        from memlineage.value import rerank_hits
+
+        rerank_hits = mm.services.value.rerank
 
         high = mm.remember("Important! My flight is on 2025-05-01, gate B12", scope=ALICE)
         low = mm.remember("Flight note: gate B12", scope=ALICE, force=True)
         assert low.value < high.value
         hits = [RecallHit(memory=m, score=0.5, scores={"final": 0.5}) for m in (low, high)]
-        ranked = sorted(rerank_hits(mm, hits, clock.now), key=lambda h: -h.score)
+        ranked = sorted(rerank_hits(hits, clock.now), key=lambda h: -h.score)
         assert [h.memory.id for h in ranked] == [high.id, low.id]
         # decay enters through V_eff: a year later the value part has shrunk
-        later = rerank_hits(mm, hits, clock.now + 365 * DAY)
+        later = rerank_hits(hits, clock.now + 365 * DAY)
         assert all(
-            a.scores["value"] < b.scores["value"] for a, b in zip(later, rerank_hits(mm, hits, clock.now), strict=True)
+            a.scores["value"] < b.scores["value"] for a, b in zip(later, rerank_hits(hits, clock.now), strict=True)
         )
 
     def test_reinforcement_is_batched(self, mm, clock):

@@ -1,10 +1,8 @@
-"""Enforcement points used by :class:`memlineage.MemoryManager` (its policy hooks delegate here).
+"""Enforcement points: :class:`PolicyGate` binds a :class:`PolicyEngine` to a store's ledger.
 
-Kept out of ``manager.py`` so that the manager only carries one-line hooks: read policies before the top-k
-cut,
-write policies (plus write protection of slot supersession) before dedup and persistence, update/delete
-policies
-before any change. Every decision a policy made is appended to the event log as a ``policy_decision`` event.
+Read policies run before the top-k cut, write policies (plus write protection of slot supersession) before
+dedup and persistence, update / delete policies before any change. Every decision a policy made is appended to
+the event log as a ``policy_decision`` event.
 """
 
 from __future__ import annotations
@@ -14,25 +12,22 @@ import hashlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memlineage.errors import InvalidInputError, PolicyViolationError, ScopeViolationError
+from memlineage.ledger import Ledger
 from memlineage.models import Memory, MemoryKind, Scope, Source, Status, check_text, to_epoch
 from memlineage.policy._engine import SCOPE_POLICY_ID, PolicyEngine
 from memlineage.policy._model import Decision, Effect, Operation, PolicyRequest
-
-if TYPE_CHECKING:
-    from memlineage.manager import MemoryManager
-    from memlineage.retrieval import RecallHit, Trace
+from memlineage.ports import Clock, Expirer, IndexSyncer
+from memlineage.retrieval import Exclusion, RecallHit, Trace
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "DECISION_EVENT",
+    "PolicyGate",
     "annotate_hits",
-    "enforce_operation",
-    "enforce_read",
-    "enforce_write",
     "ensure_engine",
 ]
 
@@ -58,32 +53,6 @@ def ensure_engine(policy: Any) -> PolicyEngine | None:
         raise InvalidInputError(msg) from None
 
 
-def _premise_lookup(mm: MemoryManager) -> Callable[[Sequence[str]], Mapping[str, Status]]:
-    def lookup(ids: Sequence[str]) -> dict[str, Status]:
-        return {k: Status(v) for k, v in mm.ledger.statuses(list(ids)).items()}
-
-    return lookup
-
-
-def _record(mm: MemoryManager, items: Sequence[tuple[Decision, str, str | None]]) -> None:
-    """Append ``(decision, user_id, memory_id)`` as ``policy_decision`` events (policies' decisions only)."""
-    rows = [
-        {
-            "at": to_epoch(d.at) or 0.0,
-            "type": DECISION_EVENT,
-            "memory_id": memory_id,
-            "activity_id": None,
-            "user_id": user_id,
-            "data": d.to_event(),
-        }
-        for d, user_id, memory_id in items
-        if d.policy_id is not None
-    ]
-    if rows:
-        with mm.ledger.transaction() as conn:
-            mm.ledger.insert_events(conn, rows)
-
-
 def _raise(decision: Decision, what: str) -> None:
     if decision.policy_id == SCOPE_POLICY_ID:
         error = ScopeViolationError(f"{what} refused: {decision.reason}")
@@ -91,84 +60,6 @@ def _raise(decision: Decision, what: str) -> None:
         raise error
     msg = f"{what} refused by policy {decision.policy_id!r}: {decision.reason}; nothing was changed"
     raise PolicyViolationError(msg, decision)
-
-
-def enforce_read(
-    mm: MemoryManager,
-    candidates: list[tuple[Memory, float]],
-    *,
-    scope: Scope,
-    purpose: str | None,
-    query: str,
-    trace: Trace,
-    budget: float | None = None,
-) -> list[tuple[Memory, float]]:
-    """Apply read policies to scored candidates before the top-k cut; record decisions and state changes.
-
-    Withheld candidates go to ``trace.excluded`` with their policy and reason; every decision goes to
-    ``trace.decisions`` and the event log. ``mark_expired`` and refreshed-stale memories are expired in the
-    ledger (their descendants become suspect); downgraded active memories are marked suspect. A policy whose
-    condition raised fails closed for this read only (withheld, or flagged for a downgrade) and never changes
-    stored state: no expiry, no suspect mark, no refresh. A refreshed
-    memory
-    is returned under its stale version (the retrieval pipeline keeps candidates by id) and swapped in by
-    :func:`annotate_hits`. Candidates already decided earlier in the same recall (the pipeline re-runs this
-    hook
-    when it fetches more candidates) reuse that decision, so hooks run and events are written once.
-    """
-    engine = ensure_engine(mm.policy)
-    if engine is None or not candidates:
-        return candidates
-    from memlineage.retrieval import Exclusion
-
-    prior: dict[str, list[Decision]] = {}
-    for d in trace.decisions:
-        if isinstance(d, Decision) and d.memory_id is not None:
-            prior.setdefault(d.memory_id, []).append(d)
-    new = [m for m, _ in candidates if m.id not in prior]
-    verdict: dict[str, Decision | None] = {}
-    for mid, items in prior.items():
-        terminal = [d for d in items if d.effect is not Effect.DOWNGRADE]
-        verdict[mid] = terminal[-1] if terminal else None
-    if new:
-        now = mm.clock()
-        request = PolicyRequest(operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget)
-        outcome = engine.filter_read(new, request, now=now, premise_status=_premise_lookup(mm))
-        decisions = outcome.all_decisions()
-        trace.decisions.extend(decisions)
-        owners = {m.id: m.scope.user_id for m in new}
-        _record(mm, [(d, owners.get(d.memory_id or "", scope.user_id), d.memory_id) for d in decisions])
-        for memory, decision in outcome.withheld:
-            verdict[memory.id] = decision
-        if outcome.mark_suspect:
-            _mark_suspect(mm, outcome.mark_suspect, scope, now)
-        if outcome.expire:
-            live = [k for k, v in mm.ledger.statuses(outcome.expire).items() if v in _LIVE]
-            if live:
-                mm._expire(live, reason="expired by policy")
-    kept: list[tuple[Memory, float]] = []
-    for m, score in candidates:
-        final = verdict.get(m.id)
-        if final is not None and final.withheld:
-            trace.excluded.append(Exclusion(m.id, final.reason, final.policy_id, "policy"))
-            continue
-        kept.append((m, score))
-    return kept
-
-
-def _mark_suspect(mm: MemoryManager, ids: Sequence[str], scope: Scope, now: datetime) -> None:
-    t = to_epoch(now)
-    with mm.ledger.transaction() as conn:
-        mm.ledger.update_memories(conn, ids, {"status": Status.SUSPECT.value, "index_state": "stale"})
-        mm.ledger.insert_events(
-            conn,
-            [
-                {"at": t, "type": "suspect", "memory_id": mid, "activity_id": None, "user_id": scope.user_id,
-                 "data": {"reason": "downgraded by policy"}}
-                for mid in ids
-            ],
-        )  # fmt: skip
-    mm._sync_index(list(ids))
 
 
 def annotate_hits(hits: Sequence[RecallHit], trace: Trace) -> list[RecallHit]:
@@ -212,81 +103,6 @@ def annotate_hits(hits: Sequence[RecallHit], trace: Trace) -> list[RecallHit]:
     return out
 
 
-def enforce_operation(
-    mm: MemoryManager,
-    operation: str,
-    memories: Sequence[Memory],
-    *,
-    scope: Scope,
-    source: Source | None = None,
-) -> list[Decision]:
-    """Check update / delete policies on existing memories before anything changes.
-
-    Raises:
-        PolicyViolationError: a policy refused (the decision is recorded in the event log first).
-        ScopeViolationError: a memory is outside ``scope``.
-    """
-    engine = ensure_engine(mm.policy)
-    if engine is None or not memories:
-        return []
-    op = Operation(operation)
-    now = mm.clock()
-    request = PolicyRequest(operation=op, scope=scope, source=source)
-    lookup = _premise_lookup(mm)
-    decisions = [engine.check(op, m, request, now=now, premise_status=lookup) for m in memories]
-    _record(mm, [(d, m.scope.user_id, m.id) for m, d in zip(memories, decisions, strict=True)])
-    for m, d in zip(memories, decisions, strict=True):
-        if d.withheld:
-            _raise(d, f"{op.value} of memory {m.id}")
-    return decisions
-
-
-def enforce_write(mm: MemoryManager, drafts: Sequence[Any]) -> list[Decision]:
-    """Check write policies on drafts (and update policies on the slot values they would supersede).
-
-    Applies write obligations in place: ``ttl_seconds`` shortens ``expires_at``; ``demote_kind`` stores a
-    semantic / procedural draft as that kind. Runs before dedup and persistence, so a refusal changes nothing.
-
-    Raises:
-        PolicyViolationError: a write policy refused, or the draft would supersede a slot value that an update
-            policy protects (e.g. a tool overwriting what the user asserted).
-    """
-    engine = ensure_engine(mm.policy)
-    if engine is None or not drafts:
-        return []
-    now = mm.clock()
-    lookup = _premise_lookup(mm)
-    recorded: list[tuple[Decision, str, str | None]] = []
-    failure: tuple[Decision, str] | None = None
-    for d in drafts:
-        provisional = d.to_memory(now)
-        request = PolicyRequest(operation=Operation.WRITE, scope=d.scope, source=d.source)
-        decision = engine.check(Operation.WRITE, provisional, request, now=now, premise_status=lookup)
-        recorded.append((_without_text(decision), d.scope.user_id, None))
-        if decision.withheld:
-            failure = (decision, f"write of {d.source} memory")
-            break
-        old = _live_slot_holder(mm, d)
-        if old is not None:
-            upd = engine.check(
-                Operation.UPDATE,
-                old,
-                request.for_operation(Operation.UPDATE),
-                new=provisional,
-                now=now,
-                premise_status=lookup,
-            )
-            recorded.append((upd, old.scope.user_id, old.id))
-            if upd.withheld:
-                failure = (upd, f"superseding slot {d.slot!r} (memory {old.id}) by {d.source}")
-                break
-        _apply_obligations(d, decision, now)
-    _record(mm, recorded)
-    if failure is not None:
-        _raise(*failure)
-    return [d for d, _, _ in recorded]
-
-
 def _without_text(decision: Decision) -> Decision:
     """A write decision fit for the event log: no memory id (none exists) and no text of the draft.
 
@@ -301,15 +117,6 @@ def _without_text(decision: Decision) -> Decision:
     return decision.model_copy(update={"memory_id": None, "inputs": inputs})
 
 
-def _live_slot_holder(mm: MemoryManager, d: Any) -> Memory | None:
-    if not d.slot:
-        return None
-    rows = [r for r in mm.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot) if r["status"] in _LIVE]
-    if not rows or rows[-1]["content_hash"] == d.hash:
-        return None
-    return mm.ledger.memories([rows[-1]["id"]])[0]
-
-
 def _apply_obligations(d: Any, decision: Decision, now: datetime) -> None:
     ob = decision.obligations
     if "ttl_seconds" in ob:
@@ -321,34 +128,250 @@ def _apply_obligations(d: Any, decision: Decision, now: datetime) -> None:
         d.auto_kind = False  # the policy decided the kind: the value model must not promote it again
 
 
-def admin_recall(mm: MemoryManager, query: str, *, scope: Scope, actor: str, reason: str, **kwargs: Any) -> Any:
-    """Recall in another user's scope for an operator, with an ``admin_access`` event in that user's log.
+class PolicyGate:
+    """A policy engine bound to a store: the :class:`~memlineage.ports.PolicyGate` port.
 
-    Raises:
-        InvalidInputError: ``actor`` or ``reason`` is empty.
+    Without an engine every check allows and every read keeps its candidates.
+
+    Args:
+        engine: The policy engine; None = no policies.
+        ledger: The ledger (decisions are appended to its event log; premise statuses are read from it).
+        clock: Returns "now".
+        expirer: Expires what a read policy marks expired (the cascade runs).
+        syncer: Brings the index in line after a downgrade.
     """
-    if not isinstance(actor, str) or not actor.strip() or not isinstance(reason, str) or not reason.strip():
-        msg = "admin_recall needs a non-empty actor and reason; both are written to the audited event log"
-        raise InvalidInputError(msg)
-    query = check_text(query, "query")  # before the event: a refused call writes nothing
-    engine = ensure_engine(mm.policy)
-    grant_id = engine.admin_grant(actor=actor, reason=reason).id if engine is not None else None
-    # the query is the user's text: keep a digest (to match a known query in an audit), never the text
-    digest = hashlib.sha256(query.encode("utf-8")).hexdigest()
-    data = {"actor": actor, "reason": reason, "query_sha256": digest, "grant_id": grant_id, "operation": "recall"}
-    with mm.ledger.transaction() as conn:
-        mm.ledger.insert_events(
-            conn,
-            [
-                {
-                    "at": to_epoch(mm.clock()) or 0.0,
-                    "type": "admin_access",
-                    "memory_id": None,
-                    "activity_id": None,
-                    "user_id": scope.user_id,
-                    "data": data,
-                }
-            ],
-        )
-    logger.warning("admin %r recalled in scope of user %r: %s", actor, scope.user_id, reason)
-    return mm.recall(query, scope=scope, **kwargs)
+
+    def __init__(
+        self, engine: PolicyEngine | None, *, ledger: Ledger, clock: Clock, expirer: Expirer, syncer: IndexSyncer
+    ) -> None:
+        self.engine = engine
+        self.ledger = ledger
+        self.clock = clock
+        self.expirer = expirer
+        self.syncer = syncer
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a policy engine is configured."""
+        return self.engine is not None
+
+    def annotate(self, hits: list[RecallHit], trace: Trace) -> list[RecallHit]:
+        """Attach the read decisions in ``trace`` to the hits (no engine: unchanged); see :func:`annotate_hits`."""
+        return annotate_hits(hits, trace) if self.engine is not None else hits
+
+    def _premise_lookup(self) -> Callable[[Sequence[str]], Mapping[str, Status]]:
+        def lookup(ids: Sequence[str]) -> dict[str, Status]:
+            return {k: Status(v) for k, v in self.ledger.statuses(list(ids)).items()}
+
+        return lookup
+
+    def _record(self, items: Sequence[tuple[Decision, str, str | None]]) -> None:
+        """Append ``(decision, user_id, memory_id)`` as ``policy_decision`` events (policies' decisions only)."""
+        rows = [
+            {
+                "at": to_epoch(d.at) or 0.0,
+                "type": DECISION_EVENT,
+                "memory_id": memory_id,
+                "activity_id": None,
+                "user_id": user_id,
+                "data": d.to_event(),
+            }
+            for d, user_id, memory_id in items
+            if d.policy_id is not None
+        ]
+        if rows:
+            with self.ledger.transaction() as conn:
+                self.ledger.insert_events(conn, rows)
+
+    def filter_read(
+        self,
+        candidates: list[tuple[Memory, float]],
+        *,
+        scope: Scope,
+        purpose: str | None,
+        query: str,
+        trace: Trace,
+        budget: float | None = None,
+    ) -> list[tuple[Memory, float]]:
+        """Apply read policies to scored candidates before the top-k cut; record decisions and state changes.
+
+        Withheld candidates go to ``trace.excluded`` with their policy and reason; every decision goes to
+        ``trace.decisions`` and the event log. ``mark_expired`` and refreshed-stale memories are expired in the
+        ledger (their descendants become suspect); downgraded active memories are marked suspect. A policy whose
+        condition raised fails closed for this read only (withheld, or flagged for a downgrade) and never changes
+        stored state: no expiry, no suspect mark, no refresh. A refreshed
+        memory
+        is returned under its stale version (the retrieval pipeline keeps candidates by id) and swapped in by
+        :func:`annotate_hits`. Candidates already decided earlier in the same recall (the pipeline re-runs this
+        hook
+        when it fetches more candidates) reuse that decision, so hooks run and events are written once.
+        """
+        engine = self.engine
+        if engine is None or not candidates:
+            return candidates
+        prior: dict[str, list[Decision]] = {}
+        for d in trace.decisions:
+            if isinstance(d, Decision) and d.memory_id is not None:
+                prior.setdefault(d.memory_id, []).append(d)
+        new = [m for m, _ in candidates if m.id not in prior]
+        verdict: dict[str, Decision | None] = {}
+        for mid, items in prior.items():
+            terminal = [d for d in items if d.effect is not Effect.DOWNGRADE]
+            verdict[mid] = terminal[-1] if terminal else None
+        if new:
+            now = self.clock()
+            request = PolicyRequest(operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget)
+            outcome = engine.filter_read(new, request, now=now, premise_status=self._premise_lookup())
+            decisions = outcome.all_decisions()
+            trace.decisions.extend(decisions)
+            owners = {m.id: m.scope.user_id for m in new}
+            self._record([(d, owners.get(d.memory_id or "", scope.user_id), d.memory_id) for d in decisions])
+            for memory, decision in outcome.withheld:
+                verdict[memory.id] = decision
+            if outcome.mark_suspect:
+                self._mark_suspect(outcome.mark_suspect, scope, now)
+            if outcome.expire:
+                live = [k for k, v in self.ledger.statuses(outcome.expire).items() if v in _LIVE]
+                if live:
+                    self.expirer.expire(live, reason="expired by policy")
+        kept: list[tuple[Memory, float]] = []
+        for m, score in candidates:
+            final = verdict.get(m.id)
+            if final is not None and final.withheld:
+                trace.excluded.append(Exclusion(m.id, final.reason, final.policy_id, "policy"))
+                continue
+            kept.append((m, score))
+        return kept
+
+    def _mark_suspect(self, ids: Sequence[str], scope: Scope, now: datetime) -> None:
+        t = to_epoch(now)
+        with self.ledger.transaction() as conn:
+            self.ledger.update_memories(conn, ids, {"status": Status.SUSPECT.value, "index_state": "stale"})
+            self.ledger.insert_events(
+                conn,
+                [
+                    {"at": t, "type": "suspect", "memory_id": mid, "activity_id": None, "user_id": scope.user_id,
+                     "data": {"reason": "downgraded by policy"}}
+                    for mid in ids
+                ],
+            )  # fmt: skip
+        self.syncer.sync(list(ids))
+
+    def check_operation(
+        self,
+        operation: str,
+        memories: Sequence[Memory],
+        *,
+        scope: Scope,
+        source: Source | None = None,
+    ) -> list[Decision]:
+        """Check update / delete policies on existing memories before anything changes.
+
+        Raises:
+            PolicyViolationError: a policy refused (the decision is recorded in the event log first).
+            ScopeViolationError: a memory is outside ``scope``.
+        """
+        engine = self.engine
+        if engine is None or not memories:
+            return []
+        op = Operation(operation)
+        now = self.clock()
+        request = PolicyRequest(operation=op, scope=scope, source=source)
+        lookup = self._premise_lookup()
+        decisions = [engine.check(op, m, request, now=now, premise_status=lookup) for m in memories]
+        self._record([(d, m.scope.user_id, m.id) for m, d in zip(memories, decisions, strict=True)])
+        for m, d in zip(memories, decisions, strict=True):
+            if d.withheld:
+                _raise(d, f"{op.value} of memory {m.id}")
+        return decisions
+
+    def check_write(self, drafts: Sequence[Any]) -> list[Decision]:
+        """Check write policies on drafts (and update policies on the slot values they would supersede).
+
+        Applies write obligations in place: ``ttl_seconds`` shortens ``expires_at``; ``demote_kind`` stores a
+        semantic / procedural draft as that kind. Runs before dedup and persistence, so a refusal changes nothing.
+
+        Raises:
+            PolicyViolationError: a write policy refused, or the draft would supersede a slot value that an update
+                policy protects (e.g. a tool overwriting what the user asserted).
+        """
+        engine = self.engine
+        if engine is None or not drafts:
+            return []
+        now = self.clock()
+        lookup = self._premise_lookup()
+        recorded: list[tuple[Decision, str, str | None]] = []
+        failure: tuple[Decision, str] | None = None
+        for d in drafts:
+            provisional = d.to_memory(now)
+            request = PolicyRequest(operation=Operation.WRITE, scope=d.scope, source=d.source)
+            decision = engine.check(Operation.WRITE, provisional, request, now=now, premise_status=lookup)
+            recorded.append((_without_text(decision), d.scope.user_id, None))
+            if decision.withheld:
+                failure = (decision, f"write of {d.source} memory")
+                break
+            old = self._live_slot_holder(d)
+            if old is not None:
+                upd = engine.check(
+                    Operation.UPDATE,
+                    old,
+                    request.for_operation(Operation.UPDATE),
+                    new=provisional,
+                    now=now,
+                    premise_status=lookup,
+                )
+                recorded.append((upd, old.scope.user_id, old.id))
+                if upd.withheld:
+                    failure = (upd, f"superseding slot {d.slot!r} (memory {old.id}) by {d.source}")
+                    break
+            _apply_obligations(d, decision, now)
+        self._record(recorded)
+        if failure is not None:
+            _raise(*failure)
+        return [d for d, _, _ in recorded]
+
+    def _live_slot_holder(self, d: Any) -> Memory | None:
+        if not d.slot:
+            return None
+        rows = [r for r in self.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot) if r["status"] in _LIVE]
+        if not rows or rows[-1]["content_hash"] == d.hash:
+            return None
+        return self.ledger.memories([rows[-1]["id"]])[0]
+
+    def admin_access(self, query: str, *, scope: Scope, actor: str, reason: str) -> str:
+        """Record an operator's read in another user's scope as an ``admin_access`` event in that user's log.
+
+        The event keeps the actor, the reason and the SHA-256 of the query (never its text). The caller runs the
+        recall afterwards.
+
+        Returns:
+            The checked query text.
+
+        Raises:
+            InvalidInputError: ``actor`` or ``reason`` is empty.
+        """
+        if not isinstance(actor, str) or not actor.strip() or not isinstance(reason, str) or not reason.strip():
+            msg = "admin_recall needs a non-empty actor and reason; both are written to the audited event log"
+            raise InvalidInputError(msg)
+        query = check_text(query, "query")  # before the event: a refused call writes nothing
+        engine = self.engine
+        grant_id = engine.admin_grant(actor=actor, reason=reason).id if engine is not None else None
+        # the query is the user's text: keep a digest (to match a known query in an audit), never the text
+        digest = hashlib.sha256(query.encode("utf-8")).hexdigest()
+        data = {"actor": actor, "reason": reason, "query_sha256": digest, "grant_id": grant_id, "operation": "recall"}
+        with self.ledger.transaction() as conn:
+            self.ledger.insert_events(
+                conn,
+                [
+                    {
+                        "at": to_epoch(self.clock()) or 0.0,
+                        "type": "admin_access",
+                        "memory_id": None,
+                        "activity_id": None,
+                        "user_id": scope.user_id,
+                        "data": data,
+                    }
+                ],
+            )
+        logger.warning("admin %r recalled in scope of user %r: %s", actor, scope.user_id, reason)
+        return query

@@ -1,0 +1,1 @@
+"""The public verbs of :class:`~memlineage.MemoryManager`, grouped by path; each delegates to a service."""

@@ -1,0 +1,371 @@
+"""Write verbs of :class:`~memlineage.MemoryManager`: remember, supersede, retract, forget, erase, sweep..."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from memlineage.lineage import CascadeReport, ErasureReceipt
+from memlineage.models import Memory, MemoryKind, Scope, Source, as_utc
+from memlineage.services import Services
+
+__all__ = ["WriteVerbs"]
+
+
+class WriteVerbs:
+    """The write and lifecycle verbs, each delegating to its service, with their async twins.
+
+    Mixed into :class:`~memlineage.MemoryManager`, which sets ``services``.
+    """
+
+    services: Services
+
+    def remember(
+        self,
+        content: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        source: Source | str = "user",
+        kind: MemoryKind | str | None = None,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        derived_from: Iterable[str] = (),
+        confidence: float = 1.0,
+        activity_id: str | None = None,
+        parent_activity_id: str | None = None,
+        valid_from: datetime | None = None,
+        ttl: timedelta | float | None = None,
+        slot: str | None = None,
+        trust: float | None = None,
+        context_hash: str | None = None,
+        embedding: Sequence[float] | None = None,
+        force: bool = False,
+        goal: str | None = None,
+    ) -> Memory:
+        """Store one memory with its lineage (the write gate).
+
+        An exact duplicate (same normalised content, scope and kind among live memories) is a no-op that returns
+        the existing memory and records ``seen_again``; when it comes from another source or other premises it is
+        recorded as an independent support (corroboration). A ``slot`` already held by another live memory in the
+        scope is superseded by this one.
+
+        Args:
+            content: The text; non-empty after strip.
+            scope: Owner; required.
+            source: ``Source`` or ``"user"``, ``"tool:flight_api"``, ``"reasoning"``, ``"agent"``...
+            kind: ``episodic``, ``semantic``, ``procedural`` or ``working``; None (default) = ``episodic``, or with a
+                value model ``semantic`` when V reaches the store threshold (promotion to long-term memory).
+            tags: Labels for policies and filters.
+            metadata: JSON-like dict; ``None`` = ``{}``; NaN/inf and keys starting with ``_ml_`` are refused.
+            derived_from: Premise memory ids (wasDerivedFrom); must exist in the same scope.
+            confidence: Source confidence in [0, 1].
+            activity_id: The activity that generated it (wasGeneratedBy), e.g. a LangChain run id.
+            parent_activity_id: That activity's parent run.
+            valid_from: When the event happened / the fact became true (default: now).
+            ttl: Time to live (``timedelta`` or seconds); after it the memory expires.
+            slot: Semantic slot key (e.g. ``"user/seat_preference"``); a new value supersedes the old.
+            trust: Trust in [0, 1]; default from the source kind times confidence; always capped by premises.
+            context_hash: Hash of the producing context.
+            embedding: Precomputed vector (skips the embedder).
+            force: With a value model: store even when V is below the store threshold (like "remember ...").
+            goal: With a value model: the agent's current goal in words, for the goal-relevance factor.
+
+        Returns:
+            The stored (or existing duplicate) memory. With a value model, a candidate whose value V is below the
+            store threshold is not stored: it goes to its session's short-term buffer and the returned memory has
+            kind ``working`` and is not in the ledger (see :mod:`memlineage.value`).
+
+        Raises:
+            InvalidInputError: bad content, scope, source, metadata, confidence or premises.
+            ScopeViolationError: a premise belongs to another scope.
+            MemoryNotFoundError: a premise does not exist.
+            PolicyViolationError: a write policy denied it.
+            StorageError: the ledger failed (nothing was written).
+        """
+        item = dict(
+            content=content, scope=scope, source=source, kind=kind, tags=tags, metadata=metadata,
+            derived_from=derived_from, confidence=confidence, activity_id=activity_id,
+            parent_activity_id=parent_activity_id, valid_from=valid_from, ttl=ttl, slot=slot, trust=trust,
+            context_hash=context_hash, embedding=embedding, force=force, goal=goal,
+        )  # fmt: skip
+        return self.remember_many([item])[0]
+
+    async def aremember(self, content: str, **kwargs: Any) -> Memory:
+        """Async :meth:`remember`."""
+        return await asyncio.to_thread(self.remember, content, **kwargs)
+
+    def remember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """Batch :meth:`remember`: one ledger transaction and one index write for all items.
+
+        Args:
+            items: Mappings with :meth:`remember`'s keyword arguments (``content`` and ``scope`` required).
+
+        Returns:
+            One memory per item, in input order.
+
+        Raises:
+            Same as :meth:`remember`; on any error nothing is written.
+        """
+        return self.services.writes.remember_many(items)
+
+    async def aremember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """Async :meth:`remember_many`."""
+        return await asyncio.to_thread(self.remember_many, items)
+
+    def supersede(
+        self,
+        old_id: str,
+        new_content: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        source: Source | str = "user",
+        **kwargs: Any,
+    ) -> CascadeReport:
+        """Store a new value and keep the old one as ``superseded`` (never delete-without-add).
+
+        The new version records ``wasRevisionOf`` the old; the old one's descendants become suspect.
+        Keyword arguments are those of :meth:`remember`; kind, tags, slot and metadata default to the old ones.
+
+        Returns:
+            A report with ``memory`` (the new version) and ``suspect``.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+            InvalidInputError: the old memory is not live (already superseded, retracted, erased...).
+            PolicyViolationError: an update policy denied it (e.g. a tool overwriting a user assertion).
+        """
+        return self.services.writes.supersede(old_id, new_content, scope=scope, source=source, **kwargs)
+
+    async def asupersede(self, old_id: str, new_content: str, **kwargs: Any) -> CascadeReport:
+        """Async :meth:`supersede`."""
+        return await asyncio.to_thread(self.supersede, old_id, new_content, **kwargs)
+
+    def revise(
+        self,
+        memory_id: str,
+        content: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        source: Source | str | None = None,
+        **kwargs: Any,
+    ) -> Memory:
+        """Write a new version of a memory (``wasRevisionOf``); same as :meth:`supersede` but returns the memory.
+
+        A revision keeps the old version's provenance unless told otherwise: ``source`` defaults to the old
+        version's source and ``derived_from`` to its premises (those not erased), so its trust stays the minimum
+        over them (a revision never launders an untrusted premise).
+
+        Raises:
+            See :meth:`supersede`.
+        """
+        return self.services.writes.revise(memory_id, content, scope=scope, source=source, **kwargs)
+
+    async def arevise(self, memory_id: str, content: str, **kwargs: Any) -> Memory:
+        """Async :meth:`revise`."""
+        return await asyncio.to_thread(self.revise, memory_id, content, **kwargs)
+
+    def retract(
+        self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "retracted",
+        activity_id: str | None = None, source: Source | str | None = None,
+    ) -> CascadeReport:  # fmt: skip
+        """Withdraw a memory; every descendant left without a valid support becomes ``suspect``.
+
+        A conclusion needs all its premises, so one withdrawn premise is enough; a fact corroborated by another
+        independent source stays active.
+
+        Args:
+            memory_id: The memory to retract.
+            scope: Caller's scope; must contain the memory.
+            reason: Why (kept in the event log).
+            activity_id: The activity that caused it (wasInvalidatedBy); default a new invalidation activity.
+            source: Who asks (e.g. ``"agent"``); delete policies see it, so write protection can refuse a
+                non-user source withdrawing what the user asserted. None = the application itself.
+
+        Returns:
+            A report whose ``suspect`` lists the ids marked suspect.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+            PolicyViolationError: a delete policy denied it.
+        """
+        return self.services.lifecycle.retract(
+            memory_id, scope=scope, reason=reason, activity_id=activity_id, source=source
+        )
+
+    async def aretract(self, memory_id: str, **kwargs: Any) -> CascadeReport:
+        """Async :meth:`retract`."""
+        return await asyncio.to_thread(self.retract, memory_id, **kwargs)
+
+    def impact(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> CascadeReport:
+        """Dry run of :meth:`retract`: which descendants would become suspect. Changes nothing.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+        """
+        return self.services.lifecycle.impact(memory_id, scope=scope)
+
+    async def aimpact(self, memory_id: str, **kwargs: Any) -> CascadeReport:
+        """Async :meth:`impact`."""
+        return await asyncio.to_thread(self.impact, memory_id, **kwargs)
+
+    def revalidate(
+        self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "revalidated"
+    ) -> Memory:
+        """Mark a ``suspect`` (or ``expired``) memory active again after it was checked.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+            InvalidInputError: the memory is not suspect or expired.
+        """
+        return self.services.lifecycle.revalidate(memory_id, scope=scope, reason=reason)
+
+    async def arevalidate(self, memory_id: str, **kwargs: Any) -> Memory:
+        """Async :meth:`revalidate`."""
+        return await asyncio.to_thread(self.revalidate, memory_id, **kwargs)
+
+    def undo(
+        self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "decision undone"
+    ) -> Memory:
+        """Reverse an automatic update decision (``update`` or ``contradict``) made by update detection.
+
+        The memory the decision superseded or retracted is active again, every memory that the decision's cascade
+        made suspect and that is still suspect is active again, and the decision activity's outcome becomes
+        ``undone``. For an undone ``update`` the two statements are taken to be about different attributes: the
+        restored memory gives up its slot, the newer one keeps it. Decision ids are in ``explain(...).decisions``
+        and in the ``audit`` events.
+
+        Args:
+            decision_id: Id of the ``update_detection`` activity.
+            scope: Caller's scope; must own the decision.
+            reason: Why (kept in the event log).
+
+        Returns:
+            The restored memory.
+
+        Raises:
+            MemoryNotFoundError: no such decision in the scope.
+            InvalidInputError: already undone, a ``duplicate`` decision (nothing was stored to restore), or the
+                memory changed since (it is no longer in the state the decision left it in).
+        """
+        return self.services.lifecycle.undo(decision_id, scope=scope, reason=reason)
+
+    async def aundo(self, decision_id: str, **kwargs: Any) -> Memory:
+        """Async :meth:`undo`."""
+        return await asyncio.to_thread(self.undo, decision_id, **kwargs)
+
+    def forget(
+        self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "forgotten",
+        source: Source | str | None = None,
+    ) -> Memory:  # fmt: skip
+        """Archive a memory: out of the index, kept in the ledger (its descendants are not affected).
+
+        ``source`` is who asks (see :meth:`retract`); None = the application itself.
+
+        Raises:
+            MemoryNotFoundError: no such memory in the scope.
+            PolicyViolationError: a delete policy denied it (e.g. an agent forgetting a user assertion).
+        """
+        return self.services.lifecycle.forget(memory_id, scope=scope, reason=reason, source=source)
+
+    async def aforget(self, memory_id: str, **kwargs: Any) -> Memory:
+        """Async :meth:`forget`."""
+        return await asyncio.to_thread(self.forget, memory_id, **kwargs)
+
+    def erase(
+        self, memory_id: str | None = None, *, scope: Scope | Mapping[str, Any] | str, reason: str = "erasure request",
+        source: Source | str | None = None,
+    ) -> ErasureReceipt:  # fmt: skip
+        """Redact content in the ledger and the index; keep the events (without content) and return a receipt.
+
+        With ``memory_id``: that memory and every version in its revision chain. Without: every memory in
+        ``scope`` (all of the user's memories, or one agent's / session's when the scope names one), plus the
+        scope's activity metadata. Consolidated summaries derived from what is erased are erased with it (their
+        text restates it); other descendants outside the erased set become suspect. ``source`` is who asks (see
+        :meth:`retract`); None = the application itself.
+
+        Raises:
+            MemoryNotFoundError: ``memory_id`` is not in the scope.
+            PolicyViolationError: a delete policy denied it.
+        """
+        return self.services.lifecycle.erase(memory_id, scope=scope, reason=reason, source=source)
+
+    async def aerase(self, memory_id: str | None = None, **kwargs: Any) -> ErasureReceipt:
+        """Async :meth:`erase`."""
+        return await asyncio.to_thread(self.erase, memory_id, **kwargs)
+
+    def expire_due(self, *, scope: Scope | Mapping[str, Any] | str | None = None) -> list[str]:
+        """Mark memories whose TTL has passed as ``expired`` (descendants become suspect).
+
+        Args:
+            scope: Only this scope's memories; ``None`` = every scope (maintenance jobs).
+
+        Returns:
+            The ids that expired now.
+        """
+        return self.services.cascade.expire_due(scope=scope)
+
+    def flush_reinforcement(self) -> int:
+        """Write pending value reinforcements (+0.05 per use) now; returns the number of memories written."""
+        return self.services.value.flush()
+
+    def buffered(self, scope: Scope | Mapping[str, Any] | str) -> list[Any]:
+        """The session's short-term buffer: what the write gate kept out of long-term memory, oldest first.
+
+        Returns:
+            :class:`~memlineage.value.BufferedItem` list (empty without a value model or session).
+        """
+        return self.services.value.buffered(Scope.coerce(scope))
+
+    def sweep(self, *, now: datetime | None = None, scope: Scope | Mapping[str, Any] | str | None = None) -> Any:
+        """The forget gate: archive memories whose decayed value ``V_eff`` fell below the threshold (0.2).
+
+        Archived memories leave the index and stay in the ledger with an ``archived`` event saying why. A
+        memory that live memories still derive from is kept and reported in ``protected``.
+
+        Args:
+            now: Time to evaluate decay at (default: the clock); pass a future time to simulate.
+            scope: Only this user's memories; None = all users (maintenance job).
+
+        Returns:
+            A :class:`~memlineage.value.SweepReport` (``archived`` ids with V_eff, ``protected`` ids with
+            their live dependants, ``checked``).
+        """
+        at = as_utc(now, "now") if now is not None else None
+        return self.services.value.sweep(now=at, scope=Scope.coerce(scope) if scope is not None else None)
+
+    async def asweep(self, **kwargs: Any) -> Any:
+        """Async :meth:`sweep`."""
+        return await asyncio.to_thread(self.sweep, **kwargs)
+
+    def consolidate(
+        self,
+        scope: Scope | Mapping[str, Any] | str,
+        session_id: str | None = None,
+        summarizer: Any = None,
+        *,
+        require_overlap: bool = True,
+    ) -> Any:
+        """Summarise a session into cited semantic memories (seed 002 citation check).
+
+        Args:
+            scope: Owner; its ``session_id`` is used when ``session_id`` is None.
+            session_id: The session to consolidate.
+            summarizer: A LangChain chat model, a LlamaIndex LLM, a callable ``prompt -> str`` or an object
+                with ``summarize(messages) -> str``; None = the offline
+                :class:`~memlineage.consolidation.RuleBasedConsolidator`.
+            require_overlap: Also reject lines sharing no content term with the messages they cite.
+
+        Returns:
+            A :class:`~memlineage.consolidation.ConsolidationResult`: ``memories`` written (each
+            ``wasDerivedFrom`` the messages it cites), ``accepted`` and ``rejected`` lines with reasons.
+
+        Raises:
+            InvalidInputError: no session given.
+        """
+        return self.services.consolidation.consolidate(scope, session_id, summarizer, require_overlap=require_overlap)
+
+    async def aconsolidate(self, scope: Scope | Mapping[str, Any] | str, *args: Any, **kwargs: Any) -> Any:
+        """Async :meth:`consolidate`."""
+        return await asyncio.to_thread(self.consolidate, scope, *args, **kwargs)

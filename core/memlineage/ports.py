@@ -1,0 +1,167 @@
+"""Ports: the typed interfaces the services of :mod:`memlineage.services` depend on.
+
+Each service takes the ports it needs in its constructor (never the manager), so a stage of the write or read
+path can be built, tested and replaced on its own. The embedder and vector index ports live with their
+backends in :mod:`memlineage.index` and are re-exported here; the others are defined here.
+
+Implementations in the package:
+
+- :class:`Embedder`: :class:`~memlineage.index.OnnxMiniLMEmbedder` and the adapters made by
+  :func:`~memlineage.index.ensure_embedder`.
+- :class:`VectorIndex`: :class:`~memlineage.index.ChromaIndex`, :class:`~memlineage.index.InMemoryIndex`.
+- :class:`LexicalIndex`: :class:`memlineage.index.lexical.LexicalIndex` (BM25).
+- :class:`PolicyGate`: :class:`memlineage.policy._enforce.PolicyGate` (a policy engine bound to a ledger).
+- :class:`ValueGate`: :class:`memlineage.value_gate.ValueGate` (a value model bound to a ledger and an index).
+- :class:`IndexSyncer`: :class:`memlineage.services.index_sync.IndexSync`.
+- :class:`Expirer` and :class:`Archiver`: :class:`memlineage.services.cascade.Cascade`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from memlineage.index import Embedder, IndexFilter, VectorIndex
+from memlineage.models import Memory, Scope, Source
+from memlineage.retrieval import RecallHit, Trace
+
+__all__ = [
+    "Archiver",
+    "Clock",
+    "Embedder",
+    "Expirer",
+    "IndexSyncer",
+    "LexicalIndex",
+    "PolicyGate",
+    "ValueGate",
+    "VectorIndex",
+]
+
+#: Returns "now" as a timezone-aware UTC datetime.
+Clock = Callable[[], datetime]
+
+
+class LexicalIndex(Protocol):
+    """The lexical (BM25) leg of hybrid retrieval; mirrors the vector index's writes, rebuilt from the ledger."""
+
+    def upsert(self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+        """Insert or replace entries (``texts``: what is tokenised, aligned with ``ids``)."""
+        ...
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the filterable metadata of existing entries."""
+        ...
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove entries; returns how many existed."""
+        ...
+
+    def reset(self) -> None:
+        """Drop everything (rebuilt lazily from the ledger)."""
+        ...
+
+    def query(self, text: str, k: int, where: IndexFilter) -> list[Any]:
+        """The ``k`` best entries for ``text`` among those matching ``where``."""
+        ...
+
+
+class IndexSyncer(Protocol):
+    """Brings index entries in line with the ledger after a ledger transaction."""
+
+    def sync(self, ids: Sequence[str], *, rows: Sequence[dict[str, Any]] | None = None, fresh: bool = False) -> int:
+        """Sync ``ids`` (``rows``: their just-written ledger rows); returns index entries removed."""
+        ...
+
+
+class Expirer(Protocol):
+    """Marks memories ``expired`` (their unsupported descendants become suspect)."""
+
+    def expire(self, ids: Sequence[str], reason: str = "ttl elapsed") -> list[str]:
+        """Expire ``ids`` now; returns them."""
+        ...
+
+
+class Archiver(Protocol):
+    """Archives memories: out of the index, kept in the ledger with an ``archived`` event."""
+
+    def archive(self, ids: Sequence[str], reason: str) -> None:
+        """Archive ``ids`` for ``reason``."""
+        ...
+
+
+class PolicyGate(Protocol):
+    """Where policies decide: before a write, before an update or delete, and on read candidates."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a policy engine is configured (a disabled gate allows everything)."""
+        ...
+
+    def check_write(self, drafts: Sequence[Any]) -> None:
+        """Write policies on validated drafts (obligations applied in place); raises on a refusal."""
+        ...
+
+    def check_operation(
+        self, operation: str, memories: Sequence[Memory], *, scope: Scope, source: Source | None = None
+    ) -> None:
+        """Update / delete policies on existing memories; raises on a refusal."""
+        ...
+
+    def filter_read(
+        self,
+        candidates: list[tuple[Memory, float]],
+        *,
+        scope: Scope,
+        purpose: str | None,
+        query: str,
+        trace: Trace,
+        budget: float | None = None,
+    ) -> list[tuple[Memory, float]]:
+        """Read policies on scored candidates before the top-k cut."""
+        ...
+
+    def annotate(self, hits: list[RecallHit], trace: Trace) -> list[RecallHit]:
+        """Attach the read decisions in ``trace`` to the hits served."""
+        ...
+
+
+class ValueGate(Protocol):
+    """The value model's hooks on the write and read paths (all no-ops without a model)."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a value model is configured."""
+        ...
+
+    def prepare(self, drafts: Sequence[Any]) -> None:
+        """Extract features of drafts before duplicate resolution."""
+        ...
+
+    def gate(self, drafts: Sequence[Any], todo: list[Any], results: list[Any], now: datetime) -> list[Any]:
+        """Score drafts; returns those to persist (the others are buffered, their results set)."""
+        ...
+
+    def pop_buffered(self, item_id: str, scope: Scope) -> Any | None:
+        """Take an item out of its session's short-term buffer."""
+        ...
+
+    def clear_scope(self, scope: Scope) -> None:
+        """Drop the scope's buffered candidates."""
+        ...
+
+    def value_of(self) -> Callable[[Memory, datetime], float] | None:
+        """The retrieval pipeline's value hook (None when :meth:`rerank` scores value)."""
+        ...
+
+    def rerank(self, hits: list[RecallHit], now: datetime) -> list[RecallHit]:
+        """Re-score recall hits with the memories' effective value."""
+        ...
+
+    def reinforce(self, memory_ids: Sequence[str], now: datetime) -> None:
+        """Record one use of each memory."""
+        ...
+
+    def flush(self) -> int:
+        """Write pending reinforcements; returns how many memories were written."""
+        ...

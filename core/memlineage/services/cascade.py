@@ -1,0 +1,150 @@
+"""The cascade: invalidating a memory (retract, supersede, expire, erase) and what it does to its descendants.
+
+A descendant left without a valid support becomes ``suspect`` (seed semantics: a conclusion needs all premises
+of one support group; a fact corroborated by another independent support stays active); see
+:func:`memlineage.lineage.evaluate_cascade`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from memlineage.errors import MemoryNotFoundError
+from memlineage.ledger import Ledger
+from memlineage.ledger._schema import memories
+from memlineage.lineage import evaluate_cascade
+from memlineage.models import Activity, Relation, Scope, Status, new_id, to_epoch
+from memlineage.ports import Clock, IndexSyncer
+from memlineage.services._rows import LIVE, edge_row, event_row, row_scope
+
+__all__ = ["Cascade"]
+
+
+class Cascade:
+    """Invalidation with its cascade, expiry and archiving.
+
+    Implements the ports :class:`~memlineage.ports.Expirer` and :class:`~memlineage.ports.Archiver`.
+
+    Args:
+        ledger: The ledger.
+        clock: Returns "now".
+        syncer: Brings the index in line after each transaction.
+    """
+
+    def __init__(self, *, ledger: Ledger, clock: Clock, syncer: IndexSyncer) -> None:
+        self.ledger = ledger
+        self.clock = clock
+        self.syncer = syncer
+
+    def invalidate(
+        self,
+        conn: Connection,
+        mid: str,
+        status: Status,
+        now: datetime,
+        *,
+        reason: str,
+        activity_id: str | None = None,
+        dry_run: bool = False,
+    ) -> tuple[list[str], list[str]]:
+        """Set ``mid`` to an invalidating status and mark unsupported descendants suspect (in ``conn``).
+
+        Returns:
+            ``(suspect_ids, unaffected_descendant_ids)``.
+        """
+        t = to_epoch(now)
+        row = self.ledger.memory_rows([mid], conn)[0]
+        if row is None:  # pragma: no cover - callers check
+            raise MemoryNotFoundError(mid)
+        info = self.ledger.cascade_info(mid, conn)
+        if all(n <= 1 for _, _, n in info.values()):
+            # No descendant has an alternative support: each one reached lost its only support.
+            order = sorted(info, key=lambda i: (info[i][0], i))
+            suspect = [i for i in order if info[i][1] == Status.ACTIVE.value]
+        else:
+            edges = self.ledger.derivation_edges(list(info), conn)
+            groups = self.ledger.support_groups(list(info), conn)
+            involved = set(info) | {p for _, p, _ in edges} | {mid}
+            statuses = self.ledger.statuses(sorted(involved), conn)
+            statuses[mid] = status.value
+            suspect = evaluate_cascade([mid], info, edges, groups, statuses)
+        unaffected = sorted(set(info) - set(suspect))
+        if dry_run:
+            return suspect, unaffected
+        inv_activity = activity_id or new_id()
+        if activity_id is None or self.ledger.activity_rows([activity_id], conn)[0] is None:
+            self.ledger.upsert_activity(
+                conn,
+                Activity(
+                    id=inv_activity, kind="invalidation", name=status.value, started_at=now, ended_at=now,
+                    scope=row_scope(row), metadata={"reason": reason, "target": mid},
+                ),
+            )  # fmt: skip
+        self.ledger.update_memories(conn, [mid], {"status": status.value, "invalidated_at": t, "index_state": "stale"})
+        edge_rows = [edge_row(mid, inv_activity, Relation.WAS_INVALIDATED_BY, t, row["user_id"])]
+        events = [event_row(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})]
+        if suspect:
+            self.ledger.update_memories(conn, suspect, {"status": Status.SUSPECT.value, "index_state": "stale"})
+            cause = {"reason": f"premise {mid} {status.value}", "cause": mid}
+            events.extend(event_row(t, "suspect", s, inv_activity, row["user_id"], cause) for s in suspect)
+        self.ledger.insert_edges(conn, edge_rows)
+        self.ledger.insert_events(conn, events)
+        return suspect, unaffected
+
+    def attribution(self, target: str, suspect: Sequence[str]) -> dict[str, str]:
+        """For each suspect memory, the attribution of its premise edge into the invalidated chain."""
+        chain = {target, *suspect}
+        out: dict[str, str] = {}
+        for e in self.ledger.edges_touching(list(suspect)):
+            if e["relation"] == Relation.WAS_DERIVED_FROM.value and e["dst"] in chain and e.get("attribution"):
+                out.setdefault(e["src"], e["attribution"])
+        return out
+
+    def archive(self, ids: Sequence[str], reason: str) -> None:
+        """Archive ``ids``: out of the index, kept in the ledger with an ``archived`` event (no cascade)."""
+        if not ids:
+            return
+        t = to_epoch(self.clock())
+        rows = [r for r in self.ledger.memory_rows(list(ids)) if r]
+        with self.ledger.transaction() as conn:
+            self.ledger.update_memories(
+                conn, [r["id"] for r in rows], {"status": Status.ARCHIVED.value, "index_state": "removing"}
+            )
+            self.ledger.insert_events(
+                conn, [event_row(t, "archived", r["id"], None, r["user_id"], {"reason": reason}) for r in rows]
+            )
+        self.syncer.sync([r["id"] for r in rows])
+
+    def expire_due(self, *, scope: Scope | Mapping[str, Any] | str | None = None) -> list[str]:
+        """Mark memories whose TTL has passed as ``expired`` (descendants become suspect).
+
+        Args:
+            scope: Only this scope's memories; ``None`` = every scope (maintenance jobs).
+
+        Returns:
+            The ids that expired now.
+        """
+        t = to_epoch(self.clock())
+        cond = [memories.c.expires_at.is_not(None), memories.c.expires_at <= t, memories.c.status.in_(LIVE)]
+        if scope is not None:
+            cond.append(memories.c.user_id == Scope.coerce(scope).user_id)
+        with self.ledger.read() as conn:
+            due = [r[0] for r in conn.execute(select(memories.c.id).where(*cond))]
+        return self.expire(due)
+
+    def expire(self, ids: Sequence[str], reason: str = "ttl elapsed") -> list[str]:
+        """Mark ``ids`` expired now (their unsupported descendants become suspect); returns ``ids``."""
+        if not ids:
+            return []
+        now = self.clock()
+        touched: list[str] = []
+        with self.ledger.transaction() as conn:
+            for mid in ids:
+                suspect, _ = self.invalidate(conn, mid, Status.EXPIRED, now, reason=reason)
+                touched.extend([mid, *suspect])
+        self.syncer.sync(touched)
+        return list(ids)

@@ -1,0 +1,63 @@
+"""Embedding: the embedder port behind one checked call, and the vector size it makes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memlineage.errors import InvalidInputError, MemLineageError, StorageError
+from memlineage.ports import Embedder
+
+__all__ = ["Embedding"]
+
+
+class Embedding:
+    """Calls the embedder and checks what comes back; remembers the vector size (``dims``).
+
+    Args:
+        embedder: The embedder port.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.dims: int | None = None  # the embedder's vector size, learnt from its first output
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in input order.
+
+        Raises:
+            StorageError: the embedder failed or returned the wrong number of vectors.
+            MemLineageError: the embedder's own typed error (e.g. model files missing).
+        """
+        try:
+            vectors = self.embedder.embed(list(texts))
+        except MemLineageError:
+            raise  # e.g. ConfigurationError: the model files are missing (the message says what to set)
+        except Exception as exc:
+            msg = f"embedder {self.embedder.name!r} failed: {exc}"
+            raise StorageError(msg) from exc
+        if len(vectors) != len(texts):
+            msg = f"embedder {self.embedder.name!r} returned {len(vectors)} vectors for {len(texts)} texts"
+            raise StorageError(msg)
+        out = [list(map(float, v)) for v in vectors]
+        if out:
+            self.dims = len(out[0])
+        return out
+
+    def check_dims(self, vector: Sequence[float]) -> None:
+        """A precomputed embedding must have the embedder's size, or it would poison the index for the scope.
+
+        Raises:
+            InvalidInputError: the sizes differ.
+        """
+        if self.dims is None:
+            declared = getattr(self.embedder, "dims", None)
+            if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0:
+                self.dims = declared
+            else:
+                self.embed(["dimension probe"])
+        if len(vector) != self.dims:
+            msg = (
+                f"embedding has {len(vector)} dimensions but the embedder {self.embedder.name!r} makes "
+                f"{self.dims}; pass vectors from the same model, or embedding=None"
+            )
+            raise InvalidInputError(msg)

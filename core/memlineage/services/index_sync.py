@@ -1,0 +1,329 @@
+"""Index sync: the derived vector and lexical indexes follow the ledger (pending → indexed, repair, verify, reindex).
+
+The ledger is the source of truth; every memory row carries an ``index_state`` (``pending``, ``stale``,
+``removing``, ``indexed``, ``removed``, ``quarantined``) that says what the index still owes it, so a crash
+between the ledger commit and the index write is finished by :meth:`IndexSync.repair` on the next open.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+
+from memlineage.errors import StorageError
+from memlineage.index import index_metadata
+from memlineage.ledger import Ledger, encode_vector
+from memlineage.ledger._schema import memories
+from memlineage.models import Relation, Status
+from memlineage.ports import LexicalIndex, VectorIndex
+from memlineage.services.embedding import Embedding
+
+__all__ = ["ConsistencyReport", "IndexSync", "ledger_loader", "lexical_texts"]
+
+logger = logging.getLogger(__name__)
+
+
+class ConsistencyReport(BaseModel):
+    """What :meth:`MemoryManager.verify` found when comparing the index with the ledger (the source of truth).
+
+    Every list holds memory ids; all empty means the two agree.
+    """
+
+    ledger_rows: int = Field(description="Memory versions in the ledger.")
+    index_entries: int = Field(description="Entries in the vector index.")
+    missing: list[str] = Field(default_factory=list, description="Indexed per the ledger but absent from the index.")
+    orphans: list[str] = Field(default_factory=list, description="In the index but unknown to the ledger.")
+    not_removed: list[str] = Field(
+        default_factory=list, description="In the index although the ledger says removed (archived or erased)."
+    )
+    scope_mismatch: list[str] = Field(default_factory=list, description="Index entry's user_id differs.")
+    status_mismatch: list[str] = Field(default_factory=list, description="Index entry's status differs.")
+    hash_mismatch: list[str] = Field(
+        default_factory=list, description="Index entry was made from other content (content hash differs)."
+    )
+    pending: list[str] = Field(
+        default_factory=list, description="Index write not finished yet (pending/stale/removing); repair() does it."
+    )
+    quarantined: list[str] = Field(
+        default_factory=list,
+        description="Entries the index refused on repair: kept in the ledger, unsearchable; verify(fix=True) retries.",
+    )
+    fixed: int = Field(default=0, description="Differences repaired (verify(fix=True) only).")
+
+    @property
+    def ok(self) -> bool:
+        """True when ledger and index agree and nothing is pending."""
+        return not self.differences()
+
+    def differences(self) -> dict[str, list[str]]:
+        """The non-empty difference lists by name."""
+        names = (
+            "missing",
+            "orphans",
+            "not_removed",
+            "scope_mismatch",
+            "status_mismatch",
+            "hash_mismatch",
+            "pending",
+            "quarantined",
+        )
+        return {n: getattr(self, n) for n in names if getattr(self, n)}
+
+
+def ledger_loader(ledger: Ledger) -> Callable[[str], list[tuple[str, str, dict[str, Any]]]]:
+    """The lexical leg's loader: one user's indexable memories from ``ledger``, as ``(id, text, metadata)``."""
+
+    def load(user_id: str) -> list[tuple[str, str, dict[str, Any]]]:
+        query = select(memories).where(
+            memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale"))
+        )
+        with ledger.transaction() as conn:
+            rows = [dict(r) for r in conn.execute(query).mappings()]
+        return [(r["id"], text, index_metadata(r)) for r, text in zip(rows, lexical_texts(ledger, rows))]
+
+    return load
+
+
+def lexical_texts(ledger: Ledger, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the lexical leg indexes per row: its content, plus the words of the versions it revised or withdrew.
+
+    A revision answers the questions its predecessors answered ("我早上喝什么？" still names the drink the
+    superseded "我每天早上喝绿茶" named), so the current version is found by the old wording too; the old
+    version itself is never served (status filter).
+    """
+    chains: dict[str, list[str]] = {r["id"]: [] for r in rows}
+    cursor = {r["id"]: r["supersedes"] for r in rows if r.get("supersedes")}
+    for _ in range(3):  # up to three versions back
+        if not cursor:
+            break
+        found = {r["id"]: r for r in ledger.memory_rows(sorted(set(cursor.values()))) if r is not None}
+        step: dict[str, str] = {}
+        for rid, prev in cursor.items():
+            old = found.get(prev)
+            if old is not None:
+                chains[rid].append(old["content"])
+                if old["supersedes"]:
+                    step[rid] = old["supersedes"]
+        cursor = step
+    # A withdrawal ("that's not true anymore: I pulled out of the marathon") is likewise found by the words of
+    # the statement it withdrew: the contradict decision used both.
+    acts = {e["src"] for e in ledger.edges_into(list(chains), Relation.USED.value)}
+    targets: dict[str, str] = {}
+    for a in ledger.activity_rows(sorted(acts)) if acts else []:
+        meta = (a or {}).get("meta") or {}
+        if a and a["kind"] == "update_detection" and a["name"] == "contradict" and meta.get("statement") in chains:
+            targets[str(meta["target"])] = str(meta["statement"])
+    for old in ledger.memory_rows(sorted(targets)) if targets else []:
+        if old is not None:
+            chains[targets[old["id"]]].append(old["content"])
+    return [" ".join([r["content"], *chains[r["id"]]]) for r in rows]
+
+
+class IndexSync:
+    """Keeps the vector index and the lexical leg in line with the ledger (port :class:`~memlineage.ports.IndexSyncer`).
+
+    Args:
+        ledger: The ledger (source of truth).
+        index: The vector index port.
+        lexical: The lexical index port.
+        embedding: Embeds rows stored without a vector.
+    """
+
+    def __init__(self, *, ledger: Ledger, index: VectorIndex, lexical: LexicalIndex, embedding: Embedding) -> None:
+        self.ledger = ledger
+        self.index = index
+        self.lexical = lexical
+        self.embedding = embedding
+
+    def sync(self, ids: Sequence[str], *, rows: Sequence[dict[str, Any]] | None = None, fresh: bool = False) -> int:
+        """Bring index entries of ``ids`` in line with the ledger; failures leave them for :meth:`repair`.
+
+        Args:
+            ids: Memory ids to sync.
+            rows: Their ledger rows when the caller just wrote them (skips a read-back).
+            fresh: The rows are new, never indexed: ``add`` instead of ``upsert``.
+
+        Returns:
+            Number of index entries removed.
+        """
+        if not ids:
+            return 0
+        if rows is None:
+            rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids)), embedding=False) if r]
+            pending = [r for r in rows if r["index_state"] == "pending"]
+            if pending:  # only a full write needs the stored vector
+                vectors = self.ledger.memory_rows([r["id"] for r in pending])
+                for r, full in zip(pending, vectors, strict=True):
+                    r["embedding"] = full["embedding"] if full else None
+        try:
+            return self._apply(rows, fresh=fresh)
+        except StorageError as exc:
+            logger.warning("index update deferred (ledger is safe, repaired on next open): %s", exc)
+            return 0
+
+    def _apply(self, rows: Sequence[dict[str, Any]], *, fresh: bool = False) -> int:
+        gone = (Status.ARCHIVED.value, Status.ERASED.value)
+        for r in rows:  # archived / erased rows never stay in the index, whatever transition touched them
+            if r["index_state"] in ("pending", "stale") and r["status"] in gone:
+                r["index_state"] = "removing"
+        upserts = [r for r in rows if r["index_state"] == "pending"]
+        stale = [r for r in rows if r["index_state"] == "stale"]
+        removing = [r for r in rows if r["index_state"] == "removing"]
+        need = [r for r in upserts if r["embedding"] is None]
+        if need:
+            for r, v in zip(need, self.embedding.embed([r["content"] for r in need])):
+                r["embedding"] = encode_vector(v)
+        if upserts:
+            write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
+            write(
+                [r["id"] for r in upserts],
+                [np.frombuffer(r["embedding"], dtype="<f4") for r in upserts],
+                [index_metadata(r) for r in upserts],
+            )
+        if stale:
+            self.index.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
+        removed = self.index.delete([r["id"] for r in removing])
+        self._lexical_apply(upserts, stale, removing)
+        done = [r["id"] for r in upserts + stale]
+        with self.ledger.transaction() as conn:
+            if done:
+                self.ledger.update_memories(conn, done, {"index_state": "indexed"})
+            if removing:
+                self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
+        return removed
+
+    def _lexical_apply(
+        self, upserts: Sequence[dict[str, Any]], stale: Sequence[dict[str, Any]], removing: Sequence[dict[str, Any]]
+    ) -> None:
+        """Mirror an index write into the lexical leg (in memory; rebuilt from the ledger if lost)."""
+        if upserts:
+            self.lexical.upsert(
+                [r["id"] for r in upserts], lexical_texts(self.ledger, upserts), [index_metadata(r) for r in upserts]
+            )
+        if stale:
+            self.lexical.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
+        if removing:
+            self.lexical.delete([r["id"] for r in removing])
+
+    def repair(self) -> dict[str, int]:
+        """Finish index writes interrupted by a crash (run on open); never fails because of one bad entry.
+
+        When the batch write fails, each entry is retried alone; an entry the index still refuses is
+        *quarantined* (``index_state='quarantined'``: kept in the ledger, left out of the index, listed by
+        :meth:`verify` and retried by ``verify(fix=True)``), so one bad entry can never block opening the store.
+
+        Returns:
+            ``{"upserted": n, "updated": n, "removed": n, "quarantined": n}``.
+
+        Raises:
+            StorageError: the ledger failed (an index failure is quarantined instead).
+        """
+        rows = self.ledger.index_backlog()
+        quarantined: list[str] = []
+        try:
+            removed = self._apply(rows) if rows else 0
+        except StorageError:
+            removed, quarantined = self._apply_each(rows)
+        # _apply_index settles each row's action in place (e.g. a stale entry the index lost is upserted).
+        ok = [r for r in rows if r["id"] not in set(quarantined)]
+        report = {
+            "upserted": sum(r["index_state"] == "pending" for r in ok),
+            "updated": sum(r["index_state"] == "stale" for r in ok),
+            "removed": removed,
+            "quarantined": len(quarantined),
+        }
+        if rows:
+            logger.info("index repaired: %s", report)
+        return report
+
+    def _apply_each(self, rows: Sequence[dict[str, Any]]) -> tuple[int, list[str]]:
+        """Apply index rows one at a time; quarantine those the index refuses. Returns (removed, quarantined)."""
+        removed = 0
+        bad: list[str] = []
+        for r in rows:
+            try:
+                removed += self._apply([r])
+            except Exception as exc:  # noqa: BLE001 - whatever the index raises, the entry must not block opening
+                logger.warning("index entry %s quarantined (%s); verify() lists it", r["id"], type(exc).__name__)
+                bad.append(r["id"])
+        if bad:
+            with self.ledger.transaction() as conn:
+                self.ledger.update_memories(conn, bad, {"index_state": "quarantined"})
+        return removed, bad
+
+    def verify(self, *, fix: bool = False) -> ConsistencyReport:
+        """Check that the index agrees with the ledger: ids, scope, status and content hash.
+
+        The ledger is the source of truth: every memory it marks as indexed must have one index entry with the
+        same ``user_id``, ``status`` and ``content_hash``, and the index must hold nothing else. Unfinished index
+        writes (a crash between the ledger commit and the index write) are listed as ``pending``.
+
+        Args:
+            fix: Also repair what was found: re-index missing or mismatched entries, delete orphans and entries
+                that should be gone, then finish pending writes (:meth:`repair`). The report describes the state
+                before the fix.
+
+        Returns:
+            A :class:`ConsistencyReport`; ``report.ok`` is True when ledger and index agree.
+
+        Raises:
+            StorageError: the ledger or the index cannot be read.
+        """
+        rows = {r["id"]: r for r in self.ledger.index_summary()}
+        present = self.index.ids()
+        report = ConsistencyReport(ledger_rows=len(rows), index_entries=len(present))
+        report.pending = sorted(i for i, r in rows.items() if r["index_state"] in ("pending", "stale", "removing"))
+        report.quarantined = sorted(i for i, r in rows.items() if r["index_state"] == "quarantined")
+        expected = sorted(i for i, r in rows.items() if r["index_state"] == "indexed")
+        report.missing = [i for i in expected if i not in present]
+        report.orphans = sorted(i for i in present if i not in rows)
+        report.not_removed = sorted(i for i in present if i in rows and rows[i]["index_state"] == "removed")
+        both = [i for i in expected if i in present]
+        for start in range(0, len(both), 2000):
+            chunk = both[start : start + 2000]
+            for mid, meta in zip(chunk, self.index.get_metadata(chunk), strict=True):
+                row, meta = rows[mid], meta or {}
+                if meta.get("user_id") != row["user_id"]:
+                    report.scope_mismatch.append(mid)
+                if meta.get("status") != row["status"]:
+                    report.status_mismatch.append(mid)
+                if meta.get("content_hash") != row["content_hash"]:
+                    report.hash_mismatch.append(mid)
+        if fix and not report.ok:
+            report.fixed = self._fix(report)
+        return report
+
+    def _fix(self, report: ConsistencyReport) -> int:
+        reupsert = sorted({*report.missing, *report.scope_mismatch, *report.hash_mismatch, *report.quarantined})
+        restale = sorted(set(report.status_mismatch) - set(reupsert))
+        with self.ledger.transaction() as conn:
+            if reupsert:
+                self.ledger.update_memories(conn, reupsert, {"index_state": "pending"})
+            if restale:
+                self.ledger.update_memories(conn, restale, {"index_state": "stale"})
+        removed = self.index.delete(report.orphans + report.not_removed)
+        self.repair()
+        return len(reupsert) + len(restale) + removed + len(report.pending)
+
+    def reindex(self) -> int:
+        """Rebuild the whole index from the ledger (vectors stored in the ledger; re-embedded where missing).
+
+        Returns:
+            Number of entries indexed.
+        """
+        self.index.reset()
+        self.lexical.reset()
+        rows = self.ledger.all_index_rows()
+        for r in rows:
+            r["index_state"] = (
+                "pending" if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value) else "removing"
+            )
+        live = [r for r in rows if r["index_state"] == "pending"]
+        for start in range(0, len(live), 2000):
+            self._apply(live[start : start + 2000])
+        return len(live)

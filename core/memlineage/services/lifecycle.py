@@ -1,0 +1,295 @@
+"""Lifecycle of stored memories: retract, impact (dry run), revalidate, undo a decision, forget (archive), erase.
+
+Each verb checks update / delete policies first, changes the ledger in one transaction (running the cascade
+of :mod:`memlineage.services.cascade` where a memory is invalidated), then syncs the index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from memlineage.errors import InvalidInputError, MemoryNotFoundError
+from memlineage.ledger import Ledger
+from memlineage.ledger._schema import activities, events, memories
+from memlineage.lineage import CascadeReport, ErasureReceipt
+from memlineage.models import Memory, Scope, Source, SourceKind, Status, check_id, check_text, to_epoch
+from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
+from memlineage.reconcile import Action
+from memlineage.services._rows import event_row, row_activity
+from memlineage.services.cascade import Cascade
+from memlineage.services.reads import Reads
+
+__all__ = ["Lifecycle"]
+
+
+class Lifecycle:
+    """State changes of existing memories.
+
+    Args:
+        ledger: The ledger.
+        index: The vector index (an erasure purges its log).
+        reads: Scope-checked reads.
+        policy: Update / delete policies.
+        cascade: Invalidation with its cascade, and archiving.
+        syncer: Brings the index in line after each transaction.
+        value: The value gate (an erasure drops the scope's buffered candidates).
+        clock: Returns "now".
+    """
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        index: VectorIndex,
+        reads: Reads,
+        policy: PolicyGate,
+        cascade: Cascade,
+        syncer: IndexSyncer,
+        value: ValueGate,
+        clock: Clock,
+    ) -> None:
+        self.ledger = ledger
+        self.index = index
+        self.reads = reads
+        self.policy = policy
+        self.cascade = cascade
+        self.syncer = syncer
+        self.value = value
+        self.clock = clock
+
+    def retract(
+        self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "retracted",
+        activity_id: str | None = None, source: Source | str | None = None,
+    ) -> CascadeReport:  # fmt: skip
+        """See :meth:`memlineage.MemoryManager.retract`."""
+        scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
+        if activity_id is not None:
+            check_id(activity_id, "activity_id")
+        src = Source.parse(source) if source is not None else None
+        mem = self.reads.require(memory_id, scope=scope)
+        self.policy.check_operation("delete", [mem], scope=scope, source=src)
+        if mem.status in (Status.RETRACTED, Status.ERASED):
+            return CascadeReport(target=memory_id, action="retract")
+        with self.ledger.transaction() as conn:
+            suspect, unaffected = self.cascade.invalidate(
+                conn, memory_id, Status.RETRACTED, self.clock(), reason=reason, activity_id=activity_id
+            )
+        self.syncer.sync([memory_id, *suspect])
+        return CascadeReport(
+            target=memory_id, action="retract", suspect=suspect, unaffected=unaffected,
+            attribution=self.cascade.attribution(memory_id, suspect),
+        )  # fmt: skip
+
+    def impact(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> CascadeReport:
+        """See :meth:`memlineage.MemoryManager.impact`."""
+        scope = Scope.coerce(scope)
+        self.reads.require(memory_id, scope=scope)
+        with self.ledger.read() as conn:
+            suspect, unaffected = self.cascade.invalidate(
+                conn, memory_id, Status.RETRACTED, self.clock(), reason="impact", dry_run=True
+            )
+        return CascadeReport(
+            target=memory_id, action="impact", suspect=suspect, unaffected=unaffected, dry_run=True,
+            attribution=self.cascade.attribution(memory_id, suspect),
+        )  # fmt: skip
+
+    def revalidate(
+        self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "revalidated"
+    ) -> Memory:
+        """See :meth:`memlineage.MemoryManager.revalidate`."""
+        scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
+        mem = self.reads.require(memory_id, scope=scope)
+        if mem.status not in (Status.SUSPECT, Status.EXPIRED):
+            msg = f"memory {memory_id!r} is {mem.status.value}; only suspect or expired memories can be revalidated"
+            raise InvalidInputError(msg)
+        self.policy.check_operation("update", [mem], scope=scope)
+        t = to_epoch(self.clock())
+        with self.ledger.transaction() as conn:
+            self.ledger.update_memories(
+                conn, [memory_id], {"status": Status.ACTIVE.value, "invalidated_at": None, "index_state": "stale"}
+            )
+            self.ledger.insert_events(
+                conn, [event_row(t, "revalidated", memory_id, None, mem.scope.user_id, {"reason": reason})]
+            )
+        self.syncer.sync([memory_id])
+        return self.reads.require(memory_id, scope=scope)
+
+    def undo(
+        self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "decision undone"
+    ) -> Memory:
+        """See :meth:`memlineage.MemoryManager.undo`."""
+        scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
+        row = self.ledger.activity_rows([check_id(decision_id, "decision_id")])[0]
+        if row is None or row["kind"] != "update_detection" or row["user_id"] != scope.user_id:
+            msg = f"no update decision {decision_id!r} in this scope; see explain(...).decisions"
+            raise MemoryNotFoundError(msg)
+        if row["outcome"] == "undone":
+            msg = f"decision {decision_id!r} was already undone"
+            raise InvalidInputError(msg)
+        meta = dict(row["meta"] or {})
+        if row["name"] not in (Action.UPDATE.value, Action.CONTRADICT.value):
+            msg = f"a {row['name']} decision stored nothing that could be restored; remember the statement again"
+            raise InvalidInputError(msg)
+        target = str(meta.get("target"))
+        mem = self.reads.require(target, scope=scope)
+        expected = Status.SUPERSEDED if row["name"] == Action.UPDATE.value else Status.RETRACTED
+        if mem.status is not expected:
+            msg = f"memory {target!r} is {mem.status.value} now, not {expected.value}; it changed since the decision"
+            raise InvalidInputError(msg)
+        now = self.clock()
+        t = to_epoch(now)
+        with self.ledger.transaction() as conn:
+            marked = conn.execute(
+                select(events.c.memory_id).where(events.c.activity_id == decision_id, events.c.type == "suspect")
+            ).all()
+            statuses = self.ledger.statuses([m[0] for m in marked if m[0]], conn)
+            restored = sorted(m for m, st in statuses.items() if st == Status.SUSPECT.value)
+            values: dict[str, Any] = {"status": Status.ACTIVE.value, "invalidated_at": None, "index_state": "stale"}
+            if expected is Status.SUPERSEDED:
+                values["slot"] = None
+            self.ledger.update_memories(conn, [target], values)
+            if restored:
+                self.ledger.update_memories(conn, restored, {"status": Status.ACTIVE.value, "index_state": "stale"})
+            data = {"reason": reason, "decision": decision_id}
+            self.ledger.insert_events(
+                conn,
+                [event_row(t, "decision_undone", target, decision_id, scope.user_id, data)]
+                + [event_row(t, "revalidated", m, decision_id, scope.user_id, data) for m in restored],
+            )
+            self.ledger.upsert_activity(
+                conn, row_activity(row).model_copy(update={"outcome": "undone", "metadata": {**meta, "undo": reason}})
+            )
+        self.syncer.sync([target, *restored])
+        return self.reads.require(target, scope=scope)
+
+    def forget(
+        self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "forgotten",
+        source: Source | str | None = None,
+    ) -> Memory:  # fmt: skip
+        """See :meth:`memlineage.MemoryManager.forget`."""
+        scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
+        src = Source.parse(source) if source is not None else None
+        mem = self.reads.require(memory_id, scope=scope)
+        self.policy.check_operation("delete", [mem], scope=scope, source=src)
+        self.cascade.archive([memory_id], reason)
+        return self.reads.require(memory_id, scope=scope)
+
+    def erase(
+        self, memory_id: str | None = None, *, scope: Scope | Mapping[str, Any] | str, reason: str = "erasure request",
+        source: Source | str | None = None,
+    ) -> ErasureReceipt:  # fmt: skip
+        """See :meth:`memlineage.MemoryManager.erase`."""
+        scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
+        src = Source.parse(source) if source is not None else None
+        now = self.clock()
+        t = to_epoch(now)
+        if memory_id is not None:
+            mem = self.reads.require(memory_id, scope=scope)
+            ids = self._revision_chain(mem.id)
+        else:
+            with self.ledger.read() as conn:
+                ids = self.ledger.ids_in_scope(scope, conn=conn, session_only=scope.session_id is not None)
+                if scope.agent_id is not None:
+                    rows = self.ledger.memory_rows(ids, conn)
+                    ids = [r["id"] for r in rows if r and r["agent_id"] == scope.agent_id]
+        ids = [*ids, *self._derived_summaries(ids)]
+        mems = [m for m in self.ledger.memories(ids) if m is not None]
+        self.policy.check_operation("delete", mems, scope=scope, source=src)
+        if memory_id is None:
+            self.value.clear_scope(scope)  # buffered (never stored) candidates of the scope go too
+        suspects: list[str] = []
+        acts = 0
+        with self.ledger.transaction() as conn:
+            for m in mems:
+                if m.status is not Status.ERASED:
+                    s, _ = self.cascade.invalidate(conn, m.id, Status.ERASED, now, reason=reason)
+                    suspects.extend(x for x in s if x not in ids)
+            self.ledger.update_memories(
+                conn,
+                ids,
+                {
+                    "content": "", "content_hash": "erased", "meta": {}, "tags": [], "embedding": None,
+                    "assessment": None, "slot": None, "status": Status.ERASED.value, "index_state": "removing",
+                    "context_hash": None,
+                },
+            )  # fmt: skip
+            redacted = self._redact_events(conn, ids)
+            if memory_id is None:
+                acts = self._redact_activities(conn, scope)
+            self.ledger.insert_events(
+                conn,
+                [event_row(t, "erasure_receipt", None, None, scope.user_id, {"memories": len(ids), "reason": reason})],
+            )
+        removed = self.syncer.sync([*ids, *dict.fromkeys(suspects)])  # descendants made suspect need a sync too
+        self._compact(ids)
+        return ErasureReceipt(
+            user_id=scope.user_id,
+            memory_ids=list(ids),
+            index_entries_removed=removed,
+            events_redacted=redacted,
+            activities_redacted=acts,
+            suspect=sorted(set(suspects)),
+            erased_at=now.isoformat(),
+        )
+
+    def _revision_chain(self, mid: str) -> list[str]:
+        chain = [mid]
+        rows = self.ledger.memory_rows([mid])
+        row = rows[0]
+        while row and row["supersedes"]:
+            chain.append(row["supersedes"])
+            row = self.ledger.memory_rows([row["supersedes"]])[0]
+        frontier = [mid]
+        with self.ledger.read() as conn:
+            while frontier:
+                nxt = [r[0] for r in conn.execute(select(memories.c.id).where(memories.c.supersedes.in_(frontier)))]
+                nxt = [n for n in nxt if n not in chain]
+                chain.extend(nxt)
+                frontier = nxt
+        return chain
+
+    def _redact_events(self, conn: Connection, ids: Sequence[str]) -> int:
+        n = 0
+        for start in range(0, len(ids), 900):
+            chunk = list(ids[start : start + 900])
+            res = conn.execute(update(events).where(events.c.memory_id.in_(chunk)).values(data={"redacted": True}))
+            n += res.rowcount or 0
+        return n
+
+    def _redact_activities(self, conn: Connection, scope: Scope) -> int:
+        cond = [activities.c.user_id == scope.user_id]
+        if scope.agent_id is not None:
+            cond.append(activities.c.agent_id == scope.agent_id)
+        if scope.session_id is not None:
+            cond.append(activities.c.session_id == scope.session_id)
+        res = conn.execute(update(activities).where(*cond).values(meta={"redacted": True}))
+        return res.rowcount or 0
+
+    def _derived_summaries(self, ids: Sequence[str]) -> list[str]:
+        """Consolidated summaries derived (transitively) from ``ids``: their text restates what is erased."""
+        found = self.ledger.walk(list(ids), direction="descendants")
+        rows = self.ledger.memory_rows(sorted(set(found) - set(ids)), embedding=False)
+        return [r["id"] for r in rows if r and r["source_kind"] == SourceKind.CONSOLIDATION.value]
+
+    def _compact(self, ids: Sequence[str] = ()) -> None:
+        """Make redactions physical after an erasure.
+
+        Drops the index's log records of ``ids`` (embedded Chroma), then checkpoints and truncates SQLite's WAL
+        (``secure_delete`` zeroes freed cells).
+        """
+        purge = getattr(self.index, "purge_log", None)
+        if callable(purge) and ids:
+            purge(ids)
+        if self.ledger.is_sqlite:
+            with self.ledger.transaction() as conn:
+                conn.exec_driver_sql("SELECT 1")
+            with self.ledger.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -1,0 +1,158 @@
+"""Read path: recall (the retrieval gate): expiry, hybrid retrieval, read policies, value re-ranking, reinforcement.
+
+:func:`memlineage.retrieval.hybrid_recall` does the candidate search and fusion; this stage wraps it with the
+store's gates and records the use of what it serves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import update
+
+from memlineage.errors import StorageError
+from memlineage.index import IndexFilter
+from memlineage.ledger import Ledger
+from memlineage.ledger._schema import memories
+from memlineage.models import Memory, MemoryKind, Relation, Scope, Status, check_text, normalize_tags, to_epoch
+from memlineage.ports import Clock, LexicalIndex, PolicyGate, ValueGate, VectorIndex
+from memlineage.reconcile import newest_first
+from memlineage.retrieval import CandidateFilter, RecallResult, RetrievalConfig, Trace, hybrid_recall
+from memlineage.services._checks import check_read_args, kind_values
+from memlineage.services._rows import edge_row
+from memlineage.services.cascade import Cascade
+from memlineage.services.embedding import Embedding
+
+__all__ = ["Recall"]
+
+logger = logging.getLogger(__name__)
+
+
+class Recall:
+    """Ranked, gated retrieval within a scope.
+
+    Args:
+        ledger: The ledger (loads candidates; records uses).
+        index: The vector index port.
+        lexical: The lexical index port.
+        embedding: Embeds the query.
+        cascade: Expires what is past its TTL before ranking.
+        policy: Read policies.
+        value: Value re-ranking and reinforcement.
+        retrieval: Hybrid retrieval settings.
+        read_filter: Optional per-memory candidate filter (see :data:`memlineage.retrieval.CandidateFilter`).
+        clock: Returns "now".
+    """
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        index: VectorIndex,
+        lexical: LexicalIndex,
+        embedding: Embedding,
+        cascade: Cascade,
+        policy: PolicyGate,
+        value: ValueGate,
+        retrieval: RetrievalConfig,
+        read_filter: CandidateFilter | None,
+        clock: Clock,
+    ) -> None:
+        self.ledger = ledger
+        self.index = index
+        self.lexical = lexical
+        self.embedding = embedding
+        self.cascade = cascade
+        self.policy = policy
+        self.value = value
+        self.retrieval = retrieval
+        self.read_filter = read_filter
+        self.clock = clock
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        k: int = 5,
+        kinds: Iterable[MemoryKind | str] | None = None,
+        tags: Iterable[str] | None = None,
+        include_suspect: bool = False,
+        purpose: str | None = None,
+        session_only: bool = False,
+        activity_id: str | None = None,
+        trace: bool = False,
+        reinforce: bool = True,
+        budget: float | None = None,
+    ) -> RecallResult:
+        """See :meth:`memlineage.MemoryManager.recall`."""
+        query = check_text(query, "query")
+        scope = Scope.coerce(scope)
+        check_read_args(k=k, purpose=purpose, budget=budget, activity_id=activity_id)
+        kinds_wanted = kind_values(kinds)
+        statuses = [Status.ACTIVE.value]
+        if include_suspect and purpose != "decision":
+            statuses.append(Status.SUSPECT.value)
+        where = IndexFilter(
+            user_id=scope.user_id,
+            agent_id=scope.agent_id,
+            session_id=scope.session_id if session_only else None,
+            statuses=tuple(statuses),
+            kinds=kinds_wanted,
+            tags=normalize_tags(tags),
+        )
+        tr = Trace(query=query, k=k)
+        if k == 0:
+            return RecallResult([], tr)
+        now = self.clock()
+        # Expire what is past its TTL first, so conclusions derived from it are already suspect when ranked.
+        self.cascade.expire_due(scope=scope)
+        hits = hybrid_recall(
+            query,
+            k=k,
+            where=where,
+            scope=scope,
+            now=now,
+            query_vector=lambda: self.embedding.embed([query])[0],
+            vector_index=self.index,
+            lexical_index=self.lexical,
+            load=self.ledger.memories,
+            trace=tr,
+            config=self.retrieval,
+            candidate_filter=self.read_filter,
+            read_filter=lambda c: self.policy.filter_read(
+                c, scope=scope, purpose=purpose, query=query, trace=tr, budget=budget
+            ),
+            expire=self.cascade.expire,
+            value_of=self.value.value_of(),
+        )
+        hits = self.policy.annotate(hits, tr)
+        hits = self.value.rerank(hits, now)
+        hits.sort(key=lambda h: (-h.score, h.memory.id))
+        # two live values of one attribute: the later event ranks first (among the hits that can reach the top k)
+        window = max(2 * k, k + 10)
+        hits = (newest_first(hits[:window]) + hits[window:])[:k]
+        if hits and (reinforce or activity_id):
+            self._mark_used([h.memory for h in hits], activity_id, now)
+        return RecallResult(hits, tr)
+
+    def _mark_used(self, mems: Sequence[Memory], activity_id: str | None, now: datetime) -> None:
+        t = to_epoch(now)
+        ids = sorted(m.id for m in mems)
+        self.value.reinforce(ids, now)
+        try:
+            with self.ledger.transaction() as conn:
+                conn.execute(
+                    update(memories)
+                    .where(memories.c.id.in_(ids))
+                    .values(use_count=memories.c.use_count + 1, last_used_at=t)
+                )
+                if activity_id:
+                    user = mems[0].scope.user_id
+                    self.ledger.insert_edges(conn, [edge_row(activity_id, m.id, Relation.USED, t, user) for m in mems])
+        except StorageError as exc:
+            # Usage bookkeeping must never fail a read (e.g. a PostgreSQL deadlock with a concurrent cascade).
+            logger.warning("could not record the use of %d memories: %s", len(ids), exc)

@@ -1,0 +1,529 @@
+"""Write path: validated drafts → duplicate / corroboration / slot plan → update detection → value gate → ledger.
+
+Stages, in order (:meth:`WritePath.remember_many`): validation (:mod:`memlineage.services.draft`), premise
+checks, the value model's feature extraction, write policies, exact-duplicate and slot resolution
+(:meth:`WritePath._dedupe`), embedding, update detection (:func:`memlineage._detect.detect_updates`), merging
+duplicates into existing memories (``seen_again`` or corroboration), the value gate, then one ledger transaction
+(:meth:`WritePath._persist`) whose supersessions and withdrawals run the cascade, and the index sync.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, update
+
+from memlineage._detect import detect_updates
+from memlineage.errors import InvalidInputError, LineageCycleError, MemoryNotFoundError, ScopeViolationError
+from memlineage.ledger import Ledger, encode_vector, memory_to_row
+from memlineage.ledger._schema import supports
+from memlineage.lineage import CascadeReport
+from memlineage.models import Activity, Memory, MemoryKind, Relation, Scope, Source, Status, new_id, to_epoch
+from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
+from memlineage.reconcile import Decision, Reconciler
+from memlineage.services._rows import LIVE, check_activity_owners, edge_row, event_row, row_scope, write_scope
+from memlineage.services.cascade import Cascade
+from memlineage.services.draft import Draft, DraftBuilder, check_item
+from memlineage.services.embedding import Embedding
+from memlineage.services.reads import Reads
+
+__all__ = ["WritePath"]
+
+
+class WritePath:
+    """``remember`` / ``remember_many`` / ``supersede``: every write of new memory versions.
+
+    Args:
+        ledger: The ledger.
+        index: The vector index (read by update detection).
+        reconciler: Update detection's decision maker; None = no update detection.
+        drafts: Validates requests into drafts.
+        embedding: Embeds drafts given without a vector.
+        policy: Write and update policies.
+        value: The value model's write gate.
+        cascade: Invalidates what a write supersedes or withdraws.
+        syncer: Brings the index in line after each transaction.
+        reads: Reads memories back (scope-checked).
+        clock: Returns "now".
+        write_mutex: Serialises the write gate (duplicate check → insert) within this process, so two threads
+            writing the same content cannot both store it; across processes, server mode relies on the
+            ledger's transactions.
+    """
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        index: VectorIndex,
+        reconciler: Reconciler | None,
+        drafts: DraftBuilder,
+        embedding: Embedding,
+        policy: PolicyGate,
+        value: ValueGate,
+        cascade: Cascade,
+        syncer: IndexSyncer,
+        reads: Reads,
+        clock: Clock,
+        write_mutex: threading.RLock,
+    ) -> None:
+        self.ledger = ledger
+        self.index = index
+        self.reconciler = reconciler
+        self.drafts = drafts
+        self.embedding = embedding
+        self.policy = policy
+        self.value = value
+        self.cascade = cascade
+        self.syncer = syncer
+        self.reads = reads
+        self.clock = clock
+        self.write_mutex = write_mutex
+
+    def remember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """See :meth:`memlineage.MemoryManager.remember_many`."""
+        if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
+            msg = "remember_many() takes a list of dicts with remember()'s keyword arguments"
+            raise InvalidInputError(msg)
+        drafts = [self.drafts.draft(**check_item(item)) for item in items]
+        if not drafts:
+            return []
+        now = self.clock()
+        self.persist_buffered_premises(drafts, now)
+        with self.ledger.read() as conn:
+            self.check_premises(drafts, conn)
+        self.value.prepare(drafts)
+        self.policy.check_write(drafts)
+        with self.write_mutex:
+            return self.remember_locked(drafts, now)
+
+    def remember_locked(self, drafts: list[Draft], now: datetime) -> list[Memory]:
+        """Resolve, gate and persist validated drafts (caller holds the write mutex); one memory per draft."""
+        results: list[Memory | None] = [None] * len(drafts)
+        todo, batch_dups, merges = self._dedupe(drafts, now)
+        missing = [d for d in todo if d.embedding is None]
+        if missing:
+            vectors = self.embedding.embed([d.content for d in missing])
+            for d, v in zip(missing, vectors):
+                d.embedding = v
+        todo = self._detect(drafts, todo, batch_dups, merges, now)
+        # Writes start only now, after everything that can fail on bad input or a broken embedder.
+        if merges:
+            self._merge_duplicates(merges, results, now)
+        todo = self.value.gate(drafts, todo, results, now)
+        written: list[dict[str, Any]] = []
+        created, suspects = self._persist(todo, now, rows_out=written)
+        by_draft = {id(d): m for d, m in zip(todo, created)}
+        for i, d in enumerate(drafts):
+            if id(d) in by_draft:
+                results[i] = by_draft[id(d)]
+        for i, first in batch_dups:
+            results[i] = results[first]
+        # A new memory made suspect in the same transaction (its premise was the slot value it superseded) was
+        # already synced from the ledger by _persist; its in-memory row is out of date.
+        cascaded = set(suspects)
+        self.syncer.sync(
+            [m.id for m in created if m.id not in cascaded],
+            rows=[r for r in written if r["id"] not in cascaded],
+            fresh=True,
+        )
+        return [r for r in results if r is not None]
+
+    def persist_buffered_premises(self, drafts: Sequence[Draft], now: datetime) -> None:
+        """Store the short-term-buffer items that drafts name as premises, under the ids they were returned with.
+
+        An adapter may take a turn the value model kept only in the session's buffer ("ok, what should I bring?")
+        as the premise of the answer that follows; a derived memory needs its premise in the ledger for its
+        lineage to work, so that item is persisted (forced) first.
+        """
+        wanted = sorted({p for d in drafts for p in d.derived_from})
+        if not self.value.enabled or not wanted:
+            return
+        known = {r["id"] for r in self.ledger.memory_rows(wanted) if r is not None}
+        items = []
+        for d in drafts:
+            for p in d.derived_from:
+                item = self.value.pop_buffered(p, d.scope) if p not in known else None
+                if item is not None:
+                    known.add(p)
+                    items.append(item)
+        if not items:
+            return
+        buffered = []
+        for item in items:
+            draft = self.drafts.draft(
+                content=item.content, scope=item.scope, source=item.source, kind=MemoryKind.EPISODIC, force=True
+            )
+            draft.extra_rows["id"] = item.id
+            buffered.append(draft)
+        with self.write_mutex:
+            self.remember_locked(buffered, now)
+
+    def check_premises(self, drafts: Sequence[Draft], conn: Connection) -> None:
+        """Premises must exist in the draft's scope and not be erased; a draft's trust is capped by theirs."""
+        wanted = sorted({p for d in drafts for p in d.derived_from})
+        rows = dict(zip(wanted, self.ledger.memory_rows(wanted, conn)))
+        for d in drafts:
+            for p in d.derived_from:
+                row = rows.get(p)
+                if row is None:
+                    msg = f"premise {p!r} does not exist; remember it first or drop it from derived_from"
+                    raise MemoryNotFoundError(msg)
+                if not d.scope.contains(row_scope(row)):
+                    msg = f"premise {p!r} belongs to another scope; a memory can only derive from its own scope"
+                    raise ScopeViolationError(msg)
+                if row["status"] == Status.ERASED.value:
+                    msg = f"premise {p!r} was erased and cannot support new memories"
+                    raise InvalidInputError(msg)
+            if d.derived_from:
+                d.trust = min([d.trust] + [rows[p]["trust"] for p in d.derived_from])
+
+    def _dedupe(
+        self, drafts: list[Draft], now: datetime
+    ) -> tuple[list[Draft], list[tuple[int, int]], list[tuple[int, dict[str, Any], Draft]]]:
+        """Resolve exact duplicates and slot supersession (reads only; nothing is written here).
+
+        Returns:
+            The drafts to persist, ``(index, first_index)`` pairs for in-batch duplicates, and
+            ``(index, existing_row, draft)`` for duplicates of live ledger memories (to merge).
+        """
+        todo: list[Draft] = []
+        seen: dict[tuple[str, str | None, str, str], int] = {}
+        groups: dict[tuple[str, str | None], list[int]] = {}
+        for i, d in enumerate(drafts):
+            groups.setdefault((d.scope.user_id, d.scope.agent_id), []).append(i)
+        existing: dict[tuple[str, str | None, str, str], dict[str, Any]] = {}
+        with self.ledger.read() as conn:
+            for (user, agent), idx in groups.items():
+                pairs = [(drafts[i].kind.value, drafts[i].hash) for i in idx]
+                pairs += [(MemoryKind.SEMANTIC.value, drafts[i].hash) for i in idx if drafts[i].auto_kind]
+                found = self.ledger.find_duplicates(user, agent, pairs, conn)
+                for (kind, h), row in found.items():
+                    existing[(user, agent, kind, h)] = row
+            for d in drafts:
+                if d.slot:
+                    live = [
+                        r
+                        for r in self.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot, conn)
+                        if r["status"] in LIVE
+                    ]
+                    if live and live[-1]["content_hash"] != d.hash:
+                        d.supersedes = live[-1]
+        merges: list[tuple[int, dict[str, Any], Draft]] = []
+        batch_dups: list[tuple[int, int]] = []
+        for i, d in enumerate(drafts):
+            key = (d.scope.user_id, d.scope.agent_id, d.kind.value, d.hash)
+            promoted = (d.scope.user_id, d.scope.agent_id, MemoryKind.SEMANTIC.value, d.hash)
+            if d.auto_kind and key not in existing and promoted in existing:
+                key = promoted  # an unkinded restatement of a fact the value model promoted
+            if key in existing and self._would_cycle(existing[key]["id"], d.derived_from):
+                # Same words, but derived from what came after the first occurrence: a new event that repeats
+                # earlier content (e.g. an agent saying "Noted." twice), not a circular re-derivation.
+                todo.append(d)
+            elif key in existing:
+                merges.append((i, existing[key], d))
+            elif key in seen:
+                batch_dups.append((i, seen[key]))
+            else:
+                seen[key] = i
+                todo.append(d)
+        return todo, batch_dups, merges
+
+    def _detect(
+        self,
+        drafts: list[Draft],
+        todo: list[Draft],
+        batch_dups: list[tuple[int, int]],
+        merges: list[tuple[int, dict[str, Any], Draft]],
+        now: datetime,
+    ) -> list[Draft]:
+        """Update detection (see :mod:`memlineage._detect`); reads only, decisions are carried out by ``_persist``."""
+        return detect_updates(
+            drafts, todo, batch_dups, merges, now, ledger=self.ledger, index=self.index, reconciler=self.reconciler,
+            check_operation=lambda op, mems, scope, source: self.policy.check_operation(
+                op, mems, scope=scope, source=source
+            ),
+        )  # fmt: skip
+
+    def _would_cycle(self, memory_id: str, premises: Sequence[str]) -> bool:
+        """Whether adding ``premises`` to ``memory_id`` would make it its own ancestor."""
+        if not premises:
+            return False
+        if memory_id in premises:
+            return True
+        return bool(self.ledger.walk([memory_id], direction="descendants").keys() & set(premises))
+
+    def _merge_duplicates(
+        self, merges: list[tuple[int, dict[str, Any], Draft]], results: list[Memory | None], now: datetime
+    ) -> None:
+        """Record ``seen_again`` or a corroborating support for duplicates of live ledger rows."""
+        with self.ledger.transaction() as conn:
+            for _, row, d in merges:
+                if d.decision is not None:
+                    self._record_decision(conn, d, None, now)
+                self._corroborate(conn, row, d, now)
+        fresh = self.ledger.memories([row["id"] for _, row, _ in merges])
+        for (i, _, _), mem in zip(merges, fresh):
+            results[i] = mem
+        self.syncer.sync([row["id"] for _, row, _ in merges])
+
+    def _corroborate(self, conn: Connection, row: dict[str, Any], d: Draft, now: datetime) -> None:
+        mid = row["id"]
+        t = to_epoch(now)
+        groups = self.ledger.support_rows(mid, conn)
+        if d.derived_from:
+            descendants = self.ledger.walk([mid], direction="descendants", conn=conn)
+            if mid in d.derived_from or descendants.keys() & set(d.derived_from):
+                msg = f"corroborating {mid!r} with premises {list(d.derived_from)} would create a lineage cycle"
+                raise LineageCycleError(msg)
+        own = next(
+            (g for g in groups if g["source_kind"] == d.source.kind.value and g["source_name"] == d.source.name),
+            None,
+        )
+        if own is not None:
+            # The same source again is not independent evidence: its premises join the same conjunctive group.
+            known = set(self.ledger.premises([mid], conn, support=own["support"]).get(mid, ()))
+            extra = [p for p in d.derived_from if p not in known]
+            if extra and own["premises"] > 0:
+                self.ledger.insert_edges(
+                    conn,
+                    [
+                        edge_row(mid, p, Relation.WAS_DERIVED_FROM, t, row["user_id"], own["support"], d.activity_id)
+                        for p in extra
+                    ],
+                )
+                conn.execute(
+                    update(supports).where(supports.c.id == own["id"]).values(premises=own["premises"] + len(extra))
+                )
+                # a premise added to a conjunctive group can only lower trust (minimum over all premises)
+                self.ledger.update_memories(conn, [mid], {"trust": min(row["trust"], d.trust)})
+            data = {"source": str(d.source), "new_premises": extra if own["premises"] > 0 else []}
+            if d.decision is not None:
+                data["decision"] = {"action": d.decision.action.value, "reason": d.decision.reason}
+            self.ledger.insert_events(conn, [event_row(t, "seen_again", mid, d.activity_id, row["user_id"], data)])
+            return
+        group = max((g["support"] for g in groups), default=-1) + 1
+        self.ledger.insert_supports(
+            conn,
+            [
+                {
+                    "memory_id": mid,
+                    "support": group,
+                    "source_kind": d.source.kind.value,
+                    "source_name": d.source.name,
+                    "activity_id": d.activity_id,
+                    "premises": len(d.derived_from),
+                    "created_at": t,
+                }
+            ],
+        )
+        self.ledger.insert_edges(
+            conn,
+            [
+                edge_row(mid, p, Relation.WAS_DERIVED_FROM, t, row["user_id"], group, d.activity_id)
+                for p in d.derived_from
+            ],
+        )
+        values: dict[str, Any] = {"trust": max(row["trust"], d.trust)}
+        if row["status"] == Status.SUSPECT.value:
+            values["status"] = Status.ACTIVE.value  # an independent valid source supports it again
+            values["index_state"] = "stale"
+        self.ledger.update_memories(conn, [mid], values)
+        self.ledger.insert_events(
+            conn,
+            [
+                event_row(
+                    t, "corroborated", mid, d.activity_id, row["user_id"], {"source": str(d.source), "group": group}
+                )
+            ],
+        )
+
+    def _persist(
+        self, drafts: list[Draft], now: datetime, rows_out: list[dict[str, Any]] | None = None
+    ) -> tuple[list[Memory], list[str]]:
+        """Write new memories, their supports, edges and events in one transaction.
+
+        Args:
+            drafts: Validated, de-duplicated drafts.
+            now: Write time.
+            rows_out: When given, receives the ledger rows written (for the index write that follows).
+
+        Returns:
+            The new memories, and the ids made suspect by superseding old slot values / versions.
+        """
+        if not drafts:
+            return [], []
+        t = to_epoch(now)
+        mems: list[Memory] = []
+        rows: list[dict[str, Any]] = []
+        edge_rows: list[dict[str, Any]] = []
+        support_rows: list[dict[str, Any]] = []
+        event_rows: list[dict[str, Any]] = []
+        # (old id, status, reason, decision) for each memory this batch supersedes or withdraws
+        invalidations: list[tuple[str, Status, str, Decision | None]] = []
+        activity_ids = {d.activity_id for d in drafts if d.activity_id}
+        for d in drafts:
+            old = d.supersedes
+            mem = d.to_memory(now, previous=old)
+            mems.append(mem)
+            row = memory_to_row(mem)
+            row.update(
+                content_hash=d.hash, index_state="pending", embedding=encode_vector(d.embedding),
+                embedder=self.embedding.embedder.name,
+            )  # fmt: skip
+            rows.append(row)
+            user = d.scope.user_id
+            support_rows.append(
+                {
+                    "memory_id": mem.id, "support": 0, "source_kind": d.source.kind.value,
+                    "source_name": d.source.name, "activity_id": d.activity_id,
+                    "premises": len(d.derived_from), "created_at": t,
+                }
+            )  # fmt: skip
+            edge_rows.extend(
+                edge_row(mem.id, p, Relation.WAS_DERIVED_FROM, t, user, 0, d.activity_id) for p in d.derived_from
+            )
+            if d.activity_id:
+                edge_rows.append(edge_row(mem.id, d.activity_id, Relation.WAS_GENERATED_BY, t, user))
+            data: dict[str, Any] = {"source": str(d.source), "kind": d.kind.value}
+            if old:
+                edge_rows.append(edge_row(mem.id, old["id"], Relation.WAS_REVISION_OF, t, user))
+                reason = d.decision.reason if d.decision else "superseded by a new version"
+                invalidations.append((old["id"], Status.SUPERSEDED, reason, d.decision))
+                data["supersedes"] = old["id"]
+            if d.retracts:
+                assert d.decision is not None
+                invalidations.append((d.retracts, Status.RETRACTED, d.decision.reason, d.decision))
+                data["retracts"] = d.retracts
+            if d.decision is not None:
+                data["decision"] = {"action": d.decision.action.value, "target": d.decision.target}
+            event_rows.append(event_row(t, "created", mem.id, d.activity_id, user, data))
+        with self.ledger.transaction() as conn:
+            found = [r for r in self.ledger.activity_rows(sorted(activity_ids), conn) if r]
+            check_activity_owners(found, drafts)
+            known = {r["id"] for r in found}
+            for d in drafts:
+                if d.activity_id and d.activity_id not in known:
+                    known.add(d.activity_id)
+                    self.ledger.upsert_activity(
+                        conn,
+                        Activity(
+                            id=d.activity_id, kind="run", parent_id=d.parent_activity_id, scope=d.scope,
+                            started_at=now,
+                        ),
+                    )  # fmt: skip
+            self.ledger.insert_memories(conn, rows)
+            if rows_out is not None:
+                rows_out.extend(rows)
+            self.ledger.insert_supports(conn, support_rows)
+            self.ledger.insert_edges(conn, edge_rows)
+            self.ledger.insert_events(conn, event_rows)
+            suspects: list[str] = []
+            by_target = {d.decision.target: (d, m) for d, m in zip(drafts, mems) if d.decision is not None}
+            for old_id, status, reason, decision in invalidations:
+                act = None
+                if decision is not None:
+                    d, mem = by_target[old_id]
+                    act = self._record_decision(conn, d, mem.id, now)
+                s, _ = self.cascade.invalidate(conn, old_id, status, now, reason=reason, activity_id=act)
+                suspects.extend(s)
+        if invalidations:
+            self.syncer.sync([i[0] for i in invalidations] + suspects)
+        return mems, suspects
+
+    def _record_decision(self, conn: Connection, d: Draft, memory_id: str | None, now: datetime) -> str:
+        """Record an automatic update decision as an activity (kind ``update_detection``); return its id.
+
+        The activity ``used`` the new statement (its evidence) and the memory it acts on; the latter's
+        ``wasInvalidatedBy`` edge (written by the cascade) points at it, so ``explain`` shows why.
+        """
+        decision = d.decision
+        assert decision is not None and decision.target is not None
+        act = new_id()
+        t = to_epoch(now)
+        self.ledger.upsert_activity(
+            conn,
+            Activity(
+                id=act, kind="update_detection", name=decision.action.value, scope=d.scope, started_at=now,
+                ended_at=now, outcome="applied",
+                metadata={
+                    "reason": decision.reason, "evidence": decision.evidence, "decided_by": decision.decided_by,
+                    "target": decision.target, "statement": memory_id,
+                },
+            ),
+        )  # fmt: skip
+        rows = [edge_row(act, decision.target, Relation.USED, t, d.scope.user_id)]
+        if memory_id is not None:
+            rows.append(edge_row(act, memory_id, Relation.USED, t, d.scope.user_id))
+        self.ledger.insert_edges(conn, rows)
+        return act
+
+    def supersede(
+        self,
+        old_id: str,
+        new_content: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        source: Source | str = "user",
+        **kwargs: Any,
+    ) -> CascadeReport:
+        """See :meth:`memlineage.MemoryManager.supersede`."""
+        scope = Scope.coerce(scope)
+        old = self.reads.require(old_id, scope=scope)
+        if old.status.value not in LIVE:
+            msg = f"memory {old_id!r} is {old.status.value}; supersede its newest version instead"
+            raise InvalidInputError(msg)
+        params = {
+            "kind": old.kind,
+            "tags": old.tags,
+            "metadata": old.metadata,
+            "slot": old.slot,
+            "valid_from": None,
+            **kwargs,
+        }
+        d = self.drafts.draft(content=new_content, scope=write_scope(scope, old.scope), source=source, **params)
+        self.policy.check_operation("update", [old], scope=scope, source=d.source)
+        with self.ledger.read() as conn:
+            self.check_premises([d], conn)
+            if d.derived_from:
+                desc = self.ledger.walk([old_id], direction="descendants", conn=conn)
+                if old_id in d.derived_from or desc.keys() & set(d.derived_from):
+                    msg = f"the new version of {old_id!r} cannot derive from the old one or its descendants"
+                    raise LineageCycleError(msg)
+            d.supersedes = self.ledger.memory_rows([old_id], conn)[0]
+        if d.embedding is None:
+            d.embedding = self.embedding.embed([d.content])[0]
+        d.force = True  # an explicit revision is always stored; a value model only scores it
+        self.value.gate([d], [d], [None], self.clock())
+        with self.write_mutex:
+            current = self.ledger.memory_rows([old_id])[0]
+            if current is None or current["status"] not in LIVE:
+                msg = f"memory {old_id!r} was superseded or invalidated meanwhile; supersede its newest version"
+                raise InvalidInputError(msg)
+            (new,), suspect = self._persist([d], self.clock())
+        self.syncer.sync([new.id])
+        return CascadeReport(
+            target=old_id, action="supersede", suspect=suspect, memory=self.reads.get(new.id, scope=scope),
+            attribution=self.cascade.attribution(old_id, suspect),
+        )  # fmt: skip
+
+    def revise(
+        self,
+        memory_id: str,
+        content: str,
+        *,
+        scope: Scope | Mapping[str, Any] | str,
+        source: Source | str | None = None,
+        **kwargs: Any,
+    ) -> Memory:
+        """See :meth:`memlineage.MemoryManager.revise`."""
+        old = self.reads.require(memory_id, scope=scope)
+        if "derived_from" not in kwargs and old.derived_from:
+            live = self.ledger.statuses(list(old.derived_from))
+            kwargs["derived_from"] = [p for p in old.derived_from if live.get(p) not in (None, Status.ERASED.value)]
+        report = self.supersede(memory_id, content, scope=scope, source=old.source if source is None else source,
+                                **kwargs)  # fmt: skip
+        assert report.memory is not None
+        return report.memory

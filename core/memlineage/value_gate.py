@@ -1,0 +1,304 @@
+"""The value model bound to a store: the write gate, re-ranking, reinforcement and the forget gate.
+
+:mod:`memlineage.value` holds the model (factors, score, decay) and its data structures; this module applies
+it to a ledger and an index (see that module's docstring for the formulas and the seed references). A
+:class:`ValueGate` without a model is a no-op everywhere except :meth:`ValueGate.sweep`, which then uses the
+default :class:`~memlineage.value.ValueModel`, so the core store behaves as before when none is configured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import case, select, update
+
+from memlineage.extractors import InfoType, content_terms
+from memlineage.extractors._patterns import has_cjk
+from memlineage.index import IndexFilter, VectorIndex
+from memlineage.ledger import Ledger, row_to_memory
+from memlineage.ledger._schema import memories
+from memlineage.models import MemoryKind, Scope
+from memlineage.ports import Archiver, Clock
+from memlineage.value import BufferedItem, ReinforcementBatch, ShortTermBuffer, SweepReport, ValueModel
+
+__all__ = ["ValueGate", "ValueState"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ValueState:
+    """Per-store state of the value gate: the sessions' short-term buffers and the reinforcement batch."""
+
+    buffer: ShortTermBuffer
+    batch: ReinforcementBatch
+
+
+def _bigram_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of the content terms (words and CJK character bigrams) of two texts, in [0, 1]."""
+    ta, tb = content_terms(a), content_terms(b)
+    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+
+
+class ValueGate:
+    """The :class:`~memlineage.ports.ValueGate` port over a :class:`~memlineage.value.ValueModel`.
+
+    Args:
+        model: The value model; None = no value gate (every hook is a no-op; :meth:`sweep` uses the defaults).
+        ledger: The ledger (reads candidates; writes reinforcements).
+        index: The vector index (novelty: the nearest live memory).
+        clock: Returns "now" (timezone-aware UTC).
+        archiver: Archives what the forget gate drops (the lifecycle service).
+    """
+
+    def __init__(
+        self, model: ValueModel | None, *, ledger: Ledger, index: VectorIndex, clock: Clock, archiver: Archiver
+    ) -> None:
+        self.model = model
+        self.ledger = ledger
+        self.index = index
+        self.clock = clock
+        self.archiver = archiver
+        self._state: ValueState | None = None
+        self._state_lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a value model is configured."""
+        return self.model is not None
+
+    def carry_over(self, previous: ValueGate) -> None:
+        """Take over the buffers and pending reinforcements of the gate this one replaces (same model only).
+
+        With another model (or none) the previous gate's pending reinforcements are written first.
+        """
+        if previous.model is self.model:
+            self._state = previous._state
+        else:
+            previous.flush()
+
+    def state(self) -> ValueState:
+        """The buffers and the reinforcement batch (created on first use; needs a model)."""
+        st = self._state
+        if st is not None:
+            return st
+        with self._state_lock:
+            if self._state is None:
+                assert self.model is not None
+                self._state = ValueState(
+                    buffer=ShortTermBuffer(self.model.profile.buffer_size),
+                    batch=ReinforcementBatch(self._write_reinforcement),
+                )
+            return self._state
+
+    # ------------------------------------------------------------------ write gate
+    def prepare(self, drafts: Sequence[Any]) -> None:
+        """Write-path step 1: extract features (cached) before duplicate resolution and update detection.
+
+        Slots are not set here: update detection (:mod:`memlineage.reconcile`) detects them, and uses a model
+        extractor's slot when the rules find none.
+        """
+        vm = self.model
+        if vm is None:
+            return
+        for d in drafts:
+            d.extra_rows["_features"] = vm.extract(d.content, goal=getattr(d, "goal", None))
+
+    def _nearest_similarity(self, d: Any) -> float | None:
+        """Similarity of the nearest live memory in the draft's scope, ignoring the draft's own slot.
+
+        Cosine of the embeddings in general; for Chinese text the word overlap (CJK bigram Jaccard) of the nearest
+        candidates instead, because the default English MiniLM scores unrelated Chinese sentences as similar
+        (about 0.56 for "我喜欢喝咖啡。" vs "我住在上海浦东。").
+        """
+        if d.embedding is None:
+            return None
+        where = IndexFilter(user_id=d.scope.user_id, agent_id=d.scope.agent_id, statuses=("active",))
+        hits = self.index.query(d.embedding, 5, where)
+        if not hits:
+            return None
+        cjk = has_cjk(d.content)
+        if d.slot or cjk:
+            rows = self.ledger.memory_rows([h.id for h in hits])
+            # A new value for a slot is new information even when it is worded like the old one.
+            pairs = [
+                (h, r) for h, r in zip(hits, rows, strict=True) if r is None or not d.slot or r.get("slot") != d.slot
+            ]
+            if cjk:
+                return max(
+                    (_bigram_similarity(d.content, r["content"]) for _, r in pairs if r is not None), default=None
+                )
+            hits = [h for h, _ in pairs]
+        return max((h.similarity for h in hits), default=None)
+
+    def gate(self, drafts: Sequence[Any], todo: list[Any], results: list[Any], now: datetime) -> list[Any]:
+        """Write-path step 3 (the write gate): score each new draft; V decides promotion, not existence.
+
+        Every draft to persist gets its V and :class:`~memlineage.models.ValueAssessment`. Nothing with content is
+        dropped: a draft below the store threshold is still stored (the episodic log: recallable, it decays and
+        the forget gate archives it first), and a draft whose kind was left to the model (``kind=None``) becomes
+        ``semantic`` when V reaches the threshold (promotion to long-term memory), ``episodic`` otherwise. Only
+        chit-chat with no content ("ok thanks", "哈哈") below the threshold goes to the session's short-term
+        buffer (deduplicated, so repeated filler cannot push anything out) and ``results`` gets an unsaved
+        ``working`` memory for it. Storage is forced (V raised to the threshold) by an explicit "remember ..."
+        directive, ``force=True``, a caller-given ``slot``, premises (``derived_from``), or an update decision (a
+        correction and the memory it corrects must exist for the lineage to work).
+
+        Returns:
+            The drafts to persist.
+        """
+        vm = self.model
+        if vm is None:
+            return todo
+        keep: list[Any] = []
+        position = {id(d): i for i, d in enumerate(drafts)}
+        targets = {d.supersedes["id"] for d in todo if d.supersedes} | {d.retracts for d in todo if d.retracts}
+        for d in todo:
+            features = d.extra_rows.pop("_features", None) or vm.extract(d.content, goal=getattr(d, "goal", None))
+            profile = vm.profile_for(d.scope)
+            # A new value for a held slot is new information by definition (its restatements in summaries and the
+            # old value are worded alike), so novelty is not measured against the index then.
+            nearest = None if d.supersedes is not None else self._nearest_similarity(d)
+            assessment = vm.score(features, nearest_similarity=nearest, trust=d.trust, profile=profile)
+            forced = (
+                bool(getattr(d, "force", False))
+                or (d.slot is not None and not d.auto_slot)
+                or bool(d.derived_from)
+                or d.decision is not None
+                or d.extra_rows.get("id") in targets
+            )
+            if forced and not assessment.forced:
+                assessment = assessment.model_copy(
+                    update={"forced": True, "score": max(assessment.score, profile.store_threshold)}
+                )
+            d.extra_rows["value"] = assessment.score
+            d.extra_rows["assessment"] = assessment
+            promoted = vm.should_store(assessment, profile)
+            if d.auto_kind and promoted:
+                d.kind = MemoryKind.SEMANTIC
+            has_content = features.info_type is not InfoType.CHITCHAT or bool(features.entities)
+            if promoted or (profile.keep_all and has_content):
+                keep.append(d)
+                continue
+            mem = d.to_memory(now).model_copy(update={"kind": MemoryKind.WORKING})  # short-term only
+            self.state().buffer.add(
+                BufferedItem(mem.id, d.content, d.scope, assessment, now, features, source=str(d.source)),
+                capacity=profile.buffer_size,
+            )
+            logger.debug("write gate: buffered chit-chat %s (V=%.3f)", mem.id, assessment.score)
+            results[position[id(d)]] = mem
+        return keep
+
+    # ------------------------------------------------------------------ short-term buffer
+    def buffered(self, scope: Scope) -> list[BufferedItem]:
+        """The session's short-term buffer, oldest first (empty without a model)."""
+        return self.state().buffer.items(scope) if self.model is not None else []
+
+    def pop_buffered(self, item_id: str, scope: Scope) -> BufferedItem | None:
+        """Take a buffered item out of its session's buffer (None when absent or no buffer exists yet)."""
+        st = self._state
+        return st.buffer.pop(item_id, scope) if st is not None else None
+
+    def clear_scope(self, scope: Scope) -> None:
+        """Drop the scope's buffered (never stored) candidates, e.g. on erasure."""
+        if self.model is not None:
+            self.state().buffer.clear_scope(scope)
+
+    # ------------------------------------------------------------------ retrieval
+    def value_of(self) -> Any:
+        """The retrieval pipeline's value hook: None with a model (it re-ranks after), else the stored V."""
+        return None if self.model is not None else (lambda m, _now: m.value)
+
+    def rerank(self, hits: list[Any], now: datetime) -> list[Any]:
+        """Retrieval-gate hook: re-score hits as ``similarity · (1 − w) + V_eff · w`` (seed 004 §3.3; w = 0.1).
+
+        ``hit.score`` is taken as the similarity in [0, 1]; the result keeps it as ``scores["similarity"]`` and
+        adds ``scores["value"]`` (V_eff after decay) and ``scores["final"]``. No-op without a value model.
+        """
+        vm = self.model
+        if vm is None or not hits:
+            return hits
+        out = []
+        for h in hits:
+            v_eff = vm.memory_effective_value(h.memory, now)
+            final = vm.rerank(h.score, v_eff, vm.profile_for(h.memory.scope))
+            scores = {**h.scores, "similarity": h.score, "value": round(v_eff, 6), "final": round(final, 6)}
+            out.append(dataclasses.replace(h, score=final, scores=scores))
+        return out
+
+    def reinforce(self, memory_ids: Sequence[str], now: datetime) -> None:
+        """Record one use of each memory: V += 0.05 (capped at 1), written in batches (see :meth:`flush`)."""
+        if self.model is not None and memory_ids:
+            self.state().batch.add(memory_ids, now)
+
+    def flush(self) -> int:
+        """Write pending reinforcements now; returns the number of memories written."""
+        st = self._state
+        return st.batch.flush() if st is not None else 0
+
+    def _write_reinforcement(self, entries: Sequence[tuple[str, int, datetime]]) -> None:
+        assert self.model is not None
+        step = self.model.profile.reinforcement
+        with self.ledger.transaction() as conn:
+            for memory_id, uses, _last in entries:
+                bump = step * uses
+                conn.execute(
+                    update(memories)
+                    .where(memories.c.id == memory_id)
+                    .values(value=case((memories.c.value + bump > 1.0, 1.0), else_=memories.c.value + bump))
+                )
+
+    # ------------------------------------------------------------------ forget gate
+    def sweep(self, *, now: datetime | None = None, scope: Scope | None = None) -> SweepReport:
+        """The forget gate: archive active memories whose effective value fell below the forget threshold.
+
+        A memory that live (active or suspect) memories still derive from is not archived — its dependants would
+        lose their premise — and is reported in ``protected`` instead. Pending reinforcements are flushed first
+        so the decay sees the latest uses.
+
+        Args:
+            now: Time to evaluate decay at (default: the clock).
+            scope: Only this user's (and agent's) memories; None = every user (maintenance job).
+        """
+        vm = self.model or ValueModel()
+        self.flush()
+        now = now or self.clock()
+        cond = [memories.c.status == "active"]
+        if scope is not None:
+            cond.append(memories.c.user_id == scope.user_id)
+            if scope.agent_id is not None:
+                cond.append(memories.c.agent_id == scope.agent_id)
+        report = SweepReport(now=now)
+        low: dict[str, float] = {}
+        with self.ledger.read() as conn:
+            for row in conn.execute(select(memories).where(*cond)).mappings():
+                report.checked += 1
+                mem = row_to_memory(row)
+                v_eff = vm.memory_effective_value(mem, now)
+                if v_eff < vm.profile_for(mem.scope).forget_threshold:
+                    low[mem.id] = v_eff
+            for mid in sorted(low):
+                dependants = self.ledger.walk([mid], direction="descendants", conn=conn)
+                statuses = self.ledger.statuses(sorted(dependants), conn) if dependants else {}
+                live = sorted(d for d, s in statuses.items() if s in ("active", "suspect"))
+                if live:
+                    report.protected[mid] = live
+                else:
+                    report.archived[mid] = round(low[mid], 6)
+        for mid in report.protected:
+            logger.info(
+                "sweep: %s below the forget threshold but %d live memories derive from it; kept",
+                mid,
+                len(report.protected[mid]),
+            )
+        if report.archived:
+            # One batched archive; the per-memory V_eff is in the report, the threshold in the event's reason.
+            reason = f"forget gate: effective value below {vm.profile.forget_threshold:.2f}"
+            self.archiver.archive(sorted(report.archived), reason)
+        return report
