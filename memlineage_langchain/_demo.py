@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.tools import tool
+from memlineage._render import explanation_tree
 from memlineage.capture import tool_result_text
 from memlineage.errors import InvalidInputError
 from memlineage.manager import MemoryManager
@@ -306,8 +307,6 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         assert plan is not None
         console.rule("[bold]explain(latest recommendation)")
         ex = mm.explain(plan.id, scope=alice)
-        from memlineage.cli import explanation_tree
-
         console.print(explanation_tree(ex))
         console.print("[bold]premises and how each was attributed[/]")
         shown = {m.id: m for m in ex.memories}

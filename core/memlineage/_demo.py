@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
+from memlineage._render import explanation_tree
 from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope
@@ -43,8 +44,6 @@ def run_core_demo(path: Path, console: Console) -> None:
         for h in res:
             console.print(f"   {h.score:.2f}  {h.content}  [dim]{h.lineage}[/]")
         console.print("\n[bold]4. explain(recommendation)[/]: the provenance chain")
-        from memlineage.cli import explanation_tree
-
         console.print(explanation_tree(mm.explain(plan.id, scope=alice)))
         console.print("\n[bold]Mermaid[/] (paste into any Mermaid viewer):")
         console.print(mm.explain(plan.id, scope=alice).to_mermaid(), soft_wrap=True, markup=False)

@@ -30,14 +30,12 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from memlineage.errors import MemLineageError
+from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, new_id, normalize_content
 from memlineage.tools import MEMORY_TOOL_NAMES
-
-if TYPE_CHECKING:
-    from memlineage.manager import MemoryManager
 
 __all__ = [
     "ATTRIBUTIONS",

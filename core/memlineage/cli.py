@@ -19,7 +19,7 @@ application holds the store).
 
 from __future__ import annotations
 
-import importlib
+import importlib.metadata
 import json
 import shutil
 import sqlite3
@@ -29,14 +29,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
-from rich.tree import Tree
+from sqlalchemy import create_engine, inspect
+from sqlalchemy.exc import SQLAlchemyError
 
+from memlineage._demo import run_core_demo
+from memlineage._render import explanation_tree
 from memlineage.errors import MemLineageError, StoreLockedError
+from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, index_metadata
+from memlineage.ledger import Ledger
 from memlineage.manager import DEFAULT_DIR, MemoryManager
 from memlineage.models import Scope, Status
+from memlineage.policy import builtin_policies
+from memlineage.settings import MemLineageSettings
+
+#: Entry point group under which packages register ``memlineage demo`` stories (``agent``: the LangChain one).
+DEMO_GROUP = "memlineage.demos"
 
 app = typer.Typer(help="MemLineage: agent memory with lineage, policies and value.", no_args_is_help=True)
 console = Console()
@@ -70,8 +81,6 @@ class _Fail(Exception):
 
 
 def _settings(path: Path | None, ledger_url: str | None, chroma_host: str | None) -> Any:
-    from memlineage.settings import MemLineageSettings
-
     s = MemLineageSettings()
     update: dict[str, Any] = {}
     if path is not None:
@@ -85,8 +94,6 @@ def _settings(path: Path | None, ledger_url: str | None, chroma_host: str | None
 
 def _embedder(settings: Any) -> Any:
     if settings.embedding_model_dir:
-        from memlineage.index import OnnxMiniLMEmbedder
-
         return OnnxMiniLMEmbedder(settings.embedding_model_dir)
     return None
 
@@ -94,15 +101,12 @@ def _embedder(settings: Any) -> Any:
 def _chroma_client(settings: Any) -> Any:
     if not settings.chroma_host:
         return None
-    import chromadb
+    import chromadb  # deferred: heavy, and only a Chroma server needs its HttpClient
 
     return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
 
 
 def _has_ledger_tables(url: str) -> bool:
-    from sqlalchemy import create_engine, inspect
-    from sqlalchemy.exc import SQLAlchemyError
-
     engine = create_engine(url)
     try:
         return inspect(engine).has_table("ml_memories")
@@ -131,8 +135,6 @@ def _ensure_exists(settings: Any, create: bool) -> None:
         )
         raise _Fail(msg)
     if settings.ledger_url:
-        from memlineage.ledger import Ledger
-
         Ledger(settings.ledger_url).close()  # creates the tables; the index fills as memories arrive
     else:
         MemoryManager.from_settings(settings, embedder=_embedder(settings)).close()
@@ -158,10 +160,6 @@ def _snapshot_ledger(db: Path, into: Path) -> Path:
 
 def _load_index(mm: MemoryManager) -> None:
     """Fill an in-memory index from the vectors stored in the ledger (re-embedding rows without one); no writes."""
-    import numpy as np
-
-    from memlineage.index import index_metadata
-
     rows = [
         r
         for r in mm.ledger.all_index_rows()
@@ -184,10 +182,6 @@ def _load_index(mm: MemoryManager) -> None:
 @contextmanager
 def _reader(settings: Any, *, live: bool) -> Iterator[MemoryManager]:
     """A manager for the views: a read-only snapshot (default) or the live store."""
-    from memlineage.index import InMemoryIndex
-    from memlineage.ledger import Ledger
-    from memlineage.policy import builtin_policies
-
     embedder = _embedder(settings)
     if live:
         try:
@@ -207,8 +201,6 @@ def _reader(settings: Any, *, live: bool) -> Iterator[MemoryManager]:
             ledger = Ledger(f"sqlite:///{_snapshot_ledger(home / 'ledger.db', Path(tmp))}")
             client = None
         if client is not None:
-            from memlineage.index import ChromaIndex
-
             index: Any = ChromaIndex(client, settings.collection)
         else:
             index = InMemoryIndex()
@@ -256,19 +248,29 @@ def demo(
 ) -> None:
     """Run the travel-planning story on a fresh embedded store, offline."""
     if agent:
-        # The agent story lives in the LangChain adapter package; the core never imports it statically.
-        try:
-            module = importlib.import_module("memlineage_langchain.demo")
-        except ImportError:
-            module = None
-        if module is not None:
-            module.run_agent_demo(path, console, model=model)
+        # The agent story lives in the LangChain adapter package, which registers it as the entry point
+        # ``memlineage.demos:agent``; the core never imports an adapter.
+        runner = _demo_runner("agent")
+        if runner is not None:
+            runner(path, console, model=model)
             return
         console.print("[yellow]langchain extra not installed; running the core story instead[/]")
-    from memlineage._demo import run_core_demo
-
     with tempfile.TemporaryDirectory(prefix="memlineage-demo-") as tmp:
         run_core_demo(path or Path(tmp), console)
+
+
+def _demo_runner(name: str) -> Any:
+    """The demo registered by an installed package under the entry point group ``memlineage.demos``, or None.
+
+    None also when the package is there but its framework is not (the ``langchain`` extra not installed).
+    """
+    for entry in importlib.metadata.entry_points(group=DEMO_GROUP):
+        if entry.name == name:
+            try:
+                return entry.load()
+            except ImportError:
+                return None
+    return None
 
 
 @app.command()
@@ -452,34 +454,6 @@ def _unique_prefix(ids: list[str], shortest: int = 8) -> int:
 def _short(text: str, n: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
-
-
-def explanation_tree(ex: Any) -> Tree:
-    """A rich tree of an :class:`~memlineage.lineage.Explanation` (premises as children, each memory once)."""
-    by_id = {m.id: m for m in ex.memories}
-    kids: dict[str, list[str]] = {}
-    for src, rel, dst in ex.edges:
-        if rel == "wasDerivedFrom" and dst in by_id:
-            kids.setdefault(src, []).append(dst)
-    colour = {"active": "green", "suspect": "yellow"}
-
-    def label(mid: str) -> str:
-        m = by_id[mid]
-        c = colour.get(m.status.value, "red")
-        return f"[{c}]{m.status.value}[/] [bold]{m.source}[/] {m.content}  [dim]({mid[:8]}, trust {m.trust:.2f})[/]"
-
-    root = Tree(label(ex.memory.id))
-    shown = {ex.memory.id}
-    stack = [(root, child) for child in reversed(kids.get(ex.memory.id, []))]
-    while stack:  # pre-order, so "see above" always points at a line printed earlier
-        parent, mid = stack.pop()
-        if mid in shown:
-            parent.add(f"[dim]^ see {mid[:8]} above ({by_id[mid].source})[/]")
-            continue
-        shown.add(mid)
-        node = parent.add(label(mid))
-        stack.extend((node, child) for child in reversed(kids.get(mid, [])))
-    return root
 
 
 if __name__ == "__main__":  # pragma: no cover

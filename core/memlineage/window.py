@@ -48,9 +48,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memlineage.errors import ConfigurationError, ContextOverflowError, InvalidInputError, MemLineageError
-from memlineage.models import new_id
+from memlineage.models import Scope, new_id
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # type names only: tiktoken is heavy and imported at run time on first use
     import tiktoken
 
 __all__ = [
@@ -797,8 +797,6 @@ class WriteGateSink:
     """
 
     def __init__(self, manager: Any, *, scope: Any, kind: str = "episodic") -> None:
-        from memlineage.models import Scope
-
         self.manager = manager
         self.scope = Scope.coerce(scope)
         self.kind = kind

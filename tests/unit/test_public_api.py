@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import subprocess
 import sys
 
@@ -60,4 +61,48 @@ def test_import_linter_contracts_hold():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([exe, "--no-cache"], capture_output=True, text=True, cwd=root)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "2 kept, 0 broken" in out.stdout
+    assert "3 kept, 0 broken" in out.stdout
+    assert "core layers: facade over services over gates and ports over storage KEPT" in out.stdout
+
+
+def test_agent_demo_is_found_through_its_entry_point():
+    from memlineage.cli import DEMO_GROUP, _demo_runner
+
+    from memlineage_langchain.demo import run_agent_demo
+
+    names = {e.name for e in importlib.metadata.entry_points(group=DEMO_GROUP)}
+    assert "agent" in names
+    assert _demo_runner("agent") is run_agent_demo
+    assert _demo_runner("no-such-demo") is None
+
+
+def test_core_source_never_imports_an_adapter():
+    """Not even dynamically (import-linter sees static imports only): the demo comes through an entry point."""
+    import re
+    from pathlib import Path
+
+    core = Path(memlineage.__file__).parent
+    pattern = re.compile(
+        r"^\s*(from|import)\s+memlineage_(langchain|llamaindex)|import_module\(\s*[\"']memlineage_", re.M
+    )
+    offenders = [str(p.relative_to(core)) for p in core.rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []
+
+
+def test_assigning_a_part_rewires_the_services_and_keeps_the_value_buffer():
+    from memlineage import Scope
+    from memlineage.policy import PolicyEngine, builtin_policies
+    from memlineage.testing import make_manager
+    from memlineage.value import ValueModel
+
+    mm = make_manager(value_model=ValueModel())
+    s = Scope(user_id="u", session_id="s1")
+    kept = mm.remember("ok thanks", scope=s)
+    assert [b.id for b in mm.buffered(s)] == [kept.id]
+    engine = PolicyEngine(builtin_policies())
+    mm.policy = engine
+    assert mm.services.policy.engine is engine
+    assert mm.services.writes.policy is mm.services.policy and mm.services.recall.policy is mm.services.policy
+    assert [b.id for b in mm.buffered(s)] == [kept.id]  # the value gate's state carried over
+    mm.policy = None
+    assert not mm.services.policy.enabled

@@ -12,6 +12,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memlineage.errors import MissingDependencyError, StorageError
 from memlineage.index._base import IndexFilter, IndexHit
 
@@ -25,7 +27,7 @@ BATCH = 4000
 
 def _import_chromadb() -> Any:
     try:
-        import chromadb
+        import chromadb  # deferred: heavy; a store with another index never loads it
     except ImportError as exc:  # pragma: no cover - chromadb is a core dependency
         msg = "chromadb is not installed; run: pip install memlineage"
         raise MissingDependencyError(msg) from exc
@@ -34,8 +36,6 @@ def _import_chromadb() -> Any:
 
 def _matrix(vectors: Sequence[Sequence[float]]) -> Any:
     """Vectors as one float32 array (Chroma's native input; no per-float Python conversion)."""
-    import numpy as np
-
     return np.asarray(vectors, dtype=np.float32)
 
 
@@ -99,7 +99,7 @@ class ChromaIndex:
     def persistent(cls, path: str | Path, collection: str = "memlineage") -> ChromaIndex:
         """Open an embedded ``PersistentClient`` at ``path`` (anonymized telemetry off)."""
         chromadb = _import_chromadb()
-        from chromadb.config import Settings
+        from chromadb.config import Settings  # deferred with chromadb (above)
 
         client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
         index = cls(client, collection)
@@ -162,7 +162,7 @@ class ChromaIndex:
     def ephemeral(cls, collection: str = "memlineage") -> ChromaIndex:
         """An in-process ``EphemeralClient`` (tests)."""
         chromadb = _import_chromadb()
-        from chromadb.config import Settings
+        from chromadb.config import Settings  # deferred with chromadb (above)
 
         return cls(chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False)), collection)
 

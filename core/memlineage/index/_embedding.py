@@ -110,7 +110,7 @@ class OnnxMiniLMEmbedder:
             if self._missing():
                 self._fetch()
             try:
-                import onnxruntime as ort
+                import onnxruntime as ort  # deferred: heavy, loaded on the first embedding
                 from tokenizers import Tokenizer
             except ImportError as exc:  # pragma: no cover - both come with chromadb
                 msg = "onnxruntime and tokenizers are required for the default embedder; pip install memlineage"
@@ -131,6 +131,7 @@ class OnnxMiniLMEmbedder:
         chroma_dir = Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2" / "onnx"
         if self.download and self.model_dir == chroma_dir:
             try:
+                # deferred: chromadb is heavy and only needed to download the model files
                 from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 
                 ONNXMiniLM_L6_V2()._download_model_if_not_exists()

@@ -37,12 +37,12 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import numpy as np
 
 from memlineage.errors import MissingDependencyError
-
-if TYPE_CHECKING:
-    from memlineage.index._base import IndexFilter
+from memlineage.index._base import IndexFilter
 
 __all__ = ["LexicalHit", "LexicalIndex", "date_tokens", "tokenize"]
 
@@ -114,7 +114,7 @@ def _stem_word(word: str) -> str:
         with _stemmer_lock:
             if _stemmer is None:
                 try:
-                    import Stemmer  # PyStemmer
+                    import Stemmer  # PyStemmer; deferred: loaded on the first lexical query, not on import
                 except ImportError as exc:  # pragma: no cover - core dependency
                     msg = "PyStemmer is not installed; run: pip install PyStemmer"
                     raise MissingDependencyError(msg) from exc
@@ -381,7 +381,7 @@ class LexicalIndex:
                 with warnings.catch_warnings():
                     # bm25s imports tqdm.auto, which warns in Jupyter without ipywidgets; we never show progress.
                     warnings.filterwarnings("ignore", message="IProgress not found")
-                    import bm25s
+                    import bm25s  # deferred: heavy (scipy), loaded on the first lexical query
             except ImportError as exc:  # pragma: no cover - core dependency
                 msg = "bm25s is not installed; run: pip install bm25s"
                 raise MissingDependencyError(msg) from exc
@@ -408,8 +408,6 @@ class LexicalIndex:
         terms = tokenize(text)
         if not terms:
             return []
-        import numpy as np
-
         with self._lock:
             ui = self._ensure(where.user_id)
             if ui is None:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema
@@ -725,8 +726,6 @@ class Ledger:
 
 def _open_failure(url: str, exc: SQLAlchemyError) -> str:
     """Say why the ledger could not be opened and what to do: a missing schema or database, rights, or reachability."""
-    from sqlalchemy.engine import make_url
-
     try:
         parsed = make_url(url)
         shown = parsed.render_as_string(hide_password=True)

@@ -34,14 +34,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import cel
 
 from memlineage.models import INVALIDATING_STATUSES, Memory, Status
-
-if TYPE_CHECKING:
-    from memlineage.policy._model import Operation, PolicyRequest
+from memlineage.policy._request import Operation, PolicyRequest
 
 logger = logging.getLogger(__name__)
 

@@ -28,6 +28,7 @@ from memlineage.policy._condition import (
     memory_fields,
     request_fields,
 )
+from memlineage.policy._load import load_policy_file
 from memlineage.policy._model import (
     EFFECT_RANK,
     LAYER_RANK,
@@ -269,8 +270,6 @@ class PolicyEngine:
         Raises:
             PolicyLoadError: a file is invalid (the message names file, policy and field).
         """
-        from memlineage.policy._load import load_policy_file
-
         policies: list[Policy] = []
         for path in paths:
             policies.extend(load_policy_file(path))
@@ -283,8 +282,6 @@ class PolicyEngine:
             PolicyLoadError: the file is invalid.
             ConfigurationError: a policy id is already registered.
         """
-        from memlineage.policy._load import load_policy_file
-
         loaded = load_policy_file(path)
         self.add(loaded)
         return loaded

@@ -1,4 +1,4 @@
-"""Policy data model: :class:`Policy`, :class:`PolicyTarget`, :class:`PolicyRequest` and :class:`Decision`."""
+"""Policy data model: :class:`Policy`, :class:`PolicyTarget` and :class:`Decision` (requests: ``_request``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import re
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from datetime import datetime, timedelta
-from enum import Enum
 from typing import Any
 
 from pydantic import (
@@ -20,8 +19,9 @@ from pydantic import (
 )
 
 from memlineage.errors import PolicyLoadError
-from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, new_id, utcnow
+from memlineage.models import Memory, MemoryKind, SourceKind, Status, new_id, utcnow
 from memlineage.policy._condition import CompiledCondition, check_cel, compile_condition
+from memlineage.policy._request import AdminGrant, Operation, PolicyRequest, _StrEnum
 
 __all__ = [
     "AdminGrant",
@@ -34,24 +34,6 @@ __all__ = [
     "PolicyTarget",
     "format_validation_error",
 ]
-
-
-class _StrEnum(str, Enum):
-    def __str__(self) -> str:
-        return str(self.value)
-
-
-class Operation(_StrEnum):
-    """The memory operation a policy governs.
-
-    ``read`` = recall/get, ``write`` = remember, ``update`` = revise/supersede, ``delete`` =
-    retract/forget/erase.
-    """
-
-    READ = "read"
-    WRITE = "write"
-    UPDATE = "update"
-    DELETE = "delete"
 
 
 class Effect(_StrEnum):
@@ -363,49 +345,6 @@ def format_validation_error(exc: ValidationError, *, source: str, policy_id: Any
             text = "unknown field"
         problems.append(f"field {field!r}: {text}")
     return f"{source}: {where}: " + "; ".join(problems)
-
-
-class AdminGrant(BaseModel):
-    """Permission for one cross-scope read, issued and audited by :meth:`PolicyEngine.admin_grant`."""
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str = Field(default_factory=new_id, description="Grant id, recorded on every decision it enables.")
-    actor: str = Field(description="Who asked (an operator or service name).")
-    reason: str = Field(description="Why cross-scope access is needed.")
-    issued_at: datetime = Field(default_factory=utcnow, description="When it was issued (UTC).")
-
-
-class PolicyRequest(BaseModel):
-    """The request a policy sees: who asks, for what purpose, with which budget.
-
-    Example:
-        >>> PolicyRequest(scope=Scope(user_id="alice"), purpose="decision").purpose
-        'decision'
-    """
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    operation: Operation = Field(default=Operation.READ, description="The operation being checked.")
-    scope: Scope = Field(description="Scope of the caller; memories outside it are never served.")
-    purpose: str | None = Field(default=None, description="Why memories are read, e.g. 'decision'.")
-    source: Source | None = Field(default=None, description="Who writes / updates / deletes (None on reads).")
-    query: str | None = Field(default=None, description="Recall query text.")
-    budget: float | None = Field(
-        default=None, ge=0.0, description="Refresh budget in policy cost units, >= 0; None = unlimited."
-    )
-    promote: bool = Field(default=False, description="The caller promotes a tool result to long-term memory.")
-    admin: AdminGrant | None = Field(default=None, description="Audited cross-scope grant (admin calls only).")
-    attributes: dict[str, Any] = Field(default_factory=dict, description="Extra request fields for conditions.")
-
-    @field_validator("source", mode="before")
-    @classmethod
-    def _parse_source(cls, value: Any) -> Any:
-        return None if value is None else Source.parse(value)
-
-    def for_operation(self, operation: Operation | str) -> PolicyRequest:
-        """A copy of this request for another operation."""
-        return self.model_copy(update={"operation": Operation(operation)})
 
 
 class Decision(BaseModel):
