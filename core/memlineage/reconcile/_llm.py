@@ -1,0 +1,164 @@
+"""The LLM reconciler: a chat model decides, validated structured output, rules as fallback."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from memlineage.errors import ConfigurationError
+from memlineage.extractors._llm import _json_object, call_model, check_model
+from memlineage.reconcile._model import Action, Candidate, Decision, Reconciler, Statement
+from memlineage.reconcile._rules import RuleReconciler
+
+logger = logging.getLogger(__name__)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The LLM reconciler
+# ------------------------------------------------------------------------------------------------------------
+_PROMPT = """You maintain the long-term memory of an assistant for one user. For each NEW statement below, decide how \
+it relates to the EXISTING memories listed under it (their ids are in brackets).
+
+Actions:
+- "update": the statement gives a new value of the same attribute of the same subject as one existing memory (that \
+memory is now outdated). target = its id.
+- "contradict": the statement withdraws or denies one existing memory without giving a replacement. target = its id.
+- "duplicate": the statement says the same as one existing memory. target = its id.
+- "new": anything else, including statements about something different. target = null.
+
+{items}
+
+Answer with ONE JSON object and nothing else:
+{{"decisions": [{{"statement": 1, "action": "new", "target": null, "reason": "short reason"}}]}}
+with exactly one decision per statement number."""
+
+
+class _LLMDecision(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    statement: int = Field(ge=1)
+    action: Action
+    target: str | None = None
+    reason: str = Field(default="", max_length=500)
+
+
+class _LLMAnswer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    decisions: list[_LLMDecision]
+
+
+class LLMReconciler:
+    """Update detection by an LLM, validated, batched, with a timeout and a fallback to the rules.
+
+    Setup:
+        Install the framework of the model you pass (``memlineage[langchain]`` or ``memlineage[llamaindex]``);
+        MemLineage imports neither.
+
+    Instantiate:
+        >>> from langchain_core.language_models import FakeListChatModel  # doctest: +SKIP
+        >>> mm = MemoryManager.open("./store", reconciler=LLMReconciler(chat_model))  # doctest: +SKIP
+
+    The model sees each new statement with its candidate memories (ids, source, text) and answers one JSON object
+    ``{"decisions": [{"statement": n, "action": ..., "target": id|null, "reason": ...}]}``. A statement whose
+    decision is missing, names an id that was not among its candidates, or comes from an answer that is not valid
+    JSON, fails validation or times out, gets the fallback reconciler's decision (``decided_by="rules(fallback)"``).
+    Statements without candidates never reach the model.
+
+    Args:
+        model: LangChain chat model / runnable (``invoke``), LlamaIndex LLM (``complete``) or callable
+            ``str -> str``.
+        fallback: Reconciler used when the model's answer cannot be used; default :class:`RuleReconciler`.
+        timeout: Seconds to wait for one model call, > 0 (default 20).
+        batch_size: Statements per model call, ≥ 1 (default 8).
+
+    Raises:
+        ConfigurationError: unsupported model, or timeout / batch_size out of range.
+    """
+
+    name = "llm"
+    #: The manager offers the nearest statements of every user statement (the rules get them only on a cue).
+    wants_neighbours = True
+
+    def __init__(
+        self, model: Any, *, fallback: Reconciler | None = None, timeout: float = 20.0, batch_size: int = 8
+    ) -> None:
+        check_model(model)
+        if not timeout > 0:
+            msg = f"timeout must be > 0 seconds, got {timeout!r}"
+            raise ConfigurationError(msg)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            msg = f"batch_size must be an int >= 1, got {batch_size!r}"
+            raise ConfigurationError(msg)
+        self.model = model
+        self.fallback: Reconciler = fallback or RuleReconciler()
+        self.timeout = float(timeout)
+        self.batch_size = batch_size
+        self.calls = 0
+        self.fallbacks = 0
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlineage-llm")
+
+    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
+        """One decision per statement: the model's where valid, the fallback's otherwise."""
+        out = self.fallback.decide(items)
+        asked = [i for i, (_, cands) in enumerate(items) if cands]
+        for start in range(0, len(asked), self.batch_size):
+            batch = asked[start : start + self.batch_size]
+            answers = self._ask([items[i] for i in batch])
+            for n, i in enumerate(batch, start=1):
+                decision = answers.get(n)
+                if decision is None:
+                    self.fallbacks += 1
+                    out[i] = out[i].model_copy(update={"decided_by": f"{out[i].decided_by}(fallback)"})
+                else:
+                    out[i] = decision
+        return out
+
+    def _ask(self, batch: Sequence[tuple[Statement, Sequence[Candidate]]]) -> dict[int, Decision]:
+        blocks = []
+        for n, (st, cands) in enumerate(batch, start=1):
+            lines = [f'NEW statement {n} (source {st.source}): "{st.content}"', "EXISTING:"]
+            lines += [f'  [{c.id}] ({c.source}) "{c.content}"' for c in cands]
+            blocks.append("\n".join(lines))
+        prompt = _PROMPT.format(items="\n\n".join(blocks))
+        self.calls += 1
+        future = self._pool.submit(call_model, self.model, prompt)
+        try:
+            answer = future.result(timeout=self.timeout)
+        except concurrent.futures.TimeoutError:
+            logger.warning("LLM reconciler: no answer within %.1f s; using the rules", self.timeout)
+            return {}
+        except Exception as exc:  # a failing model must never break the write path
+            logger.warning("LLM reconciler call failed (%s); using the rules", type(exc).__name__)
+            return {}
+        try:
+            parsed = _LLMAnswer.model_validate(_json_object(answer))
+        except (ValueError, ValidationError) as exc:
+            logger.info("LLM reconciler answer invalid (%s); using the rules", str(exc).splitlines()[0][:200])
+            return {}
+        out: dict[int, Decision] = {}
+        for d in parsed.decisions:
+            if not 1 <= d.statement <= len(batch) or d.statement in out:
+                continue
+            ids = {c.id for c in batch[d.statement - 1][1]}
+            if d.action is not Action.NEW and d.target not in ids:
+                logger.info(
+                    "LLM reconciler named unknown id %r for statement %d; using the rules", d.target, d.statement
+                )
+                continue
+            out[d.statement] = Decision(
+                action=d.action,
+                target=d.target if d.action is not Action.NEW else None,
+                reason=d.reason or f"{d.action.value} (model)",
+                evidence={"model_answer": d.model_dump(mode="json")},
+                decided_by="llm",
+            )
+        return out
+
+    def close(self) -> None:
+        """Stop the worker thread (a call still running is abandoned)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)

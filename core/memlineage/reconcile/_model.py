@@ -1,0 +1,95 @@
+"""Update detection's data model: actions, statements, candidates, decisions and the reconciler protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memlineage.models import StrEnum
+
+
+class Action(StrEnum):
+    """What an update decision does to the ledger."""
+
+    NEW = "new"
+    DUPLICATE = "duplicate"
+    UPDATE = "update"
+    CONTRADICT = "contradict"
+
+
+class Statement(BaseModel):
+    """A statement about to be stored, as a reconciler sees it.
+
+    Attributes:
+        content: The text.
+        source: ``user``, ``tool:<name>``, ``agent``...
+        slot: Slot key (given by the caller or detected), or None.
+        slot_value: The value the statement assigns to ``slot`` (detected), or None.
+        valid_from: Event time of the statement (UTC).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    content: str
+    source: str
+    slot: str | None = None
+    slot_value: str | None = None
+    valid_from: datetime | None = None
+
+
+class Candidate(BaseModel):
+    """A live memory the statement may update (same scope, compatible source).
+
+    Attributes:
+        id: Memory id.
+        content: Its text.
+        source: Its source.
+        slot: Its slot key (stored or detected now), or None.
+        slot_value: Its slot value as detected now, or None.
+        valid_from: Its event time (UTC).
+        similarity: Cosine similarity to the statement in [-1, 1], higher = closer; None when found by slot or words.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    content: str
+    source: str
+    slot: str | None = None
+    slot_value: str | None = None
+    valid_from: datetime | None = None
+    similarity: float | None = None
+
+
+class Decision(BaseModel):
+    """One reconciler decision for one statement.
+
+    Attributes:
+        action: ``new``, ``duplicate``, ``update`` or ``contradict``.
+        target: The candidate id the action applies to (None for ``new``).
+        reason: Why, in words (kept on the decision activity and shown by ``explain``).
+        evidence: What the decision rests on (slot, old and new value, cue, similarity, overlap...).
+        decided_by: ``rules``, ``llm`` or ``rules(fallback)``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    action: Action = Action.NEW
+    target: str | None = None
+    reason: str = ""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    decided_by: str = "rules"
+
+
+@runtime_checkable
+class Reconciler(Protocol):
+    """Port for update detection: statements with their candidates in, one decision per statement out."""
+
+    name: str
+
+    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
+        """One decision per ``(statement, candidates)`` pair, in order; a target must be one of its candidates."""
+        ...

@@ -1,0 +1,307 @@
+"""The offline rule-based reconciler."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from memlineage.errors import ConfigurationError
+from memlineage.extractors._patterns import LanguageTable, tables_for
+from memlineage.extractors._rules import (
+    content_terms,
+    strip_transcript_prefix,
+    transcript_speaker,
+)
+from memlineage.reconcile._model import Action, Candidate, Decision, Statement
+from memlineage.reconcile._text import (
+    _naive,
+    _norm_value,
+    _overlap,
+    _profile,
+    _without_cues,
+)
+from memlineage.retrieval import is_question
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The offline reconciler
+# ------------------------------------------------------------------------------------------------------------
+class RuleReconciler:
+    """Offline update detection from the per-language pattern tables (the default reconciler).
+
+    Rules, in order (the first that applies decides):
+
+    1. **Same slot** (subject + attribute, e.g. ``user.residence``, ``user.favourite.restaurant``, a tool and its
+       arguments): the same value is a ``duplicate`` (unless the statement says more), another value from an
+       event at or after the holder's is an ``update`` of the holder. Preferences stated with "like"/"love" can
+       hold together; one stated as exclusive ("prefer", "favourite", "only", "now", 更喜欢, 只) replaces.
+    2. **Replacement** ("not an espresso but a matcha latte", "X instead of Y", "不再喝绿茶了，改成喝牛奶"): the
+       live statement that names the replaced value (at least ``withdraw_overlap`` of its words) is ``update``-d.
+    3. **Withdrawal** ("forget what I said about the Lisbon trip", "the trip is cancelled", "别记…", "…取消了"):
+       the live statement that covers at least ``withdraw_overlap`` of the withdrawn words is ``contradict``-ed.
+    4. **Negation** ("I'm not allergic to cats anymore", "I'm no longer vegan", "我不再喝咖啡了"): the live
+       statement that covers at least ``negation_overlap`` of the negated fact's words is ``contradict``-ed (two
+       words at least, unless the negation states a change: "no longer", "anymore", 不再).
+    5. **Changed key** (no slot): a statement sharing at least ``near_jaccard`` of its other words with a live one
+       (or some words and a cosine similarity ≥ ``NEAR_SIMILARITY``) but naming another entity, number or date is
+       an ``update`` of it, when either carries a correction cue ("actually", "correction", "oops", "I meant",
+       其实, 更正…), or when both describe a state of the speaker and only a number or date changed ("I have 2
+       kids" → "I have 3 kids"). Two similar events are two events, and "travel note number 1" does not correct
+       "travel note number 0".
+
+    All rules compare statements of the same speaker (a transcript's ``[date] Name:`` prefix) and source kind.
+
+    Args:
+        near_jaccard: Word overlap (Jaccard of non-key content terms, in [0, 1]) for rule 5 (default 0.5).
+        withdraw_overlap: Share of the withdrawn words a candidate must contain, in [0, 1] (default 0.5).
+        negation_overlap: Share of the negated fact's words a candidate must contain, in [0, 1] (default 0.6).
+
+    Example:
+        >>> r = RuleReconciler()
+        >>> old = Candidate(id="m1", content="I live in Paris", source="user", slot="user.residence")
+        >>> new = Statement(content="Actually I moved to Munich", source="user", slot="user.residence")
+        >>> r.decide([(new, [old])])[0].action.value
+        'update'
+    """
+
+    name = "rules"
+
+    def __init__(self, *, near_jaccard: float = 0.5, withdraw_overlap: float = 0.5, negation_overlap: float = 0.6):
+        for label, value in (
+            ("near_jaccard", near_jaccard),
+            ("withdraw_overlap", withdraw_overlap),
+            ("negation_overlap", negation_overlap),
+        ):
+            if not 0.0 < value <= 1.0:
+                msg = f"{label} must be in (0, 1], got {value!r}"
+                raise ConfigurationError(msg)
+        self.near_jaccard = near_jaccard
+        self.withdraw_overlap = withdraw_overlap
+        self.negation_overlap = negation_overlap
+
+    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
+        """One decision per statement (see the class docstring for the rules)."""
+        return [self._decide_one(st, list(cands)) for st, cands in items]
+
+    def _decide_one(self, st: Statement, cands: list[Candidate]) -> Decision:
+        if not cands:
+            return Decision(reason="no live memory it could update")
+        table = tables_for(st.content)[0]
+        text = strip_transcript_prefix(st.content)
+        cue = table.cue(text)
+        for rule in (self._same_slot, self._replacement, self._withdrawal, self._negation, self._changed_key):
+            decision = rule(st, text, cands, table, cue)
+            if decision is not None:
+                return decision
+        return Decision(reason="no candidate about the same subject and attribute")
+
+    def _same_slot(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        if not st.slot:
+            return None
+        holders = [c for c in cands if c.slot == st.slot]
+        if not holders:
+            return None
+        if ".preference." in st.slot and not (table.is_exclusive(text) or any(_exclusive(c.content) for c in holders)):
+            return None  # "I love jazz" and "I love rock" can both be true; "I now prefer rock" replaces
+        # the newest holder; among equal event times the later candidate (candidates come oldest first)
+        _, holder = max(enumerate(holders), key=lambda ic: (_naive(ic[1].valid_from), ic[0]))
+        evidence = {"slot": st.slot, "old_value": holder.slot_value, "new_value": st.slot_value, "cue": cue}
+        if st.slot_value and _norm_value(st.slot_value) == _norm_value(holder.slot_value):
+            if _adds_words(st.content, holder.content):
+                return Decision(reason=f"restates slot {st.slot} and says more: kept as its own memory")
+            return Decision(
+                action=Action.DUPLICATE,
+                target=holder.id,
+                reason=f"restates the value of slot {st.slot} held by {holder.id}",
+                evidence=evidence,
+            )
+        if st.valid_from and holder.valid_from and _naive(st.valid_from) < _naive(holder.valid_from):
+            return Decision(reason=f"older than the value of slot {st.slot} held by {holder.id}", evidence=evidence)
+        return Decision(
+            action=Action.UPDATE,
+            target=holder.id,
+            reason=f"new value of slot {st.slot}",
+            evidence=evidence,
+        )
+
+    def _replacement(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        """Rule 2, "not an espresso but a matcha latte": the live statement naming the replaced value is updated."""
+        who = transcript_speaker(st.content)
+        kind = st.source.split(":", 1)[0]
+        for pattern in table.replacement:
+            match = pattern.search(text)
+            if not match:
+                continue
+            old = content_terms(match.group("old"))
+            if not old:
+                continue
+            best: tuple[float, datetime, int, Candidate] | None = None
+            for n, c in enumerate(cands):
+                if not _own_statement(c, kind, who):
+                    continue
+                share = _overlap(old, content_terms(strip_transcript_prefix(c.content)))
+                if share >= self.withdraw_overlap and (best is None or (share, _naive(c.valid_from), n) > best[:3]):
+                    best = (share, _naive(c.valid_from), n, c)
+            if best is not None:
+                return Decision(
+                    action=Action.UPDATE,
+                    target=best[3].id,
+                    reason=f"replaces {match.group('old').strip()[:40]!r} with {match.group('new').strip()[:40]!r}",
+                    evidence={"replaced": match.group("old").strip()[:200], "overlap": round(best[0], 3)},
+                )
+        return None
+
+    def _withdrawal(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        return self._withdraw_by(st, table.withdrawal, text, cands, self.withdraw_overlap, "withdraws", 1)
+
+    def _negation(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        # a negation names its fact in at least two words ("not allergic to cats"): "I don't have a recipe" is
+        # too thin to deny anything said before
+        return self._withdraw_by(st, table.negation, text, cands, self.negation_overlap, "denies", 2)
+
+    def _withdraw_by(
+        self,
+        st: Statement,
+        patterns: Sequence[re.Pattern[str]],
+        text: str,
+        cands: list[Candidate],
+        threshold: float,
+        verb: str,
+        min_terms: int,
+    ) -> Decision | None:
+        source_kind, speaker = st.source.split(":", 1)[0], transcript_speaker(st.content)
+        # Every pattern that matches proposes its object; the candidate covering the most withdrawn words wins
+        # ("成都出差取消了" names more than "之前说的出差不算了").
+        best: tuple[int, float, datetime, int, Candidate, str, str] | None = None
+        for pattern in patterns:
+            match = pattern.search(text)
+            if not match:
+                continue
+            obj = (match.groupdict().get("obj") or "").strip()
+            wanted = content_terms(obj)
+            if len(wanted) < (1 if _STATE_CHANGE.search(match.group(0)) else min_terms):
+                continue
+            for n, c in enumerate(cands):
+                if not _own_statement(c, source_kind, speaker):
+                    continue  # one withdraws one's own statements; what derives from them turns suspect
+                body = content_terms(strip_transcript_prefix(c.content))
+                share = _overlap(wanted, body)
+                if share < threshold or _negated(c.content) is not None:
+                    continue
+                key = (len(wanted & body), share, _naive(c.valid_from), n)
+                if best is None or key > best[:4]:
+                    best = (*key, c, obj, pattern.pattern)
+        if best is None:
+            return None
+        _, share, _, _, target, obj, pattern_text = best
+        return Decision(
+            action=Action.CONTRADICT,
+            target=target.id,
+            reason=f"the statement {verb} {target.id}: {obj[:80]!r}",
+            evidence={"withdrawn": obj[:200], "overlap": round(share, 3), "pattern": pattern_text[:80]},
+        )
+
+    def _changed_key(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> Decision | None:
+        best: tuple[float, Candidate, list[str], list[str]] | None = None
+        for c in cands:
+            if st.slot and c.slot and c.slot != st.slot:
+                continue  # both name their attribute, and they differ
+            change = _key_change(st.content, c.content)
+            # same words (Jaccard), or close in meaning by vector with some words shared
+            close = c.similarity is not None and c.similarity >= NEAR_SIMILARITY and change is not None
+            if change is None or (change[0] < self.near_jaccard and not (close and change[0] >= 0.2)):
+                continue
+            if best is None or change[0] > best[0]:
+                best = (change[0], c, change[1], change[2])
+        if best is None:
+            return None
+        jaccard, c, added, dropped = best
+        return Decision(
+            action=Action.UPDATE,
+            target=c.id,
+            reason=f"restates {c.id} with a changed {'/'.join(dropped)[:40]} → {'/'.join(added)[:40]}",
+            evidence={"overlap": round(jaccard, 3), "old_keys": dropped[:10], "new_keys": added[:10], "cue": cue},
+        )
+
+
+#: Cosine similarity at which a restatement with a changed key counts even with few shared words (MiniLM).
+NEAR_SIMILARITY = 0.7
+
+
+def _key_change(new: str, old: str) -> tuple[float, list[str], list[str]] | None:
+    """``(word overlap, added keys, dropped keys)`` when ``new`` restates ``old`` with a changed key, else None.
+
+    Both must come from the same speaker; the other words must overlap (at least one shared term; the Jaccard is
+    returned for the caller's threshold) and each side must name a key the other does not. With an explicit
+    correction cue ("actually", "correction", "I meant", 更正, 其实...) in either, any entity, number or date may
+    change. Without one, only a number or date of a state of the speaker ("I have 2 kids" → "I have 3 kids"):
+    two similar events are two events, greetings to different people are not corrections, and "travel note
+    number 1" does not correct "travel note number 0".
+    """
+    ev_new, cue_new, me_new, k_new, n_new, t_new, who_new = _profile(new)
+    ev_old, cue_old, me_old, k_old, n_old, t_old, who_old = _profile(old)
+    if who_new != who_old:
+        return None
+    added, dropped = k_new - k_old, k_old - k_new
+    if not added or not dropped:
+        return None
+    if not (cue_new or cue_old):
+        if ev_new or ev_old or not (me_new and me_old):
+            return None
+        if not (added <= n_new and dropped <= n_old):
+            return None
+    shared, union = t_new & t_old, t_new | t_old
+    if not shared:
+        return None
+    return len(shared) / len(union), sorted(added), sorted(dropped)
+
+
+#: Negations that state a change ("no longer", "anymore", 不再): one word of the old fact is enough.
+_STATE_CHANGE = re.compile(r"no\s+longer|any\s?more|不再|已经不", re.IGNORECASE)
+
+
+def _own_statement(c: Candidate, source_kind: str, speaker: str | None) -> bool:
+    """Whether a candidate is a statement (not a question) by the same source kind and speaker."""
+    return (
+        c.source.split(":", 1)[0] == source_kind
+        and transcript_speaker(c.content) == speaker
+        and not is_question(c.content)
+    )
+
+
+def _adds_words(new: str, old: str) -> bool:
+    """Whether ``new`` says something ``old`` does not (a content word beyond cues and the old text's words)."""
+    table = tables_for(new)[0]
+    extra = content_terms(_without_cues(strip_transcript_prefix(new), table)) - content_terms(
+        strip_transcript_prefix(old)
+    )
+    # verbs of the slot patterns that restate without adding ("living" for "live"), and contraction debris ("m")
+    return any(len(t) > 1 and t not in _RESTATING for t in extra)
+
+
+_RESTATING = frozenset({"live", "living", "lives", "based", "moved", "reside", "residing", "住在", "现在", "目前"})
+
+
+def _exclusive(text: str) -> bool:
+    """Whether a preference statement is exclusive ("prefer", "favourite", "only", "now", 更喜欢, 只, 改...)."""
+    return tables_for(text)[0].is_exclusive(strip_transcript_prefix(text))
+
+
+def _negated(text: str) -> str | None:
+    for table in tables_for(text):
+        for pattern in table.negation:
+            match = pattern.search(text)
+            if match:
+                return match.group(0)
+    return None

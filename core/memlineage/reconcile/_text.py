@@ -1,0 +1,200 @@
+"""Text signals of update detection: who may update whom, slots, revision and withdrawal cues, key tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+
+from memlineage.extractors._patterns import LanguageTable, tables_for
+from memlineage.extractors._rules import (
+    _slug,
+    content_terms,
+    detect_slot,
+    strip_transcript_prefix,
+    transcript_speaker,
+)
+from memlineage.models import SourceKind
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Sources and slots
+# ------------------------------------------------------------------------------------------------------------
+def may_update(new_source: str, old_source: str) -> bool:
+    """Whether a statement from ``new_source`` may update or withdraw a memory from ``old_source``.
+
+    A user statement may update anything but tool results (a tool result is refreshed by the tool); a tool result
+    only an earlier result of the same tool (the arguments are in the slot key, see :func:`tool_slot`); agent,
+    reasoning and every other source only memories of its own source, never the user's (seed 000 write
+    protection: reasoning never silently overrides the user).
+
+    Example:
+        >>> may_update("user", "agent"), may_update("reasoning", "user"), may_update("tool:fares", "tool:fares")
+        (True, False, True)
+    """
+    new_kind = new_source.split(":", 1)[0]
+    old_kind = old_source.split(":", 1)[0]
+    if new_kind == SourceKind.USER.value:
+        return old_kind != SourceKind.TOOL.value
+    if new_kind == SourceKind.TOOL.value:
+        return new_source == old_source
+    return new_source == old_source and old_kind != SourceKind.USER.value
+
+
+def tool_slot(tool_source: str, arguments: Any) -> str | None:
+    """The slot of a tool result: the tool and its arguments (a new fare for the same query replaces the old).
+
+    Args:
+        tool_source: ``tool:<name>``.
+        arguments: The arguments the tool received (a dict, or a string as some frameworks record it); None when
+            unknown.
+
+    Returns:
+        ``tool.<name>.<digest of the canonical arguments>``, or None without arguments.
+
+    Example:
+        >>> tool_slot("tool:fares", {"to": "Lyon", "from": "Paris"}) == tool_slot(
+        ...     "tool:fares", {"from": "Paris", "to": "Lyon"}
+        ... )
+        True
+    """
+    if arguments is None or arguments == "" or not tool_source.startswith("tool:"):
+        return None
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = " ".join(arguments.split()).casefold()
+    canonical = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"tool.{_slug(tool_source.split(':', 1)[1])}.{digest}"
+
+
+#: Every slot rule speaks of the speaker, a possession or a superlative; text without any of these holds no slot.
+_SLOT_TRIGGER = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|we|we're|our|home|the best|the worst)\b|'s\b|我", re.IGNORECASE)
+
+
+@lru_cache(maxsize=16384)
+def slot_of(text: str) -> tuple[str | None, str | None]:
+    """Slot and value of a first-person statement, with a transcript speaker as the subject.
+
+    ``"[8 May 2023] Caroline: I live in Boston"`` → ``("caroline.residence", "Boston")``; without a speaker prefix
+    the subject is ``user``.
+    """
+    body = strip_transcript_prefix(text)
+    if not _SLOT_TRIGGER.search(body):
+        return None, None
+    speaker = transcript_speaker(text)
+    slot, value = detect_slot(body)
+    if slot is not None and speaker is not None and slot.startswith("user."):
+        slot = f"{_slug(speaker)}.{slot.split('.', 1)[1]}"
+    return slot, value
+
+
+def may_revise(text: str) -> bool:
+    """Whether ``text`` could update or withdraw a statement that holds no slot (cheap; cached per text).
+
+    True for a correction cue, a replacement, a withdrawal or negation, or a number or date in a statement about the
+    speaker: the rules that need the nearest statements by vector. Everything else is matched by slot only, so bulk
+    imports of plain records pay no vector query.
+    """
+    _, cue, personal, _, numeric, _, _ = _profile(text)
+    if cue or (personal and numeric) or withdraws(text):
+        return True
+    table = tables_for(text)[0]
+    return any(p.search(strip_transcript_prefix(text)) for p in table.replacement)
+
+
+def withdraws(text: str) -> bool:
+    """Whether ``text`` matches a withdrawal or negation pattern of its language ("forget …", "…取消了")."""
+    table = tables_for(text)[0]
+    return any(p.search(text) for p in (*table.withdrawal, *table.negation))
+
+
+def _naive(value: datetime | None) -> datetime:
+    """A comparable UTC timestamp (``datetime.min`` for unknown)."""
+    if value is None:
+        return datetime.min
+    return (
+        value.replace(tzinfo=None) if value.utcoffset() is None else value.astimezone(timezone.utc).replace(tzinfo=None)
+    )
+
+
+def _norm_value(value: str | None) -> str:
+    if not value:
+        return ""
+    value = unicodedata.normalize("NFKC", value).casefold()
+    value = re.sub(r"\b(?:now|actually|still|again|anymore|these days|instead)\b|现在|其实|了", " ", value)
+    return " ".join(re.findall(r"[\w\u4e00-\u9fff]+", value))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Words: key tokens (entities, numbers, dates) and the terms around them
+# ------------------------------------------------------------------------------------------------------------
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_CAPITALISED = re.compile(r"\b[A-Z][\w'-]*[\w]")
+_TIME_WORDS = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|"
+    r"nov(?:ember)?|dec(?:ember)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday|morning|afternoon|"
+    r"evening|night|noon|midnight|weekdays?|weekends?)\b|上午|下午|晚上|早上|中午|周[一二三四五六日天]|星期[一二三四五六日天]",
+    re.IGNORECASE,
+)
+_NOT_ENTITIES = frozenset(
+    "i i'm i've i'd i'll my we our the a an it this that these those sorry correction actually please yes no oh ok "
+    "and but so now from update hey hi well also just still then there here what when where which who how".split()
+)
+
+
+def _key_tokens(text: str) -> set[str]:
+    """Entities, numbers and dates in ``text`` (what a correction changes), case-folded."""
+    keys = {n.replace(",", "") for n in _NUMBER.findall(text)}
+    keys |= {m.group(0).casefold() for m in _TIME_WORDS.finditer(text)}
+    for match in _CAPITALISED.finditer(text):
+        word = match.group(0)
+        if word.casefold() not in _NOT_ENTITIES:
+            keys.add(word.casefold())
+    return keys
+
+
+def _without_cues(text: str, table: LanguageTable) -> str:
+    for pattern in (*table.correction_cues, *table.update_cues):
+        text = pattern.sub(" ", text)
+    return text
+
+
+def _terms_without_keys(text: str, keys: set[str]) -> set[str]:
+    terms = content_terms(text)
+    return {t for t in terms if t not in keys and not t.isdigit()}
+
+
+def _overlap(needle: set[str], hay: set[str]) -> float:
+    return len(needle & hay) / len(needle) if needle else 0.0
+
+
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|my|we|we're|our)\b|我", re.IGNORECASE)
+
+
+@lru_cache(maxsize=8192)
+def _profile(text: str) -> tuple[bool, bool, bool, frozenset[str], frozenset[str], frozenset[str], str | None]:
+    """(event, correction cue, personal, key tokens, number/date keys, other terms, speaker) of a statement.
+
+    Cached per text (memories are immutable; recall compares hits pairwise).
+    """
+    table = tables_for(text)[0]
+    body = strip_transcript_prefix(text)
+    base = _without_cues(body, table)
+    keys = _key_tokens(base)
+    numeric = {k for k in keys if _NUMBER.fullmatch(k) or _TIME_WORDS.fullmatch(k)}
+    return (
+        table.is_event(body),
+        table.is_correction(body),
+        bool(_FIRST_PERSON.search(body)),
+        frozenset(keys),
+        frozenset(numeric),
+        frozenset(_terms_without_keys(base, keys)),
+        transcript_speaker(text),
+    )
