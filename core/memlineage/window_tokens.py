@@ -1,0 +1,145 @@
+"""Token counting for the working memory: tiktoken encodings shipped with MemLineage (never downloaded).
+
+Re-exported by :mod:`memlineage.window`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlineage.errors import ConfigurationError
+
+if TYPE_CHECKING:  # type names only: tiktoken is heavy and imported at run time on first use
+    import tiktoken
+
+__all__ = ["DEFAULT_ENCODING", "count_tokens", "fit_to_budget", "get_encoding"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ENCODING = "o200k_base"
+"""Default tiktoken encoding (GPT-4o / o-series family)."""
+
+_CACHE_DIR = Path(__file__).parent / "_static" / "tiktoken_cache"
+
+# encoding name -> (cache file name = sha1 of tiktoken's source URL, expected sha256 of the file)
+_SHIPPED_ENCODINGS: dict[str, tuple[str, str]] = {
+    "cl100k_base": (
+        "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+    "o200k_base": (
+        "fb374d419588a4632f3f557e76b4b70aebbca790",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}
+
+_ENCODING_LOCK = threading.Lock()
+_ENCODINGS: dict[str, tiktoken.Encoding] = {}
+
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
+    """Return a tiktoken encoding loaded from the files shipped with MemLineage (never from the network).
+
+    The file's sha256 is checked, then ``TIKTOKEN_CACHE_DIR`` is pointed at the shipped directory for the
+    duration of the load only (under a lock) and restored afterwards. Loaded encodings are cached per process.
+
+    Args:
+        name: ``"cl100k_base"`` or ``"o200k_base"`` (default).
+
+    Returns:
+        The ``tiktoken.Encoding``.
+
+    Raises:
+        ConfigurationError: ``name`` is not a shipped encoding, or a shipped file is missing or corrupt (the
+            message says how to repair the installation).
+    """
+    enc = _ENCODINGS.get(name)
+    if enc is not None:
+        return enc
+    if name not in _SHIPPED_ENCODINGS:
+        msg = f"unknown encoding {name!r}; MemLineage ships {sorted(_SHIPPED_ENCODINGS)} for offline counting"
+        raise ConfigurationError(msg)
+    with _ENCODING_LOCK:
+        enc = _ENCODINGS.get(name)
+        if enc is not None:
+            return enc
+        file_name, sha256 = _SHIPPED_ENCODINGS[name]
+        path = _CACHE_DIR / file_name
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            msg = f"tiktoken file for {name} is missing at {path}; reinstall memlineage"
+            raise ConfigurationError(msg) from exc
+        if hashlib.sha256(data).hexdigest() != sha256:
+            msg = f"tiktoken file for {name} at {path} fails its sha256 check; reinstall memlineage"
+            raise ConfigurationError(msg)
+        import tiktoken  # lazy: keeps `import memlineage` fast
+
+        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(_CACHE_DIR)
+        try:
+            enc = tiktoken.get_encoding(name)
+        finally:
+            if previous is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        _ENCODINGS[name] = enc
+        logger.debug("loaded tiktoken encoding %s from %s", name, _CACHE_DIR)
+        return enc
+
+
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Count the tokens of ``text``; special-token strings (``<|endoftext|>``) count as plain text.
+
+    Args:
+        text: Any text (CJK included).
+        encoding: Shipped encoding name (see :func:`get_encoding`).
+
+    Returns:
+        Number of tokens, >= 0.
+    """
+    if not text:
+        return 0
+    return len(get_encoding(encoding).encode_ordinary(text))
+
+
+def fit_to_budget(lines: Sequence[str], max_tokens: int, encoding: str = DEFAULT_ENCODING) -> list[str]:
+    """The leading lines that fit ``max_tokens`` together (one token per line break), in order.
+
+    The first line that does not fit whole is cut to what is left, with an ellipsis, if at least a few tokens are
+    left; the lines after it are dropped. Used for memory notes put into a prompt.
+
+    Args:
+        lines: Lines, most important first.
+        max_tokens: Budget in tokens, >= 1.
+        encoding: Shipped encoding name.
+
+    Returns:
+        The lines kept (the last one possibly cut).
+
+    Example:
+        >>> fit_to_budget(["header", "a short line", "word " * 500], 20)[-1].endswith("…")
+        True
+    """
+    enc = get_encoding(encoding)
+    out: list[str] = []
+    left = max_tokens
+    for line in lines:
+        tokens = enc.encode_ordinary(line)
+        cost = len(tokens) + (1 if out else 0)
+        if cost <= left:
+            out.append(line)
+            left -= cost
+            continue
+        room = left - (2 if out else 1)  # the line break and the ellipsis
+        if room >= 4:
+            out.append(enc.decode(tokens[:room]).rstrip() + "…")
+        break
+    return out
