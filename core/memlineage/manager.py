@@ -17,14 +17,14 @@ import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 from memlineage._store_lock import acquire_lock
 from memlineage._verbs.activity import ActivityVerbs
 from memlineage._verbs.read import ReadVerbs
 from memlineage._verbs.write import WriteVerbs
 from memlineage.errors import ConfigurationError, InvalidInputError
-from memlineage.index import ChromaIndex, OnnxMiniLMEmbedder, VectorIndex, ensure_embedder
+from memlineage.index import ChromaIndex, Embedder, OnnxMiniLMEmbedder, VectorIndex, ensure_embedder
 from memlineage.index.lexical import LexicalIndex
 from memlineage.ledger import Ledger
 from memlineage.models import DEFAULT_TRUST, as_utc, utcnow
@@ -43,18 +43,29 @@ __all__ = ["ConsistencyReport", "MemoryManager"]
 ENV_HOME = "MEMLINEAGE_HOME"
 DEFAULT_DIR = ".memlineage"
 
+T = TypeVar("T")
 
-class _Part:
+
+class _Part(Generic[T]):
     """A part of the store (ledger, index, policy...): setting it re-wires the services that use it."""
 
-    def __init__(self, normalize: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, normalize: Callable[[Any], T] | None = None) -> None:
         self.normalize = normalize
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        return self if obj is None else getattr(obj.parts, self.name)
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _Part[T]: ...
+
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> _Part[T] | T:
+        if obj is None:
+            return self
+        value: T = getattr(obj.parts, self.name)  # type: ignore[attr-defined]
+        return value
 
     def __set__(self, obj: Any, value: Any) -> None:
         setattr(obj.parts, self.name, self.normalize(value) if self.normalize is not None else value)
@@ -93,17 +104,17 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         ConfigurationError: collaborators are missing or inconsistent.
     """
 
-    ledger: Ledger = _Part()
-    index: VectorIndex = _Part()
-    embedder: Any = _Part(ensure_embedder)
-    lexical: Any = _Part()
-    clock: Callable[[], datetime] = _Part()
-    trust_by_source: Mapping[str, float] = _Part()
-    policy: Any = _Part(ensure_engine)
-    value_model: ValueModel | None = _Part()
-    reconciler: Reconciler | None = _Part()
-    retrieval: RetrievalConfig = _Part()
-    read_filter: CandidateFilter | None = _Part()
+    ledger = _Part[Ledger]()
+    index = _Part[VectorIndex]()
+    embedder = _Part[Embedder](ensure_embedder)
+    lexical = _Part[Any]()
+    clock = _Part[Callable[[], datetime]]()
+    trust_by_source = _Part[Mapping[str, float]]()
+    policy = _Part[Any](ensure_engine)
+    value_model = _Part[Any]()
+    reconciler = _Part[Reconciler | None]()
+    retrieval = _Part[RetrievalConfig]()
+    read_filter = _Part[CandidateFilter | None]()
 
     def __init__(
         self,

@@ -98,14 +98,14 @@ class PolicyGate(Protocol):
         """Whether a policy engine is configured (a disabled gate allows everything)."""
         ...
 
-    def check_write(self, drafts: Sequence[Any]) -> None:
-        """Write policies on validated drafts (obligations applied in place); raises on a refusal."""
+    def check_write(self, drafts: Sequence[Any]) -> object:
+        """Write policies on drafts (obligations applied in place); raises on a refusal (returns the decisions)."""
         ...
 
     def check_operation(
         self, operation: str, memories: Sequence[Memory], *, scope: Scope, source: Source | None = None
-    ) -> None:
-        """Update / delete policies on existing memories; raises on a refusal."""
+    ) -> object:
+        """Update / delete policies on existing memories; raises on a refusal (returns the decisions)."""
         ...
 
     def filter_read(
@@ -140,6 +140,10 @@ class ValueGate(Protocol):
 
     def gate(self, drafts: Sequence[Any], todo: list[Any], results: list[Any], now: datetime) -> list[Any]:
         """Score drafts; returns those to persist (the others are buffered, their results set)."""
+        ...
+
+    def buffered(self, scope: Scope) -> list[Any]:
+        """The session's short-term buffer, oldest first (empty without a model)."""
         ...
 
     def pop_buffered(self, item_id: str, scope: Scope) -> Any | None:

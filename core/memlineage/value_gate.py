@@ -279,7 +279,7 @@ class ValueGate:
         with self.ledger.read() as conn:
             for row in conn.execute(select(memories).where(*cond)).mappings():
                 report.checked += 1
-                mem = row_to_memory(row)
+                mem = row_to_memory(dict(row))
                 v_eff = vm.memory_effective_value(mem, now)
                 if v_eff < vm.profile_for(mem.scope).forget_threshold:
                     low[mem.id] = v_eff

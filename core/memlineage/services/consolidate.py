@@ -12,10 +12,9 @@ from memlineage.consolidation import ConsolidationResult, SourceMessage, summari
 from memlineage.errors import InvalidInputError
 from memlineage.ledger import Ledger
 from memlineage.models import Activity, MemoryKind, Scope, SourceKind, Status
-from memlineage.ports import Clock
+from memlineage.ports import Clock, ValueGate
 from memlineage.services.activities import Activities
 from memlineage.services.write import WritePath
-from memlineage.value_gate import ValueGate
 
 __all__ = ["Consolidation"]
 

@@ -240,11 +240,13 @@ class WritePath:
         now: datetime,
     ) -> list[Draft]:
         """Update detection (see :mod:`memlineage._detect`); reads only, decisions are carried out by ``_persist``."""
+
+        def check_operation(op: str, mems: Sequence[Memory], scope: Scope, source: Source) -> None:
+            self.policy.check_operation(op, mems, scope=scope, source=source)
+
         return detect_updates(
             drafts, todo, batch_dups, merges, now, ledger=self.ledger, index=self.index, reconciler=self.reconciler,
-            check_operation=lambda op, mems, scope, source: self.policy.check_operation(
-                op, mems, scope=scope, source=source
-            ),
+            check_operation=check_operation,
         )  # fmt: skip
 
     def _would_cycle(self, memory_id: str, premises: Sequence[str]) -> bool:
