@@ -19,6 +19,7 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
+    convert_to_messages,
     message_to_dict,
     messages_from_dict,
 )
@@ -143,13 +144,27 @@ def action_text(log: str | None) -> str:
     return _INVOKING.sub("", log or "").strip()
 
 
+def as_message(message: Any) -> BaseMessage | None:
+    """One message in any form LangChain accepts as input, as a ``BaseMessage``; ``None`` if it is none of them.
+
+    Accepts message objects, ``("user", "text")`` tuples, plain strings (a human message), and role dicts
+    (``{"role": "user", "content": ...}``), through LangChain's own ``convert_to_messages``.
+    """
+    if isinstance(message, BaseMessage):
+        return message
+    try:
+        converted = convert_to_messages([message])
+    except (ValueError, TypeError, NotImplementedError, KeyError):
+        return None
+    return converted[0] if converted else None
+
+
 def last_human_text(messages: Sequence[Any]) -> str:
-    """Text of the last human message ("" if none)."""
+    """Text of the last human message ("" if none); messages in any form :func:`as_message` accepts."""
     for m in reversed(messages):
-        if isinstance(m, HumanMessage):
-            return text_of(m)
-        if isinstance(m, Mapping) and m.get("role") in ("user", "human"):
-            return text_of(m.get("content"))
+        message = as_message(m)
+        if isinstance(message, HumanMessage):
+            return text_of(message)
     return ""
 
 
@@ -157,7 +172,7 @@ def final_ai_text(messages: Sequence[Any]) -> str:
     """Text of the last message when it is an AI answer without tool calls ("" otherwise)."""
     if not messages:
         return ""
-    last = messages[-1]
+    last = as_message(messages[-1])
     if isinstance(last, AIMessage) and not last.tool_calls:
         return text_of(last)
     return ""

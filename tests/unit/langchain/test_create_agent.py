@@ -193,3 +193,31 @@ def test_middleware_note_respects_its_token_budget(manager, alice):
     assert "[m:" in note and note.rstrip().endswith("…")
     with pytest.raises(InvalidInputError):
         LineageMiddleware(manager, scope=alice, max_note_tokens=0)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        pytest.param(lambda t: {"messages": [("user", t)]}, id="tuple"),
+        pytest.param(lambda t: {"messages": [t]}, id="string"),
+        pytest.param(lambda t: {"messages": [{"role": "user", "content": t}]}, id="role-dict"),
+        pytest.param(lambda t: {"messages": [HumanMessage(t)]}, id="message"),
+    ],
+)
+@pytest.mark.parametrize("surface", ["callback", "middleware", "both"])
+def test_every_input_form_langchain_accepts_gives_the_tool_result_its_premise(manager, alice, form, surface):
+    # The README's own example passes ("user", "...") tuples; the turn must be stored and be the tool result's
+    # premise whatever form the input takes, so a correction reaches the result.
+    kwargs: dict[str, Any] = {"middleware": [LineageMiddleware(manager)]} if surface != "callback" else {}
+    config: dict[str, Any] = {"metadata": {"user_id": "alice", "session_id": "s1"}}
+    if surface != "middleware":
+        config["callbacks"] = [LineageCaptureCallback(manager, raise_error=True)]
+    agent = weather_agent(manager, "Paris", **kwargs)
+    agent.invoke(form("Weather in Paris?"), config=config)
+    alice_any = Scope(user_id="alice")
+    (turn,) = by_source(manager, alice_any, "user")
+    assert turn.content == "Weather in Paris?"
+    (result,) = by_source(manager, alice_any, "tool:get_weather")
+    assert turn.id in result.derived_from
+    report = manager.supersede(turn.id, "Weather in Oslo?", scope=turn.scope)
+    assert result.id in report.suspect
