@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from langchain.chat_models import init_chat_model
 from langchain_classic.agents import AgentExecutor, create_tool_calling_agent
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -26,7 +27,7 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.tools import tool
 from memlineage._render import explanation_tree
 from memlineage.capture import tool_result_text
-from memlineage.errors import InvalidInputError
+from memlineage.errors import ConfigurationError, InvalidInputError, MissingDependencyError
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, Status
 from memlineage.policy import PolicyEngine, builtin_policies
@@ -170,12 +171,25 @@ def _city_in(text: str) -> str | None:
 
 
 def chat_model(spec: str | None) -> BaseChatModel:
-    """The scripted model, or any ``init_chat_model`` spec (e.g. ``"openai:gpt-4o-mini"``)."""
+    """The scripted model, or any ``init_chat_model`` spec (e.g. ``"openai:gpt-4o-mini"``).
+
+    Raises:
+        MissingDependencyError: The provider's integration package is not installed (the message names it).
+        ConfigurationError: ``init_chat_model`` refuses the spec (unknown provider, missing API key, ...).
+    """
     if not spec:
         return ScriptedTravelModel()
-    from langchain.chat_models import init_chat_model
-
-    return init_chat_model(spec)
+    try:
+        return init_chat_model(spec)
+    except ImportError as exc:
+        msg = f"--model {spec!r} needs its LangChain integration package: {exc}"
+        raise MissingDependencyError(msg) from exc
+    except (ValueError, TypeError) as exc:
+        msg = f"--model {spec!r} is not a model init_chat_model can build: {exc}"
+        raise ConfigurationError(msg) from exc
+    except Exception as exc:  # a provider's client refusing its settings (e.g. no API key) raises its own types
+        msg = f"--model {spec!r} could not be built: {type(exc).__name__}: {exc}"
+        raise ConfigurationError(msg) from exc
 
 
 PROMPT = ChatPromptTemplate.from_messages(
@@ -196,6 +210,7 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         console: Where to print.
         model: ``init_chat_model`` spec; default ``$MEMLINEAGE_DEMO_MODEL`` or the scripted model.
     """
+    llm = chat_model(model or os.environ.get("MEMLINEAGE_DEMO_MODEL"))  # before the store: a bad spec leaves nothing
     store = Path(path) if path else Path(tempfile.mkdtemp(prefix="memlineage-demo-"))
     world = TravelWorld()
     tools = make_tools(world)
@@ -209,7 +224,6 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         mm.recall("warm-up", scope=Scope(user_id="demo-warmup"))
     summary: dict[str, Any] = {"store": str(store)}
     with mm:
-        llm = chat_model(model or os.environ.get("MEMLINEAGE_DEMO_MODEL"))
         memory = LineageMemory(manager=mm, scope=alice, memory_key="chat_history", return_messages=True, k=6)
         # Tool-calling agents log "Invoking: `tool` with {...}" as their action; that is not reasoning worth keeping.
         capture = LineageCaptureCallback(

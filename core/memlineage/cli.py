@@ -247,16 +247,27 @@ def demo(
     ] = None,
 ) -> None:
     """Run the travel-planning story on a fresh embedded store, offline."""
-    if agent:
-        # The agent story lives in the LangChain adapter package, which registers it as the entry point
-        # ``memlineage.demos:agent``; the core never imports an adapter.
-        runner = _demo_runner("agent")
-        if runner is not None:
-            runner(path, console, model=model)
-            return
-        console.print("[yellow]langchain extra not installed; running the core story instead[/]")
-    with tempfile.TemporaryDirectory(prefix="memlineage-demo-") as tmp:
-        run_core_demo(path or Path(tmp), console)
+    if path is not None and path.exists() and (not path.is_dir() or any(path.iterdir())):
+        # The story starts from nothing; on top of an earlier run its turns would meet that run's memories.
+        err_console.print(
+            f"[red]error:[/] {path} is not an empty directory; the demo needs a fresh store: remove it or pick "
+            "another --path (inspect the earlier run with `memlineage stats --user alice --path ...`)"
+        )
+        raise typer.Exit(2)
+    try:
+        if agent:
+            # The agent story lives in the LangChain adapter package, which registers it as the entry point
+            # ``memlineage.demos:agent``; the core never imports an adapter.
+            runner = _demo_runner("agent")
+            if runner is not None:
+                runner(path, console, model=model)
+                return
+            console.print("[yellow]langchain extra not installed; running the core story instead[/]")
+        with tempfile.TemporaryDirectory(prefix="memlineage-demo-") as tmp:
+            run_core_demo(path or Path(tmp), console)
+    except MemLineageError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
 
 
 def _demo_runner(name: str) -> Any:

@@ -95,3 +95,18 @@ def test_cli_explain_accepts_the_short_ids_recall_prints(tmp_path: Path) -> None
     result = CliRunner().invoke(app, ["explain", m.id[:8], "--user", "alice", "--path", str(store)])
     assert result.exit_code == 0, result.output
     assert "short ids work" in result.output
+
+
+def test_demo_refuses_a_used_path_and_a_model_it_cannot_build_leaving_nothing(tmp_path: Path) -> None:
+    runner = CliRunner()
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "ledger.db").write_bytes(b"an earlier run")
+    result = runner.invoke(app, ["demo", "--path", str(used)])
+    assert result.exit_code == 2 and "not an empty directory" in result.output
+    assert sorted(p.name for p in used.iterdir()) == ["ledger.db"]
+    fresh = tmp_path / "fresh"
+    for spec, words in (("openai:gpt-4o-mini", "langchain-openai"), ("nonsense:zzz", "init_chat_model")):
+        result = runner.invoke(app, ["demo", "--path", str(fresh), "--model", spec])
+        assert result.exit_code == 2 and words in result.output, result.output
+        assert not fresh.exists()  # the model is built before the store: a bad spec leaves nothing behind

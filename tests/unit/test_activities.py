@@ -91,3 +91,22 @@ def test_old_ledger_gains_the_new_columns(tmp_path):
         assert mm.find_activities(alice, tool_call_id="c")[0].id == new.id
     finally:
         mm.close()
+
+
+def test_activity_times_follow_the_stores_clock_so_nothing_ends_before_it_starts(alice):
+    from datetime import datetime, timedelta, timezone
+
+    now = {"t": datetime(2020, 1, 1, 12, 0, tzinfo=timezone.utc)}  # a simulated clock far behind the wall clock
+    mm = MemoryManager(
+        ledger=Ledger("sqlite://"), index=InMemoryIndex(), embedder=FakeEmbedder(), clock=lambda: now["t"]
+    )
+    act = mm.record_activity(Activity(id="run-1", kind="agent_run", scope=alice))
+    assert act.started_at == now["t"]
+    now["t"] += timedelta(minutes=5)
+    mm.record_activity(Activity(id="run-1", kind="agent_run", scope=alice, metadata={"step": 2}))  # an update
+    ended = mm.end_activity("run-1", scope=alice, outcome="success")
+    assert ended.started_at == datetime(2020, 1, 1, 12, 0, tzinfo=timezone.utc)  # the update kept the start
+    assert ended.ended_at == now["t"] and ended.ended_at >= ended.started_at
+    given = datetime(2019, 6, 1, tzinfo=timezone.utc)
+    assert mm.record_activity(Activity(id="run-2", kind="agent_run", scope=alice, started_at=given)).started_at == given
+    mm.close()

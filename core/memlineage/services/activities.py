@@ -12,7 +12,7 @@ from typing import Any
 
 from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViolationError
 from memlineage.ledger import Ledger
-from memlineage.models import Activity, Relation, Scope, normalize_metadata, to_epoch
+from memlineage.models import Activity, Relation, Scope, from_epoch, normalize_metadata, to_epoch
 from memlineage.ports import Clock
 from memlineage.services._rows import activity_owner, edge_row, event_row, row_activity
 from memlineage.services.reads import Reads
@@ -59,6 +59,11 @@ class Activities:
                         "find it with find_activities() and update it"
                     )
                     raise InvalidInputError(msg)
+            if "started_at" not in activity.model_fields_set:
+                # Not given: the store's clock (which may be simulated) starts a new activity, and an update keeps
+                # the recorded start, so an activity never ends before it starts on a clock other than the wall's.
+                start = from_epoch(row["started_at"]) if row is not None else self.clock()
+                activity = activity.model_copy(update={"started_at": start})
             self.ledger.upsert_activity(conn, activity)
             if activity.parent_id and row is None:
                 self.ledger.insert_edges(
