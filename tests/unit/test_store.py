@@ -93,6 +93,32 @@ def test_corroborated_fact_survives_one_source(mm, alice):
     assert second.suspect == [fact.id]
 
 
+def test_a_result_derived_again_from_live_premises_is_active_again(mm, alice):
+    # The user goes back to an earlier value and the same tool returns the same text: the result is derived anew
+    # from a live premise, so it serves again (the broken derivation is replaced, not extended).
+    paris = mm.remember("I want to travel to Paris", scope=alice, source="user")
+    fare = mm.remember("Flight to Paris: 120 EUR", scope=alice, source="tool:get_price", derived_from=[paris.id])
+    report = mm.supersede(paris.id, "I want to travel to Lyon", scope=alice, source="user")
+    assert fare.id in report.suspect
+    back = mm.remember("I want to travel to Paris again after all", scope=alice, source="user")
+    again = mm.remember("Flight to Paris: 120 EUR", scope=alice, source="tool:get_price", derived_from=[back.id])
+    assert again.id == fare.id  # the same memory, now supported by the new derivation
+    assert mm.require(fare.id, scope=alice).status is Status.ACTIVE
+    assert fare.id in mm.recall("flight price to Paris", scope=alice, k=5).ids
+    assert back.id in {m.id for m in mm.ancestors(fare.id, scope=alice)}
+    # the new derivation is what holds it up now: withdrawing its premise makes it suspect again
+    assert fare.id in mm.retract(back.id, scope=alice).suspect
+
+
+def test_the_same_source_repeating_with_a_still_broken_premise_stays_suspect(mm, alice):
+    paris = mm.remember("I want to travel to Paris", scope=alice, source="user")
+    fare = mm.remember("Flight to Paris: 120 EUR", scope=alice, source="tool:get_price", derived_from=[paris.id])
+    lyon = mm.supersede(paris.id, "I want to travel to Lyon", scope=alice, source="user")
+    assert fare.id in lyon.suspect
+    stale = mm.remember("Flight to Paris: 120 EUR", scope=alice, source="tool:get_price", derived_from=[])
+    assert stale.id == fare.id and mm.require(fare.id, scope=alice).status is Status.SUSPECT
+
+
 def test_deep_chain_cascades_transitively(mm, alice):
     prev = mm.remember("root premise", scope=alice)
     chain = []

@@ -284,9 +284,14 @@ class WritePath:
             (g for g in groups if g["source_kind"] == d.source.kind.value and g["source_name"] == d.source.name),
             None,
         )
+        known = set(self.ledger.premises([mid], conn, support=own["support"]).get(mid, ())) if own else set()
+        if own is not None and known and d.derived_from and self._rederives(known, d.derived_from, conn):
+            # The same source derives it again from live premises after one of its old premises was withdrawn
+            # (the user went back to an earlier value and the tool said the same): that is a new derivation, not
+            # the same evidence repeated, so it gets its own support group below and the memory serves again.
+            own = None
         if own is not None:
             # The same source again is not independent evidence: its premises join the same conjunctive group.
-            known = set(self.ledger.premises([mid], conn, support=own["support"]).get(mid, ()))
             extra = [p for p in d.derived_from if p not in known]
             if extra and own["premises"] > 0:
                 self.ledger.insert_edges(
@@ -329,7 +334,7 @@ class WritePath:
             ],
         )
         values: dict[str, Any] = {"trust": max(row["trust"], d.trust)}
-        if row["status"] == Status.SUSPECT.value:
+        if row["status"] == Status.SUSPECT.value and self._all_active(d.derived_from, conn):
             values["status"] = Status.ACTIVE.value  # an independent valid source supports it again
             values["index_state"] = "stale"
         self.ledger.update_memories(conn, [mid], values)
@@ -341,6 +346,17 @@ class WritePath:
                 )
             ],
         )
+
+    def _rederives(self, old: set[str], new: Sequence[str], conn: Connection) -> bool:
+        """Whether ``new`` premises re-derive a memory whose ``old`` premise group has lost a premise."""
+        statuses = self.ledger.statuses([*old, *new], conn)
+        broken = any(statuses.get(p) != Status.ACTIVE.value for p in old)
+        return broken and all(statuses.get(p) == Status.ACTIVE.value for p in new)
+
+    def _all_active(self, ids: Sequence[str], conn: Connection) -> bool:
+        """Whether every id is an active memory (vacuously true for none)."""
+        statuses = self.ledger.statuses(list(ids), conn)
+        return all(statuses.get(p) == Status.ACTIVE.value for p in ids)
 
     def _persist(
         self, drafts: list[Draft], now: datetime, rows_out: list[dict[str, Any]] | None = None
