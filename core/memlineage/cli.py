@@ -313,6 +313,10 @@ def recall(
             err_console.print(f"no memory of user {user!r} matches; `memlineage stats --user {user}` shows counts")
 
 
+#: What ``memlineage explain --format`` accepts.
+EXPLAIN_FORMATS = ("tree", "text", "mermaid", "dot", "prov-json")
+
+
 @app.command()
 def explain(
     memory_id: str,
@@ -325,6 +329,9 @@ def explain(
     fmt: Annotated[str, typer.Option("--format", help="tree, text, mermaid, dot or prov-json.")] = "tree",
 ) -> None:
     """Print the provenance chain of a memory (MEMORY_ID may be the 8-character prefix `recall` prints)."""
+    if fmt not in EXPLAIN_FORMATS:
+        err_console.print(f"[red]error:[/] unknown --format {fmt!r}; use one of: {', '.join(EXPLAIN_FORMATS)}")
+        raise typer.Exit(2)
     with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
         scope = Scope(user_id=user)
         ex = mm.explain(_resolve_id(mm, memory_id, scope), scope=scope)
@@ -366,7 +373,13 @@ def audit(
         mems = {m.id: m for m in mm.get_many(ids, scope=scope) if m is not None} if ids else {}
         for e in events:
             typer.echo(audit_row(e, mems.get(e["memory_id"] or "")))
-        if not events:
+        if not events and event_type:
+            known = sorted({e.type for e in mm.audit(scope)})
+            err_console.print(
+                f"no events of type {', '.join(event_type)} for user {user!r}; types in this log: "
+                f"{', '.join(known) or 'none'}"
+            )
+        elif not events:
             err_console.print(f"no events for user {user!r}")
 
 
@@ -422,7 +435,9 @@ def activities(
                 f"{a.outcome or '-':<8} {parent:<{n + 3}} {_short(str(detail), 70)}".rstrip()
             )
         if not acts:
-            err_console.print(f"no activities for user {user!r} with these filters")
+            known = sorted({a.kind for a in mm.activities(scope)})
+            hint = f"; kinds in this log: {', '.join(known) or 'none'}" if kind else ""
+            err_console.print(f"no activities for user {user!r} with these filters{hint}")
 
 
 @app.command()

@@ -332,7 +332,10 @@ class Source(BaseModel):
         if not isinstance(value, str):
             msg = f"source must be a Source or a string like 'user' or 'tool:name', not {type(value).__name__}"
             raise InvalidInputError(msg)
-        kind, _, name = value.strip().partition(":")
+        kind, colon, name = value.strip().partition(":")
+        if colon and not name.strip():
+            msg = f"source {value!r} names no one after ':'; use {kind.strip()!r} alone or '{kind.strip()}:<name>'"
+            raise InvalidInputError(msg)
         try:
             source_kind = SourceKind(kind.strip().lower())
         except ValueError as exc:

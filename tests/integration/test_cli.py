@@ -193,3 +193,14 @@ def test_activities_list_a_runs_tool_calls_and_failures(tmp_path: Path, no_setti
     assert [a["id"] for a in data] == ["tool-ok", "tool-bad", "tool-late"]
     assert runner.invoke(app, [*base, "--run", "nope"]).exit_code == 2
     assert runner.invoke(app, ["activities", "--user", "bob", "--path", str(store), "--run", "run-1"]).exit_code == 2
+
+
+def test_unknown_formats_types_and_kinds_are_named_not_silently_ignored(tmp_path: Path, no_settings: Path) -> None:
+    store = tmp_path / "app"
+    ids = _seed(store)
+    bad = runner.invoke(app, ["explain", ids["hotel"], "--user", "alice", "--path", str(store), "--format", "png"])
+    assert bad.exit_code == 2 and "unknown --format 'png'" in bad.output and "prov-json" in bad.output
+    none = runner.invoke(app, ["audit", "--user", "alice", "--path", str(store), "--type", "bogus"])
+    assert none.exit_code == 0 and "no events of type bogus" in none.stderr and "created" in none.stderr
+    acts = runner.invoke(app, ["activities", "--user", "alice", "--path", str(store), "--kind", "bogus"])
+    assert acts.exit_code == 0 and "kinds in this log: agent_run" in acts.stderr and "tool_call" in acts.stderr

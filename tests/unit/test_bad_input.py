@@ -23,6 +23,7 @@ from memlineage import (
     MemoryNotFoundError,
     Scope,
     ScopeViolationError,
+    Source,
     StorageError,
 )
 from memlineage.index import InMemoryIndex
@@ -716,3 +717,9 @@ def test_fuzz_every_verb(
 def test_report_fuzz_figures() -> None:
     if os.environ.get("MEMLINEAGE_REPORT"):
         print(f"\nbad-input fuzz cases: {FUZZ_CASES['n']}")  # noqa: T201
+
+
+@pytest.mark.parametrize("source", ["tool:", "agent: ", "user:"])
+def test_a_source_with_a_colon_but_no_name_is_refused(source):
+    with pytest.raises(InvalidInputError, match="names no one"):
+        Source.parse(source)
