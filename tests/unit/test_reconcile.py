@@ -372,3 +372,63 @@ def test_llm_reconciler_batches_and_skips_statements_without_candidates() -> Non
         LLMReconciler(object())
     with pytest.raises(ConfigurationError):
         LLMReconciler(model, batch_size=0)
+
+
+# ------------------------------------------------------------------------------------------------ carry-over
+@pytest.mark.parametrize(
+    ("old", "new", "kept"),
+    [
+        (
+            "I'm planning a trip to Paris from 3 to 7 May. I prefer aisle seats.",
+            "Actually, I'm going to Lyon, not Paris.",
+            "I prefer aisle seats.",
+        ),
+        ("I live in Berlin with my wife Anna. I work as a nurse.", "Actually I moved to Munich.", "I work as a nurse."),
+        ("I am vegan and I love jazz.", "I'm no longer vegan.", "I love jazz."),
+        (
+            "My favourite restaurant is Chez Marie and my dog is called Rex.",
+            "My favourite restaurant is not Chez Marie but Luigi's.",
+            "My dog is called Rex.",
+        ),
+        ("我住在北京，我的狗叫旺财。", "其实我搬到上海了", "我的狗叫旺财。"),
+    ],
+)
+def test_a_correction_keeps_the_other_facts_of_the_statement_it_replaces(old: str, new: str, kept: str) -> None:
+    mm = make_manager()
+    first = mm.remember(old, scope=S, metadata={"dia_id": "D1:3"})
+    plan = mm.remember("Plan built on the old statement", scope=S, source="agent", derived_from=[first.id])
+    fix = mm.remember(new, scope=S)
+    assert mm.require(first.id, scope=S).status in (Status.SUPERSEDED, Status.RETRACTED)
+    assert mm.require(plan.id, scope=S).status is Status.SUSPECT  # the old statement's dependants are caught
+    (decision,) = mm.explain(fix.id, scope=S).decisions
+    (carried,) = [m for m in mm.find(scope=S) if m.metadata.get("carried_over_from") == first.id]
+    assert carried.content == kept and carried.status is Status.ACTIVE and str(carried.source) == "user"
+    assert carried.metadata["dia_id"] == "D1:3"  # the old statement's metadata comes along
+    assert carried.lineage.activity_id == decision.id  # wasGeneratedBy the decision
+    assert carried.id in mm.recall(kept, scope=S, k=3).ids
+    # undo makes the old statement whole again: what the decision carried over is withdrawn with it
+    mm.undo(decision.id, scope=S)
+    assert statuses(mm, first.id, carried.id) == [Status.ACTIVE, Status.RETRACTED]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I live in Paris", "Actually I moved to Lyon"),  # one clause: the whole statement was the fact
+        ("I like salt and pepper on my fries", "Actually I like only salt on my fries now"),  # no new subject
+        ("My trip to Lisbon is in May and my trip to Lisbon is booked.", "The Lisbon trip is cancelled."),  # all touched
+    ],
+)
+def test_nothing_is_carried_over_when_nothing_else_stands(old: str, new: str) -> None:
+    mm = make_manager()
+    mm.remember(old, scope=S)
+    mm.remember(new, scope=S)
+    assert [m for m in mm.find(scope=S) if "carried_over_from" in m.metadata] == []
+
+
+def test_tool_results_are_replaced_whole() -> None:
+    mm = make_manager()
+    old = mm.remember("Paris: sunny. Lyon: rain.", scope=S, source="tool:weather", metadata={"arguments": {"d": 1}})
+    mm.remember("Paris: rain. Lyon: rain.", scope=S, source="tool:weather", metadata={"arguments": {"d": 1}})
+    assert [m for m in mm.find(scope=S) if "carried_over_from" in m.metadata] == []
+    assert mm.require(old.id, scope=S).status in (Status.SUPERSEDED, Status.ACTIVE)

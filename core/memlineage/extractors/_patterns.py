@@ -51,6 +51,7 @@ class LanguageTable:
     withdrawal: tuple[re.Pattern[str], ...]
     negation: tuple[re.Pattern[str], ...]
     event_markers: tuple[re.Pattern[str], ...]
+    clause_breaks: tuple[re.Pattern[str], ...]
     single_valued: frozenset[str]
     categories: tuple[tuple[str, re.Pattern[str]], ...]
     slots: tuple[SlotRule, ...]
@@ -104,6 +105,7 @@ def _load(language: str) -> LanguageTable:
         withdrawal=_compile(data.get("withdrawal"), f"{language}:withdrawal"),
         negation=_compile(data.get("negation"), f"{language}:negation"),
         event_markers=_compile(data.get("event_markers"), f"{language}:event_markers"),
+        clause_breaks=_compile(data.get("clause_breaks"), f"{language}:clause_breaks"),
         single_valued=frozenset(str(a).casefold() for a in data.get("single_valued_attributes", ())),
         categories=tuple(
             (str(name), _compile([pattern], f"{language}:categories")[0])

@@ -109,6 +109,59 @@ def may_revise(text: str) -> bool:
     return any(p.search(strip_transcript_prefix(text)) for p in table.replacement)
 
 
+def clauses(text: str) -> list[str]:
+    """The clauses of a statement, split where its language's table (``clause_breaks``) says a new fact starts.
+
+    ``"I'm planning a trip to Paris. I prefer aisle seats."`` → two clauses; ``"I am vegan and I love jazz"`` →
+    ``["I am vegan", "I love jazz"]``; ``"salt and pepper"`` stays one (no new subject after "and").
+    """
+    parts = [text]
+    for pattern in tables_for(text)[0].clause_breaks:
+        parts = [piece for part in parts for piece in pattern.split(part)]
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+def untouched_clauses(old: str, new: str, *, slot: str | None = None, withdrawn: str | None = None) -> str | None:
+    """What of the statement ``old`` still stands after ``new`` updates or withdraws one fact in it.
+
+    A clause is touched when it holds ``slot`` (the attribute the update replaces), names the ``withdrawn`` or
+    replaced words, or, when neither identifies a clause, shares a content word with ``new``. The untouched clauses
+    are returned as one statement (with ``old``'s transcript prefix), in their order.
+
+    Returns:
+        The untouched clauses, or None when ``old`` is one clause, or when the correction touches every clause or
+        none that can be told apart (then the whole statement is what was corrected).
+    """
+    body = strip_transcript_prefix(old)
+    prefix = old[: len(old) - len(body)]
+    parts = clauses(body)
+    if len(parts) < 2:
+        return None
+    named = content_terms(withdrawn) if withdrawn else set()
+    flags = [
+        (slot is not None and slot_of(prefix + part)[0] == slot) or bool(named & content_terms(part)) for part in parts
+    ]
+    if not any(flags):
+        said = content_terms(strip_transcript_prefix(new))
+        flags = [bool(said & content_terms(part)) for part in parts]
+    if all(flags) or not any(flags):
+        return None
+    return prefix + " ".join(_as_sentence(part) for part, hit in zip(parts, flags, strict=True) if not hit)
+
+
+def _as_sentence(clause: str) -> str:
+    """A clause as a sentence of its own: first letter upper-case, closing punctuation added when missing."""
+    clause = clause.rstrip(",;，、 ")
+    if clause[:1].islower():
+        clause = clause[0].upper() + clause[1:]
+    if clause and clause[-1].isalnum():
+        clause += "。" if _CJK.search(clause[-1]) else "."
+    return clause
+
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
 def withdraws(text: str) -> bool:
     """Whether ``text`` matches a withdrawal or negation pattern of its language ("forget …", "…取消了")."""
     table = tables_for(text)[0]

@@ -55,6 +55,7 @@ class Draft:
     extra_rows: dict[str, Any] = field(default_factory=dict)
     decision: Decision | None = None  # update detection: the automatic decision behind supersedes / retracts
     retracts: str | None = None  # update detection: a live memory this statement withdraws
+    decision_activity: str | None = None  # update detection: the recorded decision (set when it is applied)
     slot_value: str | None = None  # update detection: the value the statement assigns to its (detected) slot
     auto_slot: bool = False  # the slot was detected, not given by the caller
     auto_kind: bool = False  # no kind given: episodic, or semantic when the value model promotes it

@@ -18,7 +18,7 @@ from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import Memory, Scope, Source, SourceKind, Status, check_id, check_text, to_epoch
 from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
 from memlineage.reconcile import Action
-from memlineage.services._rows import event_row, row_activity
+from memlineage.services._rows import LIVE, event_row, row_activity
 from memlineage.services.cascade import Cascade
 from memlineage.services.reads import Reads
 
@@ -154,6 +154,20 @@ class Lifecycle:
             if expected is Status.SUPERSEDED:
                 values["slot"] = None
             self.ledger.update_memories(conn, [target], values)
+            # What the decision generated (the untouched clauses it carried over) goes with it: the target is whole
+            # again.
+            carried = [
+                r[0]
+                for r in conn.execute(
+                    select(memories.c.id).where(
+                        memories.c.activity_id == decision_id,
+                        memories.c.user_id == scope.user_id,
+                        memories.c.status.in_(LIVE),
+                    )
+                )
+            ]
+            for mid in carried:
+                self.cascade.invalidate(conn, mid, Status.RETRACTED, now, reason=reason)
             if restored:
                 self.ledger.update_memories(conn, restored, {"status": Status.ACTIVE.value, "index_state": "stale"})
             data = {"reason": reason, "decision": decision_id}
@@ -165,7 +179,7 @@ class Lifecycle:
             self.ledger.upsert_activity(
                 conn, row_activity(row).model_copy(update={"outcome": "undone", "metadata": {**meta, "undo": reason}})
             )
-        self.syncer.sync([target, *restored])
+        self.syncer.sync([target, *restored, *carried])
         return self.reads.require(target, scope=scope)
 
     def forget(
