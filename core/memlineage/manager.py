@@ -23,7 +23,7 @@ from memlineage._store_lock import acquire_lock
 from memlineage._verbs.activity import ActivityVerbs
 from memlineage._verbs.read import ReadVerbs
 from memlineage._verbs.write import WriteVerbs
-from memlineage.errors import ConfigurationError, InvalidInputError
+from memlineage.errors import ConfigurationError, InvalidInputError, StorageError
 from memlineage.index import ChromaIndex, Embedder, OnnxMiniLMEmbedder, VectorIndex, ensure_embedder
 from memlineage.index.lexical import LexicalIndex
 from memlineage.ledger import Ledger
@@ -310,6 +310,8 @@ def _utc_clock(clock: Callable[[], datetime]) -> Callable[[], datetime]:
 def _typed_arguments(method: Callable[..., Any]) -> Callable[..., Any]:
     """Turn a call with unknown or missing arguments into :class:`InvalidInputError` (no overhead otherwise).
 
+    A call on a closed manager raises :class:`StorageError` saying so, before anything runs.
+
     Python raises ``TypeError`` before the method body runs, so nothing was written; the binding is only
     checked when a ``TypeError`` comes out, to tell a bad call from an error inside the method.
     """
@@ -317,6 +319,9 @@ def _typed_arguments(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def checked(*args: Any, **kwargs: Any) -> Any:
+        if args and getattr(args[0], "_closed", False):
+            msg = f"{method.__name__}(): this MemoryManager is closed; open the store again (MemoryManager.open(...))"
+            raise StorageError(msg)
         try:
             return method(*args, **kwargs)
         except TypeError as exc:
@@ -336,7 +341,7 @@ _VERBS = (
     "expire_due", "get", "get_many", "require", "find", "slots", "recall", "admin_recall", "ancestors",
     "descendants", "explain", "audit", "stats", "sweep", "consolidate", "slot_history", "slot_value",
     "record_activity", "get_activity", "end_activity", "link", "repair", "verify", "reindex", "undo",
-    "flush_reinforcement", "buffered",
+    "flush_reinforcement", "buffered", "activities", "find_activities",
 )  # fmt: skip
 for _name in _VERBS:
     setattr(MemoryManager, _name, _typed_arguments(getattr(MemoryManager, _name)))

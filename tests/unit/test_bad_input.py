@@ -28,7 +28,7 @@ from memlineage import (
 )
 from memlineage.index import InMemoryIndex
 from memlineage.ledger._schema import metadata as ledger_tables
-from memlineage.testing import make_manager
+from memlineage.testing import FakeEmbedder, make_manager
 from sqlalchemy import select
 
 ALICE = Scope(user_id="alice", session_id="s1")
@@ -723,3 +723,22 @@ def test_report_fuzz_figures() -> None:
 def test_a_source_with_a_colon_but_no_name_is_refused(source):
     with pytest.raises(InvalidInputError, match="names no one"):
         Source.parse(source)
+
+
+async def test_a_closed_manager_says_so_and_a_reopened_store_still_has_everything(tmp_path):
+    mm = MemoryManager.open(tmp_path / "store", embedder=FakeEmbedder())
+    kept = mm.remember("I live in Lisbon", scope=ALICE)
+    mm.close()
+    for call in (
+        lambda: mm.recall("Lisbon", scope=ALICE),
+        lambda: mm.remember("x", scope=ALICE),
+        lambda: mm.find(scope=ALICE),
+        lambda: mm.activities(ALICE),
+    ):
+        with pytest.raises(StorageError, match="closed"):
+            call()
+    with pytest.raises(StorageError, match="closed"):
+        await mm.arecall("Lisbon", scope=ALICE)
+    mm.close()  # still idempotent
+    with MemoryManager.open(tmp_path / "store", embedder=FakeEmbedder()) as again:
+        assert again.require(kept.id, scope=ALICE).content == "I live in Lisbon"
