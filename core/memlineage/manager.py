@@ -201,7 +201,8 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
 
         Raises:
             StoreLockedError: another process holds the embedded store.
-            StorageError: the ledger or index cannot be opened.
+            StorageError: the store directory cannot be created (a file in its place, no permission), or the
+                ledger or index cannot be opened.
         """
         kwargs = {**cls.default_options(), **kwargs}
         embedded_ledger = ledger_url is None
@@ -209,7 +210,11 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         store = Path(path or os.environ.get(ENV_HOME) or DEFAULT_DIR).expanduser()
         lock = None
         if embedded_ledger or embedded_index:
-            store.mkdir(parents=True, exist_ok=True)
+            try:
+                store.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file in the way, a read-only or missing parent, no permission
+                msg = f"cannot use {str(store)!r} as the store directory: {exc.strerror or exc}"
+                raise StorageError(msg) from exc
             lock = acquire_lock(store, lock_timeout)
         try:
             ledger = Ledger(ledger_url or f"sqlite:///{store / 'ledger.db'}")

@@ -742,3 +742,12 @@ async def test_a_closed_manager_says_so_and_a_reopened_store_still_has_everythin
     mm.close()  # still idempotent
     with MemoryManager.open(tmp_path / "store", embedder=FakeEmbedder()) as again:
         assert again.require(kept.id, scope=ALICE).content == "I live in Lisbon"
+
+
+def test_a_store_path_that_cannot_be_a_directory_is_a_storage_error(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("not a store")
+    for path in (afile, afile / "below"):
+        with pytest.raises(StorageError, match="cannot use"):
+            MemoryManager.open(path, embedder=FakeEmbedder())
+    assert afile.read_text() == "not a store"
