@@ -10,6 +10,7 @@ from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_core.runnables.config import ensure_config
+from memlineage._construct import typed_construction
 from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, new_id
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 _MAX_PENDING = 1024
 
 
+@typed_construction
 class LineageMemory(BaseMemory):
     """Classic LangChain memory with lineage: recall on load, remember with provenance on save.
 

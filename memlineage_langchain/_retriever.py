@@ -8,6 +8,7 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from memlineage._construct import typed_construction
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope
 from pydantic import ConfigDict, Field, field_validator
@@ -20,6 +21,7 @@ __all__ = ["LineageRetriever"]
 logger = logging.getLogger(__name__)
 
 
+@typed_construction
 class LineageRetriever(BaseRetriever):
     """Retrieve memories as ``Document``s, scoped to one user, with lineage in the metadata.
 

@@ -11,6 +11,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
+from memlineage._construct import typed_construction
 from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, normalize_content
@@ -35,6 +36,7 @@ _HEADER = "Long-term memories (cite as [m:<id>]; source, date and trust in brack
 _MAX_PENDING = 256
 
 
+@typed_construction
 class LineageMemoryBlock(BaseMemoryBlock[str]):
     """A ``Memory`` block that stores flushed messages with lineage and recalls the relevant ones each turn.
 

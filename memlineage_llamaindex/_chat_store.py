@@ -8,6 +8,7 @@ from typing import Any, Literal
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.storage.chat_store.base import BaseChatStore
+from memlineage._construct import typed_construction
 from memlineage.errors import InvalidInputError
 from memlineage.history import MESSAGE_ACTIVITY, ChatHistory
 from memlineage.models import Scope
@@ -18,6 +19,7 @@ from memlineage_llamaindex._convert import message_to_entry, turn_to_message
 __all__ = ["LineageChatStore"]
 
 
+@typed_construction
 class LineageChatStore(BaseChatStore):
     """One user's chat sessions for LlamaIndex (``ChatMemoryBuffer``, chat engines): each key is a session id.
 

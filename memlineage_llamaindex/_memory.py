@@ -11,6 +11,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.memory.memory import DEFAULT_TOKEN_LIMIT, Memory
 from llama_index.core.storage.chat_store.sql import MessageStatus
+from memlineage._construct import typed_construction
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
 from typing_extensions import override
@@ -36,6 +37,7 @@ def _run_sync(coro: Coroutine[Any, Any, _T], name: str) -> _T:
     raise MemLineageError(msg)
 
 
+@typed_construction
 class LineageMemory(Memory):
     """LlamaIndex ``Memory`` whose long-term tier is a :class:`LineageMemoryBlock`, optionally write-through.
 

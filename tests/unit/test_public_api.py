@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import subprocess
 import sys
 
 import memlineage
+import pydantic
+import pytest
 
 EXPECTED_CORE = sorted(memlineage.__all__)
 
@@ -106,3 +109,20 @@ def test_assigning_a_part_rewires_the_services_and_keeps_the_value_buffer():
     assert [b.id for b in mm.buffered(s)] == [kept.id]  # the value gate's state carried over
     mm.policy = None
     assert not mm.services.policy.enabled
+
+
+def test_adapter_constructors_raise_typed_errors_with_pydantics_reason():
+    from memlineage import InvalidInputError
+
+    from memlineage_langchain import LineageMemory, LineageRetriever
+    from memlineage_llamaindex import LineageChatStore, LineageMemoryBlock
+
+    for build, words in (
+        (lambda: LineageMemory(scope="alice"), "LineageMemory(...): manager: Field required"),
+        (lambda: LineageRetriever(k=-1), "k: Input should be greater than or equal to 0"),
+        (lambda: LineageChatStore(user_id=None), "user_id: Input should be a valid string"),
+        (lambda: LineageMemoryBlock(scope="alice"), "LineageMemoryBlock(...): manager"),
+    ):
+        with pytest.raises(InvalidInputError, match=re.escape(words)) as info:
+            build()
+        assert isinstance(info.value.__cause__, pydantic.ValidationError)
