@@ -309,7 +309,7 @@ def recall(
         for h in res:
             table.add_row(f"{h.score:.3f}", h.id[:8], h.memory.status.value, str(h.memory.source), h.content)
         console.print(table)
-        if not res:
+        if not res and k > 0:
             err_console.print(f"no memory of user {user!r} matches; `memlineage stats --user {user}` shows counts")
 
 

@@ -101,13 +101,13 @@ class ChatHistory:
     Args:
         manager: A :class:`~memlineage.MemoryManager`.
         scope: The user's scope (``Scope``, mapping or user id string).
-        session_id: The session; overrides ``scope.session_id``. Required one way or the other.
+        session_id: The session, when ``scope`` names none (or the same one). Required one way or the other.
         on_clear: ``"retract"`` (default: the messages are withdrawn; what derives from them becomes suspect) or
             ``"forget"`` (archived: out of recall, descendants untouched).
         kind: Memory kind of the messages (default ``episodic``).
 
     Raises:
-        InvalidInputError: no session id, a bad scope, or an unknown ``on_clear``.
+        InvalidInputError: no session id, two different session ids, a bad scope, or an unknown ``on_clear``.
     """
 
     def __init__(
@@ -120,6 +120,9 @@ class ChatHistory:
         kind: MemoryKind | str = MemoryKind.EPISODIC,
     ) -> None:
         base = Scope.coerce(scope)
+        if session_id is not None and base.session_id is not None and session_id != base.session_id:
+            msg = f"two sessions given: scope names {base.session_id!r} and session_id={session_id!r}; pass one of them"
+            raise InvalidInputError(msg)
         if session_id is not None:
             base = Scope(user_id=base.user_id, agent_id=base.agent_id, session_id=session_id)
         if base.session_id is None:

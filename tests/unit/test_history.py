@@ -27,6 +27,9 @@ def test_bad_entries_write_nothing() -> None:
         history.append([ChatEntry("robot", "beep")])  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError):
         ChatHistory(mm, scope="alice", session_id="s1", on_clear="delete")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="two sessions"):
+        ChatHistory(mm, scope={"user_id": "alice", "session_id": "x"}, session_id="trip-2")
+    assert ChatHistory(mm, scope=Scope(user_id="alice", session_id="s1"), session_id="s1").scope.session_id == "s1"
     assert history.turns() == [] and mm.find(scope="alice") == []
 
 
