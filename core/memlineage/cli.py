@@ -285,6 +285,43 @@ def _demo_runner(name: str) -> Any:
 
 
 @app.command()
+def migrate(
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    schema: Annotated[
+        str | None,
+        typer.Option("--schema", help="PostgreSQL schema of the tables (default $MEMLINEAGE_LEDGER_SCHEMA)."),
+    ] = None,
+) -> None:
+    """Bring a ledger's schema to this release's revision (run once per release in server mode).
+
+    Embedded stores migrate themselves on open; a server (PostgreSQL) ledger whose schema is older is refused on
+    open until this command has run. Safe to repeat; concurrent runs wait for each other.
+    """
+    from memlineage.ledger import migrate as migrate_ledger
+
+    settings = _settings(path, ledger_url, None)
+    url = settings.ledger_url
+    if not url:
+        db = Path(settings.home or DEFAULT_DIR).expanduser() / "ledger.db"
+        if not db.is_file():
+            err_console.print(f"[red]error:[/] no MemLineage store at {db.parent} (no ledger.db there)")
+            raise typer.Exit(2)
+        url = f"sqlite:///{db}"
+    try:
+        found, now = migrate_ledger(url, schema=schema or settings.ledger_schema)
+    except MemLineageError as exc:
+        err_console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    if found == now:
+        console.print(f"the ledger is at revision {now} already; nothing to do")
+    elif found == "new":
+        console.print(f"created the ledger's tables at revision {now}")
+    else:
+        console.print(f"migrated the ledger from {found} to revision {now}")
+
+
+@app.command()
 def recall(
     query: str,
     user: UserOpt,

@@ -17,7 +17,8 @@ MemLineageError
 ├── PolicyViolationError (PermissionError)   carries .decision
 ├── PolicyLoadError (ValueError)
 └── StorageError
-    └── StoreLockedError
+    ├── StoreLockedError
+    └── SchemaVersionError
 ```
 """
 
@@ -36,6 +37,7 @@ __all__ = [
     "MissingDependencyError",
     "PolicyLoadError",
     "PolicyViolationError",
+    "SchemaVersionError",
     "ScopeViolationError",
     "StorageError",
     "StoreLockedError",
@@ -106,3 +108,11 @@ class StorageError(MemLineageError):
 
 class StoreLockedError(StorageError):
     """Another process holds the embedded store's writer lock."""
+
+
+class SchemaVersionError(StorageError):
+    """The ledger's schema is not at the revision this release needs.
+
+    Raised on opening a server (PostgreSQL) ledger whose schema is older (run ``memlineage migrate``) and on opening
+    any ledger a newer release has migrated further (upgrade memlineage). Nothing was changed.
+    """

@@ -21,6 +21,9 @@ class MemLineageSettings(BaseSettings):
 
     home: Path | None = Field(default=None, description="Embedded store directory (default ./.memlineage).")
     ledger_url: str | None = Field(default=None, description="SQLAlchemy URL; default SQLite in `home`.")
+    ledger_schema: str | None = Field(
+        default=None, description="PostgreSQL schema holding the ledger's tables; default the URL's search path."
+    )
     chroma_host: str | None = Field(default=None, description="Chroma server host; unset = embedded Chroma.")
     chroma_port: int = Field(default=8000, description="Chroma server port.")
     collection: str = Field(default="memlineage", description="Chroma collection name.")

@@ -23,7 +23,6 @@ from sqlalchemy import (
     event,
     func,
     insert,
-    inspect,
     or_,
     select,
     update,
@@ -33,7 +32,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.schema import CreateSchema
 
-from memlineage.errors import InvalidInputError, StorageError
+from memlineage.errors import InvalidInputError, SchemaVersionError, StorageError
+from memlineage.ledger import _versions
 from memlineage.ledger._rows import Event, memory_to_row, row_to_memory
 from memlineage.ledger._schema import activities, edges, events, memories, metadata, supports
 from memlineage.models import (
@@ -82,14 +82,22 @@ class Ledger:
         schema: Optional PostgreSQL schema to create the tables in (tests use one schema each). Any name; it is
             quoted as an identifier by SQLAlchemy, never pasted into SQL.
         echo: Log SQL statements (parameters are never logged: they hold memory content).
+        upgrade: Migrate an older schema to this release's revision. ``None`` (default): yes for SQLite (the
+            embedded store, opened under its writer lock), no for a server database, where several processes and
+            releases may share the schema: run ``memlineage migrate`` (:func:`memlineage.ledger.migrate`) instead.
+            A new database gets the current tables either way.
 
     Raises:
         InvalidInputError: ``schema`` is not a non-empty string of at most 63 characters without NUL.
-        StorageError: the database cannot be opened or the tables cannot be created. Messages of this and every
-            other ledger error never include SQL parameters (content, metadata), only the statement shape.
+        SchemaVersionError: the schema is older and ``upgrade`` is off (server default), or newer than this
+            release knows. Nothing was changed.
+        StorageError: the database cannot be opened, or the tables cannot be created or migrated. Messages of this
+            and every other ledger error never include SQL parameters (content, metadata), only the statement shape.
     """
 
-    def __init__(self, url: str = "sqlite://", *, schema: str | None = None, echo: bool = False) -> None:
+    def __init__(
+        self, url: str = "sqlite://", *, schema: str | None = None, echo: bool = False, upgrade: bool | None = None
+    ) -> None:
         self.url = url
         self._lock = threading.RLock()
         kwargs: dict[str, Any] = {"echo": echo, "future": True}
@@ -113,18 +121,66 @@ class Ledger:
         kwargs["hide_parameters"] = True
         try:
             self.engine: Engine = create_engine(url, **kwargs)
-            if self.is_sqlite:
-                event.listen(self.engine, "connect", _sqlite_pragmas)
-            with self.engine.begin() as conn:
-                if self.engine.dialect.name == "postgresql":
-                    # Processes opening a fresh database at once would race on CREATE SCHEMA / TABLE.
-                    conn.execute(select(func.pg_advisory_xact_lock(_DDL_LOCK_KEY)))
-                if schema and not self.is_sqlite:
-                    conn.execute(CreateSchema(schema, if_not_exists=True))
-                metadata.create_all(conn)
-                _add_missing_columns(conn, schema if not self.is_sqlite else None)
         except SQLAlchemyError as exc:
             raise StorageError(_open_failure(url, exc)) from exc
+        try:
+            if self.is_sqlite:
+                event.listen(self.engine, "connect", _sqlite_pragmas)
+            #: Schema state found on open: a revision, ``"new"`` or ``"unversioned"`` (see ``_versions``).
+            self.schema_found = self._prepare_schema(upgrade)
+        except SQLAlchemyError as exc:
+            self.engine.dispose()
+            raise StorageError(_open_failure(url, exc)) from exc
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    def _prepare_schema(self, upgrade: bool | None) -> str:
+        """Create a new ledger, or check (and, when allowed, migrate) an existing one; returns the state found."""
+        schema = None if self.is_sqlite else self._schema
+        with self._write_lock(), self._immediate() if self.is_sqlite else self.engine.begin() as conn:
+            if not self.is_sqlite:
+                # Processes opening a fresh database at once would race on CREATE SCHEMA / TABLE and on migrations.
+                conn.execute(select(func.pg_advisory_xact_lock(_DDL_LOCK_KEY)))
+                if schema:
+                    conn.execute(CreateSchema(schema, if_not_exists=True))
+            state = _versions.schema_state(conn, schema)
+            if state == _versions.NEW:
+                _versions.stamp_new(conn)
+            elif state != _versions.HEAD:
+                if upgrade if upgrade is not None else self.is_sqlite:
+                    _versions.upgrade(conn, schema)
+                elif state != _versions.UNVERSIONED and not _versions.is_known(state):
+                    msg = (
+                        f"the ledger's schema is at revision {state}, newer than this release knows; upgrade memlineage"
+                    )
+                    raise SchemaVersionError(msg)
+                else:
+                    raise SchemaVersionError(_versions.outdated(state))
+        return state
+
+    @contextmanager
+    def _immediate(self) -> Iterator[Connection]:
+        """A SQLite transaction begun with ``BEGIN IMMEDIATE``: DDL included, all or nothing, one process at a time.
+
+        pysqlite opens no transaction before DDL, so a failed migration would stay half applied; with the driver's
+        own transaction handling off for this connection, the explicit ``BEGIN IMMEDIATE`` takes SQLite's write
+        lock (other processes wait up to the busy timeout) and the whole schema change commits or rolls back once.
+        """
+        with self.engine.connect() as conn:
+            raw: Any = conn.connection.driver_connection
+            previous = raw.isolation_level
+            raw.isolation_level = None
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+            finally:
+                raw.isolation_level = previous
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
@@ -671,20 +727,3 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cur.execute("PRAGMA secure_delete=ON")
     finally:
         cur.close()
-
-
-def _add_missing_columns(conn: Connection, schema: str | None) -> None:
-    """Add the nullable columns a ledger created by an older version lacks (there is no migration system yet).
-
-    Only nullable columns are added; new constraints on them (e.g. ``uq_ml_activities_call``) exist in new
-    stores only, and the manager checks the same rule before writing.
-    """
-    insp = inspect(conn)
-    quote = conn.dialect.identifier_preparer.quote
-    for table in metadata.sorted_tables:
-        present = {c["name"] for c in insp.get_columns(table.name, schema=schema)}
-        for column in table.columns:
-            if column.name not in present and column.nullable:
-                ddl = column.type.compile(dialect=conn.dialect)
-                name = f"{quote(schema)}.{quote(table.name)}" if schema else quote(table.name)
-                conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {quote(column.name)} {ddl}")
