@@ -25,7 +25,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/memlineage demo
 
-test: $(STAMP)
+# The documented test command runs the linters first: CI (.ci/run) fails on a lint or type error.
+test: lint
 	$(PY) -m pytest
 
 test-fast: $(STAMP)
@@ -44,7 +45,9 @@ bench: $(BENCH_STAMP)
 	$(PY) benchmarks/run_all.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check core memlineage_langchain memlineage_llamaindex
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy core/memlineage memlineage_langchain memlineage_llamaindex
 	$(VENV)/bin/lint-imports
 
 clean:

@@ -318,8 +318,9 @@ def system_memlineage(
     detection) and each turn is a plain ``remember`` (no kind, no force); ``defaults=False`` is the bare core
     (no value model, no policies, update detection still on), every turn forced into episodic memory.
     """
-    from memlineage import Ledger, MemoryManager, Scope
+    from memlineage import MemoryManager, Scope
     from memlineage.index import InMemoryIndex
+    from memlineage.ledger import Ledger
 
     kwargs: dict[str, Any] = {"retrieval": config} if config is not None else {}
     if defaults:

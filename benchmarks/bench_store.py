@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from memlineage import ChromaIndex, Ledger, MemoryManager, Scope
+from memlineage import ChromaIndex, MemoryManager, Scope
 from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
+from memlineage.ledger import Ledger
 
 DIMS = 384
 
@@ -211,7 +212,8 @@ def main() -> dict[str, Any]:
         }
     ir = out["ingest_recall"]
     print(
-        f"ingest {ir['n']}: MemoryManager {ir['memlineage_ingest_per_s']:.0f}/s vs raw Chroma {ir['raw_ingest_per_s']:.0f}/s"
+        f"ingest {ir['n']}: MemoryManager {ir['memlineage_ingest_per_s']:.0f}/s"
+        f" vs raw Chroma {ir['raw_ingest_per_s']:.0f}/s"
         f" -> throughput ratio {ir['ingest_throughput_ratio']:.2f}x (target >= 0.8); vs raw Chroma with the same"
         f" flat metadata {ir['raw_same_metadata_ingest_per_s']:.0f}/s -> "
         f"{ir['ingest_throughput_ratio_same_metadata']:.2f}x"

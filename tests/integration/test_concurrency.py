@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from memlineage import Ledger, MemoryManager, Scope, StoreLockedError
+from memlineage import MemoryManager, Scope, StoreLockedError
 from memlineage.index import ChromaIndex
+from memlineage.ledger import Ledger
 from memlineage.testing import FakeEmbedder
 
 from .conftest import ChromaServer, PgSchema, unique_collection

@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from memlineage import Ledger, MemoryManager, Scope
+from memlineage import MemoryManager, Scope
 from memlineage.index import IndexFilter, VectorIndex
+from memlineage.ledger import Ledger
 from memlineage.testing import FakeEmbedder
 
 pytestmark = pytest.mark.integration

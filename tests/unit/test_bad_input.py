@@ -503,7 +503,7 @@ class _PickyIndex(InMemoryIndex):
 
 def test_an_entry_the_index_refuses_is_quarantined_not_fatal(tmp_path: Any) -> None:
     """Issue 14 kind 1: repair on open quarantined nothing and raised on every later open."""
-    from memlineage import Ledger
+    from memlineage.ledger import Ledger
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     mm = make_manager(ledger=Ledger(url), index=_PickyIndex())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -594,11 +595,11 @@ def test_concurrent_identical_writes_store_one_memory(alice):
         barrier = threading.Barrier(4)
         out: list[str] = []
 
-        def write() -> None:
+        def write(mm: Any, barrier: threading.Barrier, out: list[str]) -> None:
             barrier.wait()
             out.append(mm.remember("Flight to Paris: 120 EUR", scope=alice, source="tool:x").id)
 
-        threads = [threading.Thread(target=write) for _ in range(4)]
+        threads = [threading.Thread(target=write, args=(mm, barrier, out)) for _ in range(4)]
         for t in threads:
             t.start()
         for t in threads:

@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import cel
-
 from memlineage.models import INVALIDATING_STATUSES, Memory, Status
+from memlineage.policy import _cel as cel
 from memlineage.policy._request import Operation, PolicyRequest
 
 logger = logging.getLogger(__name__)

@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import cel
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlineage.errors import ConfigurationError
 from memlineage.models import Memory
+from memlineage.policy import _cel as cel
 from memlineage.policy._condition import (
     MEMORY_FIELDS,
     REQUEST_FIELDS,

@@ -1,0 +1,31 @@
+"""The CEL engine (``common-expression-language``), loaded on first use.
+
+``import cel`` also imports the package's command line (typer, rich, prompt_toolkit: about 0.15 s and three CLI
+packages in every process), so MemLineage defers it to the first condition compiled or evaluated; importing
+``memlineage`` (or opening a store without conditional policies) never loads it. Callers use this module where they
+would use ``cel``: ``compile(source)`` and ``Context()``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+__all__ = ["Context", "compile"]
+
+
+@functools.cache
+def _engine() -> Any:
+    import cel  # deferred: see the module docstring
+
+    return cel
+
+
+def compile(source: str) -> Any:  # noqa: A001 - mirrors cel.compile
+    """Compile a CEL expression (``cel.compile``); raises what ``cel.compile`` raises for invalid CEL."""
+    return _engine().compile(source)
+
+
+def Context() -> Any:  # noqa: N802 - mirrors the cel.Context class
+    """A new evaluation context (``cel.Context()``)."""
+    return _engine().Context()
