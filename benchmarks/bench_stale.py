@@ -61,6 +61,7 @@ import sys
 import tempfile
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -835,16 +836,20 @@ class LangChainRunner:
         self.labeller = labeller
         client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
         emb = _lc_embeddings(embedder)
-        self._make = lambda name: VectorStoreRetrieverMemory(
-            retriever=Chroma(
+
+        def make(name: str) -> Any:
+            retriever = Chroma(
                 client=client,
                 collection_name=name,
                 embedding_function=emb,
                 collection_metadata={"hnsw:space": "cosine"},
-            ).as_retriever(search_kwargs={"k": k}),
-            return_docs=True,
-            input_key="input",
-        )
+            ).as_retriever(search_kwargs={"k": k})
+            # The deprecated class is the point: it is the classic LangChain memory this benchmark compares against.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "The class `VectorStoreRetrieverMemory` was deprecated")
+                return VectorStoreRetrieverMemory(retriever=retriever, return_docs=True, input_key="input")
+
+        self._make = make
         self._mem: dict[str, Any] = {}
 
     def play(self, uh: UserHistory) -> None:

@@ -185,7 +185,7 @@ class _Recorder:
             run = self._runs.pop(run_id, None)
         if run is None:
             return
-        if run.recorded:
+        if run.recorded and run.scope is not None:  # recorded runs always have a scope
             meta = payload if isinstance(payload, dict) else None
             self.manager.end_activity(run_id, scope=run.scope, outcome=outcome, metadata=meta)
             return
@@ -250,7 +250,8 @@ class _Recorder:
                 return None
             same_tool = [a for a in owner.actions if a.tool == name]
             exact = [a for a in same_tool if a.tool_input == inputs or a.tool_input == input_str]
-            chosen = (exact or same_tool or [None])[0]
+            candidates = exact or same_tool
+            chosen = candidates[0] if candidates else None
             if chosen is not None:
                 owner.actions.remove(chosen)
             return chosen

@@ -371,7 +371,7 @@ def memory_to_item(memory: Memory, score: float | None = None, *, search: bool =
     meta = memory.metadata.get("langgraph") or {}
     created = meta.get("created_at")
     created_at = datetime.fromisoformat(created) if isinstance(created, str) else memory.created_at
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "namespace": tuple(meta.get("namespace") or ()),
         "key": str(meta.get("key", memory.id)),
         "value": dict(meta.get("value") or {}),

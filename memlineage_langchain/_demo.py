@@ -153,11 +153,11 @@ class ScriptedTravelModel(BaseChatModel):
             context = " ".join(str(m.content) for m in messages[:-1]) + " " + request
             city = _city_in(request) or _city_in(context) or "Paris"
             tag = f"{city.lower()}_{self.calls}"
-            flight = {"city": city, "date": "2026-05-03"}
+            flight_args = {"city": city, "date": "2026-05-03"}
             return AIMessage(
                 content="",
                 tool_calls=[
-                    {"name": "get_flight_price", "args": flight, "id": f"call_flight_{tag}", "type": "tool_call"},
+                    {"name": "get_flight_price", "args": flight_args, "id": f"call_flight_{tag}", "type": "tool_call"},
                     {"name": "search_hotels", "args": {"city": city}, "id": f"call_hotels_{tag}", "type": "tool_call"},
                 ],
             )
@@ -324,17 +324,17 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         console.print(explanation_tree(ex))
         console.print("[bold]premises and how each was attributed[/]")
         shown = {m.id: m for m in ex.memories}
-        for m in ex.memories:
-            for pid in m.derived_from:
-                how, p = ex.attribution.get((m.id, pid), "given"), shown.get(pid)
-                premise = f"{p.source} {pid[:8]}: {p.content[:48]}" if p is not None else pid[:8]
-                console.print(f"  {m.source} {m.id[:8]} [dim]<-{how}-[/] {premise}")
+        for node in ex.memories:
+            for pid in node.derived_from:
+                attributed, held = ex.attribution.get((node.id, pid), "given"), shown.get(pid)
+                line = f"{held.source} {pid[:8]}: {held.content[:48]}" if held is not None else pid[:8]
+                console.print(f"  {node.source} {node.id[:8]} [dim]<-{attributed}-[/] {line}")
         why = [e["data"].get("reason") for e in mm.audit(alice, memory_id=plan.id, types=["suspect"])]
         if why:
             console.print(f"why suspect: [yellow]{why[-1]}[/] (the fare it quoted was older than its 1 h limit)")
         pictures = _write_pictures(ex, store)
-        for p in pictures:
-            console.print(f"picture written: [bold]{p}[/]")
+        for picture in pictures:
+            console.print(f"picture written: [bold]{picture}[/]")
         console.print(f"\nstore kept at [bold]{store}[/]; try: memlineage audit --user alice --path {store}")
         summary.update(pictures=[str(p) for p in pictures], stats=mm.stats(alice))
     return summary

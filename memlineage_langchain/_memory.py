@@ -211,8 +211,8 @@ class LineageMemory(BaseMemory):
     async def aclear(self) -> None:
         """Async :meth:`clear`."""
         scope = self._scope(None)
-        for mid in await self.manager.afind(scope=scope, session_only=True) if scope.session_id else []:
-            await self.manager.aforget(mid.id, scope=scope, reason="LineageMemory.clear()")
+        for mem in await self.manager.afind(scope=scope, session_only=True) if scope.session_id else []:
+            await self.manager.aforget(mem.id, scope=scope, reason="LineageMemory.clear()")
         if scope.session_id is None:
             for mid in self._to_clear(scope):
                 await self.manager.aforget(mid, scope=scope, reason="LineageMemory.clear()")

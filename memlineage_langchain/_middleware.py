@@ -202,7 +202,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         if not notes:
             return request
         base = text_of(request.system_message) if request.system_message is not None else ""
-        content = f"{base}\n\n{notes}" if base else notes
+        content = f"{base}\n\n{notes}" if base else str(notes)
         return request.override(system_message=SystemMessage(content=content))
 
     def _model_step(self, request: ModelRequest[Any], response: Any) -> None:

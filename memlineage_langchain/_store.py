@@ -149,7 +149,8 @@ class LineageStore(BaseStore):
         if isinstance(op, GetOp):
             return self._get(op)
         if isinstance(op, PutOp):
-            return self._put(op)
+            self._put(op)
+            return None
         if isinstance(op, SearchOp):
             return self._search(op)
         if isinstance(op, ListNamespacesOp):

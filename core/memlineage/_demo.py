@@ -35,6 +35,7 @@ def run_core_demo(path: Path, console: Console) -> None:
         _table(console, "1. Stored with lineage", mm, alice, [city.id, dates.id, flight.id, plan.id])
         console.print("\n[bold]2. The user corrects the destination:[/] 'Actually, I'm going to Lyon, not Paris.'")
         report = mm.supersede(city.id, "I want to travel to Lyon", scope=alice, source="user")
+        assert report.memory is not None  # supersede always returns the new version
         console.print(f"   cascade marked {len(report.suspect)} derived memories suspect")
         for sid in report.suspect:
             console.print(f"   {sid[:8]} rested on the destination via [bold]{report.attribution.get(sid, 'given')}[/]")

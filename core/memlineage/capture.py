@@ -508,8 +508,8 @@ class RunRecorder:
             if framework_id and not existing.done:  # the framework's own id of a call the model step announced
                 act = self.manager.get_activity(existing.activity_id, scope=run.scope)
                 if act is not None and act.metadata.get("framework_id") != framework_id:
-                    meta = {**act.metadata, "framework_id": framework_id}
-                    self.manager.record_activity(act.model_copy(update={"metadata": meta}))
+                    known = {**act.metadata, "framework_id": framework_id}
+                    self.manager.record_activity(act.model_copy(update={"metadata": known}))
             return call_id
         premises = self._call_premises(run, args)
         meta: dict[str, Any] = {"tool_call_id": call_id, "arguments": args}

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
+from typing import Any, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
@@ -117,8 +117,14 @@ def to_epoch(value: datetime | None) -> float | None:
     return value.timestamp()
 
 
+@overload
+def from_epoch(value: float) -> datetime: ...
+@overload
+def from_epoch(value: None) -> None: ...
+@overload
+def from_epoch(value: float | None) -> datetime | None: ...
 def from_epoch(value: float | None) -> datetime | None:
-    """Convert epoch seconds to a timezone-aware UTC datetime."""
+    """Convert epoch seconds to a timezone-aware UTC datetime (``None`` stays ``None``)."""
     if value is None:
         return None
     return datetime.fromtimestamp(value, tz=timezone.utc)

@@ -262,10 +262,11 @@ class MemoryTools:
         """The id of the tool call's activity: the framework's (recorded when nobody has yet) or a new one."""
         if activity_id:
             # the call a capture recorded (its framework ids are attributes of MemLineage's own activity)
-            for key in ("tool_call_id", "run_id"):
-                found = self.manager.find_activities(self.scope, **{key: str(activity_id)})
-                if found:
-                    return found[-1].id
+            found = self.manager.find_activities(
+                self.scope, tool_call_id=str(activity_id)
+            ) or self.manager.find_activities(self.scope, run_id=str(activity_id))
+            if found:
+                return found[-1].id
         aid = str(activity_id) if activity_id else new_id()
         if self.manager.get_activity(aid, scope=self.scope) is None:
             args = {k: (v[:500] if isinstance(v, str) else v) for k, v in arguments.items()}
@@ -392,9 +393,9 @@ class _mapped:  # noqa: N801 - used as a context manager, reads as a phrase
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         if exc is None or isinstance(exc, MemoryToolError) or not isinstance(exc, MemLineageError):
-            return False
+            return
         if isinstance(exc, PolicyViolationError):
             raise MemoryToolError(f"refused by a memory policy: {_first_line(exc)}") from exc
         if isinstance(exc, (MemoryNotFoundError, ScopeViolationError)):

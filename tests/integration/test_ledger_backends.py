@@ -10,13 +10,13 @@ import pytest
 from memlineage import (
     Activity,
     InMemoryIndex,
-    Ledger,
     MemoryManager,
     MemoryNotFoundError,
     Scope,
     Status,
     StorageError,
 )
+from memlineage.ledger import Ledger
 from memlineage.ledger._schema import events, memories
 from memlineage.testing import FakeEmbedder
 from sqlalchemy import select, text

@@ -19,10 +19,12 @@ from sqlalchemy import (
     Engine,
     and_,
     case,
+    cast,
     create_engine,
     event,
     func,
     insert,
+    literal,
     or_,
     select,
     update,
@@ -314,8 +316,8 @@ class Ledger:
         cols = [c for c in memories.c if embedding or c.name != "embedding"]
         with self._maybe(conn) as c:
             for chunk in _chunks(unique):
-                for row in c.execute(select(*cols).where(memories.c.id.in_(chunk))).mappings():
-                    found[row["id"]] = dict(row)
+                for mapping in c.execute(select(*cols).where(memories.c.id.in_(chunk))).mappings():
+                    found[mapping["id"]] = dict(mapping)
         if not embedding:
             for row in found.values():
                 row["embedding"] = None
@@ -402,7 +404,7 @@ class Ledger:
         result: dict[str, int] = {}
         with self._maybe(conn) as c:
             for chunk in _chunks(list(dict.fromkeys(ids))):
-                seed = select(far.label("id"), func.cast(1, edges.c.support.type).label("depth")).where(
+                seed = select(far.label("id"), cast(literal(1), edges.c.support.type).label("depth")).where(
                     near.in_(chunk), rel
                 )
                 cte = seed.cte("walk", recursive=True)
@@ -426,7 +428,7 @@ class Ledger:
             ``{memory_id: (min_depth, status, number_of_support_groups)}``.
         """
         rel = edges.c.relation == Relation.WAS_DERIVED_FROM.value
-        seed = select(edges.c.src.label("id"), func.cast(1, edges.c.support.type).label("depth")).where(
+        seed = select(edges.c.src.label("id"), cast(literal(1), edges.c.support.type).label("depth")).where(
             edges.c.dst == mid, rel
         )
         cte = seed.cte("cascade", recursive=True)
@@ -630,13 +632,13 @@ class Ledger:
         """Row counts per status / kind / source kind, plus edges, activities and events."""
         with self.read() as c:
             cond = [memories.c.user_id == user_id] if user_id else []
-            by_status = dict(
+            by_status: dict[str, int] = dict(
                 c.execute(select(memories.c.status, func.count()).where(*cond).group_by(memories.c.status)).all()
             )
-            by_kind = dict(
+            by_kind: dict[str, int] = dict(
                 c.execute(select(memories.c.kind, func.count()).where(*cond).group_by(memories.c.kind)).all()
             )
-            by_source = dict(
+            by_source: dict[str, int] = dict(
                 c.execute(
                     select(memories.c.source_kind, func.count()).where(*cond).group_by(memories.c.source_kind)
                 ).all()
