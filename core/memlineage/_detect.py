@@ -57,7 +57,8 @@ _COLUMNS = (
     memories.c.recorded_at,
 )  # fmt: skip
 
-CheckOperation = Callable[[str, Sequence[Memory], Scope, Source], None]
+#: Runs update / delete policies (operation, memories, scope, source); raises on a refusal, its result is unused.
+CheckOperation = Callable[[str, Sequence[Memory], Scope, Source], object]
 
 
 @dataclass

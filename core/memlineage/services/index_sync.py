@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -182,7 +182,7 @@ class IndexSync:
             write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
             write(
                 [r["id"] for r in upserts],
-                [np.frombuffer(r["embedding"], dtype="<f4") for r in upserts],
+                [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in upserts],
                 [index_metadata(r) for r in upserts],
             )
         if stale:

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 
 from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViolationError
 from memlineage.ledger import Event, Ledger, row_to_memory
@@ -115,7 +115,7 @@ class Reads:
         admin: tuple[str, str] | None = None,
     ) -> list[tuple[str, str]]:
         """See :meth:`memlineage.MemoryManager.slots`."""
-        cond = [memories.c.slot.is_not(None), memories.c.status.in_(list(LIVE))]
+        cond: list[ColumnElement[bool]] = [memories.c.slot.is_not(None), memories.c.status.in_(list(LIVE))]
         if scope is None:
             actor, reason = admin or ("", "")
             if not (isinstance(actor, str) and actor.strip() and isinstance(reason, str) and reason.strip()):

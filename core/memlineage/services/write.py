@@ -244,7 +244,7 @@ class WritePath:
                     msg = f"premise {p!r} was erased and cannot support new memories"
                     raise InvalidInputError(msg)
             if d.derived_from:
-                d.trust = min([d.trust] + [rows[p]["trust"] for p in d.derived_from])
+                d.trust = min([d.trust] + [r["trust"] for r in (rows[p] for p in d.derived_from) if r is not None])
 
     def _dedupe(
         self, drafts: list[Draft], now: datetime
@@ -372,7 +372,7 @@ class WritePath:
                 )
                 # a premise added to a conjunctive group can only lower trust (minimum over all premises)
                 self.ledger.update_memories(conn, [mid], {"trust": min(row["trust"], d.trust)})
-            data = {"source": str(d.source), "new_premises": extra if own["premises"] > 0 else []}
+            data: dict[str, Any] = {"source": str(d.source), "new_premises": extra if own["premises"] > 0 else []}
             if d.decision is not None:
                 data["decision"] = {"action": d.decision.action.value, "reason": d.decision.reason}
             self.ledger.insert_events(conn, [event_row(t, "seen_again", mid, d.activity_id, row["user_id"], data)])
