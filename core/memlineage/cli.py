@@ -2,7 +2,8 @@
 
 Where the store is: ``--path`` / ``--ledger-url`` / ``--chroma-host`` first, then the environment
 (``MEMLINEAGE_HOME``, ``MEMLINEAGE_LEDGER_URL``, ``MEMLINEAGE_CHROMA_HOST``/``_PORT``, ``MEMLINEAGE_COLLECTION``,
-``MEMLINEAGE_EMBEDDING_MODEL_DIR``; see :class:`~memlineage.settings.MemLineageSettings`), then ``./.memlineage``.
+``MEMLINEAGE_LEDGER_SCHEMA``, ``MEMLINEAGE_EMBEDDING_MODEL_DIR``; see
+:class:`~memlineage.settings.MemLineageSettings`), then ``./.memlineage``.
 A store that does not exist is an error (exit code 2) unless ``--create`` is given: a typo never yields an empty
 result.
 
@@ -106,10 +107,10 @@ def _chroma_client(settings: Any) -> Any:
     return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
 
 
-def _has_ledger_tables(url: str) -> bool:
+def _has_ledger_tables(url: str, schema: str | None = None) -> bool:
     engine = create_engine(url)
     try:
-        return inspect(engine).has_table("ml_memories")
+        return inspect(engine).has_table("ml_memories", schema=schema)
     except SQLAlchemyError as exc:
         msg = f"cannot reach the ledger at {url!r}: {exc}; check --ledger-url / MEMLINEAGE_LEDGER_URL"
         raise _Fail(msg) from exc
@@ -120,7 +121,7 @@ def _has_ledger_tables(url: str) -> bool:
 def _ensure_exists(settings: Any, create: bool) -> None:
     """Refuse a store that does not exist (a typo must not print an empty result), or create it."""
     if settings.ledger_url:
-        if _has_ledger_tables(settings.ledger_url):
+        if _has_ledger_tables(settings.ledger_url, settings.ledger_schema):
             return
         where = f"the database {settings.ledger_url!r} has no MemLineage tables (ml_memories, ml_events, ...)"
     else:
@@ -135,7 +136,8 @@ def _ensure_exists(settings: Any, create: bool) -> None:
         )
         raise _Fail(msg)
     if settings.ledger_url:
-        Ledger(settings.ledger_url).close()  # creates the tables; the index fills as memories arrive
+        # creates the tables; the index fills as memories arrive
+        Ledger(settings.ledger_url, schema=settings.ledger_schema).close()
     else:
         MemoryManager.from_settings(settings, embedder=_embedder(settings)).close()
 
@@ -194,7 +196,7 @@ def _reader(settings: Any, *, live: bool) -> Iterator[MemoryManager]:
         return
     with tempfile.TemporaryDirectory(prefix="memlineage-ro-") as tmp:
         if settings.ledger_url:
-            ledger = Ledger(settings.ledger_url)
+            ledger = Ledger(settings.ledger_url, schema=settings.ledger_schema)
             client = _chroma_client(settings)
         else:
             home = Path(settings.home or DEFAULT_DIR).expanduser()

@@ -170,6 +170,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         path: str | Path | None = None,
         *,
         ledger_url: str | None = None,
+        ledger_schema: str | None = None,
         chroma_client: Any = None,
         index: VectorIndex | None = None,
         embedder: Any = None,
@@ -189,6 +190,8 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         Args:
             path: Store directory for the embedded parts.
             ledger_url: SQLAlchemy URL of the ledger; default SQLite in ``path``.
+            ledger_schema: PostgreSQL schema for the ledger's tables (created if missing; default: the URL's search
+                path). Any name: it is quoted as an identifier.
             chroma_client: A chromadb client to use instead of the embedded ``PersistentClient``.
             index: A ready :class:`~memlineage.index.VectorIndex` (overrides ``chroma_client``).
             embedder: See :class:`MemoryManager`.
@@ -201,6 +204,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
 
         Raises:
             StoreLockedError: another process holds the embedded store.
+            SchemaVersionError: a server ledger's schema needs ``memlineage migrate`` first (or is newer).
             StorageError: the store directory cannot be created (a file in its place, no permission), or the
                 ledger or index cannot be opened.
         """
@@ -217,7 +221,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
                 raise StorageError(msg) from exc
             lock = acquire_lock(store, lock_timeout)
         try:
-            ledger = Ledger(ledger_url or f"sqlite:///{store / 'ledger.db'}")
+            ledger = Ledger(ledger_url or f"sqlite:///{store / 'ledger.db'}", schema=ledger_schema)
             if index is None:
                 index = (
                     ChromaIndex(chroma_client, collection)
@@ -263,7 +267,13 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         if embedder is None and s.embedding_model_dir:
             embedder = OnnxMiniLMEmbedder(s.embedding_model_dir)
         return cls.open(
-            s.home, ledger_url=s.ledger_url, chroma_client=client, embedder=embedder, collection=s.collection, **kwargs
+            s.home,
+            ledger_url=s.ledger_url,
+            ledger_schema=s.ledger_schema,
+            chroma_client=client,
+            embedder=embedder,
+            collection=s.collection,
+            **kwargs,
         )
 
     def close(self) -> None:

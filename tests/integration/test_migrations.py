@@ -5,6 +5,7 @@ the tables of ``memlineage/ledger/_schema.py``."""
 from __future__ import annotations
 
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -346,3 +347,29 @@ def test_memlineage_migrate_command(pg_schema: Any, tmp_path: Path, monkeypatch:
     _build_old_store(f"sqlite:///{tmp_path / 'ledger.db'}")
     out = runner.invoke(app, ["migrate", "--path", str(tmp_path)])
     assert out.exit_code == 0 and f"to revision {HEAD}" in out.output
+
+
+def test_open_and_settings_put_the_ledger_in_its_schema(pg_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`MemoryManager.open(ledger_schema=...)` / `MEMLINEAGE_LEDGER_SCHEMA` replace building a Ledger by hand."""
+    name = f"ml_test_own_{uuid.uuid4().hex[:8]}"
+    alice = Scope(user_id="alice")
+    try:
+        mm = MemoryManager.open(
+            ledger_url=pg_server, ledger_schema=name, index=InMemoryIndex(), embedder=FakeEmbedder()
+        )
+        with mm:
+            mem = mm.remember("Alice lives in Lisbon", scope=alice, source="user")
+        engine = sa.create_engine(pg_server)
+        with engine.connect() as conn:
+            assert _versions.schema_state(conn, name) == HEAD
+            assert conn.execute(sa.select(sa.func.count()).select_from(sa.table("ml_memories", schema=name))).scalar()
+        engine.dispose()
+        monkeypatch.setenv("MEMLINEAGE_LEDGER_URL", pg_server)
+        monkeypatch.setenv("MEMLINEAGE_LEDGER_SCHEMA", name)
+        with MemoryManager.from_settings(index=InMemoryIndex(), embedder=FakeEmbedder()) as again:
+            assert again.get(mem.id, scope=alice).content == "Alice lives in Lisbon"
+    finally:
+        engine = sa.create_engine(pg_server)
+        with engine.begin() as conn:
+            conn.execute(sa.schema.DropSchema(name, cascade=True, if_exists=True))
+        engine.dispose()

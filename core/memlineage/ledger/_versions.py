@@ -61,7 +61,8 @@ def schema_state(conn: Connection, schema: str | None) -> str:
     tables = set(inspect(conn).get_table_names(schema=schema))
     if VERSION_TABLE not in tables:
         return UNVERSIONED if tables & set(metadata.tables) else NEW
-    revisions = list(conn.execute(select(_version.c.version_num)).scalars())
+    version = _version if schema is None else _version.to_metadata(MetaData(), schema=schema)
+    revisions = list(conn.execute(select(version.c.version_num)).scalars())
     if len(revisions) != 1:
         msg = f"the ledger's {VERSION_TABLE} table holds {len(revisions)} revisions, not one; repair it by hand"
         raise SchemaVersionError(msg)
