@@ -8,13 +8,14 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.bridge.pydantic import Field
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import DEFAULT_TOKEN_LIMIT, Memory
 from llama_index.core.storage.chat_store.sql import MessageStatus
 from memlineage._construct import typed_construction
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
-from typing_extensions import override
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from typing_extensions import Self, override
 
 from memlineage_llamaindex._block import LineageMemoryBlock
 from memlineage_llamaindex._convert import message_text
@@ -57,9 +58,37 @@ class LineageMemory(Memory):
 
     Use:
         >>> agent.run(user_msg="Book me a hotel", memory=memory)  # doctest: +SKIP
+
+    Close:
+        ``memory.close()`` / ``await memory.aclose()`` (or ``with`` / ``async with``) releases the short-term
+        queue's in-memory SQLite connection (aiosqlite) that :func:`lineage_memory` opened; the memories stored in
+        MemLineage stay. A chat store or engine passed in by the caller is left to the caller.
     """
 
     write_through: bool = Field(default=True, description="Store every put message in MemLineage at once.")
+    _owned_engine: AsyncEngine | None = PrivateAttr(default=None)
+
+    async def aclose(self) -> None:
+        """Dispose of the chat store engine :func:`lineage_memory` created (idempotent)."""
+        engine, self._owned_engine = self._owned_engine, None
+        if engine is not None:
+            await engine.dispose()
+
+    def close(self) -> None:
+        """Synchronous :meth:`aclose` (refused inside a running event loop)."""
+        _run_sync(self.aclose(), "close")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     @classmethod
     def class_name(cls) -> str:
@@ -131,6 +160,10 @@ class LineageMemory(Memory):
         _run_sync(self.areset(), "reset")
 
 
+#: LlamaIndex's default chat store for ``Memory`` (``SQLAlchemyChatStore``): SQLite in memory through aiosqlite.
+IN_MEMORY_CHAT_STORE = "sqlite+aiosqlite:///:memory:"
+
+
 def lineage_memory(
     manager: MemoryManager,
     *,
@@ -162,7 +195,8 @@ def lineage_memory(
             ``insert_method``...).
 
     Returns:
-        A :class:`LineageMemory` (a ``llama_index.core.memory.Memory``).
+        A :class:`LineageMemory` (a ``llama_index.core.memory.Memory``); close it (``close()``, ``aclose()``,
+        ``with``) when the session ends.
 
     Raises:
         InvalidInputError: no ``user_id``.
@@ -183,9 +217,14 @@ def lineage_memory(
         priority=priority,
         accept_short_term_memory=not write_through,
     )
+    owned = None
+    if not {"chat_store", "async_database_uri", "async_engine"} & set(memory_kwargs):
+        # LlamaIndex's default short-term store, made here so that LineageMemory.close() can release it.
+        owned = memory_kwargs["async_engine"] = create_async_engine(IN_MEMORY_CHAT_STORE)
     memory = LineageMemory.from_defaults(
         session_id=session_id, token_limit=token_limit, memory_blocks=[block], **memory_kwargs
     )
     assert isinstance(memory, LineageMemory)  # from_defaults builds the class it is called on
     memory.write_through = write_through
+    memory._owned_engine = owned
     return memory

@@ -203,7 +203,7 @@ def _reader(settings: Any, *, live: bool) -> Iterator[MemoryManager]:
             ledger = Ledger(f"sqlite:///{_snapshot_ledger(home / 'ledger.db', Path(tmp))}")
             client = None
         if client is not None:
-            index: Any = ChromaIndex(client, settings.collection)
+            index: Any = ChromaIndex(client, settings.collection, owns_client=True)
         else:
             index = InMemoryIndex()
         mm = MemoryManager(

@@ -258,23 +258,30 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
     def from_settings(cls, settings: Any = None, **kwargs: Any) -> MemoryManager:
         """Open from :class:`~memlineage.settings.MemLineageSettings` (environment variables ``MEMLINEAGE_*``)."""
         s = settings or MemLineageSettings()
-        client = None
-        if s.chroma_host:
+        index = kwargs.pop("index", None)
+        if index is None and s.chroma_host:
             import chromadb  # deferred: chromadb is heavy and only server mode needs its HttpClient
 
+            # made here, so the index owns it: close() releases its connections
             client = chromadb.HttpClient(host=s.chroma_host, port=s.chroma_port)
+            index = ChromaIndex(client, s.collection, owns_client=True)
         embedder = kwargs.pop("embedder", None)
         if embedder is None and s.embedding_model_dir:
             embedder = OnnxMiniLMEmbedder(s.embedding_model_dir)
-        return cls.open(
-            s.home,
-            ledger_url=s.ledger_url,
-            ledger_schema=s.ledger_schema,
-            chroma_client=client,
-            embedder=embedder,
-            collection=s.collection,
-            **kwargs,
-        )
+        try:
+            return cls.open(
+                s.home,
+                ledger_url=s.ledger_url,
+                ledger_schema=s.ledger_schema,
+                index=index,
+                embedder=embedder,
+                collection=s.collection,
+                **kwargs,
+            )
+        except BaseException:
+            if index is not None and s.chroma_host and isinstance(index, ChromaIndex) and index._owns_client:
+                index.close()
+            raise
 
     def close(self) -> None:
         """Release the connection pool and the writer lock. Idempotent."""

@@ -21,13 +21,14 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from memlineage import MemoryManager
 from memlineage.index import ChromaIndex, InMemoryIndex
+from memlineage.index._chroma import close_client
 from memlineage.testing import FakeEmbedder
 
 PG_URL = os.environ.get("MEMLINEAGE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -119,13 +120,21 @@ class ChromaServer:
     pid: int
     path: Path
     proc: subprocess.Popen[bytes]
+    clients: list[Any] = field(default_factory=list)
 
     def client(self) -> Any:
-        """A fresh ``chromadb.HttpClient`` to this server."""
+        """A fresh ``chromadb.HttpClient`` to this server (closed after the test by ``_close_chroma_clients``)."""
         import chromadb
         from chromadb.config import Settings
 
-        return chromadb.HttpClient(host=self.host, port=self.port, settings=Settings(anonymized_telemetry=False))
+        client = chromadb.HttpClient(host=self.host, port=self.port, settings=Settings(anonymized_telemetry=False))
+        self.clients.append(client)
+        return client
+
+    def close_clients(self) -> None:
+        """Close the clients handed out so far (their sockets would otherwise live until garbage collection)."""
+        while self.clients:
+            close_client(self.clients.pop())
 
     def stop(self) -> None:
         """SIGTERM by PID, then SIGKILL after 10 s."""
@@ -158,15 +167,17 @@ def start_chroma(path: Path, *, timeout: float = 30.0) -> ChromaServer:
     """
     path.mkdir(parents=True, exist_ok=True)
     port = free_port()
-    log = (path.parent / f"chroma-{port}.log").open("wb")
+    log = path.parent / f"chroma-{port}.log"
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-    proc = subprocess.Popen(  # noqa: S603 - fixed argv
-        [chroma_cli(), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
+    with log.open("wb") as out:  # the server keeps its own descriptor; ours is closed once it has started
+        proc = subprocess.Popen(  # noqa: S603 - fixed argv
+            [chroma_cli(), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     server = ChromaServer("127.0.0.1", port, proc.pid, path, proc)
+    _SERVERS.append(server)
     deadline = time.monotonic() + timeout
     url = f"http://127.0.0.1:{port}/api/v2/heartbeat"
     while time.monotonic() < deadline:
@@ -179,7 +190,7 @@ def start_chroma(path: Path, *, timeout: float = 30.0) -> ChromaServer:
         except OSError:
             time.sleep(0.1)
     server.stop()
-    text = Path(log.name).read_text(errors="replace")[-2000:]
+    text = log.read_text(errors="replace")[-2000:]
     msg = f"chroma server did not start on port {port}: {text}"
     raise RuntimeError(msg)
 
@@ -195,6 +206,18 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaSe
         yield server
     finally:
         server.stop()
+
+
+#: Chroma servers started in this session (their clients are closed after each test).
+_SERVERS: list[ChromaServer] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_chroma_clients() -> Iterator[None]:
+    """After each test, close the HTTP clients the Chroma servers handed out during it."""
+    yield
+    for server in _SERVERS:
+        server.close_clients()
 
 
 def unique_collection(prefix: str = "t") -> str:

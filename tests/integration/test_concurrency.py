@@ -110,6 +110,13 @@ def _holder(store: Path) -> subprocess.Popen[str]:
     return proc
 
 
+def _close_pipes(proc: subprocess.Popen[str]) -> None:
+    """Close our ends of the holder's pipes once it has exited (they would stay open until garbage collection)."""
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+
+
 def test_second_writer_process_is_refused(tmp_path: Path) -> None:
     store = tmp_path / "store"
     proc = _holder(store)
@@ -134,6 +141,7 @@ def test_second_writer_process_is_refused(tmp_path: Path) -> None:
         proc.stdin.close()  # EOF on stdin: the holder closes its store
         out = proc.stdout.read()  # through the buffer readline() used (communicate() would bypass it)
         proc.wait(timeout=60)
+        _close_pipes(proc)
     assert "CLOSED" in out
     with MemoryManager.open(store, embedder=FakeEmbedder()) as mm:  # released on close
         assert [m.content for m in mm.find(scope="u")] == ["held by the first process"]
@@ -144,6 +152,7 @@ def test_lock_is_released_when_the_holder_is_killed(tmp_path: Path) -> None:
     proc = _holder(store)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
+    _close_pipes(proc)
     with MemoryManager.open(store, embedder=FakeEmbedder(), lock_timeout=5) as mm:
         assert mm.verify().ok
         assert mm.stats()["memories"] == 1

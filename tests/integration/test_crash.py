@@ -68,7 +68,8 @@ def _finish(proc: subprocess.Popen[str], store: Path, start: int) -> tuple[str, 
     ``readline()`` already buffered: acknowledgements the test would then miss).
     """
     assert proc.stdout is not None
-    rest = proc.stdout.read()
+    with proc.stdout:  # closed here: the pipe would otherwise stay open until garbage collection
+        rest = proc.stdout.read()
     proc.wait(timeout=600)
     return rest, (store.parent / f"writer-{start}.err").read_text()
 

@@ -256,7 +256,9 @@ def test_a_failed_migration_changes_nothing(ledger_url: str) -> None:
         migrate(ledger_url)
     assert not isinstance(err.value, SchemaVersionError)
     assert _state(ledger_url) == _versions.UNVERSIONED
-    edge_columns = {c["name"] for c in sa.inspect(sa.create_engine(ledger_url)).get_columns("ml_edges")}
+    engine = sa.create_engine(ledger_url)
+    edge_columns = {c["name"] for c in sa.inspect(engine).get_columns("ml_edges")}
+    engine.dispose()
     assert "attribution" not in edge_columns
 
 

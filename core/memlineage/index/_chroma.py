@@ -77,15 +77,17 @@ class ChromaIndex:
     Args:
         client: Any chromadb client (``PersistentClient``, ``EphemeralClient``, ``HttpClient``).
         collection: Collection name (3-512 chars of ``[a-zA-Z0-9._-]``).
+        owns_client: :meth:`close` closes ``client`` too (for a client made for this index, e.g. from settings);
+            by default an injected client stays open.
 
     Raises:
         StorageError: the collection cannot be opened.
     """
 
-    def __init__(self, client: Any, collection: str = "memlineage") -> None:
+    def __init__(self, client: Any, collection: str = "memlineage", *, owns_client: bool = False) -> None:
         self.client = client
         self.collection_name = collection
-        self._owns_client = False  # True when persistent() made the client: close() releases it then
+        self._owns_client = owns_client  # persistent() sets it too: close() releases the client then
         self._path: Path | None = None  # directory of an embedded client (persistent()), for purge_log()
         try:
             self._col = client.get_or_create_collection(
@@ -154,9 +156,7 @@ class ChromaIndex:
         """
         if self._owns_client:
             self._owns_client = False
-            close = getattr(self.client, "close", None)
-            if close is not None:
-                close()
+            close_client(self.client)
 
     @classmethod
     def ephemeral(cls, collection: str = "memlineage") -> ChromaIndex:
@@ -295,3 +295,19 @@ class ChromaIndex:
             embedding_function=None,
             metadata={"hnsw:space": "cosine"},
         )
+
+
+def close_client(client: Any) -> None:
+    """Close a chromadb client, including an ``HttpClient``'s connection pool.
+
+    ``Client.close()`` releases the client's shared system but (chromadb 1.5) leaves the httpx sessions of an
+    ``HttpClient`` and of its internal admin client open, so their sockets to the server lived until garbage
+    collection; those sessions are closed here too.
+    """
+    close = getattr(client, "close", None)
+    if close is not None:
+        close()
+    for owner in (client, getattr(client, "_admin_client", None)):
+        session = getattr(getattr(owner, "_server", None), "_session", None)
+        if session is not None and callable(getattr(session, "close", None)):
+            session.close()

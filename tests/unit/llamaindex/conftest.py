@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -22,6 +23,28 @@ def manager() -> Iterator[MemoryManager]:
     mm = make_manager()
     yield mm
     mm.close()
+
+
+@pytest.fixture(autouse=True)
+def _close_lineage_memories(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Close every chat-store engine lineage_memory() opened in the test, as LineageMemory.close() would.
+
+    Tests build memories inline; this keeps their aiosqlite connections from outliving the test (ResourceWarning).
+    """
+    import memlineage_llamaindex._memory as module
+
+    opened: list[Any] = []
+    real = module.create_async_engine
+
+    def tracked(*args: Any, **kwargs: Any) -> Any:
+        engine = real(*args, **kwargs)
+        opened.append(engine)
+        return engine
+
+    monkeypatch.setattr(module, "create_async_engine", tracked)
+    yield
+    for engine in opened:
+        asyncio.run(engine.dispose())
 
 
 @pytest.fixture

@@ -210,3 +210,53 @@ async def test_correction_in_later_session_marks_derived_suspect(manager: Memory
     block = lineage_memory(manager, user_id="alice", session_id="s2").lineage_block
     text = await block.aget([ChatMessage(role="user", content="What should I pack for Paris?")])
     assert "umbrella" not in text and "Lyon" in text
+
+
+def _unclosed_connections(run: Any) -> list[str]:
+    """ResourceWarnings about unclosed aiosqlite connections raised while ``run()`` runs and garbage is collected."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        run()
+        gc.collect()
+    return [str(w.message) for w in caught if "aiosqlite" in str(w.message)]
+
+
+def test_close_releases_the_chat_store_connection(manager: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    import memlineage_llamaindex._memory as module
+
+    # the real engine factory: the autouse fixture would otherwise close the engines for us
+    monkeypatch.setattr(module, "create_async_engine", create_async_engine)
+
+    def used(close: bool) -> None:
+        memory = lineage_memory(manager, user_id="alice", session_id="s1")
+        memory.put(ChatMessage(role="user", content="I live in Lisbon"))
+        assert memory.get_all()
+        if close:
+            memory.close()
+            memory.close()  # idempotent
+
+    assert _unclosed_connections(lambda: used(close=False))  # the leak close() exists for
+    assert _unclosed_connections(lambda: used(close=True)) == []
+    assert manager.find(scope=Scope(user_id="alice"))  # closing the memory keeps what MemLineage stored
+
+
+async def test_async_with_closes_and_a_callers_engine_stays_open(manager: MemoryManager) -> None:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async with lineage_memory(manager, user_id="alice", session_id="s1") as memory:
+        await memory.aput(ChatMessage(role="user", content="I live in Lisbon"))
+    assert memory._owned_engine is None
+    engine = create_async_engine("sqlite+aiosqlite:///:memory:")
+    try:
+        async with lineage_memory(manager, user_id="alice", session_id="s2", async_engine=engine) as mine:
+            await mine.aput(ChatMessage(role="user", content="I like trains"))
+        assert mine._owned_engine is None
+        async with engine.connect() as conn:  # still usable: the caller owns it
+            assert (await conn.exec_driver_sql("SELECT 1")).scalar() == 1
+    finally:
+        await engine.dispose()
