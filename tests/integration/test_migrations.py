@@ -226,7 +226,9 @@ def test_an_unversioned_store_is_upgraded_without_loss(ledger_url: str, skeleton
                 {"id": f"dup{i}"},
             )
     ledger.close()
-    assert Ledger(ledger_url).schema_found == HEAD  # idempotent: a second open has nothing to do
+    again = Ledger(ledger_url)
+    again.close()
+    assert again.schema_found == HEAD  # idempotent: a second open has nothing to do
 
 
 def test_rows_that_break_the_new_constraint_are_kept(ledger_url: str, caplog: pytest.LogCaptureFixture) -> None:
