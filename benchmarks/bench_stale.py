@@ -702,6 +702,12 @@ class PlainLlamaIndexRunner(_MemLineageBase):
         super().__init__(mm, clock, labeller)
         self._memories: dict[str, Any] = {}
 
+    def close(self) -> None:
+        for memory in self._memories.values():
+            memory.close()  # each holds an in-memory chat store connection
+        self._memories.clear()
+        super().close()
+
     def _memory(self, uh: UserHistory, seconds: float) -> Any:
         from memlineage_llamaindex import lineage_memory
 

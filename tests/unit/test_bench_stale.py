@@ -84,8 +84,8 @@ def test_plain_runners_write_through_the_adapters(runner: str) -> None:
     uh = _user("main-en-u4")  # has a price refresh and a withdrawn premise
     clock = bench.Clock()
     mm = _open(clock)
+    r = getattr(bench, runner)(mm, clock, bench.Labeller(USERS))
     try:
-        r = getattr(bench, runner)(mm, clock, bench.Labeller(USERS))
         r.play(uh)
         mems = mm.find(scope=r.scope(uh, bench.ASK_AT))
         sources = {str(m.source) for m in mems}
@@ -96,7 +96,7 @@ def test_plain_runners_write_through_the_adapters(runner: str) -> None:
         tool_mem = next(m for m in mems if str(m.source) == "tool:flight_search")
         assert tool_mem.lineage.activity_id  # the tool call is an activity (its call id) in both adapters
     finally:
-        mm.close()
+        r.close()  # closes the manager too
 
 
 def test_oracle_row_serves_no_stale_memory_and_cascades() -> None:
@@ -224,10 +224,10 @@ def test_a_turn_the_adapter_refuses_is_counted_not_fatal(runner: str) -> None:
         return real(items)
 
     mm.remember_many = refuse  # type: ignore[method-assign]
+    r = getattr(bench, runner)(mm, clock, bench.Labeller(USERS))
     try:
-        r = getattr(bench, runner)(mm, clock, bench.Labeller(USERS))
         r.play(uh)
         assert [e["turn"] for e in r.errors] == [bad] and "refused for the test" in r.errors[0]["error"]
         assert len({m.content for m in mm.find(scope=r.scope(uh, bench.ASK_AT))}) > 5  # the other turns were written
     finally:
-        mm.close()
+        r.close()  # closes the manager too
