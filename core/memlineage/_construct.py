@@ -26,7 +26,7 @@ def typed_construction(cls: T) -> T:
     The message names the class and each field with pydantic's reason, e.g.
     ``LineageRetriever(...): k: Input should be greater than or equal to 1``.
     """
-    original = cls.__init__
+    original = cls.__init__  # type: ignore[misc]  # cls is the class being decorated, not an instance
 
     @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:

@@ -416,7 +416,10 @@ def test_a_correction_keeps_the_other_facts_of_the_statement_it_replaces(old: st
     [
         ("I live in Paris", "Actually I moved to Lyon"),  # one clause: the whole statement was the fact
         ("I like salt and pepper on my fries", "Actually I like only salt on my fries now"),  # no new subject
-        ("My trip to Lisbon is in May and my trip to Lisbon is booked.", "The Lisbon trip is cancelled."),  # all touched
+        (
+            "My trip to Lisbon is in May and my trip to Lisbon is booked.",
+            "The Lisbon trip is cancelled.",
+        ),  # all touched
     ],
 )
 def test_nothing_is_carried_over_when_nothing_else_stands(old: str, new: str) -> None:
