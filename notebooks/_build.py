@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -12,11 +13,19 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 HERE = Path(__file__).parent
 
 
-def build(name: str, cells: list[tuple[str, str]]) -> None:
+def build(name: str, cells: list[tuple[str, str]], out: Path | None = None) -> None:
+    """Write notebook ``name`` from ``cells`` into ``out`` (default: this folder), linted and formatted."""
+    target = (out or HERE) / name
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [new_markdown_cell(src) if kind == "md" else new_code_cell(src) for kind, src in cells]
-    nbformat.write(nb, HERE / name)
+    nbformat.write(nb, target)
+    # The committed notebooks are ruff-clean (`make lint` checks them): fix and format here with the project's own
+    # settings, so a rebuild matches them wherever it is written.
+    config = ["--config", str(HERE.parent / "pyproject.toml")]
+    ruff = [sys.executable, "-m", "ruff"]
+    subprocess.run([*ruff, "check", *config, "--fix", "--quiet", str(target)], check=False)
+    subprocess.run([*ruff, "format", *config, "--quiet", str(target)], check=True)
 
 
 def md(text: str) -> tuple[str, str]:

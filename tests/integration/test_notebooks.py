@@ -106,3 +106,18 @@ def test_a_notebook_shows_the_lineage_graph_as_a_picture() -> None:
         if "image/png" in out.get("data", {})
     ]
     assert pictures, "notebook 01 draws the lineage graph with matplotlib"
+
+
+def test_committed_notebooks_are_what_build_py_writes(tmp_path: Path) -> None:
+    """notebooks/_build.py is the source: the committed cells are exactly what it writes (linted, formatted)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nb_build", REPO / "notebooks" / "_build.py")
+    assert spec is not None and spec.loader is not None
+    builder = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builder)
+    for name, cells in builder.NOTEBOOKS.values():
+        builder.build(name, cells, out=tmp_path)
+        built = [c.source for c in nbformat.read(tmp_path / name, as_version=4).cells]
+        committed = [c.source for c in nbformat.read(REPO / "notebooks" / name, as_version=4).cells]
+        assert built == committed, f"{name}: run python notebooks/_build.py --execute {name[:2]}"
