@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memlineage.models import INVALIDATING_STATUSES, Activity, Memory, Status
 
-__all__ = ["CascadeReport", "ErasureReceipt", "Explanation", "evaluate_cascade"]
+__all__ = ["CascadeReport", "ErasureReceipt", "Explanation", "evaluate_cascade", "plan_cascade"]
 
 #: Statuses that make a premise invalid for what derives from it (suspect propagates).
 _BAD_PREMISE = frozenset(s.value for s in INVALIDATING_STATUSES) | {Status.SUSPECT.value}
@@ -75,6 +75,38 @@ def evaluate_cascade(
             if indegree[child] == 0:
                 queue.append(child)
     return newly
+
+
+def plan_cascade(ledger: Any, conn: Any, mid: str, status: Status) -> tuple[list[str], list[str], bool]:
+    """Decide a cascade below ``mid`` (about to take the invalidating ``status``) with set-based ledger reads.
+
+    One recursive query lists the descendants with their status and number of support groups. When none has an
+    alternative support, every active descendant lost its only support: all of them become suspect, and the
+    caller can mark them with one statement over the same walk. Otherwise the derivation graph is read (three
+    statements joined to the walk) and :func:`evaluate_cascade` applies the support-group rule.
+
+    Args:
+        ledger: The :class:`~memlineage.ledger.Ledger`.
+        conn: Connection to read in (the cascade's transaction, to see its own writes).
+        mid: The memory being invalidated.
+        status: Its new status (retracted, superseded, expired, erased).
+
+    Returns:
+        ``(suspect, unaffected, every_active)``: ids to mark suspect in topological order (premises first),
+        the other descendants sorted, and whether ``suspect`` is exactly every active descendant.
+    """
+    info = ledger.cascade_info(mid, conn)
+    if all(n <= 1 for _, _, n in info.values()):
+        order = sorted(info, key=lambda i: (info[i][0], i))
+        suspect = [i for i in order if info[i][1] == Status.ACTIVE.value]
+        every_active = True
+    else:
+        edges, groups, statuses = ledger.cascade_graph(mid, conn)
+        statuses[mid] = status.value
+        suspect = evaluate_cascade([mid], info, edges, groups, statuses)
+        every_active = False
+    unaffected = sorted(set(info) - set(suspect))
+    return suspect, unaffected, every_active
 
 
 def _unsupported(

@@ -289,6 +289,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             return
         self._closed = True
         self.services.value.flush()
+        self.services.index_sync.close()
         self.ledger.close()
         close_index = getattr(self.index, "close", None)
         if callable(close_index):

@@ -73,6 +73,13 @@ class IndexSyncer(Protocol):
         """Sync ``ids`` (``rows``: their just-written ledger rows); returns index entries removed."""
         ...
 
+    def defer(self, ids: Sequence[str]) -> None:
+        """Sync ``ids`` later, off the caller's path (see :mod:`memlineage._indexsync`).
+
+        Only for status changes that narrow what may be served: every read re-checks statuses in the ledger.
+        """
+        ...
+
 
 class Expirer(Protocol):
     """Marks memories ``expired`` (their unsupported descendants become suspect)."""

@@ -396,7 +396,6 @@ def hybrid_recall(
         mems = load([f.id for f in fused])
         trace.excluded.clear()
         trace.candidates = len(fused)
-        rel = {f.id: f.relevance for f in fused}
         live: list[tuple[Fused, Memory]] = []
         expired: list[str] = []
         for f, m in zip(fused, mems, strict=False):
@@ -411,6 +410,8 @@ def hybrid_recall(
                 live.append((f, m))
         if expired and expire is not None:
             expire(expired)
+        # Neighbours lend relevance only when the ledger lets them be read here (an index may lag a cascade).
+        rel = {f.id: f.relevance for f, _ in live}
         neighbours = (
             lexical_index.neighbours([f.id for f, _ in live])
             if cfg.contiguity > 0 and lexical_index is not None

@@ -121,6 +121,9 @@ class ValueGate:
             return None
         where = IndexFilter(user_id=d.scope.user_id, agent_id=d.scope.agent_id, statuses=("active",))
         hits = self.index.query(d.embedding, 5, where)
+        if hits:  # the index may lag a cascade's status changes: the ledger decides what is still active
+            statuses = self.ledger.statuses([h.id for h in hits])
+            hits = [h for h in hits if statuses.get(h.id) == "active"]
         if not hits:
             return None
         cjk = has_cjk(d.content)

@@ -116,6 +116,8 @@ def test_write_paths_keep_lexical_leg_in_step() -> None:
     assert mm.recall("lion77", scope=ALICE, k=5).ids in ([], [keep.id])
     assert not mm.lexical.query("lion77", 5, IndexFilter(user_id="alice", statuses=("active",)))
     new = mm.supersede(keep.id, "the wifi password is panda99", scope=ALICE, source="user").memory
+    assert mm.recall("wifi password", scope=ALICE, k=5).ids == [new.id]  # the ledger guard, before the sync
+    mm.flush_index()  # the old version's status reaches the lexical leg in the background
     ids = [h.id for h in mm.lexical.query("wifi password", 5, IndexFilter(user_id="alice", statuses=("active",)))]
     assert ids == [new.id]
     mm.erase(new.id, scope=ALICE)

@@ -187,6 +187,14 @@ class ActivityVerbs:
         """
         return self.services.index_sync.repair()
 
+    def flush_index(self) -> None:
+        """Apply now the index status changes that cascades left to the background sync (see design notes).
+
+        Reads never need this: they check every candidate's status against the ledger. Use it before reading
+        the index directly (``mm.index``, ``mm.lexical``) or timing it.
+        """
+        self.services.index_sync.flush()
+
     def verify(self, *, fix: bool = False) -> ConsistencyReport:
         """Check that the index agrees with the ledger: ids, scope, status and content hash.
 

@@ -279,6 +279,30 @@ class Ledger:
             changed += result.rowcount or 0
         return changed
 
+    def mark_indexed(self, conn: Connection, written: Sequence[tuple[str, str]]) -> None:
+        """Mark index entries written as ``indexed``, each only if its status is still the one written.
+
+        Args:
+            conn: A write transaction.
+            written: ``(memory_id, status)`` of each entry as it was written to the index. A row whose status
+                changed meanwhile (a cascade committed after the rows were read) keeps its ``pending`` / ``stale``
+                state, so the sync that follows that change still writes it (a compare-and-set on the status).
+        """
+        by_status: dict[str, list[str]] = {}
+        for mid, status in written:
+            by_status.setdefault(status, []).append(mid)
+        for status, ids in by_status.items():
+            for chunk in _chunks(ids):
+                conn.execute(
+                    update(memories)
+                    .where(
+                        memories.c.id.in_(chunk),
+                        memories.c.status == status,
+                        memories.c.index_state.in_(("pending", "stale")),
+                    )
+                    .values(index_state="indexed")
+                )
+
     def upsert_activity(self, conn: Connection, act: Activity) -> None:
         """Insert or update an activity row (portable: update, then insert when nothing matched)."""
         scope = act.scope
@@ -421,12 +445,9 @@ class Ledger:
                         result[mid] = depth
         return result
 
-    def cascade_info(self, mid: str, conn: Connection | None = None) -> dict[str, tuple[int, str, int]]:
-        """Descendants of ``mid`` with what a cascade needs, in one recursive query.
-
-        Returns:
-            ``{memory_id: (min_depth, status, number_of_support_groups)}``.
-        """
+    @staticmethod
+    def _descendants_cte(mid: str) -> Any:
+        """Recursive CTE ``(id, depth)`` over wasDerivedFrom edges below ``mid`` (one row per id and depth)."""
         rel = edges.c.relation == Relation.WAS_DERIVED_FROM.value
         seed = select(edges.c.src.label("id"), cast(literal(1), edges.c.support.type).label("depth")).where(
             edges.c.dst == mid, rel
@@ -435,7 +456,15 @@ class Ledger:
         step = select(edges.c.src.label("id"), (cte.c.depth + 1).label("depth")).where(
             edges.c.dst == cte.c.id, rel, cte.c.depth < 10_000
         )
-        cte = cte.union(step)
+        return cte.union(step)
+
+    def cascade_info(self, mid: str, conn: Connection | None = None) -> dict[str, tuple[int, str, int]]:
+        """Descendants of ``mid`` with what a cascade needs, in one recursive query.
+
+        Returns:
+            ``{memory_id: (min_depth, status, number_of_support_groups)}``.
+        """
+        cte = self._descendants_cte(mid)
         walked = select(cte.c.id, func.min(cte.c.depth).label("depth")).group_by(cte.c.id).subquery()
         groups = (
             select(supports.c.memory_id, func.count().label("n"))
@@ -450,6 +479,100 @@ class Ledger:
         )
         with self._maybe(conn) as c:
             return {i: (d, st, n) for i, d, st, n in c.execute(query)}
+
+    def cascade_graph(
+        self, mid: str, conn: Connection | None = None
+    ) -> tuple[list[tuple[str, str, int]], dict[str, dict[int, int]], dict[str, str]]:
+        """The derivation graph below ``mid`` for a cascade with alternative supports, in three set-based reads.
+
+        Each read joins the recursive walk (:meth:`cascade_info`'s) instead of binding the descendants' ids, so
+        the number of statements does not grow with the affected set.
+
+        Returns:
+            ``(edges, groups, statuses)``: ``(derived, premise, support_group)`` for every wasDerivedFrom edge of a
+            descendant; ``{memory_id: {support_group: number_of_premises}}`` of the descendants; the status of
+            every descendant and of every premise of one.
+        """
+        cte = self._descendants_cte(mid)
+        walked = select(cte.c.id)
+        rel = edges.c.relation == Relation.WAS_DERIVED_FROM.value
+        with self._maybe(conn) as c:
+            edge_rows = [
+                (s, d, g)
+                for s, d, g in c.execute(
+                    select(edges.c.src, edges.c.dst, edges.c.support).where(edges.c.src.in_(walked), rel)
+                )
+            ]
+            groups: dict[str, dict[int, int]] = {}
+            query = select(supports.c.memory_id, supports.c.support, supports.c.premises).where(
+                supports.c.memory_id.in_(walked)
+            )
+            for m, group, count in c.execute(query):
+                groups.setdefault(m, {})[group] = count
+            premises = select(edges.c.dst).where(edges.c.src.in_(walked), rel)
+            query = select(memories.c.id, memories.c.status).where(
+                or_(memories.c.id.in_(walked), memories.c.id.in_(premises))
+            )
+            statuses = {i: st for i, st in c.execute(query)}
+        return edge_rows, groups, statuses
+
+    def mark_suspect(
+        self,
+        conn: Connection,
+        root: str,
+        ids: Sequence[str],
+        *,
+        every_active: bool,
+        event: Mapping[str, Any],
+    ) -> None:
+        """Set ``ids`` (descendants of ``root``) to ``suspect``, their index entries ``stale``, one event each.
+
+        Args:
+            conn: The cascade's write transaction.
+            root: The invalidated memory whose descendants these are.
+            ids: The descendants to mark, in topological order (the events are appended in this order).
+            every_active: ``ids`` is exactly every active descendant of ``root`` (no alternative supports below
+                it): one ``INSERT ... SELECT`` and one ``UPDATE ... WHERE id IN (recursive walk)`` do it without
+                binding the ids. Otherwise one ``executemany`` appends the events and the ids are bound in chunks.
+            event: The event every marked memory gets: ``at``, ``type``, ``activity_id``, ``user_id``, ``data``
+                (the same payload for all, serialised once).
+        """
+        if not ids:
+            return
+        shared = {k: event[k] for k in ("at", "type", "activity_id", "user_id")}
+        shared["data"] = dict(event.get("data") or {})
+        if not every_active:
+            conn.execute(insert(events).values(**shared), [{"memory_id": i} for i in ids])
+            self.update_memories(conn, ids, {"status": Status.SUSPECT.value, "index_state": "stale"})
+            return
+        cte = self._descendants_cte(root)
+        walked = select(cte.c.id, func.min(cte.c.depth).label("depth")).group_by(cte.c.id).subquery()
+        active = (
+            select(
+                literal(shared["at"], events.c.at.type),
+                literal(shared["type"], events.c.type.type),
+                walked.c.id,
+                literal(shared["activity_id"], events.c.activity_id.type),
+                literal(shared["user_id"], events.c.user_id.type),
+                literal(shared["data"], events.c.data.type),
+            )
+            .join(memories, memories.c.id == walked.c.id)
+            .where(memories.c.status == Status.ACTIVE.value)
+            .order_by(walked.c.depth, walked.c.id)
+        )
+        cols = ["at", "type", "memory_id", "activity_id", "user_id", "data"]
+        conn.execute(insert(events).from_select(cols, active))  # before the UPDATE: it selects the active ones
+        values = {
+            "status": Status.SUSPECT.value,
+            "index_state": case((memories.c.index_state == "indexed", "stale"), else_=memories.c.index_state),
+        }
+        cte = self._descendants_cte(root)
+        stmt = (
+            update(memories)
+            .where(memories.c.id.in_(select(cte.c.id)), memories.c.status == Status.ACTIVE.value)
+            .values(**values)
+        )
+        conn.execute(stmt)
 
     def find_duplicates(
         self, user_id: str, agent_id: str | None, pairs: Iterable[tuple[str, str]], conn: Connection | None = None

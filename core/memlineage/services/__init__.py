@@ -95,6 +95,8 @@ def wire(parts: Parts, *, write_mutex: threading.RLock, previous: Services | Non
     else:
         embedding = Embedding(parts.embedder)
     ledger, index, clock = parts.ledger, parts.index, parts.clock
+    if previous is not None:  # its deferred status syncs are applied before the new set takes over
+        previous.index_sync.close()
     index_sync = IndexSync(ledger=ledger, index=index, lexical=parts.lexical, embedding=embedding)
     cascade = Cascade(ledger=ledger, clock=clock, syncer=index_sync)
     policy = PolicyGate(parts.policy, ledger=ledger, clock=clock, expirer=cascade, syncer=index_sync)

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, select
 from memlineage.errors import MemoryNotFoundError
 from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
-from memlineage.lineage import evaluate_cascade
+from memlineage.lineage import plan_cascade
 from memlineage.models import Activity, Relation, Scope, Status, new_id, to_epoch
 from memlineage.ports import Clock, IndexSyncer
 from memlineage.services._rows import LIVE, edge_row, event_row, row_scope
@@ -60,19 +60,7 @@ class Cascade:
         row = self.ledger.memory_rows([mid], conn)[0]
         if row is None:  # pragma: no cover - callers check
             raise MemoryNotFoundError(mid)
-        info = self.ledger.cascade_info(mid, conn)
-        if all(n <= 1 for _, _, n in info.values()):
-            # No descendant has an alternative support: each one reached lost its only support.
-            order = sorted(info, key=lambda i: (info[i][0], i))
-            suspect = [i for i in order if info[i][1] == Status.ACTIVE.value]
-        else:
-            edges = self.ledger.derivation_edges(list(info), conn)
-            groups = self.ledger.support_groups(list(info), conn)
-            involved = set(info) | {p for _, p, _ in edges} | {mid}
-            statuses = self.ledger.statuses(sorted(involved), conn)
-            statuses[mid] = status.value
-            suspect = evaluate_cascade([mid], info, edges, groups, statuses)
-        unaffected = sorted(set(info) - set(suspect))
+        suspect, unaffected, every_active = plan_cascade(self.ledger, conn, mid, status)
         if dry_run:
             return suspect, unaffected
         inv_activity = activity_id or new_id()
@@ -85,14 +73,13 @@ class Cascade:
                 ),
             )  # fmt: skip
         self.ledger.update_memories(conn, [mid], {"status": status.value, "invalidated_at": t, "index_state": "stale"})
-        edge_rows = [edge_row(mid, inv_activity, Relation.WAS_INVALIDATED_BY, t, row["user_id"])]
-        events = [event_row(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})]
-        if suspect:
-            self.ledger.update_memories(conn, suspect, {"status": Status.SUSPECT.value, "index_state": "stale"})
+        self.ledger.insert_edges(conn, [edge_row(mid, inv_activity, Relation.WAS_INVALIDATED_BY, t, row["user_id"])])
+        target_event = event_row(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})
+        self.ledger.insert_events(conn, [target_event])
+        if suspect:  # set-based: one INSERT ... SELECT of the events and one UPDATE over the walk (or bound chunks)
             cause = {"reason": f"premise {mid} {status.value}", "cause": mid}
-            events.extend(event_row(t, "suspect", s, inv_activity, row["user_id"], cause) for s in suspect)
-        self.ledger.insert_edges(conn, edge_rows)
-        self.ledger.insert_events(conn, events)
+            event = event_row(t, "suspect", None, inv_activity, row["user_id"], cause)
+            self.ledger.mark_suspect(conn, mid, suspect, every_active=every_active, event=event)
         return suspect, unaffected
 
     def attribution(self, target: str, suspect: Sequence[str]) -> dict[str, str]:
@@ -146,5 +133,5 @@ class Cascade:
             for mid in ids:
                 suspect, _ = self.invalidate(conn, mid, Status.EXPIRED, now, reason=reason)
                 touched.extend([mid, *suspect])
-        self.syncer.sync(touched)
+        self.syncer.defer(touched)  # status changes only: off the critical path (memlineage._indexsync)
         return list(ids)

@@ -8,6 +8,7 @@ between the ledger commit and the index write is finished by :meth:`IndexSync.re
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
@@ -15,6 +16,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
+from memlineage._indexsync import DeferredIndexSync
 from memlineage.errors import StorageError
 from memlineage.index import index_metadata
 from memlineage.ledger import Ledger, encode_vector
@@ -139,6 +141,21 @@ class IndexSync:
         self.index = index
         self.lexical = lexical
         self.embedding = embedding
+        # One index writer at a time (foreground syncs and the background worker): read rows, write, mark.
+        self._lock = threading.RLock()
+        self._deferred = DeferredIndexSync(self.sync)
+
+    def defer(self, ids: Sequence[str]) -> None:
+        """Sync ``ids`` on the background thread: status changes of a cascade (see :mod:`memlineage._indexsync`)."""
+        self._deferred.defer(ids)
+
+    def flush(self) -> None:
+        """Apply every deferred sync now (before reading the index directly, verifying or closing)."""
+        self._deferred.flush()
+
+    def close(self) -> None:
+        """Flush and stop the background thread (later deferrals apply at once). Idempotent."""
+        self._deferred.close()
 
     def sync(self, ids: Sequence[str], *, rows: Sequence[dict[str, Any]] | None = None, fresh: bool = False) -> int:
         """Bring index entries of ``ids`` in line with the ledger; failures leave them for :meth:`repair`.
@@ -153,6 +170,10 @@ class IndexSync:
         """
         if not ids:
             return 0
+        with self._lock:
+            return self._sync_locked(ids, rows, fresh)
+
+    def _sync_locked(self, ids: Sequence[str], rows: Sequence[dict[str, Any]] | None, fresh: bool) -> int:
         if rows is None:
             rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids)), embedding=False) if r]
             pending = [r for r in rows if r["index_state"] == "pending"]
@@ -191,8 +212,8 @@ class IndexSync:
         self._lexical_apply(upserts, stale, removing)
         done = [r["id"] for r in upserts + stale]
         with self.ledger.transaction() as conn:
-            if done:
-                self.ledger.update_memories(conn, done, {"index_state": "indexed"})
+            if done:  # only rows whose status is still the one written: a newer change stays stale for its sync
+                self.ledger.mark_indexed(conn, [(r["id"], r["status"]) for r in upserts + stale])
             if removing:
                 self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
         return removed
@@ -274,6 +295,7 @@ class IndexSync:
         Raises:
             StorageError: the ledger or the index cannot be read.
         """
+        self.flush()  # status changes deferred by cascades are applied first
         rows = {r["id"]: r for r in self.ledger.index_summary()}
         present = self.index.ids()
         report = ConsistencyReport(ledger_rows=len(rows), index_entries=len(present))
@@ -316,6 +338,11 @@ class IndexSync:
         Returns:
             Number of entries indexed.
         """
+        self.flush()
+        with self._lock:
+            return self._reindex_locked()
+
+    def _reindex_locked(self) -> int:
         self.index.reset()
         self.lexical.reset()
         rows = self.ledger.all_index_rows()

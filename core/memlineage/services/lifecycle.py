@@ -78,7 +78,7 @@ class Lifecycle:
             suspect, unaffected = self.cascade.invalidate(
                 conn, memory_id, Status.RETRACTED, self.clock(), reason=reason, activity_id=activity_id
             )
-        self.syncer.sync([memory_id, *suspect])
+        self.syncer.defer([memory_id, *suspect])  # status changes only: off the critical path
         return CascadeReport(
             target=memory_id, action="retract", suspect=suspect, unaffected=unaffected,
             attribution=self.cascade.attribution(memory_id, suspect),

@@ -514,8 +514,8 @@ class WritePath:
                     d.decision_activity = act
                 s, _ = self.cascade.invalidate(conn, old_id, status, now, reason=reason, activity_id=act)
                 suspects.extend(s)
-        if invalidations:
-            self.syncer.sync([i[0] for i in invalidations] + suspects)
+        if invalidations:  # status changes only (a new version made suspect is written by the deferred sync too)
+            self.syncer.defer([i[0] for i in invalidations] + suspects)
         return mems, suspects
 
     def _record_decision(self, conn: Connection, d: Draft, memory_id: str | None, now: datetime) -> str:

@@ -1,0 +1,110 @@
+"""Index status off the critical path: a cascade's status changes reach the vector and lexical indexes later.
+
+A cascade commits its status changes in the ledger (the source of truth) and marks the index entries ``stale`` in
+the same transaction; this worker then brings the entries in line on a background thread. Until it has, an index
+may still list a withdrawn or suspect memory as ``active``: every read re-checks each candidate's status against
+the ledger before serving it (``hybrid_recall``'s guard, the update detector's and the value gate's ledger reads),
+so the lag can cost a candidate slot, never serve a memory the ledger has withdrawn. Only transitions that narrow
+what may be served are deferred (to suspect, retracted, superseded, expired); a memory becoming active again, a
+new memory and an erasure are applied before the call returns. A crash before the worker ran leaves the rows
+``stale`` in the ledger: :meth:`~memlineage.MemoryManager.repair` (on open) and ``verify(fix=True)`` finish them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+
+__all__ = ["DeferredIndexSync"]
+
+logger = logging.getLogger(__name__)
+
+
+class DeferredIndexSync:
+    """Apply index syncs for memory ids on one background thread, coalescing ids deferred meanwhile.
+
+    Args:
+        apply: Brings the index entries of the given ids in line with the ledger (reads their rows afresh, so
+            a batch applied late applies the ledger's current state). Its errors are logged; the rows stay
+            ``stale`` in the ledger for repair.
+        name: Thread name (shows in thread dumps).
+    """
+
+    def __init__(self, apply: Callable[[list[str]], object], *, name: str = "memlineage-index-sync") -> None:
+        self._apply = apply
+        self._name = name
+        self._pending: dict[str, None] = {}
+        self._cond = threading.Condition()
+        self._busy = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def defer(self, ids: Iterable[str]) -> None:
+        """Queue ``ids`` for the background thread (started on first use); returns at once."""
+        with self._cond:
+            self._pending.update(dict.fromkeys(ids))
+            if not self._pending:
+                return
+            if self._closed:  # after close(): nothing runs in the background any more, apply now
+                batch = self._take()
+            else:
+                if self._thread is None or not self._thread.is_alive():
+                    self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+                    self._thread.start()
+                self._cond.notify_all()
+                return
+        self._run_batch(batch)
+
+    @property
+    def pending(self) -> int:
+        """Ids queued or being applied now."""
+        with self._cond:
+            return len(self._pending) + (1 if self._busy else 0)
+
+    def flush(self) -> None:
+        """Apply everything deferred so far before returning (in the caller's thread when the queue is idle)."""
+        while True:
+            with self._cond:
+                while self._busy:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                batch = self._take()
+            self._run_batch(batch)
+
+    def close(self) -> None:
+        """Flush, then stop the thread. Later :meth:`defer` calls apply synchronously. Idempotent."""
+        self.flush()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=30)
+
+    def _take(self) -> list[str]:
+        batch = list(self._pending)
+        self._pending.clear()
+        self._busy = True
+        return batch
+
+    def _run_batch(self, batch: list[str]) -> None:
+        try:
+            self._apply(batch)
+        except Exception:  # the ledger is safe; repair() on open and verify(fix=True) finish the entries
+            logger.warning("deferred index sync of %d entries failed; left for repair", len(batch), exc_info=True)
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                batch = self._take()
+            self._run_batch(batch)
