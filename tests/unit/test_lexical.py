@@ -126,3 +126,68 @@ def test_deterministic_ties_and_empty_queries() -> None:
     assert idx.query("the of and", 5, where()) == []
     assert idx.query("", 5, where()) == []
     assert idx.query("tea", 0, where()) == []
+
+
+def _rebuilt_ranking(docs: dict[str, str], query: str, k: int) -> list[tuple[str, float]]:
+    """Reference: a BM25 model built from scratch (bm25s, Lucene variant) over the same documents."""
+    import bm25s
+    import numpy as np
+
+    order = sorted(docs)
+    model = bm25s.BM25(k1=1.2, b=0.75)
+    model.index([tokenize(docs[i]) or [""] for i in order], show_progress=False)
+    ids = [t for t in dict.fromkeys(tokenize(query)) if t in model.vocab_dict]
+    if not ids:
+        return []
+    scores = model.get_scores(ids)
+    ranked = sorted((-float(scores[j]), order[j]) for j in np.flatnonzero(scores > 0))[:k]
+    return [(mid, -s) for s, mid in ranked]
+
+
+def test_incremental_add_and_delete_score_like_a_rebuild() -> None:
+    import random
+
+    rng = random.Random(3)
+    words = "flight hotel paris lyon price booking dinner vegan meeting error seat aisle train 北京 量子 天气".split()
+    idx = LexicalIndex()
+    docs: dict[str, str] = {}
+    queries = ["paris hotel", "量子 天气", "error seat", "train", "dinner dinner lyon", "北京烤鸭"]
+    for step in range(600):
+        mid = f"m{step:04d}"
+        docs[mid] = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))  # empty documents included
+        idx.upsert([mid], [docs[mid]], [meta()])
+        if step % 3 == 2:  # delete one in three: the index compacts its slots along the way
+            gone = rng.choice(sorted(docs))
+            assert idx.delete([gone]) == 1
+            del docs[gone]
+        if step % 97 == 0 or step == 599:
+            for q in queries:
+                got = [(h.id, h.score) for h in idx.query(q, 15, where())]
+                want = _rebuilt_ranking(docs, q, 15)
+                assert [m for m, _ in got] == [m for m, _ in want], (step, q)
+                assert all(abs(a - b) <= 1e-6 * max(1.0, b) for (_, a), (_, b) in zip(got, want, strict=True))
+    # replacing a document's text re-scores it (an upsert of a known id removes the old postings)
+    target = sorted(docs)[0]
+    idx.upsert([target], ["zyzzyva quokka"], [meta()])
+    docs[target] = "zyzzyva quokka"
+    assert [h.id for h in idx.query("quokka", 5, where())] == [target]
+    assert [(h.id, round(h.score, 5)) for h in idx.query("paris", 10, where())] == [
+        (m, round(s, 5)) for m, s in _rebuilt_ranking(docs, "paris", 10)
+    ]
+
+
+def test_incremental_index_keeps_neighbours_in_session_order() -> None:
+    idx = LexicalIndex()
+    rows = [("a", 1.0), ("b", 2.0), ("c", 3.0), ("d", 4.0)]
+    idx.upsert(
+        [r[0] for r in rows],
+        ["one", "two", "three", "four"],
+        [meta(session_id="s1", created_at=t) for _, t in rows],
+    )
+    assert idx.neighbours(["b"]) == {"b": ("a", "c")}
+    idx.delete(["c"])
+    assert idx.neighbours(["b", "d"]) == {"b": ("a", "d"), "d": ("b",)}
+    idx.update_metadata(["d"], [{"status": "suspect"}])  # a status change keeps its place
+    assert idx.neighbours(["d"]) == {"d": ("b",)}
+    idx.upsert(["e"], ["five"], [meta(session_id="s1", created_at=1.5)])
+    assert idx.neighbours(["a", "e"]) == {"a": ("e",), "e": ("a", "b")}

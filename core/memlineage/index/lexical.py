@@ -1,4 +1,4 @@
-"""Lexical (BM25) leg of retrieval: multilingual tokenisation and a per-user, lazily built BM25 index.
+"""Lexical (BM25) leg of retrieval: multilingual tokenisation and a per-user, incremental BM25 index.
 
 Tokenisation (:func:`tokenize`), identical for documents and queries:
 
@@ -14,13 +14,12 @@ never
    (``@2023-05-08``, ``@2023-05``, ``@2023``) so a date in a query matches a memory's event time
    (:func:`date_tokens` of ``valid_from`` is indexed with every memory).
 
-Scoping: the index keeps one BM25 model per ``user_id``. A query only ever scores documents of the requesting
-user
-(the model of another user is never touched), and the remaining filter (status, kind, agent, session, tags)
-masks
-the scores before the top-k cut, inside the query. A user's model is (re)built lazily on the first query
-after a
-write; an optional ``loader`` fills a user's documents from the ledger the first time that user is queried.
+Scoping: the index keeps one BM25 index per ``user_id``. A query only ever scores documents of the requesting
+user (another user's index is never touched), and the remaining filter (status, kind, agent, session, tags) is
+applied to the scored documents before the top-k cut, inside the query. The index is incremental: a write adds or
+removes one document's postings and updates the corpus counts, and a query scores exactly as a BM25 model rebuilt
+from the same documents would, so a write costs the same whatever the user's history; an optional ``loader``
+fills a user's documents from the ledger the first time that user is queried.
 
 Example:
     >>> tokenize("Order ABC123 shipped to 北京")
@@ -29,11 +28,12 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import logging
+import math
 import re
 import threading
 import unicodedata
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -196,45 +196,187 @@ class LexicalHit:
     score: float
 
 
-class _UserIndex:
-    """Documents of one user and their lazily built BM25 model."""
+class _Postings:
+    """Slots and term frequencies of one term's documents, in growable arrays.
 
-    __slots__ = ("docs", "meta", "model", "order", "dirty", "adjacent")
+    Slots of deleted documents stay until the user's index is compacted; ``_UserIndex.alive`` masks them.
+    """
+
+    __slots__ = ("slots", "tfs", "n", "df")
 
     def __init__(self) -> None:
-        self.docs: dict[str, list[str]] = {}
-        self.meta: dict[str, dict[str, Any]] = {}
-        self.model: Any = None
-        self.order: list[str] = []
-        self.dirty = True
-        self.adjacent: dict[str, tuple[str, ...]] | None = None
+        self.slots = np.empty(4, dtype=np.int64)
+        self.tfs = np.empty(4, dtype=np.float32)
+        self.n = 0
+        self.df = 0  # live documents holding the term
 
-    def neighbours(self) -> dict[str, tuple[str, ...]]:
-        """Previous and next document of each document in the same session, ordered by (created_at, id)."""
-        if self.adjacent is None:
-            sessions: dict[str, list[tuple[float, str]]] = {}
-            for mid, meta in self.meta.items():
-                sid = meta.get("session_id")
-                if sid:
-                    sessions.setdefault(str(sid), []).append((float(meta.get("created_at") or 0.0), mid))
-            adj: dict[str, tuple[str, ...]] = {}
-            for items in sessions.values():
-                items.sort()
-                ids = [mid for _, mid in items]
-                for j, mid in enumerate(ids):
-                    adj[mid] = tuple(ids[i] for i in (j - 1, j + 1) if 0 <= i < len(ids))
-            self.adjacent = adj
-        return self.adjacent
+    def append(self, slot: int, tf: int) -> None:
+        if self.n == self.slots.size:
+            self.slots = np.resize(self.slots, 2 * self.n)
+            self.tfs = np.resize(self.tfs, 2 * self.n)
+        self.slots[self.n] = slot
+        self.tfs[self.n] = tf
+        self.n += 1
+        self.df += 1
+
+
+class _UserIndex:
+    """Documents of one user in an incremental BM25 index: adding or deleting a document touches its own terms.
+
+    Each document has a slot; per term, the slots and term frequencies of its documents (:class:`_Postings`).
+    BM25's corpus statistics (number of documents, average length, document frequencies) are kept as counts
+    and applied at query time, so a query scores exactly as a BM25 model built from scratch over the same
+    documents would (the Lucene variant, as bm25s computes it, in float32). Deleted slots are masked and
+    reclaimed by :meth:`compact` once they outnumber the live ones.
+    """
+
+    __slots__ = ("slot_of", "ids", "terms", "alive", "doclen", "postings", "total_len", "meta", "sessions")
+
+    def __init__(self) -> None:
+        self.slot_of: dict[str, int] = {}
+        self.ids: list[str] = []
+        self.terms: list[dict[str, int] | None] = []  # term frequencies per slot (None = deleted)
+        self.alive = np.zeros(16, dtype=bool)
+        self.doclen = np.zeros(16, dtype=np.int64)
+        self.postings: dict[str, _Postings] = {}
+        self.total_len = 0
+        self.meta: dict[str, dict[str, Any]] = {}
+        self.sessions: dict[str, list[tuple[float, str]]] = {}  # session id -> sorted (created_at, id)
+
+    @property
+    def docs(self) -> dict[str, int]:
+        """Live document ids (a mapping for membership tests)."""
+        return self.slot_of
+
+    def add(self, mid: str, tokens: Sequence[str], meta: Mapping[str, Any]) -> None:
+        """Add (or replace) one document."""
+        if mid in self.slot_of:
+            self.remove(mid)
+        slot = len(self.ids)
+        if slot == self.alive.size:
+            self.alive = np.resize(self.alive, 2 * slot)
+            self.doclen = np.resize(self.doclen, 2 * slot)
+        counts: dict[str, int] = {}
+        for t in tokens:
+            counts[t] = counts.get(t, 0) + 1
+        for t, tf in counts.items():
+            post = self.postings.get(t)
+            if post is None:
+                post = self.postings[t] = _Postings()
+            post.append(slot, tf)
+        length = len(tokens) or 1  # an empty document counts as one (empty) token, like a rebuilt model's
+        self.ids.append(mid)
+        self.terms.append(counts)
+        self.alive[slot] = True
+        self.doclen[slot] = length
+        self.total_len += length
+        self.slot_of[mid] = slot
+        self.meta[mid] = dict(meta)
+        self._place(mid)
+
+    def remove(self, mid: str) -> bool:
+        """Delete one document; returns whether it was there."""
+        slot = self.slot_of.pop(mid, None)
+        if slot is None:
+            return False
+        self._unplace(mid)
+        counts = self.terms[slot] or {}
+        for t in counts:
+            post = self.postings[t]
+            post.df -= 1
+            if post.df == 0:
+                del self.postings[t]
+        self.terms[slot] = None
+        self.alive[slot] = False
+        self.total_len -= int(self.doclen[slot])
+        self.meta.pop(mid, None)
+        if len(self.ids) > 64 and len(self.slot_of) * 2 < len(self.ids):
+            self.compact()
+        return True
+
+    def update_meta(self, mid: str, meta: Mapping[str, Any]) -> None:
+        self._unplace(mid)
+        self.meta[mid].update(meta)
+        self._place(mid)
+
+    def compact(self) -> None:
+        """Rebuild the slots from the live documents (amortised: runs when most slots are dead)."""
+        live = [(mid, self.terms[self.slot_of[mid]] or {}) for mid in self.ids if mid in self.slot_of]
+        lengths = {mid: int(self.doclen[self.slot_of[mid]]) for mid, _ in live}
+        self.slot_of, self.ids, self.terms, self.postings = {}, [], [], {}
+        self.alive = np.zeros(max(16, len(live)), dtype=bool)
+        self.doclen = np.zeros(max(16, len(live)), dtype=np.int64)
+        for slot, (mid, counts) in enumerate(live):
+            for t, tf in counts.items():
+                post = self.postings.get(t)
+                if post is None:
+                    post = self.postings[t] = _Postings()
+                post.append(slot, tf)
+            self.ids.append(mid)
+            self.terms.append(counts)
+            self.alive[slot] = True
+            self.doclen[slot] = lengths[mid]
+            self.slot_of[mid] = slot
+
+    def scores(self, terms: Sequence[str], k1: float, b: float) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 scores of the live documents holding at least one of ``terms``: ``(slots, scores)``."""
+        n_docs = len(self.slot_of)
+        if n_docs == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        avg_len = self.total_len / n_docs
+        total = np.zeros(len(self.ids), dtype=np.float32)
+        touched: list[np.ndarray] = []
+        for t in terms:
+            post = self.postings.get(t)
+            if post is None:
+                continue
+            slots = post.slots[: post.n]
+            keep = self.alive[slots]
+            slots, tf = slots[keep], post.tfs[: post.n][keep]
+            idf = np.float32(math.log(1 + (n_docs - post.df + 0.5) / (post.df + 0.5)))
+            norm = (k1 * ((1 - b) + b * self.doclen[slots] / avg_len)).astype(np.float32)
+            total[slots] += idf * (tf / (norm + tf))
+            touched.append(slots)
+        if not touched:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        hit = np.unique(np.concatenate(touched))
+        return hit, total[hit]
+
+    def _place(self, mid: str) -> None:
+        meta = self.meta[mid]
+        sid = meta.get("session_id")
+        if sid:
+            bisect.insort(self.sessions.setdefault(str(sid), []), (float(meta.get("created_at") or 0.0), mid))
+
+    def _unplace(self, mid: str) -> None:
+        meta = self.meta.get(mid) or {}
+        sid = meta.get("session_id")
+        items = self.sessions.get(str(sid)) if sid else None
+        if items:
+            key = (float(meta.get("created_at") or 0.0), mid)
+            j = bisect.bisect_left(items, key)
+            if j < len(items) and items[j] == key:
+                del items[j]
+
+    def neighbours(self, mid: str) -> tuple[str, ...]:
+        """Previous and next document of ``mid`` in its session, ordered by (created_at, id)."""
+        meta = self.meta.get(mid) or {}
+        sid = meta.get("session_id")
+        items = self.sessions.get(str(sid)) if sid else None
+        if not items:
+            return ()
+        j = bisect.bisect_left(items, (float(meta.get("created_at") or 0.0), mid))
+        return tuple(items[i][1] for i in (j - 1, j + 1) if 0 <= i < len(items))
 
 
 Loader = Callable[[str], Iterable[tuple[str, str, Mapping[str, Any]]]]
 
 
 class LexicalIndex:
-    """Per-user BM25 index (bm25s) with scope and status filtering inside the query.
+    """Per-user incremental BM25 index with scope and status filtering inside the query.
 
     Setup:
-        Uses the core dependencies ``bm25s`` and ``PyStemmer`` (imported lazily).
+        Uses the core dependency ``PyStemmer`` (imported lazily) and numpy.
 
     Instantiate:
         ``LexicalIndex()``; pass ``loader=`` (``user_id -> iterable of (id, text, metadata)``) to fill a
@@ -305,11 +447,7 @@ class LexicalIndex:
                     when = datetime.fromtimestamp(float(meta["valid_from"]), tz=timezone.utc)
                 if when is not None:
                     tokens.extend(date_tokens(when))
-                ui = self._users.setdefault(user, _UserIndex())
-                ui.docs[mid] = tokens
-                ui.meta[mid] = dict(meta)
-                ui.dirty = True
-                ui.adjacent = None
+                self._users.setdefault(user, _UserIndex()).add(mid, tokens, meta)
                 self._owner[mid] = user
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
@@ -318,8 +456,7 @@ class LexicalIndex:
             for mid, meta in zip(ids, metadatas, strict=False):
                 user = self._owner.get(mid)
                 if user is not None:
-                    self._users[user].meta[mid].update(meta)
-                    self._users[user].adjacent = None
+                    self._users[user].update_meta(mid, meta)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove documents (e.g. erased content); returns how many existed."""
@@ -330,12 +467,7 @@ class LexicalIndex:
         user = self._owner.pop(mid, None)
         if user is None:
             return False
-        ui = self._users[user]
-        ui.docs.pop(mid, None)
-        ui.meta.pop(mid, None)
-        ui.dirty = True
-        ui.adjacent = None
-        return True
+        return self._users[user].remove(mid)
 
     def invalidate(self, user_id: str | None = None) -> None:
         """Forget what was loaded for one user (or all), so the next query reloads it through ``loader``."""
@@ -376,20 +508,6 @@ class LexicalIndex:
         ui = self._users.get(user)
         if ui is None or not ui.docs:
             return None
-        if ui.dirty or ui.model is None:
-            try:
-                with warnings.catch_warnings():
-                    # bm25s imports tqdm.auto, which warns in Jupyter without ipywidgets; we never show progress.
-                    warnings.filterwarnings("ignore", message="IProgress not found")
-                    import bm25s  # deferred: heavy (scipy), loaded on the first lexical query
-            except ImportError as exc:  # pragma: no cover - core dependency
-                msg = "bm25s is not installed; run: pip install bm25s"
-                raise MissingDependencyError(msg) from exc
-            ui.order = sorted(ui.docs)
-            model = bm25s.BM25(k1=self.k1, b=self.b)
-            model.index([ui.docs[i] or [""] for i in ui.order], show_progress=False)
-            ui.model = model
-            ui.dirty = False
         return ui
 
     def query(self, text: str, k: int, where: IndexFilter) -> list[LexicalHit]:
@@ -412,21 +530,15 @@ class LexicalIndex:
             ui = self._ensure(where.user_id)
             if ui is None:
                 return []
-            model = ui.model
-            ids = [t for t in dict.fromkeys(terms) if t in model.vocab_dict]
-            if not ids:
-                return []
-            mask = np.fromiter((where.matches(ui.meta[i]) for i in ui.order), dtype=np.float32, count=len(ui.order))
-            scores = model.get_scores(ids) * mask
-            order = ui.order
-        nz = np.flatnonzero(scores > 0)
-        if nz.size == 0:
-            return []
-        if nz.size > k:  # keep every document tied with the k-th score so the id tie-break is deterministic
-            kth = np.partition(scores[nz], nz.size - k)[nz.size - k]
-            nz = nz[scores[nz] >= kth]
-        ranked = sorted(nz.tolist(), key=lambda j: (-float(scores[j]), order[j]))[:k]
-        return [LexicalHit(order[j], float(scores[j])) for j in ranked]
+            slots, scores = ui.scores(list(dict.fromkeys(terms)), self.k1, self.b)
+            # the filter runs on the scored documents only, before the cut: cost follows the matches
+            found = [
+                (float(sc), ui.ids[j])
+                for j, sc in zip(slots.tolist(), scores.tolist(), strict=True)
+                if sc > 0 and where.matches(ui.meta[ui.ids[j]])
+            ]
+        found.sort(key=lambda x: (-x[0], x[1]))
+        return [LexicalHit(mid, sc) for sc, mid in found[:k]]
 
     def neighbours(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         """Ids of the documents next in time (same user and session) to each of ``ids``; unknown ids omitted.
@@ -438,7 +550,7 @@ class LexicalIndex:
             for mid in ids:
                 user = self._owner.get(mid)
                 if user is not None:
-                    adj = self._users[user].neighbours().get(mid)
+                    adj = self._users[user].neighbours(mid)
                     if adj:
                         out[mid] = adj
             return out
