@@ -24,7 +24,7 @@ from memlineage._verbs.activity import ActivityVerbs
 from memlineage._verbs.read import ReadVerbs
 from memlineage._verbs.write import WriteVerbs
 from memlineage.errors import ConfigurationError, InvalidInputError, StorageError
-from memlineage.index import ChromaIndex, Embedder, OnnxMiniLMEmbedder, VectorIndex, ensure_embedder
+from memlineage.index import ChromaIndex, Embedder, OnnxMiniLMEmbedder, ScopedVectorIndex, VectorIndex, ensure_embedder
 from memlineage.index.lexical import LexicalIndex
 from memlineage.ledger import Ledger
 from memlineage.models import DEFAULT_TRUST, as_utc, utcnow
@@ -140,7 +140,8 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         #: The store's parts (ports and configuration); assigning one of the attributes above re-wires services.
         self.parts = Parts(
             ledger=ledger,
-            index=index,
+            # query plan by scope size: exact search over a small scope's vectors, the ANN index for large ones
+            index=index if isinstance(index, ScopedVectorIndex) else ScopedVectorIndex.over_ledger(index, ledger),
             embedder=ensure_embedder(embedder),
             # hybrid retrieval (memlineage.retrieval): lexical leg built lazily per user from the ledger
             lexical=lexical if lexical is not None else LexicalIndex(loader=ledger_loader(ledger)),

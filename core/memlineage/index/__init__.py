@@ -4,6 +4,7 @@ from memlineage.index._base import IndexFilter, IndexHit, VectorIndex, index_met
 from memlineage.index._chroma import ChromaIndex
 from memlineage.index._embedding import Embedder, OnnxMiniLMEmbedder, default_model_dir, ensure_embedder
 from memlineage.index._memory import InMemoryIndex
+from memlineage.index._scoped import ScopedVectorIndex
 
 __all__ = [
     "ChromaIndex",
@@ -12,6 +13,7 @@ __all__ = [
     "IndexFilter",
     "IndexHit",
     "OnnxMiniLMEmbedder",
+    "ScopedVectorIndex",
     "VectorIndex",
     "default_model_dir",
     "ensure_embedder",

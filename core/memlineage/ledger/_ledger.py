@@ -634,6 +634,24 @@ class Ledger:
             query = select(memories.c.id).where(*cond).order_by(memories.c.recorded_at, memories.c.id)
             return [r[0] for r in c.execute(query)]
 
+    def indexable_rows(self, user_id: str, conn: Connection | None = None) -> list[dict[str, Any]]:
+        """One user's rows that belong in the index (pending, indexed or stale), with their vectors."""
+        query = select(memories).where(
+            memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale"))
+        )
+        with self._maybe(conn) as c:
+            return [dict(r) for r in c.execute(query).mappings()]
+
+    def count_indexable(self, user_id: str, conn: Connection | None = None) -> int:
+        """How many of one user's rows belong in the index (the size of the scope's vector search)."""
+        query = (
+            select(func.count())
+            .select_from(memories)
+            .where(memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale")))
+        )
+        with self._maybe(conn) as c:
+            return int(c.execute(query).scalar_one())
+
     def index_backlog(self, conn: Connection | None = None) -> list[dict[str, Any]]:
         """Rows whose index state is not settled ('pending', 'stale' or 'removing')."""
         with self._maybe(conn) as c:

@@ -1,0 +1,394 @@
+"""Query plan by scope size: exact search over a small scope's vectors in memory, the ANN index for large scopes.
+
+An approximate index with a metadata filter (HNSW in Chroma) searches a graph built over *every* user's vectors
+and drops what the filter refuses; for a scope that holds a small share of the collection (one user among
+many) that is slower than scoring the scope's own vectors exactly, and it can miss neighbours. This wrapper keeps
+each small scope's vectors contiguous (one float32 block per ``user_id``, normalised, with its filter columns as
+small integer codes), answers queries on such scopes by one matrix-vector product, and hands large scopes to the
+wrapped index. Every write goes to the wrapped index first and then to the loaded blocks, so a block is never
+behind the index; blocks are loaded from the ledger on a scope's first query and evicted least recently used.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from memlineage.index._base import IndexFilter, IndexHit, index_metadata
+
+__all__ = ["ScopedVectorIndex"]
+
+#: ``user_id -> iterable of (id, vector, flat index metadata)`` for a scope's indexable memories.
+BlockLoader = Callable[[str], Iterable[tuple[str, Any, Mapping[str, Any]]]]
+#: ``user_id -> number of indexable memories`` (decides the plan before anything is loaded).
+ScopeCounter = Callable[[str], int]
+
+
+class _Codes:
+    """Small integer codes for the filter columns' strings (shared by every block)."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+
+    def of(self, value: Any) -> int:
+        key = "" if value is None else str(value)
+        code = self._codes.get(key)
+        if code is None:
+            code = self._codes[key] = len(self._codes)
+        return code
+
+    def known(self, values: Iterable[Any]) -> list[int]:
+        return [self._codes[v] for v in ("" if x is None else str(x) for x in values) if v in self._codes]
+
+
+class _Block:
+    """One scope's vectors (rows ``0..n``; deleted rows masked until compaction) and filter columns."""
+
+    def __init__(self, user_id: str) -> None:
+        self.user_id = user_id
+        self.n = 0
+        self.vecs = np.zeros((0, 0), dtype=np.float32)  # sized by the first vector
+        self.alive = np.zeros(16, dtype=bool)
+        self.cols = {name: np.zeros(16, dtype=np.int32) for name in ("status", "kind", "agent", "session")}
+        self.ids: list[str] = []
+        self.tags: list[tuple[str, ...]] = []
+        self.row: dict[str, int] = {}
+
+    @property
+    def live(self) -> int:
+        return len(self.row)
+
+    def put(self, mid: str, vector: np.ndarray, meta: Mapping[str, Any], codes: _Codes) -> None:
+        if mid in self.row:
+            self.drop(mid)
+        if self.vecs.shape[1] != vector.shape[0]:
+            if self.n:
+                msg = f"vector of {vector.shape[0]} dimensions in a block of {self.vecs.shape[1]}"
+                raise ValueError(msg)
+            self.vecs = np.zeros((self.alive.size, vector.shape[0]), dtype=np.float32)
+        if self.n == self.alive.size:
+            size = 2 * self.n
+            self.vecs = np.resize(self.vecs, (size, self.vecs.shape[1]))
+            self.alive = np.resize(self.alive, size)
+            self.cols = {k: np.resize(v, size) for k, v in self.cols.items()}
+        i = self.n
+        self.vecs[i] = vector
+        self.alive[i] = True
+        self.ids.append(mid)
+        self.tags.append(tuple(meta.get("tags") or ()))
+        self.row[mid] = i
+        self._set_cols(i, meta, codes)
+        self.n += 1
+
+    def _set_cols(self, i: int, meta: Mapping[str, Any], codes: _Codes) -> None:
+        self.cols["status"][i] = codes.of(meta.get("status"))
+        self.cols["kind"][i] = codes.of(meta.get("kind"))
+        self.cols["agent"][i] = codes.of(meta.get("agent_id"))
+        self.cols["session"][i] = codes.of(meta.get("session_id"))
+
+    def update(self, mid: str, meta: Mapping[str, Any], codes: _Codes, old: Mapping[str, Any]) -> None:
+        i = self.row[mid]
+        merged = {**old, **meta}
+        self._set_cols(i, merged, codes)
+        if "tags" in meta:
+            self.tags[i] = tuple(meta.get("tags") or ())
+
+    def drop(self, mid: str) -> bool:
+        i = self.row.pop(mid, None)
+        if i is None:
+            return False
+        self.alive[i] = False
+        if self.n > 64 and self.live * 2 < self.n:
+            self._compact()
+        return True
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self.alive[: self.n])
+        size = max(16, keep.size)
+        vecs = np.zeros((size, self.vecs.shape[1]), dtype=np.float32)
+        vecs[: keep.size] = self.vecs[keep]
+        cols = {}
+        for k, v in self.cols.items():
+            col = np.zeros(size, dtype=np.int32)
+            col[: keep.size] = v[keep]
+            cols[k] = col
+        self.vecs, self.cols = vecs, cols
+        self.ids = [self.ids[i] for i in keep.tolist()]
+        self.tags = [self.tags[i] for i in keep.tolist()]
+        self.alive = np.zeros(size, dtype=bool)
+        self.alive[: keep.size] = True
+        self.n = int(keep.size)
+        self.row = {mid: i for i, mid in enumerate(self.ids)}
+
+    def query(self, q: np.ndarray, k: int, where: IndexFilter, codes: _Codes) -> list[IndexHit]:
+        n = self.n
+        if n == 0 or q.shape[0] != self.vecs.shape[1]:
+            return []
+        mask = self.alive[:n].copy()
+        mask &= np.isin(self.cols["status"][:n], codes.known(where.statuses))
+        if where.kinds is not None:
+            mask &= np.isin(self.cols["kind"][:n], codes.known(where.kinds))
+        if where.agent_id is not None:
+            mask &= np.isin(self.cols["agent"][:n], codes.known(["", where.agent_id]))
+        if where.session_id is not None:
+            mask &= np.isin(self.cols["session"][:n], codes.known([where.session_id]))
+        if where.tags:
+            for i in np.flatnonzero(mask).tolist():
+                if not all(t in self.tags[i] for t in where.tags):
+                    mask[i] = False
+        rows = np.flatnonzero(mask)
+        if rows.size == 0:
+            return []
+        sims_rows = (self.vecs[:n] @ q)[rows]  # one pass over the block; the filter picks from it
+        if rows.size > k:  # keep every row tied with the k-th similarity so the id tie-break is deterministic
+            kth = np.partition(sims_rows, rows.size - k)[rows.size - k]
+            pick = np.flatnonzero(sims_rows >= kth)
+        else:
+            pick = np.arange(rows.size)
+        ranked = sorted(pick.tolist(), key=lambda j: (-float(sims_rows[j]), self.ids[int(rows[j])]))[:k]
+        return [IndexHit(self.ids[int(rows[j])], float(sims_rows[j])) for j in ranked]
+
+
+class ScopedVectorIndex:
+    """A :class:`~memlineage.index.VectorIndex` that plans each query by the size of its scope.
+
+    A scope (``user_id``) with at most ``exact_max`` indexable memories is searched exactly over its own
+    contiguous float32 block (cosine similarity, the same filter as the wrapped index); a larger scope is queried
+    through the wrapped (approximate) index. Blocks are built from ``loader`` on a scope's first query, kept in
+    step by every write through this wrapper, and evicted least recently used beyond ``cache_vectors`` vectors.
+    Anything else (``purge_log``, ``get_vectors``, ``close`` ...) is delegated to the wrapped index.
+
+    Isolation: a block holds one ``user_id``'s entries only (an entry whose metadata names another user moves to
+    that user's block), and a query reads the block of ``where.user_id`` alone, then applies the rest of the
+    filter (status, kind, agent, session, tags) before the top-k cut.
+
+    Args:
+        inner: The wrapped index (e.g. :class:`~memlineage.index.ChromaIndex`); receives every write.
+        loader: ``user_id -> iterable of (id, vector, flat metadata)``: the scope's indexable memories (the
+            ledger). Without a loader every query goes to ``inner``.
+        counter: ``user_id -> number of indexable memories``, asked before loading; default: load and count.
+        exact_max: Largest scope searched exactly, >= 0 (0 = always the wrapped index). Default 20,000: exact
+            search over 20,000 384-d vectors is one 30 MB matrix-vector product (a few ms).
+        cache_vectors: Most vectors held over all blocks, >= 0. Default 200,000 (about 300 MB at 384 dims).
+
+    Example:
+        >>> from memlineage.index import InMemoryIndex
+        >>> idx = ScopedVectorIndex(InMemoryIndex(), loader=lambda user: [])
+        >>> idx.query([1.0, 0.0], 3, IndexFilter(user_id="u", statuses=("active",)))
+        []
+    """
+
+    def __init__(
+        self,
+        inner: Any,
+        loader: BlockLoader | None = None,
+        *,
+        counter: ScopeCounter | None = None,
+        exact_max: int = 20_000,
+        cache_vectors: int = 200_000,
+    ) -> None:
+        self.inner = inner
+        self._loader = loader
+        self._counter = counter
+        self.exact_max = int(exact_max)
+        self.cache_vectors = int(cache_vectors)
+        self._blocks: OrderedDict[str, _Block] = OrderedDict()
+        self._large: set[str] = set()
+        self._owner: dict[str, str] = {}
+        self._meta: dict[str, dict[str, Any]] = {}
+        self._codes = _Codes()
+        self._lock = threading.RLock()
+        self.exact_queries = 0  # plan counters (benchmarks, tests)
+        self.ann_queries = 0
+
+    @classmethod
+    def over_ledger(cls, inner: Any, ledger: Any, **kwargs: Any) -> ScopedVectorIndex:
+        """Wrap ``inner`` with blocks loaded from a :class:`~memlineage.ledger.Ledger`'s stored vectors.
+
+        Keyword arguments are those of the constructor (``exact_max``, ``cache_vectors``).
+        """
+
+        def load(user_id: str) -> Iterable[tuple[str, Any, Mapping[str, Any]]]:
+            for row in ledger.indexable_rows(user_id):
+                blob = row.get("embedding")
+                vec = np.frombuffer(blob, dtype="<f4") if blob is not None else None
+                yield row["id"], vec, index_metadata(row)
+
+        return cls(inner, load, counter=ledger.count_indexable, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for attributes this wrapper lacks: backend extras (purge_log, get_vectors, close, ...).
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    # -- writes: the wrapped index first, then the loaded blocks -----------------------------------------------
+    def upsert(
+        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Insert or replace entries in the wrapped index and in the loaded blocks of their scopes."""
+        self.inner.upsert(ids, vectors, metadatas)
+        self._put(ids, vectors, metadatas)
+
+    def add(
+        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Insert new entries (the wrapped index's ``add`` when it has one)."""
+        write = getattr(self.inner, "add", None) or self.inner.upsert
+        write(ids, vectors, metadatas)
+        self._put(ids, vectors, metadatas)
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+        """Merge metadata into existing entries (status changes) in the wrapped index and the blocks."""
+        self.inner.update_metadata(ids, metadatas)
+        with self._lock:
+            for mid, meta in zip(ids, metadatas, strict=False):
+                user = self._owner.get(mid)
+                block = self._blocks.get(user) if user is not None else None
+                if block is None or mid not in block.row:
+                    continue
+                if meta.get("user_id") not in (None, user):  # moved to another scope: it leaves this block
+                    self._drop(mid)
+                    continue
+                block.update(mid, meta, self._codes, self._meta[mid])
+                self._meta[mid] = {**self._meta[mid], **meta}
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete entries from the wrapped index and the blocks; returns what the wrapped index removed."""
+        removed = int(self.inner.delete(ids))
+        with self._lock:
+            for mid in set(ids):
+                self._drop(mid)
+        return removed
+
+    def reset(self) -> None:
+        """Empty the wrapped index and drop every block."""
+        self.inner.reset()
+        self.invalidate()
+
+    def invalidate(self, user_id: str | None = None) -> None:
+        """Drop one scope's block (or all); the next query reloads it from the loader."""
+        with self._lock:
+            users = [user_id] if user_id is not None else [*self._blocks, *self._large]
+            for user in users:
+                block = self._blocks.pop(user, None)
+                if block is not None:
+                    for mid in block.row:
+                        self._owner.pop(mid, None)
+                        self._meta.pop(mid, None)
+                self._large.discard(user)
+
+    def _put(
+        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        with self._lock:
+            for mid, vec, meta in zip(ids, vectors, metadatas, strict=False):
+                user = str(meta["user_id"])
+                if self._owner.get(mid) not in (None, user):
+                    self._drop(mid)
+                block = self._blocks.get(user)
+                if block is None:
+                    continue  # not loaded: the loader reads the scope's memories on its first query
+                try:
+                    block.put(mid, _unit(vec), meta, self._codes)
+                except ValueError:  # a vector of another size: the scope is reloaded from the ledger instead
+                    self.invalidate(user)
+                    continue
+                self._owner[mid] = user
+                self._meta[mid] = dict(meta)
+                if block.live > self.exact_max:  # outgrew the exact plan
+                    self.invalidate(user)
+                    self._large.add(user)
+            self._evict()
+
+    def _drop(self, mid: str) -> None:
+        user = self._owner.pop(mid, None)
+        self._meta.pop(mid, None)
+        block = self._blocks.get(user) if user is not None else None
+        if block is not None:
+            block.drop(mid)
+
+    # -- reads ------------------------------------------------------------------------------------------------
+    def query(self, vector: Sequence[float], k: int, where: IndexFilter) -> list[IndexHit]:
+        """Top-``k`` entries of ``where.user_id`` by cosine similarity, planned by the scope's size."""
+        if k <= 0:
+            return []
+        with self._lock:
+            block = self._block(where.user_id)
+            if block is not None:
+                self.exact_queries += 1
+                return block.query(_unit(vector), k, where, self._codes)
+        self.ann_queries += 1
+        return list(self.inner.query(vector, k, where))
+
+    def plan(self, user_id: str) -> str:
+        """``"exact"`` or ``"ann"``: how a query in this scope is answered now (loads the block if due)."""
+        with self._lock:
+            return "exact" if self._block(user_id) is not None else "ann"
+
+    def _block(self, user: str) -> _Block | None:
+        block = self._blocks.get(user)
+        if block is not None:
+            self._blocks.move_to_end(user)
+            return block
+        if self._loader is None or user in self._large or self.exact_max <= 0:
+            return None
+        if self._counter is not None and self._counter(user) > self.exact_max:
+            self._large.add(user)
+            return None
+        rows = []
+        for mid, vec, meta in self._loader(user):
+            if vec is None or str(meta.get("user_id", user)) != user:
+                continue  # never admit another scope's entry into this block
+            rows.append((mid, _unit(vec), meta))
+            if len(rows) > self.exact_max:
+                self._large.add(user)
+                return None
+        block = _Block(user)
+        for mid, vec, meta in rows:
+            if self._owner.get(mid) not in (None, user):
+                self._drop(mid)
+            block.put(mid, vec, {**meta, "user_id": user}, self._codes)
+            self._owner[mid] = user
+            self._meta[mid] = dict(meta)
+        self._blocks[user] = block
+        self._evict(keep=user)
+        return block
+
+    def _evict(self, keep: str | None = None) -> None:
+        total = sum(b.n for b in self._blocks.values())
+        while total > self.cache_vectors and self._blocks:
+            user = next(iter(self._blocks))
+            if user == keep:
+                if len(self._blocks) == 1:
+                    break
+                self._blocks.move_to_end(user)
+                continue
+            block = self._blocks.pop(user)
+            total -= block.n
+            for mid in block.row:
+                self._owner.pop(mid, None)
+                self._meta.pop(mid, None)
+
+    # -- the rest of the port: the wrapped index ------------------------------------------------------------
+    def get_metadata(self, ids: Sequence[str]) -> list[dict[str, Any] | None]:
+        """Metadata per id from the wrapped index."""
+        return list(self.inner.get_metadata(ids))
+
+    def ids(self) -> set[str]:
+        """Every id in the wrapped index."""
+        return set(self.inner.ids())
+
+    def count(self) -> int:
+        """Number of entries in the wrapped index."""
+        return int(self.inner.count())
+
+
+def _unit(vector: Any) -> np.ndarray:
+    arr = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norm = float(np.linalg.norm(arr))
+    return arr / norm if norm > 0 else arr
