@@ -20,6 +20,9 @@ __all__ = ["DeferredIndexSync"]
 
 logger = logging.getLogger(__name__)
 
+#: Ids applied per call: each call holds the manager's index lock, which foreground index writes wait for.
+BATCH = 2000
+
 
 class DeferredIndexSync:
     """Apply index syncs for memory ids on one background thread, coalescing ids deferred meanwhile.
@@ -91,7 +94,8 @@ class DeferredIndexSync:
 
     def _run_batch(self, batch: list[str]) -> None:
         try:
-            self._apply(batch)
+            for start in range(0, len(batch), BATCH):  # a foreground write waits for one chunk at most
+                self._apply(batch[start : start + BATCH])
         except Exception:  # the ledger is safe; repair() on open and verify(fix=True) finish the entries
             logger.warning("deferred index sync of %d entries failed; left for repair", len(batch), exc_info=True)
         finally:

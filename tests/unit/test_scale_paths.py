@@ -1,0 +1,330 @@
+"""Paths built for scale: set-based cascade, deferred index status, per-scope exact vector blocks (issue 16)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from memlineage import Scope, Status
+from memlineage.index import IndexFilter, InMemoryIndex, ScopedVectorIndex
+from memlineage.ledger._schema import memories
+from memlineage.lineage import evaluate_cascade
+from memlineage.testing import FakeEmbedder, make_manager
+from sqlalchemy import select
+
+pytestmark = pytest.mark.usefixtures("socket_disabled")
+
+ALICE = Scope(user_id="alice")
+BOB = Scope(user_id="bob")
+
+
+# ------------------------------------------------------------------------------------------------ cascade
+def _reference_suspects(mm: Any, root: str) -> list[str]:
+    """The decision before issue 16: per-id reads of the affected graph, then the shortcut or evaluate_cascade."""
+    led = mm.ledger
+    info = led.cascade_info(root)
+    if all(n <= 1 for _, _, n in info.values()):
+        return [i for i in sorted(info, key=lambda i: (info[i][0], i)) if info[i][1] == Status.ACTIVE.value]
+    edges = led.derivation_edges(list(info))
+    groups = led.support_groups(list(info))
+    statuses = led.statuses(sorted(set(info) | {p for _, p, _ in edges} | {root}))
+    statuses[root] = Status.RETRACTED.value
+    return evaluate_cascade([root], info, edges, groups, statuses)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_set_based_cascade_matches_the_reference_decision(seed: int) -> None:
+    rng = random.Random(seed)
+    mm = make_manager()
+    ids: list[str] = []
+    for i in range(60):
+        premises = rng.sample(ids, k=min(len(ids), rng.choice([0, 1, 1, 2, 3])))
+        ids.append(mm.remember(f"node {i}", scope=ALICE, source="reasoning", derived_from=premises).id)
+        if seed % 2 == 0 and premises and rng.random() < 0.15:  # a second, independent support group
+            other = mm.remember(f"evidence {i}", scope=ALICE, source="tool:x")
+            again = mm.remember(f"node {i}", scope=ALICE, source="tool:x", derived_from=[other.id])
+            assert again.id == ids[-1]
+    for mid in rng.sample(ids[:10], 3):  # some descendants are already suspect or archived
+        if mm.require(mid, scope=ALICE).status is Status.ACTIVE:
+            mm.forget(mid, scope=ALICE) if rng.random() < 0.5 else mm.retract(mid, scope=ALICE)
+    root = next(i for i in ids if mm.require(i, scope=ALICE).status is Status.ACTIVE)
+    want = _reference_suspects(mm, root)
+    dry = mm.impact(root, scope=ALICE)
+    assert dry.suspect == want
+    before = {i: mm.require(i, scope=ALICE).status for i in ids}
+    report = mm.retract(root, scope=ALICE)
+    assert report.suspect == want
+    for mid in ids:
+        now = mm.require(mid, scope=ALICE).status
+        if mid == root:
+            assert now is Status.RETRACTED
+        elif mid in want:
+            assert before[mid] is Status.ACTIVE and now is Status.SUSPECT
+        else:
+            assert now is before[mid]
+    events = [e for e in mm.audit(ALICE) if e.type == "suspect" and e["data"].get("cause") == root]
+    assert [e["memory_id"] for e in events] == want  # one event each, in topological order
+    assert all(e["data"] == {"reason": f"premise {root} retracted", "cause": root} for e in events)
+
+
+def test_cascade_marks_only_active_descendants_and_their_index_entries_stale() -> None:
+    mm = make_manager()
+    root = mm.remember("root", scope=ALICE)
+    a = mm.remember("a", scope=ALICE, source="reasoning", derived_from=[root.id])
+    b = mm.remember("b", scope=ALICE, source="reasoning", derived_from=[a.id])
+    c = mm.remember("c", scope=ALICE, source="reasoning", derived_from=[b.id])
+    mm.retract(b.id, scope=ALICE)  # c suspect already
+    mm.flush_index()
+    report = mm.retract(root.id, scope=ALICE)
+    assert report.suspect == [a.id]
+    assert sorted(report.unaffected) == sorted([b.id, c.id])
+    with mm.ledger.read() as conn:
+        rows = {r.id: r for r in conn.execute(select(memories.c.id, memories.c.status, memories.c.index_state))}
+    assert rows[a.id].status == "suspect" and rows[c.id].status == "suspect"
+    assert [e.type for e in mm.audit(ALICE, memory_id=c.id)].count("suspect") == 1  # no second event for c
+    mm.flush_index()
+    with mm.ledger.read() as conn:
+        states = dict(conn.execute(select(memories.c.id, memories.c.index_state)).all())
+    assert all(s == "indexed" for s in states.values())
+
+
+def test_indexed_mark_is_a_compare_and_set_on_the_status() -> None:
+    mm = make_manager()
+    m = mm.remember("a fact", scope=ALICE)
+    with mm.ledger.transaction() as conn:
+        mm.ledger.update_memories(conn, [m.id], {"status": "suspect", "index_state": "stale"})
+    with mm.ledger.transaction() as conn:  # a sync that wrote 'active' (read before the change) must not settle it
+        mm.ledger.mark_indexed(conn, [(m.id, "active")])
+    assert mm.ledger.memory_rows([m.id])[0]["index_state"] == "stale"
+    with mm.ledger.transaction() as conn:
+        mm.ledger.mark_indexed(conn, [(m.id, "suspect")])
+    assert mm.ledger.memory_rows([m.id])[0]["index_state"] == "indexed"
+
+
+# ------------------------------------------------------------------------------------------------ deferred sync
+class StuckIndex(InMemoryIndex):
+    """An index whose metadata updates hang until released (a slow or unreachable vector store)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.entered = threading.Event()
+
+    def update_metadata(self, ids: Any, metadatas: Any) -> None:
+        self.entered.set()
+        assert self.release.wait(30)
+        super().update_metadata(ids, metadatas)
+
+
+def test_withdrawn_memory_is_never_served_while_the_index_lags() -> None:
+    inner = StuckIndex()
+    mm = make_manager(index=inner)
+    root = mm.remember("the hotel in Lyon costs 90 EUR per night", scope=ALICE, source="tool:hotels")
+    plan = mm.remember(
+        "book the hotel in Lyon for 90 EUR per night", scope=ALICE, source="reasoning", derived_from=[root.id]
+    )
+    keep = mm.remember("the train to Lyon leaves at 9", scope=ALICE)
+    old = mm.remember("my hotel budget is 100 EUR", scope=ALICE, slot="hotel_budget")
+    mm.supersede(old.id, "my hotel budget is 120 EUR", scope=ALICE)
+    assert inner.entered.wait(10)  # the background sync of the old version is stuck inside the index
+    t0 = time.perf_counter()
+    report = mm.retract(root.id, scope=ALICE)
+    assert time.perf_counter() - t0 < 10  # the cascade does not wait for the index
+    assert report.suspect == [plan.id]
+    # the index still says 'active' for the withdrawn ones ...
+    lag = IndexFilter(user_id="alice", statuses=("active",))
+    stale_ids = {h.id for h in inner.query(FakeEmbedder().embed(["hotel Lyon"])[0], 10, lag)}
+    assert {root.id, plan.id, old.id} <= stale_ids
+    # ... yet no read surface serves them
+    withdrawn = {root.id, plan.id, old.id}
+    for q in ("hotel in Lyon 90 EUR", "hotel budget", "Lyon"):
+        for res in (
+            mm.recall(q, scope=ALICE, k=10),
+            mm.recall(q, scope=ALICE, k=10, purpose="decision", include_suspect=True),
+            mm.admin_recall(q, scope=ALICE, actor="ops", reason="test", k=10),
+        ):
+            assert not withdrawn & set(res.ids), q
+        flagged = mm.recall(q, scope=ALICE, k=10, include_suspect=True)
+        assert root.id not in flagged.ids and old.id not in flagged.ids
+        assert all(h.flags == ("suspect",) for h in flagged if h.id == plan.id)
+    assert keep.id in mm.recall("train to Lyon", scope=ALICE, k=3).ids
+    assert mm.stats()["index_pending"] >= 3  # the lag is visible
+    inner.release.set()
+    mm.flush_index()
+    assert inner.get_metadata([root.id, plan.id, old.id]) == [
+        {**inner.get_metadata([root.id])[0], "status": "retracted"},
+        {**inner.get_metadata([plan.id])[0], "status": "suspect"},
+        {**inner.get_metadata([old.id])[0], "status": "superseded"},
+    ]
+    report = mm.verify()
+    assert report.ok and not report.pending
+    mm.close()
+
+
+def test_verify_and_close_flush_deferred_status() -> None:
+    inner = InMemoryIndex()
+    mm = make_manager(index=inner)
+    root = mm.remember("root", scope=ALICE)
+    child = mm.remember("child", scope=ALICE, source="reasoning", derived_from=[root.id])
+    mm._deferred._apply = lambda ids: None  # the background worker never gets anything done
+    mm.retract(root.id, scope=ALICE)
+    time.sleep(0.05)
+    assert inner.get_metadata([child.id])[0]["status"] == "active"  # still lagging
+    mm._deferred._apply = mm._sync_index
+    mm._deferred.defer([root.id, child.id])
+    assert mm.verify().ok  # verify applies what is deferred first
+    assert inner.get_metadata([child.id])[0]["status"] == "suspect"
+
+
+def test_crash_before_the_deferred_sync_is_repaired_on_open(tmp_path) -> None:
+    from memlineage import Ledger
+
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    inner = InMemoryIndex()
+    mm = make_manager(ledger=Ledger(url), index=inner)
+    root = mm.remember("root", scope=ALICE)
+    child = mm.remember("child", scope=ALICE, source="reasoning", derived_from=[root.id])
+    mm._deferred._apply = lambda ids: None  # the process dies before the worker runs
+    mm.retract(root.id, scope=ALICE)
+    mm.ledger.close()
+    reopened = make_manager(ledger=Ledger(url), index=inner)  # repair() on open finishes the stale entries
+    assert inner.get_metadata([root.id, child.id])[0]["status"] == "retracted"
+    assert inner.get_metadata([child.id])[0]["status"] == "suspect"
+    assert reopened.verify().ok
+
+
+# ------------------------------------------------------------------------------------------------ scoped blocks
+def _unit_rows(n: int, seed: int, dims: int = 8) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal((n, dims)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _meta(user: str, status: str = "active", **kw: Any) -> dict[str, Any]:
+    return {"user_id": user, "status": status, "kind": "episodic", "agent_id": "", "session_id": "", **kw}
+
+
+def test_block_never_serves_another_scope() -> None:
+    vecs = _unit_rows(40, 1)
+    store: dict[str, list[tuple[str, Any, dict[str, Any]]]] = {"alice": [], "bob": []}
+    for i in range(40):
+        user = "alice" if i % 2 else "bob"
+        store[user].append((f"{user}-{i}", vecs[i], _meta(user)))
+    # a corrupted loader row naming another user is refused, never admitted into the block
+    store["alice"].append(("bob-intruder", vecs[0], _meta("bob")))
+    idx = ScopedVectorIndex(InMemoryIndex(), loader=lambda u: store.get(u, []))
+    for user, rows in store.items():
+        idx.inner.upsert([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    for q in vecs[:10]:
+        hits = idx.query(q, 40, IndexFilter(user_id="alice", statuses=("active",)))
+        assert hits and all(h.id.startswith("alice-") for h in hits)
+    assert idx.plan("alice") == "exact" and idx.exact_queries == 10
+    # the same vector written for bob (identical to one of alice's) stays out of alice's block
+    idx.upsert(["bob-twin"], [vecs[1]], [_meta("bob")])
+    assert "bob-twin" not in [h.id for h in idx.query(vecs[1], 5, IndexFilter(user_id="alice", statuses=("active",)))]
+    # an id whose metadata moves it to bob leaves alice's block and enters bob's
+    assert idx.plan("bob") == "exact"
+    idx.upsert(["alice-1"], [vecs[1]], [_meta("bob")])
+    assert "alice-1" not in [h.id for h in idx.query(vecs[1], 40, IndexFilter(user_id="alice", statuses=("active",)))]
+    assert "alice-1" in [h.id for h in idx.query(vecs[1], 40, IndexFilter(user_id="bob", statuses=("active",)))]
+
+
+def test_exact_block_answers_like_exact_search_with_every_filter() -> None:
+    vecs = _unit_rows(300, 2)
+    rng = random.Random(5)
+    rows = []
+    for i in range(300):
+        rows.append(
+            (
+                f"m{i:03d}",
+                vecs[i],
+                _meta(
+                    "u",
+                    status=rng.choice(["active", "active", "suspect", "retracted"]),
+                    kind=rng.choice(["episodic", "semantic"]),
+                    agent_id=rng.choice(["", "a1", "a2"]),
+                    session_id=rng.choice(["s1", "s2"]),
+                    tags=rng.choice([[], ["x"], ["x", "y"]]),
+                ),
+            )
+        )
+    ref = InMemoryIndex()
+    ref.upsert([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    idx = ScopedVectorIndex(InMemoryIndex(), loader=lambda u: rows if u == "u" else [])
+    filters = [
+        IndexFilter(user_id="u", statuses=("active",)),
+        IndexFilter(user_id="u", statuses=("active", "suspect"), agent_id="a1"),
+        IndexFilter(user_id="u", statuses=("active",), session_id="s2", kinds=("semantic",)),
+        IndexFilter(user_id="u", statuses=("active", "suspect"), tags=("x", "y")),
+        IndexFilter(user_id="u", statuses=("erased",)),
+    ]
+    for w in filters:
+        for q in _unit_rows(5, 9):
+            want = [(h.id, round(h.similarity, 5)) for h in ref.query(q, 7, w)]
+            assert [(h.id, round(h.similarity, 5)) for h in idx.query(q, 7, w)] == want
+    # writes after loading keep the block equal to exact search: status change, delete, new entry
+    changed = [r[0] for r in rows[:50]]
+    for target in (ref, idx):
+        target.update_metadata(changed, [{"status": "suspect"}] * 50)
+        target.delete([r[0] for r in rows[50:200]])  # most rows deleted: the block compacts
+        target.upsert(["new"], [vecs[0]], [_meta("u", agent_id="a1", session_id="s1")])
+    for w in filters:
+        for q in _unit_rows(5, 11):
+            want = [h.id for h in ref.query(q, 7, w)]
+            assert [h.id for h in idx.query(q, 7, w)] == want
+
+
+def test_plan_switches_by_scope_size_and_evicts_lru() -> None:
+    vecs = _unit_rows(30, 3)
+    data = {u: [(f"{u}{i}", vecs[i], _meta(u)) for i in range(n)] for u, n in (("small", 3), ("big", 12))}
+    inner = InMemoryIndex()
+    for rows in data.values():
+        inner.upsert([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+    idx = ScopedVectorIndex(
+        inner, loader=lambda u: data.get(u, []), counter=lambda u: len(data.get(u, [])), exact_max=10, cache_vectors=5
+    )
+    assert idx.plan("big") == "ann" and idx.plan("small") == "exact"
+    w = IndexFilter(user_id="small", statuses=("active",))
+    for i in range(3, 11):  # small grows past exact_max through writes: it moves to the ANN plan
+        row = (f"small{i}", vecs[i], _meta("small"))
+        data["small"].append(row)
+        idx.upsert([row[0]], [row[1]], [row[2]])
+    assert idx.plan("small") == "ann"
+    assert [h.id for h in idx.query(vecs[10], 1, w)] == ["small10"]
+    # cache_vectors=5: loading a second scope evicts the first; both still answer correctly
+    data.update({u: [(f"{u}{i}", vecs[i], _meta(u)) for i in range(4)] for u in ("p", "q")})
+    for u in ("p", "q"):
+        inner.upsert([r[0] for r in data[u]], [r[1] for r in data[u]], [r[2] for r in data[u]])
+    assert idx.plan("p") == "exact" and idx.plan("q") == "exact"
+    assert list(idx._blocks) == ["q"]
+    idx.upsert(["p9"], [vecs[9]], [_meta("p")])  # written while p is evicted: the reload reads it
+    data["p"].append(("p9", vecs[9], _meta("p")))
+    assert [h.id for h in idx.query(vecs[9], 1, IndexFilter(user_id="p", statuses=("active",)))] == ["p9"]
+
+
+def test_manager_blocks_follow_write_erase_and_supersede() -> None:
+    mm = make_manager()
+    assert isinstance(mm.index, ScopedVectorIndex)
+    a = mm.remember("I live in Paris", scope=ALICE, slot="home_city")
+    mm.remember("Bob lives in Rome", scope=BOB)
+    assert mm.recall("Paris", scope=ALICE, k=3).ids == [a.id]
+    assert mm.index.plan("alice") == "exact"
+    b = mm.remember("my favourite food is ramen", scope=ALICE)  # written after the block was loaded
+    assert b.id in mm.recall("ramen", scope=ALICE, k=3).ids
+    new = mm.supersede(a.id, "I live in Berlin", scope=ALICE).memory
+    res = mm.recall("where do I live", scope=ALICE, k=5)
+    assert new.id in res.ids and a.id not in res.ids
+    mm.flush_index()
+    w = IndexFilter(user_id="alice", statuses=("active",))
+    q = FakeEmbedder().embed(["I live in Paris"])[0]
+    assert a.id not in [h.id for h in mm.index.query(q, 10, w)]  # the block got the status change
+    mm.erase(b.id, scope=ALICE)
+    assert b.id not in [h.id for h in mm.index.query(FakeEmbedder().embed(["ramen"])[0], 10, w)]
+    assert b.id not in mm.index.inner.ids()
+    assert all(h.memory.scope.user_id == "alice" for h in mm.recall("lives in Rome", scope=ALICE, k=5))
+    mm.erase(scope=ALICE)
+    assert mm.index.query(q, 10, IndexFilter(user_id="alice", statuses=("active", "suspect", "erased"))) == []
+    assert mm.verify().ok
