@@ -216,7 +216,7 @@ def test_block_never_serves_another_scope() -> None:
     # a corrupted loader row naming another user is refused, never admitted into the block
     store["alice"].append(("bob-intruder", vecs[0], _meta("bob")))
     idx = ScopedVectorIndex(InMemoryIndex(), loader=lambda u: store.get(u, []))
-    for user, rows in store.items():
+    for rows in store.values():
         idx.inner.upsert([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
     for q in vecs[:10]:
         hits = idx.query(q, 40, IndexFilter(user_id="alice", statuses=("active",)))
