@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -252,14 +253,16 @@ def _candidates(
     similarity: dict[str, float] = {}
     user, agent = d.scope.user_id, d.scope.agent_id
     mine = (memories.c.user_id == user, _agent_eq(agent), memories.c.status.in_(_LIVE))
-    with ports.ledger.read() as conn:
+    cjk = has_cjk(d.content)
+    # Nearest statements by vector only when something in the statement could revise a slot-less one
+    # (a correction cue, a replacement, a withdrawal, a number of the speaker's state): plain records pay none.
+    revises = d.source.kind is SourceKind.USER and (broad or may_revise(d.content))
+    reads = bool(st.slot) or (d.source.kind is SourceKind.USER and (revises or cjk or withdraws(d.content)))
+    # a plain record reads nothing: no connection is opened for it (ingest of many records)
+    with ports.ledger.read() if reads else nullcontext() as conn:
         if st.slot:
             query = select(*_COLUMNS).where(*mine, memories.c.slot == st.slot)
             rows.update((r["id"], dict(r)) for r in conn.execute(query).mappings())
-        cjk = has_cjk(d.content)
-        # Nearest statements by vector only when something in the statement could revise a slot-less one
-        # (a correction cue, a replacement, a withdrawal, a number of the speaker's state): plain records pay none.
-        revises = d.source.kind is SourceKind.USER and (broad or may_revise(d.content))
         if d.source.kind is SourceKind.USER:
             if revises and d.embedding is not None:
                 where = IndexFilter(user_id=user, agent_id=agent, statuses=_LIVE)
