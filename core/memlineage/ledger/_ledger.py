@@ -349,7 +349,7 @@ class Ledger:
 
     def memories(self, ids: Sequence[str], conn: Connection | None = None) -> list[Memory | None]:
         """Memories for ``ids`` in input order (``None`` for misses), with their original premises."""
-        rows = self.memory_rows(ids, conn)
+        rows = self.memory_rows(ids, conn, embedding=False)  # a Memory carries no vector: never read it here
         present = [r["id"] for r in rows if r is not None]
         premises = self.premises(present, conn, support=0)
         return [row_to_memory(r, premises.get(r["id"], ())) if r is not None else None for r in rows]
