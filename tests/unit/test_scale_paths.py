@@ -170,12 +170,12 @@ def test_verify_and_close_flush_deferred_status() -> None:
     mm = make_manager(index=inner)
     root = mm.remember("root", scope=ALICE)
     child = mm.remember("child", scope=ALICE, source="reasoning", derived_from=[root.id])
-    mm._deferred._apply = lambda ids: None  # the background worker never gets anything done
+    mm.services.index_sync._deferred._apply = lambda ids: None  # the background worker never gets anything done
     mm.retract(root.id, scope=ALICE)
     time.sleep(0.05)
     assert inner.get_metadata([child.id])[0]["status"] == "active"  # still lagging
-    mm._deferred._apply = mm._sync_index
-    mm._deferred.defer([root.id, child.id])
+    mm.services.index_sync._deferred._apply = mm.services.index_sync.sync
+    mm.services.index_sync._deferred.defer([root.id, child.id])
     assert mm.verify().ok  # verify applies what is deferred first
     assert inner.get_metadata([child.id])[0]["status"] == "suspect"
 
@@ -188,7 +188,7 @@ def test_crash_before_the_deferred_sync_is_repaired_on_open(tmp_path) -> None:
     mm = make_manager(ledger=Ledger(url), index=inner)
     root = mm.remember("root", scope=ALICE)
     child = mm.remember("child", scope=ALICE, source="reasoning", derived_from=[root.id])
-    mm._deferred._apply = lambda ids: None  # the process dies before the worker runs
+    mm.services.index_sync._deferred._apply = lambda ids: None  # the process dies before the worker runs
     mm.retract(root.id, scope=ALICE)
     mm.ledger.close()
     reopened = make_manager(ledger=Ledger(url), index=inner)  # repair() on open finishes the stale entries
