@@ -1,11 +1,15 @@
 """Store benchmark: MemoryManager vs raw Chroma in the same process (ratios, not absolute targets).
 
-Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_store.py [--n 10000]``.
+Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_store.py [--n 10000] [--cascades 1000,10000,100000]``.
 
 1. Ingest N memories with precomputed 384-d vectors: ``remember_many`` (ledger + index) vs ``collection.add``.
-2. Recall p50 at N: ``recall`` (query vector precomputed) vs a raw filtered ``collection.query``.
-3. Cascade: retracting a root with 1k and 10k descendants (ledger walk + status updates + index metadata).
-4. Default embedder vs chromadb's default embedding function on 1,000 short texts (speed ratio, max |diff|).
+2. Recall p50/p95 at N (10 users): ``recall`` (query vector precomputed) vs a raw filtered ``collection.query``.
+3. Recall right after a write vs with no write in between, N memories in one user's scope.
+4. Cascade: ``retract`` of a root with 1k, 10k and 100k descendants, end to end, vs one raw SQL ``UPDATE`` of
+   the same rows; the index catch-up (background) timed apart.
+5. Default embedder vs chromadb's default embedding function on 1,000 short texts (speed ratio, max |diff|).
+
+At 100k descendants plus N=10,000 this takes a few minutes on two loaded cores; pass smaller sizes to scale down.
 """
 
 from __future__ import annotations
@@ -110,7 +114,11 @@ def bench_ingest_and_recall(n: int, tmp: Path) -> dict[str, Any]:
         mm.recall(f"query {j}", scope=Scope(user_id=f"user{j % 10}"), k=5)
         ml_lat.append(time.perf_counter() - t0)
     mm.close()
+    p95 = lambda xs: float(np.percentile(np.asarray(xs), 95))  # noqa: E731
     return {
+        "raw_recall_p95_ms": p95(raw_lat) * 1000,
+        "memlineage_recall_p95_ms": p95(ml_lat) * 1000,
+        "recall_latency_ratio_p95": p95(ml_lat) / p95(raw_lat),
         "n": n,
         "raw_ingest_per_s": n / raw_ingest,
         "memlineage_ingest_per_s": n / ml_ingest,
@@ -124,44 +132,106 @@ def bench_ingest_and_recall(n: int, tmp: Path) -> dict[str, Any]:
 
 
 def bench_cascade(n_desc: int, tmp: Path) -> dict[str, Any]:
-    """A root premise, a fan of n_desc/10 direct conclusions, each with 9 more in a chain (depth 10)."""
+    """A root premise, a fan of n_desc/10 direct conclusions, each with 9 more in a chain (depth 10).
+
+    Timed: ``retract(root)`` end to end (the public call: checks, the set-based ledger cascade, commit; the index
+    status follows on the background sync, timed apart as ``index_catch_up_ms``). The raw primitive: one SQL
+    ``UPDATE`` of the same rows' status (the floor a ledger cascade over them cannot beat), in the same store.
+    """
+    from memlineage.ledger._schema import memories
+    from sqlalchemy import update
+
     vecs = _vectors(n_desc + 1, seed=3)
     mm = MemoryManager(
         ledger=Ledger(f"sqlite:///{tmp / f'c{n_desc}.db'}"),
         index=ChromaIndex(_client(tmp / f"c{n_desc}"), "cascade"),
         embedder=LookupEmbedder({}),
+        reconciler=None,  # building the graph is not what is measured
     )
     scope = Scope(user_id="u")
-    [root] = mm.remember_many([{"content": "root premise", "scope": scope, "embedding": vecs[0].tolist()}])
+    [root] = mm.remember_many([{"content": "root premise", "scope": scope, "embedding": vecs[0]}])
     frontier = [root.id] * (n_desc // 10)
     made = 1
     for level in range(10):
-        batch = [
-            {
-                "content": f"conclusion {level}-{i}",
-                "scope": scope,
-                "derived_from": [p],
-                "embedding": vecs[made + i].tolist(),
-            }
-            for i, p in enumerate(frontier)
-        ]
-        made += len(batch)
-        frontier = [m.id for m in mm.remember_many(batch)]
+        ids: list[str] = []
+        for s in range(0, len(frontier), 5000):
+            batch = [
+                {
+                    "content": f"conclusion {level}-{s + i}",
+                    "scope": scope,
+                    "derived_from": [p],
+                    "embedding": vecs[made + i],
+                }
+                for i, p in enumerate(frontier[s : s + 5000])
+            ]
+            made += len(batch)
+            ids.extend(m.id for m in mm.remember_many(batch))
+        frontier = ids
+    t0 = time.perf_counter()
+    report = mm.retract(root.id, scope=scope, reason="bench")
+    cascade_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    mm.flush_index()
+    catch_up_s = time.perf_counter() - t0
+    # raw primitive: the same rows' status rewritten by one UPDATE (back to active), committed
     t0 = time.perf_counter()
     with mm.ledger.transaction() as conn:
-        suspect, _ = mm.services.cascade.invalidate(
-            conn, root.id, __import__("memlineage").Status.RETRACTED, mm.clock(), reason="bench"
-        )
-    ledger_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    mm.services.index_sync.sync([root.id, *suspect])
-    index_s = time.perf_counter() - t0
+        changed = conn.execute(
+            update(memories).where(memories.c.user_id == "u", memories.c.status == "suspect").values(status="active")
+        ).rowcount
+    raw_s = time.perf_counter() - t0
     mm.close()
     return {
-        "descendants": len(suspect),
-        "cascade_ledger_ms": ledger_s * 1000,
-        "index_sync_ms": index_s * 1000,
-        "total_ms": (ledger_s + index_s) * 1000,
+        "descendants": len(report.suspect),
+        "cascade_ms": cascade_s * 1000,
+        "index_catch_up_ms": catch_up_s * 1000,
+        "raw_update_ms": raw_s * 1000,
+        "raw_update_rows": changed,
+        "ratio_vs_raw_update": cascade_s / raw_s,
+    }
+
+
+def bench_recall_after_write(n: int, tmp: Path, rounds: int = 40) -> dict[str, Any]:
+    """Recall in one user's scope of ``n`` memories right after a write there, vs with no write in between.
+
+    Both series alternate in one loop (same store, same warm caches); each write is one ``remember``.
+    """
+    vecs = _vectors(n + 2 * rounds, seed=13)
+    queries = _vectors(rounds, seed=17)
+    table = {f"query {j}": q.tolist() for j, q in enumerate(queries)}
+    mm = MemoryManager(
+        ledger=Ledger(f"sqlite:///{tmp / 'aw.db'}"),
+        index=ChromaIndex(_client(tmp / "aw"), "afterwrite"),
+        embedder=LookupEmbedder(table),
+        reconciler=None,
+    )
+    scope = Scope(user_id="solo")
+    topics = "flight hotel price seat dinner meeting train budget museum concert".split()
+    for s in range(0, n, 2000):
+        mm.remember_many(
+            [
+                {"content": f"note {i} about the {topics[i % 10]}", "scope": scope, "embedding": vecs[i]}
+                for i in range(s, min(n, s + 2000))
+            ]
+        )
+    mm.recall("query 0", scope=scope, k=5)  # warm: the lexical index and the vector plan of the scope
+    plain, after = [], []
+    for j in range(rounds):
+        t0 = time.perf_counter()
+        mm.recall(f"query {j}", scope=scope, k=5)
+        plain.append(time.perf_counter() - t0)
+        mm.remember(f"new note {j} about the {topics[j % 10]}", scope=scope, embedding=vecs[n + j].tolist())
+        t0 = time.perf_counter()
+        mm.recall(f"query {j}", scope=scope, k=5)
+        after.append(time.perf_counter() - t0)
+    plan = mm.index.plan("solo")
+    mm.close()
+    return {
+        "n": n,
+        "plan": plan,
+        "recall_p50_ms": statistics.median(plain) * 1000,
+        "recall_after_write_p50_ms": statistics.median(after) * 1000,
+        "after_write_ratio": statistics.median(after) / statistics.median(plain),
     }
 
 
@@ -200,33 +270,39 @@ def bench_embedder(tmp: Path) -> dict[str, Any] | None:
 def main() -> dict[str, Any]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10_000)
+    ap.add_argument("--cascades", default="1000,10000,100000", help="descendant counts, comma-separated")
     ap.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "bench_store.json")
     args = ap.parse_args()
+    sizes = [int(x) for x in args.cascades.split(",") if x]
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        out = {
-            "ingest_recall": bench_ingest_and_recall(args.n, tmp),
-            "cascade_1k": bench_cascade(1_000, tmp),
-            "cascade_10k": bench_cascade(10_000, tmp),
-            "embedder": bench_embedder(tmp),
-        }
+        out: dict[str, Any] = {"ingest_recall": bench_ingest_and_recall(args.n, tmp)}
+        out["recall_after_write"] = bench_recall_after_write(args.n, tmp)
+        out["cascades"] = [bench_cascade(size, tmp) for size in sizes]
+        out["embedder"] = bench_embedder(tmp)
     ir = out["ingest_recall"]
     print(
-        f"ingest {ir['n']}: MemoryManager {ir['memlineage_ingest_per_s']:.0f}/s"
-        f" vs raw Chroma {ir['raw_ingest_per_s']:.0f}/s"
-        f" -> throughput ratio {ir['ingest_throughput_ratio']:.2f}x (target >= 0.8); vs raw Chroma with the same"
+        f"ingest {ir['n']:,}: MemoryManager {ir['memlineage_ingest_per_s']:.0f}/s vs raw Chroma {ir['raw_ingest_per_s']:.0f}/s"
+        f" -> throughput ratio {ir['ingest_throughput_ratio']:.2f}x; vs raw Chroma with the same"
         f" flat metadata {ir['raw_same_metadata_ingest_per_s']:.0f}/s -> "
-        f"{ir['ingest_throughput_ratio_same_metadata']:.2f}x"
+        f"{ir['ingest_throughput_ratio_same_metadata']:.2f}x (target >= 0.9)"
     )
     print(
-        f"recall p50: MemoryManager {ir['memlineage_recall_p50_ms']:.2f} ms vs raw filtered query "
-        f"{ir['raw_recall_p50_ms']:.2f} ms -> {ir['recall_latency_ratio']:.2f}x"
+        f"recall at {ir['n']:,} memories / 10 users: p50 {ir['memlineage_recall_p50_ms']:.2f} ms vs raw filtered query "
+        f"{ir['raw_recall_p50_ms']:.2f} ms -> {ir['recall_latency_ratio']:.2f}x; p95 {ir['memlineage_recall_p95_ms']:.2f}"
+        f" vs {ir['raw_recall_p95_ms']:.2f} ms -> {ir['recall_latency_ratio_p95']:.2f}x"
     )
-    for key in ("cascade_1k", "cascade_10k"):
-        c = out[key]
+    aw = out["recall_after_write"]
+    print(
+        f"recall right after a write at {aw['n']:,} memories / 1 user (plan {aw['plan']}): p50 "
+        f"{aw['recall_after_write_p50_ms']:.2f} ms vs {aw['recall_p50_ms']:.2f} ms with no write -> "
+        f"{aw['after_write_ratio']:.2f}x (target <= 1.2)"
+    )
+    for c in out["cascades"]:
         print(
-            f"cascade {c['descendants']} descendants: ledger {c['cascade_ledger_ms']:.0f} ms + index sync "
-            f"{c['index_sync_ms']:.0f} ms = {c['total_ms']:.0f} ms (target <= 200 ms at 10k)"
+            f"cascade over {c['descendants']:,} descendants: retract() {c['cascade_ms']:.0f} ms end to end vs one raw "
+            f"UPDATE of the same rows {c['raw_update_ms']:.0f} ms -> {c['ratio_vs_raw_update']:.2f}x; index catch-up "
+            f"off the critical path {c['index_catch_up_ms']:.0f} ms"
         )
     if out["embedder"]:
         e = out["embedder"]

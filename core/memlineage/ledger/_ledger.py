@@ -516,6 +516,25 @@ class Ledger:
             statuses = {i: st for i, st in c.execute(query)}
         return edge_rows, groups, statuses
 
+    def attributed_premises(self, root: str, conn: Connection | None = None) -> list[tuple[str, str, str]]:
+        """``(derived, premise, attribution)`` of every annotated wasDerivedFrom edge below ``root``, oldest first.
+
+        One statement joined to the recursive walk; only annotated edges (captured runs) come back, so the cost
+        of a cascade report does not grow with the descendants that have none.
+        """
+        cte = self._descendants_cte(root)
+        query = (
+            select(edges.c.src, edges.c.dst, edges.c.attribution)
+            .where(
+                edges.c.src.in_(select(cte.c.id)),
+                edges.c.relation == Relation.WAS_DERIVED_FROM.value,
+                edges.c.attribution.is_not(None),
+            )
+            .order_by(edges.c.id)
+        )
+        with self._maybe(conn) as c:
+            return [(s, d, a) for s, d, a in c.execute(query)]
+
     def mark_suspect(
         self,
         conn: Connection,

@@ -84,11 +84,13 @@ class Cascade:
 
     def attribution(self, target: str, suspect: Sequence[str]) -> dict[str, str]:
         """For each suspect memory, the attribution of its premise edge into the invalidated chain."""
+        if not suspect:
+            return {}
         chain = {target, *suspect}
         out: dict[str, str] = {}
-        for e in self.ledger.edges_touching(list(suspect)):
-            if e["relation"] == Relation.WAS_DERIVED_FROM.value and e["dst"] in chain and e.get("attribution"):
-                out.setdefault(e["src"], e["attribution"])
+        for src, dst, how in self.ledger.attributed_premises(target):  # suspects are descendants of the target
+            if src in chain and src != target and dst in chain:
+                out.setdefault(src, how)
         return out
 
     def archive(self, ids: Sequence[str], reason: str) -> None:
