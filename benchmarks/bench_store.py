@@ -282,14 +282,16 @@ def main() -> dict[str, Any]:
         out["embedder"] = bench_embedder(tmp)
     ir = out["ingest_recall"]
     print(
-        f"ingest {ir['n']:,}: MemoryManager {ir['memlineage_ingest_per_s']:.0f}/s vs raw Chroma {ir['raw_ingest_per_s']:.0f}/s"
+        f"ingest {ir['n']:,}: MemoryManager {ir['memlineage_ingest_per_s']:.0f}/s vs raw Chroma "
+        f"{ir['raw_ingest_per_s']:.0f}/s"
         f" -> throughput ratio {ir['ingest_throughput_ratio']:.2f}x; vs raw Chroma with the same"
         f" flat metadata {ir['raw_same_metadata_ingest_per_s']:.0f}/s -> "
         f"{ir['ingest_throughput_ratio_same_metadata']:.2f}x (target >= 0.9)"
     )
     print(
         f"recall at {ir['n']:,} memories / 10 users: p50 {ir['memlineage_recall_p50_ms']:.2f} ms vs raw filtered query "
-        f"{ir['raw_recall_p50_ms']:.2f} ms -> {ir['recall_latency_ratio']:.2f}x; p95 {ir['memlineage_recall_p95_ms']:.2f}"
+        f"{ir['raw_recall_p50_ms']:.2f} ms -> {ir['recall_latency_ratio']:.2f}x; p95 "
+        f"{ir['memlineage_recall_p95_ms']:.2f}"
         f" vs {ir['raw_recall_p95_ms']:.2f} ms -> {ir['recall_latency_ratio_p95']:.2f}x"
     )
     aw = out["recall_after_write"]
