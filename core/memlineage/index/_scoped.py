@@ -84,16 +84,14 @@ class _Block:
         self._set_cols(i, meta, codes)
         self.n += 1
 
-    def _set_cols(self, i: int, meta: Mapping[str, Any], codes: _Codes) -> None:
-        self.cols["status"][i] = codes.of(meta.get("status"))
-        self.cols["kind"][i] = codes.of(meta.get("kind"))
-        self.cols["agent"][i] = codes.of(meta.get("agent_id"))
-        self.cols["session"][i] = codes.of(meta.get("session_id"))
+    def _set_cols(self, i: int, meta: Mapping[str, Any], codes: _Codes, *, merge: bool = False) -> None:
+        for col, key in (("status", "status"), ("kind", "kind"), ("agent", "agent_id"), ("session", "session_id")):
+            if not merge or key in meta:  # a merge keeps the columns the update does not name
+                self.cols[col][i] = codes.of(meta.get(key))
 
-    def update(self, mid: str, meta: Mapping[str, Any], codes: _Codes, old: Mapping[str, Any]) -> None:
+    def update(self, mid: str, meta: Mapping[str, Any], codes: _Codes) -> None:
         i = self.row[mid]
-        merged = {**old, **meta}
-        self._set_cols(i, merged, codes)
+        self._set_cols(i, meta, codes, merge=True)
         if "tags" in meta:
             self.tags[i] = tuple(meta.get("tags") or ())
 
@@ -201,7 +199,6 @@ class ScopedVectorIndex:
         self._blocks: OrderedDict[str, _Block] = OrderedDict()
         self._large: set[str] = set()
         self._owner: dict[str, str] = {}
-        self._meta: dict[str, dict[str, Any]] = {}
         self._codes = _Codes()
         self._lock = threading.RLock()
         self.exact_queries = 0  # plan counters (benchmarks, tests)
@@ -256,8 +253,7 @@ class ScopedVectorIndex:
                 if meta.get("user_id") not in (None, user):  # moved to another scope: it leaves this block
                     self._drop(mid)
                     continue
-                block.update(mid, meta, self._codes, self._meta[mid])
-                self._meta[mid] = {**self._meta[mid], **meta}
+                block.update(mid, meta, self._codes)
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete entries from the wrapped index and the blocks; returns what the wrapped index removed."""
@@ -281,7 +277,6 @@ class ScopedVectorIndex:
                 if block is not None:
                     for mid in block.row:
                         self._owner.pop(mid, None)
-                        self._meta.pop(mid, None)
                 self._large.discard(user)
 
     def _put(
@@ -301,7 +296,6 @@ class ScopedVectorIndex:
                     self.invalidate(user)
                     continue
                 self._owner[mid] = user
-                self._meta[mid] = dict(meta)
                 if block.live > self.exact_max:  # outgrew the exact plan
                     self.invalidate(user)
                     self._large.add(user)
@@ -309,7 +303,6 @@ class ScopedVectorIndex:
 
     def _drop(self, mid: str) -> None:
         user = self._owner.pop(mid, None)
-        self._meta.pop(mid, None)
         block = self._blocks.get(user) if user is not None else None
         if block is not None:
             block.drop(mid)
@@ -356,7 +349,6 @@ class ScopedVectorIndex:
                 self._drop(mid)
             block.put(mid, vec, {**meta, "user_id": user}, self._codes)
             self._owner[mid] = user
-            self._meta[mid] = dict(meta)
         self._blocks[user] = block
         self._evict(keep=user)
         return block
@@ -374,7 +366,6 @@ class ScopedVectorIndex:
             total -= block.n
             for mid in block.row:
                 self._owner.pop(mid, None)
-                self._meta.pop(mid, None)
 
     # -- the rest of the port: the wrapped index ------------------------------------------------------------
     def get_metadata(self, ids: Sequence[str]) -> list[dict[str, Any] | None]:
