@@ -328,3 +328,27 @@ def test_manager_blocks_follow_write_erase_and_supersede() -> None:
     mm.erase(scope=ALICE)
     assert mm.index.query(q, 10, IndexFilter(user_id="alice", statuses=("active", "suspect", "erased"))) == []
     assert mm.verify().ok
+
+
+def test_rewiring_a_part_applies_deferred_status_first() -> None:
+    inner = InMemoryIndex()
+    mm = make_manager(index=inner)
+    root = mm.remember("root", scope=ALICE)
+    child = mm.remember("child", scope=ALICE, source="reasoning", derived_from=[root.id])
+    old_sync = mm.services.index_sync
+    deferred = old_sync._deferred
+
+    def queue_only(ids: Any) -> None:  # no worker thread: the ids wait in the queue
+        with deferred._cond:
+            deferred._pending.update(dict.fromkeys(ids))
+
+    deferred.defer = queue_only  # type: ignore[method-assign]
+    mm.retract(root.id, scope=ALICE)
+    assert inner.get_metadata([child.id])[0]["status"] == "active"
+    mm.retrieval = mm.retrieval  # any part assignment re-wires the services; the old sync is flushed and closed
+    assert mm.services.index_sync is not old_sync
+    assert inner.get_metadata([root.id, child.id]) == [
+        {**inner.get_metadata([root.id])[0], "status": "retracted"},
+        {**inner.get_metadata([child.id])[0], "status": "suspect"},
+    ]
+    mm.close()
