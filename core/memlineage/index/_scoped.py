@@ -171,9 +171,12 @@ class ScopedVectorIndex:
         loader: ``user_id -> iterable of (id, vector, flat metadata)``: the scope's indexable memories (the
             ledger). Without a loader every query goes to ``inner``.
         counter: ``user_id -> number of indexable memories``, asked before loading; default: load and count.
-        exact_max: Largest scope searched exactly, >= 0 (0 = always the wrapped index). Default 20,000: exact
-            search over 20,000 384-d vectors is one 30 MB matrix-vector product (a few ms).
-        cache_vectors: Most vectors held over all blocks, >= 0. Default 200,000 (about 300 MB at 384 dims).
+        exact_max: Largest scope searched exactly, >= 0 (0 = always the wrapped index). Default 100,000: one
+            pass over 100,000 384-d vectors (150 MB) takes about 15-25 ms on one core, where Chroma's filtered HNSW
+            query over a scope that size took 450 ms and found 11 % of the exact top 10 on random vectors
+            (``benchmarks/bench_scale.py``).
+        cache_vectors: Most vectors held over all blocks, >= 0. Default 250,000 (about 380 MB at 384 dims, the
+            size of the HNSW graph's own vectors for as many entries).
 
     Example:
         >>> from memlineage.index import InMemoryIndex
@@ -188,8 +191,8 @@ class ScopedVectorIndex:
         loader: BlockLoader | None = None,
         *,
         counter: ScopeCounter | None = None,
-        exact_max: int = 20_000,
-        cache_vectors: int = 200_000,
+        exact_max: int = 100_000,
+        cache_vectors: int = 250_000,
     ) -> None:
         self.inner = inner
         self._loader = loader
