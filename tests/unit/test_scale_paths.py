@@ -174,7 +174,7 @@ def test_verify_and_close_flush_deferred_status() -> None:
     mm.retract(root.id, scope=ALICE)
     time.sleep(0.05)
     assert inner.get_metadata([child.id])[0]["status"] == "active"  # still lagging
-    mm.services.index_sync._deferred._apply = mm.services.index_sync.sync
+    mm.services.index_sync._deferred._apply = mm.services.index_sync._sync_deferred
     mm.services.index_sync._deferred.defer([root.id, child.id])
     assert mm.verify().ok  # verify applies what is deferred first
     assert inner.get_metadata([child.id])[0]["status"] == "suspect"
@@ -352,3 +352,28 @@ def test_rewiring_a_part_applies_deferred_status_first() -> None:
         {**inner.get_metadata([child.id])[0], "status": "suspect"},
     ]
     mm.close()
+
+
+def test_background_sync_leaves_removals_to_the_call_that_made_them() -> None:
+    inner = InMemoryIndex()
+    mm = make_manager(index=inner)
+    a = mm.remember("alice flies to Lisbon", scope=ALICE)
+    with mm.ledger.transaction() as conn:  # the state an erasure leaves between its commit and its own sync
+        mm.ledger.update_memories(conn, [a.id], {"status": "erased", "index_state": "removing"})
+    sync = mm.services.index_sync
+    assert sync._sync_deferred([a.id]) == 0  # a late background batch for this id must not remove it ...
+    assert a.id in inner.ids() and mm.ledger.memory_rows([a.id])[0]["index_state"] == "removing"
+    assert sync.sync([a.id]) == 1  # ... so the erasure's receipt counts what it removed
+    assert a.id not in inner.ids()
+
+
+def test_erase_right_after_retract_counts_every_entry_it_removed() -> None:
+    for _ in range(5):
+        mm = make_manager()
+        a = mm.remember("alice flies to Lisbon on Friday", scope=ALICE)
+        mm.remember("alice prefers aisle seats", scope=ALICE)
+        mm.remember("bob flies to Oslo", scope=BOB)
+        mm.retract(a.id, scope=ALICE)
+        assert mm.erase(scope=ALICE).index_entries_removed == 2
+        assert mm.verify().ok
+        mm.close()

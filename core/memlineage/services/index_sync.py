@@ -143,7 +143,7 @@ class IndexSync:
         self.embedding = embedding
         # One index writer at a time (foreground syncs and the background worker): read rows, write, mark.
         self._lock = threading.RLock()
-        self._deferred = DeferredIndexSync(self.sync)
+        self._deferred = DeferredIndexSync(self._sync_deferred)
 
     def defer(self, ids: Sequence[str]) -> None:
         """Sync ``ids`` on the background thread: status changes of a cascade (see :mod:`memlineage._indexsync`)."""
@@ -173,9 +173,27 @@ class IndexSync:
         with self._lock:
             return self._sync_locked(ids, rows, fresh)
 
-    def _sync_locked(self, ids: Sequence[str], rows: Sequence[dict[str, Any]] | None, fresh: bool) -> int:
+    def _sync_deferred(self, ids: Sequence[str]) -> int:
+        """The background sync: status changes (``stale``) and new rows (``pending``) only.
+
+        Removals stay with the call that made them: ``erase`` and ``archive`` sync them before returning and
+        report what they removed.
+        """
+        with self._lock:
+            return self._sync_locked(ids, None, False, states=("pending", "stale"))
+
+    def _sync_locked(
+        self,
+        ids: Sequence[str],
+        rows: Sequence[dict[str, Any]] | None,
+        fresh: bool,
+        *,
+        states: tuple[str, ...] | None = None,
+    ) -> int:
         if rows is None:
             rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids)), embedding=False) if r]
+            if states is not None:
+                rows = [r for r in rows if r["index_state"] in states]
             pending = [r for r in rows if r["index_state"] == "pending"]
             if pending:  # only a full write needs the stored vector
                 vectors = self.ledger.memory_rows([r["id"] for r in pending])
