@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from memlineage import ChromaIndex, Ledger, MemoryManager, Scope
+from memlineage import ChromaIndex, MemoryManager, Scope
 from memlineage.index import IndexFilter
+from memlineage.ledger import Ledger
 
 DIMS = 384
 K = 10

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -259,7 +259,8 @@ def _candidates(
     revises = d.source.kind is SourceKind.USER and (broad or may_revise(d.content))
     reads = bool(st.slot) or (d.source.kind is SourceKind.USER and (revises or cjk or withdraws(d.content)))
     # a plain record reads nothing: no connection is opened for it (ingest of many records)
-    with ports.ledger.read() if reads else nullcontext() as conn:
+    opened: AbstractContextManager[Any] = ports.ledger.read() if reads else nullcontext()
+    with opened as conn:
         if st.slot:
             query = select(*_COLUMNS).where(*mine, memories.c.slot == st.slot)
             rows.update((r["id"], dict(r)) for r in conn.execute(query).mappings())

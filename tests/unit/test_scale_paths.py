@@ -181,7 +181,7 @@ def test_verify_and_close_flush_deferred_status() -> None:
 
 
 def test_crash_before_the_deferred_sync_is_repaired_on_open(tmp_path) -> None:
-    from memlineage import Ledger
+    from memlineage.ledger import Ledger
 
     url = f"sqlite:///{tmp_path / 'l.db'}"
     inner = InMemoryIndex()
