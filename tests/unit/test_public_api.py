@@ -28,8 +28,8 @@ EXPECTED_ALL = {
         "WriteGateSink", "__version__", "builtin_policies", "load_policies",
     ],
     "memlineage.index": [
-        "ChromaIndex", "Embedder", "InMemoryIndex", "IndexFilter", "IndexHit", "OnnxMiniLMEmbedder", "VectorIndex",
-        "default_model_dir", "ensure_embedder", "index_metadata",
+        "ChromaIndex", "Embedder", "InMemoryIndex", "IndexFilter", "IndexHit", "OnnxMiniLMEmbedder",
+        "ScopedVectorIndex", "VectorIndex", "default_model_dir", "ensure_embedder", "index_metadata",
     ],
     "memlineage.ledger": [
         "HEAD", "Event", "Ledger", "decode_vector", "encode_vector", "memory_to_row", "migrate", "row_to_memory",
