@@ -18,6 +18,7 @@ __all__ = [
     "ChatMessage",
     "ChromaIndex",
     "ConfigurationError",
+    "ConflictError",
     "ConsistencyReport",
     "ConsolidationResult",
     "ContextOverflowError",
@@ -87,6 +88,7 @@ _SOURCES: dict[str, str] = {
     "ChatMessage": "memlineage.window",
     "ChromaIndex": "memlineage.index",
     "ConfigurationError": "memlineage.errors",
+    "ConflictError": "memlineage.errors",
     "ConsistencyReport": "memlineage.manager",
     "ConsolidationResult": "memlineage.consolidation",
     "ContextOverflowError": "memlineage.errors",
@@ -168,6 +170,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from memlineage.consolidation import ConsolidationResult, RuleBasedConsolidator
     from memlineage.errors import (
         ConfigurationError,
+        ConflictError,
         ContextOverflowError,
         InvalidInputError,
         InvalidNamespaceError,

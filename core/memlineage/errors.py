@@ -13,6 +13,7 @@ MemLineageError
 │   ├── LineageCycleError
 │   └── ContextOverflowError
 ├── MemoryNotFoundError (LookupError)
+├── ConflictError
 ├── ScopeViolationError (PermissionError)
 ├── PolicyViolationError (PermissionError)   carries .decision
 ├── PolicyLoadError (ValueError)
@@ -28,6 +29,7 @@ from typing import Any
 
 __all__ = [
     "ConfigurationError",
+    "ConflictError",
     "ContextOverflowError",
     "InvalidInputError",
     "InvalidNamespaceError",
@@ -79,6 +81,15 @@ class ContextOverflowError(InvalidInputError):
 
 class MemoryNotFoundError(MemLineageError, LookupError):
     """No memory (or activity) with that id exists in the requested scope."""
+
+
+class ConflictError(MemLineageError):
+    """A concurrent write changed what this one rested on; nothing was written.
+
+    Raised when the memory a ``supersede`` replaces was superseded, retracted or erased by another writer between
+    reading it and writing (re-read the newest version and supersede that), or when the database aborted the
+    transaction to break a lock cycle with another writer (retry the call).
+    """
 
 
 class ScopeViolationError(MemLineageError, PermissionError):

@@ -77,7 +77,9 @@ def evaluate_cascade(
     return newly
 
 
-def plan_cascade(ledger: Any, conn: Any, mid: str, status: Status) -> tuple[list[str], list[str], bool]:
+def plan_cascade(
+    ledger: Any, conn: Any, mid: str, status: Status, *, info: dict[str, tuple[int, str, int]] | None = None
+) -> tuple[list[str], list[str], bool]:
     """Decide a cascade below ``mid`` (about to take the invalidating ``status``) with set-based ledger reads.
 
     One recursive query lists the descendants with their status and number of support groups. When none has an
@@ -90,12 +92,14 @@ def plan_cascade(ledger: Any, conn: Any, mid: str, status: Status) -> tuple[list
         conn: Connection to read in (the cascade's transaction, to see its own writes).
         mid: The memory being invalidated.
         status: Its new status (retracted, superseded, expired, erased).
+        info: ``ledger.cascade_info(mid)`` when the caller read it already (under the cascade's locks).
 
     Returns:
         ``(suspect, unaffected, every_active)``: ids to mark suspect in topological order (premises first),
         the other descendants sorted, and whether ``suspect`` is exactly every active descendant.
     """
-    info = ledger.cascade_info(mid, conn)
+    if info is None:
+        info = ledger.cascade_info(mid, conn)
     if all(n <= 1 for _, _, n in info.values()):
         order = sorted(info, key=lambda i: (info[i][0], i))
         suspect = [i for i in order if info[i][1] == Status.ACTIVE.value]

@@ -59,7 +59,10 @@ class WriteVerbs:
                 value model ``semantic`` when V reaches the store threshold (promotion to long-term memory).
             tags: Labels for policies and filters.
             metadata: JSON-like dict; ``None`` = ``{}``; NaN/inf and keys starting with ``_ml_`` are refused.
-            derived_from: Premise memory ids (wasDerivedFrom); must exist in the same scope.
+            derived_from: Premise memory ids (wasDerivedFrom); must exist in the same scope. A premise that is
+                superseded, retracted, expired or suspect when the memory is written (also when that happens while
+                the write runs) leaves the new memory ``suspect``, as the cascade would have; an erased one is
+                refused.
             confidence: Source confidence in [0, 1].
             activity_id: The activity that generated it (wasGeneratedBy), e.g. a LangChain run id.
             parent_activity_id: That activity's parent run.
@@ -134,6 +137,8 @@ class WriteVerbs:
         Raises:
             MemoryNotFoundError: no such memory in the scope.
             InvalidInputError: the old memory is not live (already superseded, retracted, erased...).
+            ConflictError: another writer superseded, retracted or erased it while this call ran (checked under
+                the row's lock in the writing transaction); nothing was written: supersede its newest version.
             PolicyViolationError: an update policy denied it (e.g. a tool overwriting a user assertion).
         """
         return self.services.writes.supersede(old_id, new_content, scope=scope, source=source, **kwargs)

@@ -102,6 +102,9 @@ supports = Table(
     Column("premises", Integer, nullable=False),
     Column("created_at", Double, nullable=False),
     Index("ix_ml_supports_memory", "memory_id"),
+    # Two corroborations never share a group number (they would merge into one conjunctive group); the writer
+    # also numbers groups under the memory's row lock, so this only turns a missed lock into an error.
+    UniqueConstraint("memory_id", "support", name="uq_ml_supports_group"),
 )
 
 #: Activities: ``id`` is MemLineage's own key; framework ids (``run_id``, ``tool_call_id``) are scoped attributes,

@@ -6,6 +6,8 @@ on), never the manager; :func:`wire` builds the whole set from a store's parts. 
 - :mod:`~memlineage.services.draft`: validation of a write request into a draft.
 - :mod:`~memlineage.services.write`: the write path (dedupe, corroboration, slot plan, update detection, value
   gate, persistence) and supersede / revise.
+- ``memlineage.services._concurrency``: the write path's checks repeated under database locks inside the writing
+  transaction (several writers on one PostgreSQL ledger).
 - :mod:`~memlineage.services.cascade`: invalidation and its cascade, expiry, archiving.
 - :mod:`~memlineage.services.lifecycle`: retract, impact, revalidate, undo, forget, erase.
 - :mod:`~memlineage.services.index_sync`: pending → indexed, repair, verify, reindex.

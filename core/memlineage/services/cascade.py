@@ -57,10 +57,13 @@ class Cascade:
             ``(suspect_ids, unaffected_descendant_ids)``.
         """
         t = to_epoch(now)
-        row = self.ledger.memory_rows([mid], conn)[0]
+        if dry_run:
+            row, info = self.ledger.memory_rows([mid], conn)[0], self.ledger.cascade_info(mid, conn)
+        else:  # lock it and its descendants: a conclusion written concurrently is either seen here or waits
+            row, info = self.ledger.lock_cascade(mid, conn)
         if row is None:  # pragma: no cover - callers check
             raise MemoryNotFoundError(mid)
-        suspect, unaffected, every_active = plan_cascade(self.ledger, conn, mid, status)
+        suspect, unaffected, every_active = plan_cascade(self.ledger, conn, mid, status, info=info)
         if dry_run:
             return suspect, unaffected
         inv_activity = activity_id or new_id()

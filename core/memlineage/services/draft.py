@@ -59,6 +59,7 @@ class Draft:
     slot_value: str | None = None  # update detection: the value the statement assigns to its (detected) slot
     auto_slot: bool = False  # the slot was detected, not given by the caller
     auto_kind: bool = False  # no kind given: episodic, or semantic when the value model promotes it
+    strict: bool = False  # supersede(): the named memory must still be current when written (else ConflictError)
 
     def to_memory(self, now: datetime, *, previous: Mapping[str, Any] | None = None) -> Memory:
         """The memory this draft becomes when written at ``now`` (``previous``: the ledger row it supersedes)."""

@@ -44,6 +44,7 @@ from memlineage.models import (
 from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
 from memlineage.reconcile import Decision, Reconciler
 from memlineage.reconcile._text import untouched_clauses
+from memlineage.services._concurrency import content_keys, lock_premises, recheck_targets, settle
 from memlineage.services._rows import LIVE, check_activity_owners, edge_row, event_row, row_scope, write_scope
 from memlineage.services.cascade import Cascade
 from memlineage.services.draft import Draft, DraftBuilder, check_item
@@ -71,8 +72,8 @@ class WritePath:
         reads: Reads memories back (scope-checked).
         clock: Returns "now".
         write_mutex: Serialises the write gate (duplicate check → insert) within this process, so two threads
-            writing the same content cannot both store it; across processes, server mode relies on the
-            ledger's transactions.
+            writing the same content cannot both store it; across processes, :meth:`Ledger.guard` and the row
+            locks of :mod:`memlineage.services._concurrency` do the same on PostgreSQL.
     """
 
     def __init__(
@@ -167,6 +168,11 @@ class WritePath:
 
     def remember_locked(self, drafts: list[Draft], now: datetime) -> list[Memory]:
         """Resolve, gate and persist validated drafts (caller holds the write mutex); one memory per draft."""
+        # Other processes writing the same words in the scope wait here until this write is committed.
+        with self.ledger.guard(content_keys(drafts)):
+            return self._remember_guarded(drafts, now)
+
+    def _remember_guarded(self, drafts: list[Draft], now: datetime) -> list[Memory]:
         results: list[Memory | None] = [None] * len(drafts)
         todo, batch_dups, merges = self._dedupe(drafts, now)
         missing = [d for d in todo if d.embedding is None]
@@ -177,7 +183,7 @@ class WritePath:
         todo = self._detect(drafts, todo, batch_dups, merges, now)
         # Writes start only now, after everything that can fail on bad input or a broken embedder.
         if merges:
-            self._merge_duplicates(merges, results, now)
+            todo += self._merge_duplicates(merges, results, now)
         todo = self.value.gate(drafts, todo, results, now)
         written: list[dict[str, Any]] = []
         created, suspects = self._persist(todo, now, rows_out=written)
@@ -325,21 +331,35 @@ class WritePath:
 
     def _merge_duplicates(
         self, merges: list[tuple[int, dict[str, Any], Draft]], results: list[Memory | None], now: datetime
-    ) -> None:
-        """Record ``seen_again`` or a corroborating support for duplicates of live ledger rows."""
+    ) -> list[Draft]:
+        """Record ``seen_again`` or a corroborating support for duplicates of live ledger rows.
+
+        Returns:
+            The drafts whose memory was withdrawn by another writer meanwhile: they are stored as new memories.
+        """
+        merged: list[tuple[int, dict[str, Any], Draft]] = []
+        back: list[Draft] = []
         with self.ledger.transaction() as conn:
-            for _, row, d in merges:
+            for i, row, d in merges:
+                current = self.ledger.lock_rows(conn, [row["id"]]).get(row["id"])
+                if current is None or current["status"] not in LIVE:
+                    d.decision = None
+                    back.append(d)
+                    continue
                 if d.decision is not None:
                     self._record_decision(conn, d, None, now)
-                self._corroborate(conn, row, d, now)
-        fresh = self.ledger.memories([row["id"] for _, row, _ in merges])
-        for (i, _, _), mem in zip(merges, fresh):
+                self._corroborate(conn, current, d, now)
+                merged.append((i, current, d))
+        fresh = self.ledger.memories([row["id"] for _, row, _ in merged])
+        for (i, _, _), mem in zip(merged, fresh):
             results[i] = mem
-        self.syncer.sync([row["id"] for _, row, _ in merges])
+        self.syncer.sync([row["id"] for _, row, _ in merged])
+        return back
 
     def _corroborate(self, conn: Connection, row: dict[str, Any], d: Draft, now: datetime) -> None:
         mid = row["id"]
         t = to_epoch(now)
+        lock_premises(self.ledger, conn, [d])
         groups = self.ledger.support_rows(mid, conn)
         if d.derived_from:
             descendants = self.ledger.walk([mid], direction="descendants", conn=conn)
@@ -376,6 +396,8 @@ class WritePath:
             if d.decision is not None:
                 data["decision"] = {"action": d.decision.action.value, "reason": d.decision.reason}
             self.ledger.insert_events(conn, [event_row(t, "seen_again", mid, d.activity_id, row["user_id"], data)])
+            if extra:
+                settle(self.ledger, conn, [mid], t)  # an added premise may be withdrawn: the group no longer holds
             return
         group = max((g["support"] for g in groups), default=-1) + 1
         self.ledger.insert_supports(
@@ -412,6 +434,8 @@ class WritePath:
                 )
             ],
         )
+        if d.derived_from:
+            settle(self.ledger, conn, [mid], t)  # a group resting on a withdrawn premise does not revive it
 
     def _rederives(self, old: set[str], new: Sequence[str], conn: Connection) -> bool:
         """Whether ``new`` premises re-derive a memory whose ``old`` premise group has lost a premise."""
@@ -448,43 +472,49 @@ class WritePath:
         # (old id, status, reason, decision) for each memory this batch supersedes or withdraws
         invalidations: list[tuple[str, Status, str, Decision | None]] = []
         activity_ids = {d.activity_id for d in drafts if d.activity_id}
-        for d in drafts:
-            old = d.supersedes
-            mem = d.to_memory(now, previous=old)
-            mems.append(mem)
-            row = memory_to_row(mem)
-            row.update(
-                content_hash=d.hash, index_state="pending", embedding=encode_vector(d.embedding),
-                embedder=self.embedding.embedder.name,
-            )  # fmt: skip
-            rows.append(row)
-            user = d.scope.user_id
-            support_rows.append(
-                {
-                    "memory_id": mem.id, "support": 0, "source_kind": d.source.kind.value,
-                    "source_name": d.source.name, "activity_id": d.activity_id,
-                    "premises": len(d.derived_from), "created_at": t,
-                }
-            )  # fmt: skip
-            edge_rows.extend(
-                edge_row(mem.id, p, Relation.WAS_DERIVED_FROM, t, user, 0, d.activity_id) for p in d.derived_from
-            )
-            if d.activity_id:
-                edge_rows.append(edge_row(mem.id, d.activity_id, Relation.WAS_GENERATED_BY, t, user))
-            data: dict[str, Any] = {"source": str(d.source), "kind": d.kind.value}
-            if old:
-                edge_rows.append(edge_row(mem.id, old["id"], Relation.WAS_REVISION_OF, t, user))
-                reason = d.decision.reason if d.decision else "superseded by a new version"
-                invalidations.append((old["id"], Status.SUPERSEDED, reason, d.decision))
-                data["supersedes"] = old["id"]
-            if d.retracts:
-                assert d.decision is not None
-                invalidations.append((d.retracts, Status.RETRACTED, d.decision.reason, d.decision))
-                data["retracts"] = d.retracts
-            if d.decision is not None:
-                data["decision"] = {"action": d.decision.action.value, "target": d.decision.target}
-            event_rows.append(event_row(t, "created", mem.id, d.activity_id, user, data))
         with self.ledger.transaction() as conn:
+            # What this write replaces and rests on, re-read under locks: another writer may have changed it.
+            latest = recheck_targets(self.ledger, conn, drafts)
+            if latest is not None and latest >= (t or 0.0):  # a version is never recorded before the one it replaces
+                t = latest + 1e-6
+                now = from_epoch(t) or now
+            lock_premises(self.ledger, conn, drafts)
+            for d in drafts:
+                old = d.supersedes
+                mem = d.to_memory(now, previous=old)
+                mems.append(mem)
+                row = memory_to_row(mem)
+                row.update(
+                    content_hash=d.hash, index_state="pending", embedding=encode_vector(d.embedding),
+                    embedder=self.embedding.embedder.name,
+                )  # fmt: skip
+                rows.append(row)
+                user = d.scope.user_id
+                support_rows.append(
+                    {
+                        "memory_id": mem.id, "support": 0, "source_kind": d.source.kind.value,
+                        "source_name": d.source.name, "activity_id": d.activity_id,
+                        "premises": len(d.derived_from), "created_at": t,
+                    }
+                )  # fmt: skip
+                edge_rows.extend(
+                    edge_row(mem.id, p, Relation.WAS_DERIVED_FROM, t, user, 0, d.activity_id) for p in d.derived_from
+                )
+                if d.activity_id:
+                    edge_rows.append(edge_row(mem.id, d.activity_id, Relation.WAS_GENERATED_BY, t, user))
+                data: dict[str, Any] = {"source": str(d.source), "kind": d.kind.value}
+                if old:
+                    edge_rows.append(edge_row(mem.id, old["id"], Relation.WAS_REVISION_OF, t, user))
+                    reason = d.decision.reason if d.decision else "superseded by a new version"
+                    invalidations.append((old["id"], Status.SUPERSEDED, reason, d.decision))
+                    data["supersedes"] = old["id"]
+                if d.retracts:
+                    assert d.decision is not None
+                    invalidations.append((d.retracts, Status.RETRACTED, d.decision.reason, d.decision))
+                    data["retracts"] = d.retracts
+                if d.decision is not None:
+                    data["decision"] = {"action": d.decision.action.value, "target": d.decision.target}
+                event_rows.append(event_row(t, "created", mem.id, d.activity_id, user, data))
             found = [r for r in self.ledger.activity_rows(sorted(activity_ids), conn) if r]
             check_activity_owners(found, drafts)
             known = {r["id"] for r in found}
@@ -504,6 +534,12 @@ class WritePath:
             self.ledger.insert_supports(conn, support_rows)
             self.ledger.insert_edges(conn, edge_rows)
             self.ledger.insert_events(conn, event_rows)
+            # A premise withdrawn before the write (or while it waited for the premise's lock) leaves it suspect.
+            settled = set(settle(self.ledger, conn, [m.id for d, m in zip(drafts, mems) if d.derived_from], t))
+            if settled:
+                for row in rows:
+                    row["status"] = Status.SUSPECT.value if row["id"] in settled else row["status"]
+                mems = [m.model_copy(update={"status": Status.SUSPECT}) if m.id in settled else m for m in mems]
             suspects: list[str] = []
             by_target = {d.decision.target: (d, m) for d, m in zip(drafts, mems) if d.decision is not None}
             for old_id, status, reason, decision in invalidations:
@@ -581,12 +617,9 @@ class WritePath:
         if d.embedding is None:
             d.embedding = self.embedding.embed([d.content])[0]
         d.force = True  # an explicit revision is always stored; a value model only scores it
+        d.strict = True  # ... and only while ``old_id`` is still current (checked again under its row lock)
         self.value.gate([d], [d], [None], self.clock())
         with self.write_mutex:
-            current = self.ledger.memory_rows([old_id])[0]
-            if current is None or current["status"] not in LIVE:
-                msg = f"memory {old_id!r} was superseded or invalidated meanwhile; supersede its newest version"
-                raise InvalidInputError(msg)
             (new,), suspect = self._persist([d], self.clock())
         self.syncer.sync([new.id])
         return CascadeReport(
