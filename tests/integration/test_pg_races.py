@@ -210,6 +210,25 @@ def test_conclusion_written_while_its_premise_is_retracted_is_not_active(manager
     assert set(a.ledger.statuses([p.id for p in premises]).values()) == {Status.RETRACTED.value}
 
 
+def test_conclusion_from_a_descendant_of_a_retracted_memory_is_not_active(managers: list[MemoryManager]) -> None:
+    """100 chains A → B: one writer retracts A while another derives C from B; C must not stay active."""
+    a, b = managers
+    roots = [a.remember(f"hotel {i} has a room", scope=ALICE, source="tool:hotels") for i in range(100)]
+    middles = [
+        a.remember(f"stay at hotel {i}", scope=ALICE, source="reasoning", derived_from=[r.id])
+        for i, r in enumerate(roots)
+    ]
+    results = race(
+        len(roots),
+        lambda r: a.retract(roots[r].id, scope=ALICE),
+        lambda r: b.remember(f"pack for hotel {r}", scope=ALICE, source="reasoning", derived_from=[middles[r].id]),
+    )
+    statuses = a.ledger.statuses([m.id for m in results[1]])
+    active = [i for i, s in statuses.items() if s == Status.ACTIVE.value]
+    assert active == [], f"{len(active)} of {len(roots)} conclusions active below a retracted memory"
+    assert set(a.ledger.statuses([m.id for m in middles]).values()) == {Status.SUSPECT.value}
+
+
 # ------------------------------------------------------------------------------- both backends, deterministic
 @pytest.fixture
 def mm(ledger_url: str) -> Iterator[MemoryManager]:

@@ -85,7 +85,7 @@ def recheck_targets(ledger: Ledger, conn: Connection, drafts: Sequence[Any]) -> 
                 d.retracts = None
         if d.slot and not d.strict:
             key = (d.scope.user_id, d.scope.agent_id, d.slot)
-            if key in claimed:
+            if key in claimed and intended:
                 d.supersedes = claimed[key]
             elif d.supersedes is None and intended:
                 holder = _slot_holder(ledger, conn, d)
