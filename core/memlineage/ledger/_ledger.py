@@ -7,7 +7,6 @@ affected set, not with the store.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import threading
@@ -35,6 +34,7 @@ from sqlalchemy.schema import CreateSchema
 from memlineage.errors import ConflictError, InvalidInputError, SchemaVersionError, StorageError
 from memlineage.ledger import _versions
 from memlineage.ledger._graph import GraphQueries, _chunks
+from memlineage.ledger._locks import Locks
 from memlineage.ledger._rows import Event, memory_to_row, row_to_memory
 from memlineage.ledger._schema import activities, edges, events, memories, metadata, supports
 from memlineage.models import (
@@ -58,7 +58,7 @@ _MAX_IDENTIFIER = 63
 _CONFLICT_STATES = frozenset({"40P01", "40001"})
 
 
-class Ledger(GraphQueries):
+class Ledger(GraphQueries, Locks):
     """SQL ledger of memories, lineage edges, activities and events.
 
     Setup:
@@ -202,67 +202,6 @@ class Ledger(GraphQueries):
             raise StorageError(msg) from exc
 
     @contextmanager
-    def guard(self, keys: Iterable[Sequence[str]]) -> Iterator[None]:
-        """Hold database locks on ``keys`` across several transactions (a write's read-check-write window).
-
-        PostgreSQL: transaction-level advisory locks (``pg_advisory_xact_lock``) on a connection of their own,
-        taken in sorted order (no lock cycle between two guards) and released when the block ends, also when the
-        process dies (the server ends the session). Another process guarding an equal key waits. SQLite: nothing
-        to do, one writer holds the store (``Ledger.transaction`` and the store's writer lock).
-
-        Args:
-            keys: Tuples of strings, e.g. ``("content", user_id, agent_id, content_hash)``.
-
-        Raises:
-            StorageError: the locks could not be taken.
-        """
-        numbers = self._lock_numbers(keys)
-        if self.is_sqlite or not numbers:
-            yield
-            return
-        try:
-            conn = self.engine.connect()
-        except SQLAlchemyError as exc:
-            msg = f"ledger lock failed: {exc}"
-            raise StorageError(msg) from exc
-        try:
-            trans = conn.begin()
-            self._take(conn, numbers)
-        except SQLAlchemyError as exc:
-            conn.close()
-            msg = f"ledger lock failed: {exc}"
-            raise StorageError(msg) from exc
-        try:
-            yield
-        finally:
-            try:
-                trans.rollback()  # nothing was written on this connection; ending it releases the locks
-            finally:
-                conn.close()
-
-    def lock_keys(self, conn: Connection, keys: Iterable[Sequence[str]]) -> None:
-        """Take advisory locks on ``keys`` until ``conn``'s transaction ends (PostgreSQL; no-op on SQLite).
-
-        Use for things that have no row yet (the first holder of a slot). Keys are taken in sorted order.
-        """
-        numbers = self._lock_numbers(keys)
-        if numbers and not self.is_sqlite:
-            self._take(conn, numbers)
-
-    def _lock_numbers(self, keys: Iterable[Sequence[str]]) -> list[int]:
-        """Signed 64-bit advisory lock numbers for ``keys`` (BLAKE2b of the schema and the key), sorted, unique."""
-        out = set()
-        for key in keys:
-            text = "\x1f".join([self._lock_space, *key]).encode("utf-8", "surrogatepass")
-            out.add(int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big", signed=True))
-        return sorted(out)
-
-    @staticmethod
-    def _take(conn: Connection, numbers: Sequence[int]) -> None:
-        for number in numbers:  # one statement each: the order of taking is the order of the list
-            conn.execute(select(func.pg_advisory_xact_lock(number)))
-
-    @contextmanager
     def _write_lock(self) -> Iterator[None]:
         # SQLite allows one writer; serialising in-process writers avoids busy retries. PostgreSQL needs no lock.
         if self.is_sqlite:
@@ -385,50 +324,6 @@ class Ledger(GraphQueries):
             for row in found.values():
                 row["embedding"] = None
         return [found.get(i) for i in ids]
-
-    def lock_rows(self, conn: Connection, ids: Iterable[str], *, share: bool = False) -> dict[str, dict[str, Any]]:
-        """Lock memory rows until ``conn``'s transaction ends and return their current values (without vectors).
-
-        PostgreSQL: ``SELECT ... FOR UPDATE`` (``FOR SHARE`` with ``share=True``, which lets other writers read
-        and share-lock the rows but makes an ``UPDATE`` of them wait), in id order so that two writers never
-        lock the same rows in opposite orders. A row changed by a transaction that committed while this one
-        waited is returned as committed. SQLite: a plain read (the writer lock already serialises writers).
-
-        Args:
-            conn: The write transaction's connection.
-            ids: Memory ids; missing ones are absent from the result.
-            share: Lock for share (premises of a write) instead of for update (rows about to change).
-
-        Returns:
-            ``{id: row}``.
-        """
-        found: dict[str, dict[str, Any]] = {}
-        cols = [c for c in memories.c if c.name != "embedding"]
-        for chunk in _chunks(sorted(set(ids))):
-            query = select(*cols).where(memories.c.id.in_(chunk)).order_by(memories.c.id)
-            for row in conn.execute(query.with_for_update(read=share)).mappings():
-                found[row["id"]] = {**row, "embedding": None}
-        return found
-
-    def lock_cascade(self, mid: str, conn: Connection) -> tuple[dict[str, Any] | None, dict[str, tuple[int, str, int]]]:
-        """Lock ``mid`` and every descendant for update, then return its row and :meth:`cascade_info`.
-
-        A conclusion written concurrently share-locks its premises: either it committed before the lock was
-        granted (then the walk, repeated until it finds nothing unlocked, sees it) or it waits and then finds its
-        premise withdrawn. So no descendant escapes the cascade.
-
-        Returns:
-            ``(row or None, {memory_id: (min_depth, status, number_of_support_groups)})``.
-        """
-        row = self.lock_rows(conn, [mid]).get(mid)
-        locked = {mid}
-        while True:
-            info = self.cascade_info(mid, conn)
-            fresh = set(info) - locked
-            if not fresh or self.is_sqlite:
-                return row, info
-            self.lock_rows(conn, fresh)
-            locked |= fresh
 
     def memories(self, ids: Sequence[str], conn: Connection | None = None) -> list[Memory | None]:
         """Memories for ``ids`` in input order (``None`` for misses), with their original premises."""

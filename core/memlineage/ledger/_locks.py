@@ -1,0 +1,145 @@
+"""Database locks of the ledger for concurrent writers (PostgreSQL server mode; no-ops or plain reads on SQLite).
+
+The write path reads before it writes (duplicates, a slot's holder, the memory an update replaces, premises), so
+several processes on one PostgreSQL ledger must re-check those reads under locks inside the writing transaction
+(see :mod:`memlineage.services._concurrency`). These are the locks: advisory locks on keys that have no row yet
+(:meth:`Locks.guard` across several transactions, :meth:`Locks.lock_keys` within one), row locks
+(:meth:`Locks.lock_rows`) and the cascade's lock on a memory and all its descendants (:meth:`Locks.lock_cascade`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy.exc import SQLAlchemyError
+
+from memlineage.errors import StorageError
+from memlineage.ledger._graph import _chunks
+from memlineage.ledger._schema import memories
+
+__all__ = ["Locks"]
+
+
+class Locks:
+    """Locking half of :class:`~memlineage.ledger.Ledger` (a mixin: it uses the ledger's engine and walks).
+
+    Attributes used: ``engine``, ``is_sqlite``, ``_lock_space`` (the schema the tables live in, so that every URL
+    spelling of one store derives the same advisory lock numbers) and ``cascade_info``.
+    """
+
+    engine: Engine
+    is_sqlite: bool
+    _lock_space: str
+
+    if TYPE_CHECKING:  # provided by Ledger
+
+        def cascade_info(self, mid: str, conn: Connection | None = None) -> dict[str, tuple[int, str, int]]: ...
+
+    @contextmanager
+    def guard(self, keys: Iterable[Sequence[str]]) -> Iterator[None]:
+        """Hold database locks on ``keys`` across several transactions (a write's read-check-write window).
+
+        PostgreSQL: transaction-level advisory locks (``pg_advisory_xact_lock``) on a connection of their own,
+        taken in sorted order (no lock cycle between two guards) and released when the block ends, also when the
+        process dies (the server ends the session). Another process guarding an equal key waits. SQLite: nothing
+        to do, one writer holds the store (``Ledger.transaction`` and the store's writer lock).
+
+        Args:
+            keys: Tuples of strings, e.g. ``("content", user_id, agent_id, content_hash)``.
+
+        Raises:
+            StorageError: the locks could not be taken.
+        """
+        numbers = self._lock_numbers(keys)
+        if self.is_sqlite or not numbers:
+            yield
+            return
+        try:
+            conn = self.engine.connect()
+        except SQLAlchemyError as exc:
+            msg = f"ledger lock failed: {exc}"
+            raise StorageError(msg) from exc
+        try:
+            trans = conn.begin()
+            self._take(conn, numbers)
+        except SQLAlchemyError as exc:
+            conn.close()
+            msg = f"ledger lock failed: {exc}"
+            raise StorageError(msg) from exc
+        try:
+            yield
+        finally:
+            try:
+                trans.rollback()  # nothing was written on this connection; ending it releases the locks
+            finally:
+                conn.close()
+
+    def lock_keys(self, conn: Connection, keys: Iterable[Sequence[str]]) -> None:
+        """Take advisory locks on ``keys`` until ``conn``'s transaction ends (PostgreSQL; no-op on SQLite).
+
+        Use for things that have no row yet (the first holder of a slot). Keys are taken in sorted order.
+        """
+        numbers = self._lock_numbers(keys)
+        if numbers and not self.is_sqlite:
+            self._take(conn, numbers)
+
+    def _lock_numbers(self, keys: Iterable[Sequence[str]]) -> list[int]:
+        """Signed 64-bit advisory lock numbers for ``keys`` (BLAKE2b of the schema and the key), sorted, unique."""
+        out = set()
+        for key in keys:
+            text = "\x1f".join([self._lock_space, *key]).encode("utf-8", "surrogatepass")
+            out.add(int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big", signed=True))
+        return sorted(out)
+
+    @staticmethod
+    def _take(conn: Connection, numbers: Sequence[int]) -> None:
+        for number in numbers:  # one statement each: the order of taking is the order of the list
+            conn.execute(select(func.pg_advisory_xact_lock(number)))
+
+    def lock_rows(self, conn: Connection, ids: Iterable[str], *, share: bool = False) -> dict[str, dict[str, Any]]:
+        """Lock memory rows until ``conn``'s transaction ends and return their current values (without vectors).
+
+        PostgreSQL: ``SELECT ... FOR UPDATE`` (``FOR SHARE`` with ``share=True``, which lets other writers read
+        and share-lock the rows but makes an ``UPDATE`` of them wait), in id order so that two writers never
+        lock the same rows in opposite orders. A row changed by a transaction that committed while this one
+        waited is returned as committed. SQLite: a plain read (the writer lock already serialises writers).
+
+        Args:
+            conn: The write transaction's connection.
+            ids: Memory ids; missing ones are absent from the result.
+            share: Lock for share (premises of a write) instead of for update (rows about to change).
+
+        Returns:
+            ``{id: row}``.
+        """
+        found: dict[str, dict[str, Any]] = {}
+        cols = [c for c in memories.c if c.name != "embedding"]
+        for chunk in _chunks(sorted(set(ids))):
+            query = select(*cols).where(memories.c.id.in_(chunk)).order_by(memories.c.id)
+            for row in conn.execute(query.with_for_update(read=share)).mappings():
+                found[row["id"]] = {**row, "embedding": None}
+        return found
+
+    def lock_cascade(self, mid: str, conn: Connection) -> tuple[dict[str, Any] | None, dict[str, tuple[int, str, int]]]:
+        """Lock ``mid`` and every descendant for update, then return its row and :meth:`cascade_info`.
+
+        A conclusion written concurrently share-locks its premises: either it committed before the lock was
+        granted (then the walk, repeated until it finds nothing unlocked, sees it) or it waits and then finds its
+        premise withdrawn. So no descendant escapes the cascade.
+
+        Returns:
+            ``(row or None, {memory_id: (min_depth, status, number_of_support_groups)})``.
+        """
+        row = self.lock_rows(conn, [mid]).get(mid)
+        locked = {mid}
+        while True:
+            info = self.cascade_info(mid, conn)
+            fresh = set(info) - locked
+            if not fresh or self.is_sqlite:
+                return row, info
+            self.lock_rows(conn, fresh)
+            locked |= fresh
