@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from memlineage import MemoryManager, SchemaVersionError, Scope, StorageError
@@ -377,3 +379,54 @@ def test_open_and_settings_put_the_ledger_in_its_schema(pg_server: str, monkeypa
         with engine.begin() as conn:
             conn.execute(sa.schema.DropSchema(name, cascade=True, if_exists=True))
         engine.dispose()
+
+
+def _at_0001(url: str) -> None:
+    """A store at revision 0001 (before unique support-group numbers), with the old rows."""
+    _build_old_store(url)
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            cfg = Config()
+            cfg.set_main_option("script_location", str(_versions.MIGRATIONS_DIR))
+            cfg.attributes["connection"] = conn
+            cfg.attributes["schema"] = None
+            command.upgrade(cfg, "0001")
+    finally:
+        engine.dispose()
+    assert _state(url) == "0001"
+
+
+def _insert_support(url: str, group: int) -> None:
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text(
+                    "INSERT INTO ml_supports (memory_id, support, source_kind, premises, created_at) "
+                    "VALUES ('m2', :g, 'tool', 0, 3.0)"
+                ),
+                {"g": group},
+            )
+    finally:
+        engine.dispose()
+
+
+def test_0002_makes_support_group_numbers_unique(ledger_url: str) -> None:
+    """Issue 14: two corroborations must never share a group number; 0002 adds the constraint, rows kept."""
+    _at_0001(ledger_url)
+    before = _dump(ledger_url)
+    assert migrate(ledger_url) == ("0001", HEAD)
+    assert _dump(ledger_url) == before
+    _insert_support(ledger_url, 1)  # a new number is fine
+    with pytest.raises(sa.exc.IntegrityError):
+        _insert_support(ledger_url, 1)
+
+
+def test_0002_keeps_a_store_whose_groups_already_repeat(ledger_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    _at_0001(ledger_url)
+    _insert_support(ledger_url, 0)  # m2 already holds group 0: the race this revision guards against
+    with caplog.at_level(logging.WARNING, logger="memlineage.ledger"):
+        assert migrate(ledger_url) == ("0001", HEAD)
+    assert "uq_ml_supports_group was not added" in caplog.text
+    assert len(_dump(ledger_url)["ml_supports"]) == 2
