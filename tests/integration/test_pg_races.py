@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from memlineage import ConflictError, InvalidInputError, Ledger, MemoryManager, Scope, Status
+from memlineage import ConflictError, InvalidInputError, MemoryManager, Scope, Status
 from memlineage.index import InMemoryIndex
+from memlineage.ledger import Ledger
 from memlineage.testing import FakeEmbedder
 from sqlalchemy import text
 
