@@ -15,7 +15,8 @@ import pytest
 # The public surface, written out: a name added to or dropped from an `__all__` must be added or dropped here too.
 EXPECTED_ALL = {
     "memlineage": [
-        "Activity", "CascadeReport", "ChatMessage", "ChromaIndex", "ConfigurationError", "ConsistencyReport",
+        "Activity", "CascadeReport", "ChatMessage", "ChromaIndex", "ConfigurationError", "ConflictError",
+        "ConsistencyReport",
         "ConsolidationResult", "ContextOverflowError", "Decision", "Effect", "Embedder", "ErasureReceipt", "Event",
         "Exclusion", "Explanation", "FeatureExtractor", "InMemoryIndex", "InvalidInputError", "InvalidNamespaceError",
         "LLMExtractor", "Lineage", "LineageCycleError", "MemLineageError", "MemLineageSettings", "Memory",
