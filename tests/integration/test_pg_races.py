@@ -453,7 +453,12 @@ def test_four_processes_keep_every_invariant(pg_schema: PgSchema) -> None:
             ),
             "active conclusions on a retracted premise": sum(s == Status.ACTIVE.value for s in statuses.values()),
         }
-        assert len(statuses) == 2 * len(plan["premises"])
+        # A write PostgreSQL rolls back to break a lock cycle is a ConflictError (nothing written, retry it); seen
+        # at most once in 400 here. Any other failure is a bug.
+        failed = [x for x in conclusions if len(x) != 36]
+        print("conclusion writes rolled back:", len(failed))
+        assert set(failed) <= {"ConflictError"} and len(failed) <= 4, failed
+        assert len(statuses) == 2 * len(plan["premises"]) - len(failed)
         print("violations:", violations)
         assert violations == dict.fromkeys(violations, 0), violations
     finally:
