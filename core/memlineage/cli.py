@@ -42,6 +42,7 @@ from memlineage._render import explanation_tree
 from memlineage.errors import MemLineageError, StoreLockedError
 from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, index_metadata
 from memlineage.ledger import Ledger
+from memlineage.ledger import migrate as migrate_ledger
 from memlineage.manager import DEFAULT_DIR, MemoryManager
 from memlineage.models import Scope, Status
 from memlineage.policy import builtin_policies
@@ -300,8 +301,6 @@ def migrate(
     Embedded stores migrate themselves on open; a server (PostgreSQL) ledger whose schema is older is refused on
     open until this command has run. Safe to repeat; concurrent runs wait for each other.
     """
-    from memlineage.ledger import migrate as migrate_ledger
-
     settings = _settings(path, ledger_url, None)
     url = settings.ledger_url
     if not url:
