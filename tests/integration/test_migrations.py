@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -163,13 +164,22 @@ def _dump(url: str) -> dict[str, list[tuple[Any, ...]]]:
     engine = sa.create_engine(url)
     try:
         with engine.connect() as conn:
-            return {
-                table: [
-                    tuple(str(v) if isinstance(v, (dict, list)) else v for v in r)
-                    for r in conn.execute(sa.text(f"SELECT {', '.join(rows[0])} FROM {table} ORDER BY id"))  # noqa: S608
+            split = "ml_embeddings" in sa.inspect(conn).get_table_names()  # revision 0003 moved the vectors
+            dumped = {}
+            for table, rows in ROWS.items():
+                cols, source = ", ".join(f"t.{c}" for c in rows[0]), f"{table} t"
+                if table == "ml_memories" and split:
+                    cols = cols.replace("t.embedding", "e.embedding")
+                    source += " LEFT JOIN ml_embeddings e ON e.memory_id = t.id"
+                query = sa.text(f"SELECT {cols} FROM {source} ORDER BY t.id")  # noqa: S608
+                dumped[table] = [
+                    tuple(
+                        bytes(v) if isinstance(v, memoryview) else str(v) if isinstance(v, (dict, list)) else v
+                        for v in r
+                    )
+                    for r in conn.execute(query)
                 ]
-                for table, rows in ROWS.items()
-            }
+            return dumped
     finally:
         engine.dispose()
 
@@ -381,8 +391,8 @@ def test_open_and_settings_put_the_ledger_in_its_schema(pg_server: str, monkeypa
         engine.dispose()
 
 
-def _at_0001(url: str) -> None:
-    """A store at revision 0001 (before unique support-group numbers), with the old rows."""
+def _at(url: str, revision: str) -> None:
+    """A store at ``revision``, with the old rows."""
     _build_old_store(url)
     engine = sa.create_engine(url)
     try:
@@ -391,10 +401,15 @@ def _at_0001(url: str) -> None:
             cfg.set_main_option("script_location", str(_versions.MIGRATIONS_DIR))
             cfg.attributes["connection"] = conn
             cfg.attributes["schema"] = None
-            command.upgrade(cfg, "0001")
+            command.upgrade(cfg, revision)
     finally:
         engine.dispose()
-    assert _state(url) == "0001"
+    assert _state(url) == revision
+
+
+def _at_0001(url: str) -> None:
+    """A store at revision 0001 (before unique support-group numbers), with the old rows."""
+    _at(url, "0001")
 
 
 def _insert_support(url: str, group: int) -> None:
@@ -430,3 +445,39 @@ def test_0002_keeps_a_store_whose_groups_already_repeat(ledger_url: str, caplog:
         assert migrate(ledger_url) == ("0001", HEAD)
     assert "uq_ml_supports_group was not added" in caplog.text
     assert len(_dump(ledger_url)["ml_supports"]) == 2
+
+
+def test_0003_moves_every_vector_to_its_own_table(ledger_url: str) -> None:
+    """Issue 16: vectors leave ml_memories for ml_embeddings byte for byte; rows without one get none."""
+    _at(ledger_url, "0002")
+    rng = np.random.default_rng(3)
+    vectors = {f"v{i}": rng.standard_normal(384).astype("<f4").tobytes() for i in range(5)}
+    engine = sa.create_engine(ledger_url)
+    try:
+        with engine.begin() as conn:
+            row = dict(ROWS["ml_memories"][0])
+            for mid, blob in vectors.items():
+                values = {**row, "id": mid, "content_hash": f"h-{mid}", "slot": None, "embedding": blob}
+                names, marks = ", ".join(values), ", ".join(f":{k}" for k in values)
+                conn.execute(sa.text(f"INSERT INTO ml_memories ({names}) VALUES ({marks})"), values)  # noqa: S608
+    finally:
+        engine.dispose()
+    before = _dump(ledger_url)
+    assert migrate(ledger_url) == ("0002", HEAD)
+    assert _dump(ledger_url) == before
+    engine = sa.create_engine(ledger_url)
+    try:
+        assert "embedding" not in {c["name"] for c in sa.inspect(engine).get_columns("ml_memories")}
+        with engine.connect() as conn:
+            stored = {
+                r[0]: bytes(r[1]) for r in conn.execute(sa.text("SELECT memory_id, embedding FROM ml_embeddings"))
+            }
+    finally:
+        engine.dispose()
+    assert stored == {"m1": b"\x00\x00\x80?", **vectors}  # m2 had no vector
+    ledger = Ledger(ledger_url)
+    try:
+        rows = ledger.memory_rows(["v0", "m2", "v4"])
+        assert [r["embedding"] if r else None for r in rows] == [vectors["v0"], None, vectors["v4"]]
+    finally:
+        ledger.close()

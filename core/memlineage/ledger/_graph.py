@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, case, cast, func, insert, literal, or_, select, update
 
-from memlineage.ledger._schema import edges, events, memories, supports
+from memlineage.ledger._schema import edges, events, memories, select_full_memories, supports
 from memlineage.models import Relation, Status
 
 #: Max bound parameters per IN (...) chunk; well under SQLite's and PostgreSQL's limits.
@@ -300,7 +300,7 @@ class GraphQueries:
 
     def indexable_rows(self, user_id: str, conn: Connection | None = None) -> list[dict[str, Any]]:
         """One user's rows that belong in the index (pending, indexed or stale), with their vectors."""
-        query = select(memories).where(
+        query = select_full_memories().where(
             memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale"))
         )
         with self._maybe(conn) as c:

@@ -24,6 +24,7 @@ from sqlalchemy import (
     insert,
     or_,
     select,
+    delete,
     update,
 )
 from sqlalchemy.engine import make_url
@@ -36,7 +37,16 @@ from memlineage.ledger import _versions
 from memlineage.ledger._graph import GraphQueries, _chunks
 from memlineage.ledger._locks import Locks
 from memlineage.ledger._rows import Event, memory_to_row, row_to_memory
-from memlineage.ledger._schema import activities, edges, events, memories, metadata, supports
+from memlineage.ledger._schema import (
+    activities,
+    edges,
+    embeddings,
+    events,
+    memories,
+    metadata,
+    select_full_memories,
+    supports,
+)
 from memlineage.models import (
     Activity,
     Memory,
@@ -250,9 +260,15 @@ class Ledger(GraphQueries, Locks):
 
     # ------------------------------------------------------------------ writes
     def insert_memories(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Insert memory rows (with ``content_hash``, ``index_state``, ``embedding``, ``embedder``)."""
+        """Insert memory rows (with ``content_hash``, ``index_state``, ``embedding``, ``embedder``).
+
+        The vectors (``embedding``, float32 bytes or ``None``) go to ``ml_embeddings`` in the same transaction.
+        """
         if rows:
-            conn.execute(insert(memories), list(rows))
+            conn.execute(insert(memories), [{k: v for k, v in r.items() if k != "embedding"} for r in rows])
+            vectors = [{"memory_id": r["id"], "embedding": r["embedding"]} for r in rows if r.get("embedding")]
+            if vectors:
+                conn.execute(insert(embeddings), vectors)
 
     def insert_edges(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert lineage edge rows (src, dst, relation, support, activity_id, user_id, created_at)."""
@@ -270,9 +286,22 @@ class Ledger(GraphQueries, Locks):
             conn.execute(insert(events), [r if r.get("data") else {**r, "data": {}} for r in rows])
 
     def update_memories(self, conn: Connection, ids: Sequence[str], values: Mapping[str, Any]) -> int:
-        """Set the same column ``values`` on every memory in ``ids``; returns the number of rows changed."""
+        """Set the same column ``values`` on every memory in ``ids``; returns the number of rows changed.
+
+        ``embedding`` may only be set to ``None`` (erasure): it deletes the memories' vectors.
+        """
         changed = 0
         values = dict(values)
+        if "embedding" in values:
+            if values.pop("embedding") is not None:
+                msg = "update_memories only deletes vectors (embedding=None); a memory's vector is never replaced"
+                raise InvalidInputError(msg)
+            for chunk in _chunks(list(ids)):
+                result = conn.execute(delete(embeddings).where(embeddings.c.memory_id.in_(chunk)))
+                changed += result.rowcount or 0
+            if not values:
+                return changed
+            changed = 0
         if values.get("index_state") == "stale":
             # Only an indexed entry can go stale: a pending one still needs its full write, a removed one stays out.
             values["index_state"] = case((memories.c.index_state == "indexed", "stale"), else_=memories.c.index_state)
@@ -315,10 +344,10 @@ class Ledger(GraphQueries, Locks):
         """
         found: dict[str, dict[str, Any]] = {}
         unique = list(dict.fromkeys(ids))
-        cols = [c for c in memories.c if embedding or c.name != "embedding"]
+        query = select_full_memories() if embedding else select(memories)
         with self._maybe(conn) as c:
             for chunk in _chunks(unique):
-                for mapping in c.execute(select(*cols).where(memories.c.id.in_(chunk))).mappings():
+                for mapping in c.execute(query.where(memories.c.id.in_(chunk))).mappings():
                     found[mapping["id"]] = dict(mapping)
         if not embedding:
             for row in found.values():
@@ -395,7 +424,7 @@ class Ledger(GraphQueries, Locks):
     def index_backlog(self, conn: Connection | None = None) -> list[dict[str, Any]]:
         """Rows whose index state is not settled ('pending', 'stale' or 'removing')."""
         with self._maybe(conn) as c:
-            query = select(memories).where(memories.c.index_state.in_(["pending", "stale", "removing"]))
+            query = select_full_memories().where(memories.c.index_state.in_(["pending", "stale", "removing"]))
             return [dict(r) for r in c.execute(query).mappings()]
 
     def index_summary(self, conn: Connection | None = None) -> list[dict[str, Any]]:
@@ -407,7 +436,7 @@ class Ledger(GraphQueries, Locks):
     def all_index_rows(self, conn: Connection | None = None) -> list[dict[str, Any]]:
         """Every row that belongs in the index (index state not 'removed')."""
         with self._maybe(conn) as c:
-            query = select(memories).where(memories.c.index_state != "removed")
+            query = select_full_memories().where(memories.c.index_state != "removed")
             return [dict(r) for r in c.execute(query).mappings()]
 
     def events(

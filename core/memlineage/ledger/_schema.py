@@ -6,6 +6,8 @@ way; the model layer converts them to timezone-aware UTC datetimes.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     Column,
@@ -16,8 +18,10 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Select,
     Text,
     UniqueConstraint,
+    select,
 )
 
 metadata = MetaData()
@@ -54,8 +58,7 @@ memories = Table(
     Column("slot", String(255), nullable=True),
     Column("value", Double, nullable=False),
     Column("assessment", JSON, nullable=True),
-    # float32 little-endian vector and the embedder that made it; the index is rebuilt from these.
-    Column("embedding", LargeBinary, nullable=True),
+    # The embedder that made the vector (the vector itself is in ml_embeddings).
     Column("embedder", String(255), nullable=True),
     Column("last_used_at", Double, nullable=True),
     Column("use_count", Integer, nullable=False, default=0),
@@ -68,6 +71,28 @@ memories = Table(
     Index("ix_ml_memories_index_state", "index_state"),
     Index("ix_ml_memories_expiry", "user_id", "expires_at"),
 )
+
+#: Each memory's float32 little-endian vector (the index is rebuilt from these), apart from ``ml_memories`` so that
+#: a status change does not rewrite ~1.5 KB per row. A memory without a stored vector has no row here; erasure
+#: deletes the row (``Ledger.update_memories``). No foreign key, like the other tables: with SQLite's
+#: ``foreign_keys=ON`` a batch migration that rebuilds ``ml_memories`` (drop and rename) would trip it.
+embeddings = Table(
+    "ml_embeddings",
+    metadata,
+    Column("memory_id", String(64), primary_key=True),
+    Column("embedding", LargeBinary, nullable=False),
+)
+
+#: ``ml_memories`` with the ``embedding`` column of ``ml_embeddings`` (``NULL`` for a memory without a vector).
+memories_with_vectors = memories.outerjoin(embeddings, embeddings.c.memory_id == memories.c.id)
+#: The columns of a full memory row: every column of ``ml_memories`` and ``embedding``.
+full_memory_columns = [*memories.c, embeddings.c.embedding]
+
+
+def select_full_memories() -> Select[Any]:
+    """``SELECT`` of full memory rows (with ``embedding``) from :data:`memories_with_vectors`; add the ``WHERE``."""
+    return select(*full_memory_columns).select_from(memories_with_vectors)
+
 
 #: Lineage edges between memories: ``src`` <relation> ``dst`` in PROV's argument order (generated, used).
 #: For wasDerivedFrom, ``src`` is the derived memory and ``dst`` its premise. ``support`` groups premises into
