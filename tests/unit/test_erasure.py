@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from memlineage import MemoryManager, PolicyViolationError, Scope, Status, StorageError
-from memlineage.ledger._schema import memories
+from memlineage.ledger._schema import embeddings, memories
 from memlineage.ledger._schema import metadata as ledger_tables
 from memlineage.policy import Policy, PolicyEngine
 from memlineage.testing import make_manager
@@ -85,3 +86,20 @@ def mm() -> Any:
     manager = make_manager()
     yield manager
     manager.close()
+
+
+def test_erasure_deletes_the_stored_vector_and_keeps_the_others(mm: MemoryManager) -> None:
+    """The vector restates the text (it can be inverted): erasure removes its row from ml_embeddings (issue 16)."""
+    dims = len(mm.services.embedding.embed(["probe"])[0])
+    gone = mm.remember(f"my passport is {SECRET}", scope=ALICE, embedding=[0.25] * dims)
+    kept = mm.remember("I live in Lyon", scope=ALICE, embedding=[0.5] * dims)
+    with mm.ledger.read() as conn:
+        before = {r.memory_id for r in conn.execute(select(embeddings.c.memory_id))}
+    assert {gone.id, kept.id} <= before
+    mm.erase(gone.id, scope=ALICE)
+    with mm.ledger.read() as conn:
+        after = {r.memory_id: bytes(r.embedding) for r in conn.execute(select(embeddings))}
+    assert gone.id not in after
+    assert after[kept.id] == np.full(dims, 0.5, dtype="<f4").tobytes()
+    [row] = mm.ledger.memory_rows([gone.id])
+    assert row is not None and row["embedding"] is None
