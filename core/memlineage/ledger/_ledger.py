@@ -19,12 +19,12 @@ from sqlalchemy import (
     Engine,
     case,
     create_engine,
+    delete,
     event,
     func,
     insert,
     or_,
     select,
-    delete,
     update,
 )
 from sqlalchemy.engine import make_url
