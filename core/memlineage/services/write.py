@@ -133,16 +133,15 @@ class WritePath:
         it) with ``metadata.carried_over_from`` naming the old statement. Only user statements are split; a
         failure here is logged and leaves the correction itself in place.
         """
+        applied = [d for d in drafts if d.decision is not None and d.decision_activity is not None]
+        if not applied:
+            return
+        rows = self.ledger.memory_rows([d.decision.target or "" for d in applied if d.decision], embedding=False)
         items: list[dict[str, Any]] = []
-        for d in drafts:
-            decision = d.decision
-            target = decision.target if decision is not None else None
-            if decision is None or target is None or d.decision_activity is None:
+        for d, row in zip(applied, rows, strict=True):
+            if d.decision is None or row is None or row["source_kind"] != SourceKind.USER.value:
                 continue
-            row = self.ledger.memory_rows([target])[0]
-            if row is None or row["source_kind"] != SourceKind.USER.value:
-                continue
-            evidence = decision.evidence
+            evidence = d.decision.evidence
             rest = untouched_clauses(
                 row["content"], d.content, slot=evidence.get("slot") or row["slot"],
                 withdrawn=evidence.get("withdrawn") or evidence.get("replaced"),
@@ -155,7 +154,7 @@ class WritePath:
                     "tags": list(row["tags"] or ()), "valid_from": from_epoch(row["valid_from"]),
                     "activity_id": d.decision_activity,
                     "metadata": {
-                        **dict(row["meta"] or {}), "carried_over_from": target, "decision": d.decision_activity,
+                        **dict(row["meta"] or {}), "carried_over_from": row["id"], "decision": d.decision_activity,
                     },
                 }
             )  # fmt: skip
@@ -371,7 +370,10 @@ class WritePath:
             None,
         )
         known = set(self.ledger.premises([mid], conn, support=own["support"]).get(mid, ())) if own else set()
-        if own is not None and known and d.derived_from and self._rederives(known, d.derived_from, conn):
+        statuses = self.ledger.statuses([*known, *d.derived_from], conn) if known or d.derived_from else {}
+        live_premises = all(statuses.get(p) == Status.ACTIVE.value for p in d.derived_from)  # vacuous for none
+        broken = any(statuses.get(p) != Status.ACTIVE.value for p in known)
+        if own is not None and d.derived_from and live_premises and broken:
             # The same source derives it again from live premises after one of its old premises was withdrawn
             # (the user went back to an earlier value and the tool said the same): that is a new derivation, not
             # the same evidence repeated, so it gets its own support group below and the memory serves again.
@@ -422,7 +424,7 @@ class WritePath:
             ],
         )
         values: dict[str, Any] = {"trust": max(row["trust"], d.trust)}
-        if row["status"] == Status.SUSPECT.value and self._all_active(d.derived_from, conn):
+        if row["status"] == Status.SUSPECT.value and live_premises:
             values["status"] = Status.ACTIVE.value  # an independent valid source supports it again
             values["index_state"] = "stale"
         self.ledger.update_memories(conn, [mid], values)
@@ -436,17 +438,6 @@ class WritePath:
         )
         if d.derived_from:
             settle(self.ledger, conn, [mid], t)  # a group resting on a withdrawn premise does not revive it
-
-    def _rederives(self, old: set[str], new: Sequence[str], conn: Connection) -> bool:
-        """Whether ``new`` premises re-derive a memory whose ``old`` premise group has lost a premise."""
-        statuses = self.ledger.statuses([*old, *new], conn)
-        broken = any(statuses.get(p) != Status.ACTIVE.value for p in old)
-        return broken and all(statuses.get(p) == Status.ACTIVE.value for p in new)
-
-    def _all_active(self, ids: Sequence[str], conn: Connection) -> bool:
-        """Whether every id is an active memory (vacuously true for none)."""
-        statuses = self.ledger.statuses(list(ids), conn)
-        return all(statuses.get(p) == Status.ACTIVE.value for p in ids)
 
     def _persist(
         self, drafts: list[Draft], now: datetime, rows_out: list[dict[str, Any]] | None = None
