@@ -77,37 +77,30 @@ def evaluate_cascade(
     return newly
 
 
-def plan_cascade(
-    ledger: Any, conn: Any, mid: str, status: Status, *, info: dict[str, tuple[int, str, int]] | None = None
-) -> tuple[list[str], list[str], bool]:
-    """Decide a cascade below ``mid`` (about to take the invalidating ``status``) with set-based ledger reads.
+def plan_cascade(walk: Any, status: Status) -> tuple[list[str], list[str], bool]:
+    """Decide a cascade below ``walk.root`` (about to take the invalidating ``status``) from one walk of the graph.
 
-    One recursive query lists the descendants with their status and number of support groups. When none has an
-    alternative support, every active descendant lost its only support: all of them become suspect, and the
-    caller can mark them with one statement over the same walk. Otherwise the derivation graph is read (three
-    statements joined to the walk) and :func:`evaluate_cascade` applies the support-group rule.
+    The walk lists the descendants with their status and number of support groups. When none has an alternative
+    support, every active descendant lost its only support: all of them become suspect, and the caller can mark them
+    with one statement joined to the walk. Otherwise the derivation graph is read (three statements joined to the
+    walk) and :func:`evaluate_cascade` applies the support-group rule.
 
     Args:
-        ledger: The :class:`~memlineage.ledger.Ledger`.
-        conn: Connection to read in (the cascade's transaction, to see its own writes).
-        mid: The memory being invalidated.
-        status: Its new status (retracted, superseded, expired, erased).
-        info: ``ledger.cascade_info(mid)`` when the caller read it already (under the cascade's locks).
+        walk: A filled :class:`memlineage.ledger._cascade.CascadeWalk` (``root``, ``info``, ``graph()``).
+        status: The root's new status (retracted, superseded, expired, erased).
 
     Returns:
         ``(suspect, unaffected, every_active)``: ids to mark suspect in topological order (premises first),
         the other descendants sorted, and whether ``suspect`` is exactly every active descendant.
     """
-    if info is None:
-        info = ledger.cascade_info(mid, conn)
+    info: Mapping[str, tuple[int, str, int]] = walk.info
     if all(n <= 1 for _, _, n in info.values()):
-        order = sorted(info, key=lambda i: (info[i][0], i))
-        suspect = [i for i in order if info[i][1] == Status.ACTIVE.value]
+        suspect = [i for i, (_, st, _) in info.items() if st == Status.ACTIVE.value]  # info is in (depth, id) order
         every_active = True
     else:
-        edges, groups, statuses = ledger.cascade_graph(mid, conn)
-        statuses[mid] = status.value
-        suspect = evaluate_cascade([mid], info, edges, groups, statuses)
+        edges, groups, statuses = walk.graph()
+        statuses[walk.root] = status.value
+        suspect = evaluate_cascade([walk.root], info, edges, groups, statuses)
         every_active = False
     unaffected = sorted(set(info) - set(suspect))
     return suspect, unaffected, every_active

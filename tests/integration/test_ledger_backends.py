@@ -19,7 +19,7 @@ from memlineage import (
 from memlineage.ledger import Ledger
 from memlineage.ledger._schema import events, memories
 from memlineage.testing import FakeEmbedder
-from sqlalchemy import select, text
+from sqlalchemy import event, select, text
 
 pytestmark = pytest.mark.integration
 
@@ -106,6 +106,39 @@ def test_recursive_walks_and_cascade(mm: MemoryManager) -> None:
     assert statuses[chain[0].id] is Status.RETRACTED
     assert all(statuses[m.id] is Status.SUSPECT for m in chain[1:])
     assert mm.require(side.id, scope=ALICE).status is Status.ACTIVE
+
+
+def test_cascades_walk_once_and_reuse_the_walk_table(mm: MemoryManager, clock: Clock) -> None:
+    """Each cascade walks the graph with one recursive statement, also several cascades in one transaction.
+
+    PostgreSQL walks once more under the cascade's row locks (the walk that finds nothing new to lock); a dry run
+    takes no locks.
+    """
+    walks = 1 if mm.ledger.is_sqlite else 2
+    a, b = mm.remember("premise a", scope=ALICE, ttl=60), mm.remember("premise b", scope=ALICE, ttl=60)
+    under_a = [mm.remember(f"from a {i}", scope=ALICE, source="reasoning", derived_from=[a.id]) for i in range(3)]
+    under_b = [mm.remember(f"from b {i}", scope=ALICE, source="reasoning", derived_from=[b.id]) for i in range(2)]
+    both = mm.remember("from both", scope=ALICE, source="reasoning", derived_from=[a.id, b.id])
+    statements: list[str] = []
+
+    def count(_conn, _cursor, statement, *_args) -> None:  # noqa: ANN001 - SQLAlchemy's listener signature
+        statements.append(statement)
+
+    event.listen(mm.ledger.engine, "before_cursor_execute", count)
+    try:
+        dry = mm.impact(a.id, scope=ALICE)
+        assert sum("RECURSIVE" in s for s in statements) == 1
+        clock.advance(120)
+        statements.clear()
+        assert sorted(mm.expire_due(scope=ALICE)) == sorted([a.id, b.id])  # one transaction, two cascades
+    finally:
+        event.remove(mm.ledger.engine, "before_cursor_execute", count)
+    assert sum("RECURSIVE" in s for s in statements) == 2 * walks
+    assert set(dry.suspect) == {m.id for m in under_a} | {both.id}
+    got = {m.id: m.status for m in mm.get_many([m.id for m in [*under_a, *under_b, both]], scope=ALICE) if m}
+    assert set(got.values()) == {Status.SUSPECT}
+    suspect_events = [e for e in mm.audit(ALICE) if e.type == "suspect"]
+    assert sorted(e["memory_id"] for e in suspect_events) == sorted(got)  # one each: "both" only by the first
 
 
 def test_corroboration_survives_retraction(mm: MemoryManager) -> None:

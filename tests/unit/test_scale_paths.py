@@ -26,7 +26,10 @@ BOB = Scope(user_id="bob")
 def _reference_suspects(mm: Any, root: str) -> list[str]:
     """The decision before issue 16: per-id reads of the affected graph, then the shortcut or evaluate_cascade."""
     led = mm.ledger
-    info = led.cascade_info(root)
+    depths = led.walk([root], direction="descendants")
+    statuses = led.statuses(list(depths))
+    counts = led.support_groups(list(depths))
+    info = {i: (d, statuses[i], len(counts.get(i, {}))) for i, d in depths.items()}
     if all(n <= 1 for _, _, n in info.values()):
         return [i for i in sorted(info, key=lambda i: (info[i][0], i)) if info[i][1] == Status.ACTIVE.value]
     edges = led.derivation_edges(list(info))

@@ -4,7 +4,7 @@ The write path reads before it writes (duplicates, a slot's holder, the memory a
 several processes on one PostgreSQL ledger must re-check those reads under locks inside the writing transaction
 (see :mod:`memlineage.services._concurrency`). These are the locks: advisory locks on keys that have no row yet
 (:meth:`Locks.guard` across several transactions, :meth:`Locks.lock_keys` within one), row locks
-(:meth:`Locks.lock_rows`) and the cascade's lock on a memory and all its descendants (:meth:`Locks.lock_cascade`).
+(:meth:`Locks.lock_rows`) and the cascade's lock on a memory and all its descendants (:meth:`Locks.walk_cascade`).
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from memlineage.errors import StorageError
+from memlineage.ledger._cascade import CascadeWalk
 from memlineage.ledger._graph import _chunks
 from memlineage.ledger._schema import memories
 
@@ -27,17 +28,13 @@ __all__ = ["Locks"]
 class Locks:
     """Locking half of :class:`~memlineage.ledger.Ledger` (a mixin: it uses the ledger's engine and walks).
 
-    Attributes used: ``engine``, ``is_sqlite``, ``_lock_space`` (the schema the tables live in, so that every URL
-    spelling of one store derives the same advisory lock numbers) and ``cascade_info``.
+    Attributes used: ``engine``, ``is_sqlite`` and ``_lock_space`` (the schema the tables live in, so that every URL
+    spelling of one store derives the same advisory lock numbers).
     """
 
     engine: Engine
     is_sqlite: bool
     _lock_space: str
-
-    if TYPE_CHECKING:  # provided by Ledger
-
-        def cascade_info(self, mid: str, conn: Connection | None = None) -> dict[str, tuple[int, str, int]]: ...
 
     @contextmanager
     def guard(self, keys: Iterable[Sequence[str]]) -> Iterator[None]:
@@ -124,22 +121,30 @@ class Locks:
                 found[row["id"]] = {**row, "embedding": None}
         return found
 
-    def lock_cascade(self, mid: str, conn: Connection) -> tuple[dict[str, Any] | None, dict[str, tuple[int, str, int]]]:
-        """Lock ``mid`` and every descendant for update, then return its row and :meth:`cascade_info`.
+    def walk_cascade(self, mid: str, conn: Connection, *, lock: bool) -> CascadeWalk:
+        """Walk the descendants of ``mid`` once into the connection's cascade table (see :mod:`._cascade`).
 
-        A conclusion written concurrently share-locks its premises: either it committed before the lock was
-        granted (then the walk, repeated until it finds nothing unlocked, sees it) or it waits and then finds its
-        premise withdrawn. So no descendant escapes the cascade.
+        With ``lock`` on PostgreSQL, every descendant is also locked for update, and the walk repeated until it
+        finds nothing unlocked. A conclusion written concurrently share-locks its premises: either it committed
+        before the lock was granted (then the repeated walk sees it) or it waits and then finds its premise
+        withdrawn. So no descendant escapes the cascade, and the statuses read by the last walk are current. The
+        caller locks ``mid`` itself first (:meth:`lock_rows`).
+
+        Args:
+            mid: The memory being invalidated.
+            conn: The cascade's transaction.
+            lock: Take the cascade's row locks (not for a dry run). SQLite needs none: one writer holds the store.
 
         Returns:
-            ``(row or None, {memory_id: (min_depth, status, number_of_support_groups)})``.
+            The filled walk.
         """
-        row = self.lock_rows(conn, [mid]).get(mid)
+        walk = CascadeWalk(conn, mid, sqlite=self.is_sqlite)
+        walk.fill()
+        if not lock or self.is_sqlite:
+            return walk
         locked = {mid}
-        while True:
-            info = self.cascade_info(mid, conn)
-            fresh = set(info) - locked
-            if not fresh or self.is_sqlite:
-                return row, info
+        while fresh := set(walk.info) - locked:
             self.lock_rows(conn, fresh)
             locked |= fresh
+            walk.fill()
+        return walk

@@ -9,19 +9,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, select
 
 from memlineage.errors import MemoryNotFoundError
 from memlineage.ledger import Ledger
+from memlineage.ledger._cascade import attribute
 from memlineage.ledger._schema import memories
 from memlineage.lineage import plan_cascade
 from memlineage.models import Activity, Relation, Scope, Status, new_id, to_epoch
 from memlineage.ports import Clock, IndexSyncer
 from memlineage.services._rows import LIVE, edge_row, event_row, row_scope
 
-__all__ = ["Cascade"]
+__all__ = ["Cascade", "Invalidation"]
+
+
+class Invalidation(NamedTuple):
+    """What one invalidation did (or, for a dry run, would do) below the invalidated memory."""
+
+    suspect: list[str]
+    """Descendants marked suspect, in topological order (premises first)."""
+    unaffected: list[str]
+    """The other descendants (corroborated, or already inactive), sorted."""
+    attribution: dict[str, str]
+    """For each suspect, how it rested on the invalidated chain (only when asked for)."""
 
 
 class Cascade:
@@ -50,51 +62,70 @@ class Cascade:
         reason: str,
         activity_id: str | None = None,
         dry_run: bool = False,
-    ) -> tuple[list[str], list[str]]:
+        attribute: bool = False,
+    ) -> Invalidation:
         """Set ``mid`` to an invalidating status and mark unsupported descendants suspect (in ``conn``).
 
+        The descendants are walked once (:class:`memlineage.ledger._cascade.CascadeWalk`); deciding, marking and
+        attributing join that walk. The target is written first, so on SQLite the transaction holds the write lock
+        before it reads the graph (a later upgrade could fail on a snapshot another process moved past).
+
+        Args:
+            conn: The transaction (a read connection for ``dry_run``).
+            mid: The memory to invalidate.
+            status: Its new status (retracted, superseded, expired, erased).
+            now: The store's time.
+            reason: Recorded on the events and the invalidation activity.
+            activity_id: The activity that invalidates (created when absent or unknown).
+            dry_run: Decide only; nothing is written (``impact``).
+            attribute: Also read how each suspect rested on the chain (:attr:`Invalidation.attribution`).
+
         Returns:
-            ``(suspect_ids, unaffected_descendant_ids)``.
+            The suspects (topological order), the other descendants and, with ``attribute``, the attributions.
         """
         t = to_epoch(now)
         if dry_run:
-            row, info = self.ledger.memory_rows([mid], conn)[0], self.ledger.cascade_info(mid, conn)
-        else:  # lock it and its descendants: a conclusion written concurrently is either seen here or waits
-            row, info = self.ledger.lock_cascade(mid, conn)
+            row = self.ledger.memory_rows([mid], conn, embedding=False)[0]
+        else:  # locked: a conclusion written concurrently is either seen by the walk or waits (see walk_cascade)
+            row = self.ledger.lock_rows(conn, [mid]).get(mid)
         if row is None:  # pragma: no cover - callers check
             raise MemoryNotFoundError(mid)
-        suspect, unaffected, every_active = plan_cascade(self.ledger, conn, mid, status, info=info)
-        if dry_run:
-            return suspect, unaffected
         inv_activity = activity_id or new_id()
-        if activity_id is None or self.ledger.activity_rows([activity_id], conn)[0] is None:
-            self.ledger.upsert_activity(
-                conn,
-                Activity(
-                    id=inv_activity, kind="invalidation", name=status.value, started_at=now, ended_at=now,
-                    scope=row_scope(row), metadata={"reason": reason, "target": mid},
-                ),
-            )  # fmt: skip
-        self.ledger.update_memories(conn, [mid], {"status": status.value, "invalidated_at": t, "index_state": "stale"})
-        self.ledger.insert_edges(conn, [edge_row(mid, inv_activity, Relation.WAS_INVALIDATED_BY, t, row["user_id"])])
-        target_event = event_row(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})
-        self.ledger.insert_events(conn, [target_event])
-        if suspect:  # set-based: one INSERT ... SELECT of the events and one UPDATE over the walk (or bound chunks)
+        if not dry_run:
+            if activity_id is None or self.ledger.activity_rows([activity_id], conn)[0] is None:
+                self.ledger.upsert_activity(
+                    conn,
+                    Activity(
+                        id=inv_activity, kind="invalidation", name=status.value, started_at=now, ended_at=now,
+                        scope=row_scope(row), metadata={"reason": reason, "target": mid},
+                    ),
+                )  # fmt: skip
+            values = {"status": status.value, "invalidated_at": t, "index_state": "stale"}
+            self.ledger.update_memories(conn, [mid], values)
+            edge = edge_row(mid, inv_activity, Relation.WAS_INVALIDATED_BY, t, row["user_id"])
+            self.ledger.insert_edges(conn, [edge])
+            self.ledger.insert_events(
+                conn, [event_row(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})]
+            )
+        walk = self.ledger.walk_cascade(mid, conn, lock=not dry_run)
+        suspect, unaffected, every_active = plan_cascade(walk, status)
+        attribution = walk.attribution(suspect) if attribute else {}
+        if suspect and not dry_run:  # set-based: one INSERT ... SELECT and one UPDATE joined to the walk
             cause = {"reason": f"premise {mid} {status.value}", "cause": mid}
             event = event_row(t, "suspect", None, inv_activity, row["user_id"], cause)
-            self.ledger.mark_suspect(conn, mid, suspect, every_active=every_active, event=event)
-        return suspect, unaffected
+            walk.mark_suspect(suspect, every_active=every_active, event=event)
+        walk.close()
+        return Invalidation(suspect, unaffected, attribution)
 
     def attribution(self, target: str, suspect: Sequence[str]) -> dict[str, str]:
-        """For each suspect memory, the attribution of its premise edge into the invalidated chain."""
+        """For each suspect memory, the attribution of its premise edge into the invalidated chain (after commit).
+
+        For a cascade already committed (``supersede`` through the write path); a cascade run with
+        ``invalidate(..., attribute=True)`` reads it from its walk instead. Binds the suspects' ids.
+        """
         if not suspect:
             return {}
-        chain = {target, *suspect}
-        out: dict[str, str] = {}
-        for src, dst, how in self.ledger.attributed_premises(target):  # suspects are descendants of the target
-            if src in chain and src != target and dst in chain:
-                out.setdefault(src, how)
-        return out
+        return attribute(target, suspect, self.ledger.annotated_premises(suspect))
 
     def archive(self, ids: Sequence[str], reason: str) -> None:
         """Archive ``ids``: out of the index, kept in the ledger with an ``archived`` event (no cascade)."""
@@ -136,7 +167,6 @@ class Cascade:
         touched: list[str] = []
         with self.ledger.transaction() as conn:
             for mid in ids:
-                suspect, _ = self.invalidate(conn, mid, Status.EXPIRED, now, reason=reason)
-                touched.extend([mid, *suspect])
+                touched.extend([mid, *self.invalidate(conn, mid, Status.EXPIRED, now, reason=reason).suspect])
         self.syncer.defer(touched)  # status changes only: off the critical path (memlineage._indexsync)
         return list(ids)

@@ -75,13 +75,14 @@ class Lifecycle:
         if mem.status in (Status.RETRACTED, Status.ERASED):
             return CascadeReport(target=memory_id, action="retract")
         with self.ledger.transaction() as conn:
-            suspect, unaffected = self.cascade.invalidate(
-                conn, memory_id, Status.RETRACTED, self.clock(), reason=reason, activity_id=activity_id
-            )
-        self.syncer.defer([memory_id, *suspect])  # status changes only: off the critical path
+            done = self.cascade.invalidate(
+                conn, memory_id, Status.RETRACTED, self.clock(), reason=reason, activity_id=activity_id,
+                attribute=True,
+            )  # fmt: skip
+        self.syncer.defer([memory_id, *done.suspect])  # status changes only: off the critical path
         return CascadeReport(
-            target=memory_id, action="retract", suspect=suspect, unaffected=unaffected,
-            attribution=self.cascade.attribution(memory_id, suspect),
+            target=memory_id, action="retract", suspect=done.suspect, unaffected=done.unaffected,
+            attribution=done.attribution,
         )  # fmt: skip
 
     def impact(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> CascadeReport:
@@ -89,12 +90,12 @@ class Lifecycle:
         scope = Scope.coerce(scope)
         self.reads.require(memory_id, scope=scope)
         with self.ledger.read() as conn:
-            suspect, unaffected = self.cascade.invalidate(
-                conn, memory_id, Status.RETRACTED, self.clock(), reason="impact", dry_run=True
+            done = self.cascade.invalidate(
+                conn, memory_id, Status.RETRACTED, self.clock(), reason="impact", dry_run=True, attribute=True
             )
         return CascadeReport(
-            target=memory_id, action="impact", suspect=suspect, unaffected=unaffected, dry_run=True,
-            attribution=self.cascade.attribution(memory_id, suspect),
+            target=memory_id, action="impact", suspect=done.suspect, unaffected=done.unaffected, dry_run=True,
+            attribution=done.attribution,
         )  # fmt: skip
 
     def revalidate(
@@ -224,8 +225,8 @@ class Lifecycle:
         with self.ledger.transaction() as conn:
             for m in mems:
                 if m.status is not Status.ERASED:
-                    s, _ = self.cascade.invalidate(conn, m.id, Status.ERASED, now, reason=reason)
-                    suspects.extend(x for x in s if x not in ids)
+                    done = self.cascade.invalidate(conn, m.id, Status.ERASED, now, reason=reason)
+                    suspects.extend(x for x in done.suspect if x not in ids)
             self.ledger.update_memories(
                 conn,
                 ids,

@@ -539,8 +539,9 @@ class WritePath:
                     d, mem = by_target[old_id]
                     act = self._record_decision(conn, d, mem.id, now)
                     d.decision_activity = act
-                s, _ = self.cascade.invalidate(conn, old_id, status, now, reason=reason, activity_id=act)
-                suspects.extend(s)
+                suspects.extend(
+                    self.cascade.invalidate(conn, old_id, status, now, reason=reason, activity_id=act).suspect
+                )
         if invalidations:  # status changes only (a new version made suspect is written by the deferred sync too)
             self.syncer.defer([i[0] for i in invalidations] + suspects)
         return mems, suspects

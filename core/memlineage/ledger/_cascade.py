@@ -1,0 +1,236 @@
+"""One cascade's walk of the derivation graph, materialised once per cascade (issue 16).
+
+A cascade needs the descendants of the invalidated memory several times: to decide (status and number of support
+groups of each), to read the graph when some descendant has an alternative support, to write one ``suspect`` event
+per marked memory, to apply the status, and to attribute each suspect to the edge that made it depend on the chain.
+Walking the graph with a recursive CTE for each of these cost one walk per step (five or six walks for one
+``retract``). :class:`CascadeWalk` walks once, into a temporary table of the connection, and every later step
+joins that table.
+
+The table is ``temp.ml_cascade_walk`` on SQLite and ``pg_temp.ml_cascade_walk`` on PostgreSQL (``ON COMMIT DELETE
+ROWS``); it lives as long as the database connection, is created on first use and emptied before each walk, so
+several cascades may run one after another in one transaction (``expire`` of many ids). Nothing outside the
+transaction ever sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.schema import CreateTable
+
+from memlineage.ledger._schema import edges, events, memories, supports
+from memlineage.models import Relation, Status
+
+__all__ = ["CascadeWalk", "descendants_cte"]
+
+_WAS_DERIVED_FROM = Relation.WAS_DERIVED_FROM.value
+#: Guard against corrupted data: cycles are refused on write.
+MAX_DEPTH = 10_000
+
+
+def _walk_table(schema: str) -> Table:
+    return Table(
+        "ml_cascade_walk",
+        MetaData(),
+        Column("id", String(64), primary_key=True),
+        Column("depth", Integer, nullable=False),
+        Column("status", String(16), nullable=False),
+        Column("groups", Integer, nullable=False),
+        schema=schema,
+        postgresql_on_commit="DELETE ROWS",
+    )
+
+
+_SQLITE_WALK = _walk_table("temp")
+_POSTGRES_WALK = _walk_table("pg_temp")
+
+
+def descendants_cte(mid: str) -> Any:
+    """Recursive CTE ``(id, depth)`` over wasDerivedFrom edges below ``mid`` (one row per id and depth)."""
+    rel = edges.c.relation == _WAS_DERIVED_FROM
+    seed = select(edges.c.src.label("id"), cast(literal(1), edges.c.support.type).label("depth")).where(
+        edges.c.dst == mid, rel
+    )
+    cte = seed.cte("cascade", recursive=True)
+    step = select(edges.c.src.label("id"), (cte.c.depth + 1).label("depth")).where(
+        edges.c.dst == cte.c.id, rel, cte.c.depth < MAX_DEPTH
+    )
+    return cte.union(step)
+
+
+class CascadeWalk:
+    """The descendants of one memory, walked once into a temporary table of ``conn``'s transaction.
+
+    Build it with :meth:`memlineage.ledger.Ledger.walk_cascade` (which also takes the cascade's locks on
+    PostgreSQL); every method runs in the same connection and joins the table instead of walking again.
+
+    Attributes:
+        root: The memory whose descendants these are.
+        info: ``{memory_id: (min_depth, status, number_of_support_groups)}`` ordered by depth then id (the
+            order events are written in), as read when the walk was (re)filled.
+    """
+
+    def __init__(self, conn: Connection, root: str, *, sqlite: bool) -> None:
+        self.conn = conn
+        self.root = root
+        self.table = _SQLITE_WALK if sqlite else _POSTGRES_WALK
+        conn.execute(CreateTable(self.table, if_not_exists=True))
+        self.info: dict[str, tuple[int, str, int]] = {}
+
+    def fill(self) -> dict[str, tuple[int, str, int]]:
+        """(Re)walk the graph below ``root`` into the table, with each descendant's status and support groups.
+
+        One ``INSERT ... SELECT`` from the recursive walk joined to the memories, then one read of the table.
+
+        Returns:
+            :attr:`info`, refreshed.
+        """
+        w = self.table
+        self.conn.execute(delete(w))
+        cte = descendants_cte(self.root)
+        walked = select(cte.c.id, func.min(cte.c.depth).label("depth")).group_by(cte.c.id).subquery()
+        groups = select(func.count()).where(supports.c.memory_id == walked.c.id).scalar_subquery()
+        rows = select(walked.c.id, walked.c.depth, memories.c.status, groups).join(
+            memories, memories.c.id == walked.c.id
+        )
+        self.conn.execute(insert(w).from_select(["id", "depth", "status", "groups"], rows))
+        query = select(w.c.id, w.c.depth, w.c.status, w.c.groups).order_by(w.c.depth, w.c.id)
+        self.info = {i: (d, st, n) for i, d, st, n in self.conn.execute(query).all()}  # one fetchall
+        return self.info
+
+    def graph(self) -> tuple[list[tuple[str, str, int]], dict[str, dict[int, int]], dict[str, str]]:
+        """The derivation graph below ``root`` for a cascade with alternative supports, in three reads.
+
+        Returns:
+            ``(edges, groups, statuses)``: ``(derived, premise, support_group)`` for every wasDerivedFrom edge of a
+            descendant; ``{memory_id: {support_group: number_of_premises}}`` of the descendants; the status of
+            every descendant and of every premise of one.
+        """
+        walked = select(self.table.c.id)
+        rel = edges.c.relation == _WAS_DERIVED_FROM
+        query = select(edges.c.src, edges.c.dst, edges.c.support).where(edges.c.src.in_(walked), rel)
+        edge_rows = [(s, d, g) for s, d, g in self.conn.execute(query)]
+        groups: dict[str, dict[int, int]] = {}
+        query = select(supports.c.memory_id, supports.c.support, supports.c.premises).where(
+            supports.c.memory_id.in_(walked)
+        )
+        for m, group, count in self.conn.execute(query):
+            groups.setdefault(m, {})[group] = count
+        premises = select(edges.c.dst).where(edges.c.src.in_(walked), rel)
+        query = select(memories.c.id, memories.c.status).where(
+            or_(memories.c.id.in_(walked), memories.c.id.in_(premises))
+        )
+        statuses: dict[str, str] = {str(r[0]): str(r[1]) for r in self.conn.execute(query)}
+        return edge_rows, groups, statuses
+
+    def attribution(self, suspect: Sequence[str]) -> dict[str, str]:
+        """For each suspect memory, the attribution of its first annotated premise edge into the invalidated chain.
+
+        Only annotated edges (captured runs) are read, so the cost does not grow with descendants that have none.
+
+        Args:
+            suspect: Descendants of ``root`` marked (or that would be marked) suspect.
+
+        Returns:
+            ``{suspect_id: attribution}`` (``'cited'``, ``'arguments'``, ``'results'``, ``'content'``, ``'context'``).
+        """
+        if not suspect:
+            return {}
+        query = (
+            select(edges.c.src, edges.c.dst, edges.c.attribution)
+            .where(
+                edges.c.src.in_(select(self.table.c.id)),
+                edges.c.relation == _WAS_DERIVED_FROM,
+                edges.c.attribution.is_not(None),
+            )
+            .order_by(edges.c.id)
+        )
+        return attribute(self.root, suspect, self.conn.execute(query))
+
+    def mark_suspect(self, ids: Sequence[str], *, every_active: bool, event: Mapping[str, Any]) -> None:
+        """Set ``ids`` to ``suspect``, their index entries ``stale``, one event each, in the order of ``ids``.
+
+        Args:
+            ids: Descendants to mark, in topological order.
+            every_active: ``ids`` is exactly every descendant walked as ``active``: one ``INSERT ... SELECT`` and
+                one ``UPDATE`` join the table without binding the ids. Otherwise one ``executemany`` appends the
+                events and the ids are bound in chunks.
+            event: The event every marked memory gets: ``at``, ``type``, ``activity_id``, ``user_id``, ``data``.
+        """
+        if not ids:
+            return
+        shared = {k: event[k] for k in ("at", "type", "activity_id", "user_id")}
+        shared["data"] = dict(event.get("data") or {})
+        stale = {
+            "status": Status.SUSPECT.value,
+            # Only an indexed entry can go stale: a pending one still needs its full write.
+            "index_state": case((memories.c.index_state == "indexed", "stale"), else_=memories.c.index_state),
+        }
+        if not every_active:
+            self.conn.execute(insert(events).values(**shared), [{"memory_id": i} for i in ids])
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                self.conn.execute(update(memories).where(memories.c.id.in_(chunk)).values(**stale))
+            return
+        w = self.table
+        active = (
+            select(
+                literal(shared["at"], events.c.at.type),
+                literal(shared["type"], events.c.type.type),
+                w.c.id,
+                literal(shared["activity_id"], events.c.activity_id.type),
+                literal(shared["user_id"], events.c.user_id.type),
+                literal(shared["data"], events.c.data.type),
+            )
+            .where(w.c.status == Status.ACTIVE.value)
+            .order_by(w.c.depth, w.c.id)
+        )
+        cols = ["at", "type", "memory_id", "activity_id", "user_id", "data"]
+        self.conn.execute(insert(events).from_select(cols, active))
+        marked = select(w.c.id).where(w.c.status == Status.ACTIVE.value)
+        self.conn.execute(
+            update(memories).where(memories.c.id.in_(marked), memories.c.status == Status.ACTIVE.value).values(**stale)
+        )
+
+    def close(self) -> None:
+        """Empty the table (PostgreSQL also empties it at commit)."""
+        self.conn.execute(delete(self.table))
+
+
+#: Max bound parameters per IN (...) chunk (as the ledger's).
+_CHUNK = 900
+
+
+def attribute(root: str, suspect: Sequence[str], annotated: Any) -> dict[str, str]:
+    """Pick, for each suspect, the attribution of its first annotated edge whose premise is in the chain.
+
+    Args:
+        root: The invalidated memory.
+        suspect: Its descendants marked suspect.
+        annotated: ``(derived, premise, attribution)`` rows, oldest edge first.
+    """
+    chain = {root, *suspect}
+    out: dict[str, str] = {}
+    for src, dst, how in annotated:
+        if src in chain and src != root and dst in chain:
+            out.setdefault(src, how)
+    return out
