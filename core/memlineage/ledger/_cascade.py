@@ -31,6 +31,8 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    literal_column,
+    null,
     or_,
     select,
     update,
@@ -55,12 +57,15 @@ def _walk_table(schema: str) -> Table:
         Column("depth", Integer, nullable=False),
         Column("status", String(16), nullable=False),
         Column("groups", Integer, nullable=False),
+        Column("rid", Integer, nullable=True),  # SQLite: the memory's rowid (see CascadeWalk.mark_suspect)
         schema=schema,
         postgresql_on_commit="DELETE ROWS",
     )
 
 
 _SQLITE_WALK = _walk_table("temp")
+#: SQLite's implicit row id of ``ml_memories`` (the table has a text primary key, so it is a rowid table).
+_ROWID = literal_column(f"{memories.name}.rowid", Integer)
 _POSTGRES_WALK = _walk_table("pg_temp")
 
 
@@ -92,6 +97,7 @@ class CascadeWalk:
     def __init__(self, conn: Connection, root: str, *, sqlite: bool) -> None:
         self.conn = conn
         self.root = root
+        self.sqlite = sqlite
         self.table = _SQLITE_WALK if sqlite else _POSTGRES_WALK
         conn.execute(CreateTable(self.table, if_not_exists=True))
         self.info: dict[str, tuple[int, str, int]] = {}
@@ -109,10 +115,11 @@ class CascadeWalk:
         cte = descendants_cte(self.root)
         walked = select(cte.c.id, func.min(cte.c.depth).label("depth")).group_by(cte.c.id).subquery()
         groups = select(func.count()).where(supports.c.memory_id == walked.c.id).scalar_subquery()
-        rows = select(walked.c.id, walked.c.depth, memories.c.status, groups).join(
+        rid = _ROWID if self.sqlite else null()
+        rows = select(walked.c.id, walked.c.depth, memories.c.status, groups, rid).join(
             memories, memories.c.id == walked.c.id
         )
-        self.conn.execute(insert(w).from_select(["id", "depth", "status", "groups"], rows))
+        self.conn.execute(insert(w).from_select(["id", "depth", "status", "groups", "rid"], rows))
         query = select(w.c.id, w.c.depth, w.c.status, w.c.groups).order_by(w.c.depth, w.c.id)
         self.info = {i: (d, st, n) for i, d, st, n in self.conn.execute(query).all()}  # one fetchall
         return self.info
