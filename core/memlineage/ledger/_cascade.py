@@ -42,11 +42,13 @@ from sqlalchemy.schema import CreateTable
 from memlineage.ledger._schema import edges, events, memories, supports
 from memlineage.models import Relation, Status
 
-__all__ = ["CascadeWalk", "descendants_cte"]
+__all__ = ["CascadeWalk", "descendants_cte", "pick_attribution"]
 
 _WAS_DERIVED_FROM = Relation.WAS_DERIVED_FROM.value
 #: Guard against corrupted data: cycles are refused on write.
 MAX_DEPTH = 10_000
+#: Max bound parameters per IN (...) chunk (as the ledger's).
+_CHUNK = 900
 
 
 def _walk_table(schema: str) -> Table:
@@ -171,7 +173,7 @@ class CascadeWalk:
             )
             .order_by(edges.c.id)
         )
-        return attribute(self.root, suspect, self.conn.execute(query))
+        return pick_attribution(self.root, suspect, self.conn.execute(query))
 
     def mark_suspect(self, ids: Sequence[str], *, every_active: bool, event: Mapping[str, Any]) -> None:
         """Set ``ids`` to ``suspect``, their index entries ``stale``, one event each, in the order of ``ids``.
@@ -213,21 +215,20 @@ class CascadeWalk:
         )
         cols = ["at", "type", "memory_id", "activity_id", "user_id", "data"]
         self.conn.execute(insert(events).from_select(cols, active))
-        marked = select(w.c.id).where(w.c.status == Status.ACTIVE.value)
-        self.conn.execute(
-            update(memories).where(memories.c.id.in_(marked), memories.c.status == Status.ACTIVE.value).values(**stale)
-        )
+        if self.sqlite:
+            # By rowid: SQLite visits the rows in rowid (page) order, each page once, instead of in id order, which
+            # touches pages at random and, beyond the page cache, writes spilled pages to the WAL again and again.
+            where = _ROWID.in_(select(w.c.rid).where(w.c.status == Status.ACTIVE.value))
+        else:
+            where = memories.c.id.in_(select(w.c.id).where(w.c.status == Status.ACTIVE.value))
+        self.conn.execute(update(memories).where(where, memories.c.status == Status.ACTIVE.value).values(**stale))
 
     def close(self) -> None:
         """Empty the table (PostgreSQL also empties it at commit)."""
         self.conn.execute(delete(self.table))
 
 
-#: Max bound parameters per IN (...) chunk (as the ledger's).
-_CHUNK = 900
-
-
-def attribute(root: str, suspect: Sequence[str], annotated: Any) -> dict[str, str]:
+def pick_attribution(root: str, suspect: Sequence[str], annotated: Any) -> dict[str, str]:
     """Pick, for each suspect, the attribution of its first annotated edge whose premise is in the chain.
 
     Args:

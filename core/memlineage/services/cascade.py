@@ -15,7 +15,7 @@ from sqlalchemy import Connection, select
 
 from memlineage.errors import MemoryNotFoundError
 from memlineage.ledger import Ledger
-from memlineage.ledger._cascade import attribute
+from memlineage.ledger._cascade import pick_attribution
 from memlineage.ledger._schema import memories
 from memlineage.lineage import plan_cascade
 from memlineage.models import Activity, Relation, Scope, Status, new_id, to_epoch
@@ -125,7 +125,7 @@ class Cascade:
         """
         if not suspect:
             return {}
-        return attribute(target, suspect, self.ledger.annotated_premises(suspect))
+        return pick_attribution(target, suspect, self.ledger.annotated_premises(suspect))
 
     def archive(self, ids: Sequence[str], reason: str) -> None:
         """Archive ``ids``: out of the index, kept in the ledger with an ``archived`` event (no cascade)."""
