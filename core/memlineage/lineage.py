@@ -95,7 +95,8 @@ def plan_cascade(walk: Any, status: Status) -> tuple[list[str], list[str], bool]
     """
     info: Mapping[str, tuple[int, str, int]] = walk.info
     if all(n <= 1 for _, _, n in info.values()):
-        suspect = [i for i, (_, st, _) in info.items() if st == Status.ACTIVE.value]  # info is in (depth, id) order
+        active = Status.ACTIVE.value
+        suspect = [i for i, (_, st, _) in info.items() if st == active]  # info is in (depth, id) order
         every_active = True
     else:
         edges, groups, statuses = walk.graph()

@@ -123,7 +123,8 @@ class CascadeWalk:
         )
         self.conn.execute(insert(w).from_select(["id", "depth", "status", "groups", "rid"], rows))
         query = select(w.c.id, w.c.depth, w.c.status, w.c.groups).order_by(w.c.depth, w.c.id)
-        self.info = {i: (d, st, n) for i, d, st, n in self.conn.execute(query).all()}  # one fetchall
+        found = self.conn.execute(query).all()  # one fetchall
+        self.info = dict(zip([r[0] for r in found], [(r[1], r[2], r[3]) for r in found], strict=True))
         return self.info
 
     def graph(self) -> tuple[list[tuple[str, str, int]], dict[str, dict[int, int]], dict[str, str]]:
