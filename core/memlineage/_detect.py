@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -107,14 +106,16 @@ def detect_updates(
     position = {id(d): i for i, d in enumerate(drafts)}
     ids = {id(d): d.extra_rows.setdefault("id", new_id()) for d in todo}
     pending: list[tuple[Any, Statement, list[Candidate]]] = []
-    earlier: list[Any] = []
+    earlier: dict[tuple[str, str | None], list[Any]] = {}  # per scope: the drafts before this one
+    vectors: dict[int, tuple[np.ndarray, np.floating[Any]]] = {}
     for d in todo:
         st = _statement(ports, d, now)
+        same_scope = earlier.setdefault((d.scope.user_id, d.scope.agent_id), [])
         if st is not None and d.supersedes is None:
-            cands = _candidates(ports, d, st, earlier, ids, now, broad=broad)
+            cands = _candidates(ports, d, st, same_scope, ids, now, broad=broad, vectors=vectors)
             if cands:
                 pending.append((d, st, cands))
-        earlier.append(d)
+        same_scope.append(d)
     if not pending:
         return todo
     decisions = reconciler.decide([(st, cands) for _, st, cands in pending])
@@ -247,29 +248,36 @@ def _candidates(
     now: datetime,
     *,
     broad: bool = False,
+    vectors: dict[int, tuple[np.ndarray, np.floating[Any]]] | None = None,
 ) -> list[Candidate]:
-    """Live memories of the draft's scope the statement may update: slot holders, neighbours, recent statements."""
+    """Live memories of the draft's scope the statement may update: slot holders, neighbours, recent statements.
+
+    ``earlier`` holds the drafts of the same scope before this one; ``vectors`` caches their float32 vectors and
+    norms for the in-batch comparison (see :func:`_batch_candidates`).
+    """
+    user_statement = d.source.kind is SourceKind.USER
+    cjk = has_cjk(d.content)
+    # Nearest statements by vector only when something in the statement could revise a slot-less one
+    # (a correction cue, a replacement, a withdrawal, a number of the speaker's state): plain records pay none.
+    revises = user_statement and (broad or may_revise(d.content))
+    recent = user_statement and (cjk or withdraws(d.content))
+    if not (st.slot or revises or recent):
+        # a plain record reads nothing: no connection is opened and no query is built for it (bulk ingest)
+        return _batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk, vectors=vectors)
     rows: dict[str, dict[str, Any]] = {}
     similarity: dict[str, float] = {}
     user, agent = d.scope.user_id, d.scope.agent_id
     mine = (memories.c.user_id == user, _agent_eq(agent), memories.c.status.in_(_LIVE))
-    cjk = has_cjk(d.content)
-    # Nearest statements by vector only when something in the statement could revise a slot-less one
-    # (a correction cue, a replacement, a withdrawal, a number of the speaker's state): plain records pay none.
-    revises = d.source.kind is SourceKind.USER and (broad or may_revise(d.content))
-    reads = bool(st.slot) or (d.source.kind is SourceKind.USER and (revises or cjk or withdraws(d.content)))
-    # a plain record reads nothing: no connection is opened for it (ingest of many records)
-    opened: AbstractContextManager[Any] = ports.ledger.read() if reads else nullcontext()
-    with opened as conn:
+    with ports.ledger.read() as conn:
         if st.slot:
             query = select(*_COLUMNS).where(*mine, memories.c.slot == st.slot)
             rows.update((r["id"], dict(r)) for r in conn.execute(query).mappings())
-        if d.source.kind is SourceKind.USER:
+        if user_statement:
             if revises and d.embedding is not None:
                 where = IndexFilter(user_id=user, agent_id=agent, statuses=_LIVE)
                 for hit in ports.index.query(d.embedding, NEIGHBOURS, where):
                     similarity[hit.id] = hit.similarity
-            if cjk or withdraws(d.content):
+            if recent:
                 limit = RECENT_CJK if cjk else RECENT
                 recent = select(*_COLUMNS).where(*mine).order_by(memories.c.recorded_at.desc()).limit(limit)
                 rows.update((r["id"], dict(r)) for r in conn.execute(recent).mappings())
@@ -306,24 +314,34 @@ def _candidates(
                 similarity=similarity.get(r["id"]),
             )
         )
-    out.extend(_batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk))
+    out.extend(_batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk, vectors=vectors))
     return out
 
 
 def _batch_candidates(
-    d: Any, st: Statement, earlier: Sequence[Any], ids: dict[int, str], now: datetime, *, by_words: bool
+    d: Any,
+    st: Statement,
+    earlier: Sequence[Any],
+    ids: dict[int, str],
+    now: datetime,
+    *,
+    by_words: bool,
+    vectors: dict[int, tuple[np.ndarray, np.floating[Any]]] | None = None,
 ) -> list[Candidate]:
-    """Earlier drafts of the same call that the statement may update (same scope, slot or close wording).
+    """Earlier drafts of the same call and scope that the statement may update (same slot or close wording).
 
     Without a slot and without ``by_words`` (nothing in the statement could revise a slot-less one) nothing is
-    compared, so a bulk import of plain records costs no pairwise work.
+    compared, so a bulk import of plain records costs no pairwise work. ``vectors`` caches each draft's float32
+    vector and norm across the calls of one batch (each pair computes the same cosine as before, only the
+    conversions are shared).
     """
     out: list[Candidate] = []
     if st.slot is None and not by_words:
         return out
+    cache = {} if vectors is None else vectors
     source = str(d.source)
     cjk = has_cjk(d.content)
-    mine = np.asarray(d.embedding, dtype=np.float32) if d.embedding is not None else None
+    mine = _vector(d, cache) if by_words else None
     for e in earlier:
         if (e.scope.user_id, e.scope.agent_id) != (d.scope.user_id, d.scope.agent_id):
             continue
@@ -333,10 +351,10 @@ def _batch_candidates(
         if not (same_slot or by_words):
             continue
         sim = None
-        if by_words and mine is not None and e.embedding is not None:
-            theirs = np.asarray(e.embedding, dtype=np.float32)
-            denom = float(np.linalg.norm(mine) * np.linalg.norm(theirs)) or 1.0
-            sim = float(mine @ theirs) / denom
+        theirs = _vector(e, cache) if mine is not None else None
+        if mine is not None and theirs is not None:
+            denom = float(mine[1] * theirs[1]) or 1.0
+            sim = float(mine[0] @ theirs[0]) / denom
         close = same_slot or cjk or (sim is not None and sim >= BATCH_SIMILARITY)
         if not close:
             continue
@@ -352,3 +370,14 @@ def _batch_candidates(
             )
         )
     return out
+
+
+def _vector(d: Any, cache: dict[int, tuple[np.ndarray, np.floating[Any]]]) -> tuple[np.ndarray, Any] | None:
+    """A draft's vector as float32 with its norm (None without a vector), converted once per batch."""
+    if d.embedding is None:
+        return None
+    found = cache.get(id(d))
+    if found is None:
+        vec = np.asarray(d.embedding, dtype=np.float32)
+        found = cache[id(d)] = (vec, np.linalg.norm(vec))
+    return found

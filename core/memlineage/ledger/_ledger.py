@@ -265,7 +265,7 @@ class Ledger(GraphQueries, Locks):
         The vectors (``embedding``, float32 bytes or ``None``) go to ``ml_embeddings`` in the same transaction.
         """
         if rows:
-            conn.execute(insert(memories), [{k: v for k, v in r.items() if k != "embedding"} for r in rows])
+            conn.execute(insert(memories), [_without_embedding(r) for r in rows])
             vectors = [{"memory_id": r["id"], "embedding": r["embedding"]} for r in rows if r.get("embedding")]
             if vectors:
                 conn.execute(insert(embeddings), vectors)
@@ -623,6 +623,13 @@ def _open_failure(url: str, exc: SQLAlchemyError) -> str:
     if state in ("28000", "28P01") or "password authentication failed" in first:
         return f"{where}: authentication failed ({first}); check the user name and password in the URL"
     return f"{where}: {first}; check the URL and that the database is reachable"
+
+
+def _without_embedding(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a memory row without its vector (stored in ``ml_embeddings``); a C-level copy, not a comprehension."""
+    out = dict(row)
+    out.pop("embedding", None)
+    return out
 
 
 def _agent_eq(agent_id: str | None) -> Any:

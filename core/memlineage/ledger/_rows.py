@@ -25,8 +25,8 @@ from memlineage.models import (
 __all__ = ["Event", "decode_vector", "encode_vector", "memory_to_row", "row_to_memory"]
 
 
-def encode_vector(vector: Sequence[float] | None) -> bytes | None:
-    """Encode a vector as little-endian float32 bytes (None stays None)."""
+def encode_vector(vector: Sequence[float] | np.ndarray | None) -> bytes | None:
+    """Encode a vector (a sequence of floats or a numpy array) as little-endian float32 bytes (None stays None)."""
     if vector is None:
         return None
     return np.asarray(vector, dtype="<f4").tobytes()

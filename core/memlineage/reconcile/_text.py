@@ -95,18 +95,20 @@ def slot_of(text: str) -> tuple[str | None, str | None]:
     return slot, value
 
 
+@lru_cache(maxsize=8192)
 def may_revise(text: str) -> bool:
     """Whether ``text`` could update or withdraw a statement that holds no slot (cheap; cached per text).
 
     True for a correction cue, a replacement, a withdrawal or negation, or a number or date in a statement about the
     speaker: the rules that need the nearest statements by vector. Everything else is matched by slot only, so bulk
-    imports of plain records pay no vector query.
+    imports of plain records pay no vector query. The cheap tests run first; the full profile of the statement
+    (:func:`_profile`, for its numbers and dates) only for a statement about the speaker.
     """
-    _, cue, personal, _, numeric, _, _ = _profile(text)
-    if cue or (personal and numeric) or withdraws(text):
-        return True
     table = tables_for(text)[0]
-    return any(p.search(strip_transcript_prefix(text)) for p in table.replacement)
+    body = strip_transcript_prefix(text)
+    if table.is_correction(body) or table.any_withdrawal(text) or table.any_replacement(body):
+        return True
+    return bool(_FIRST_PERSON.search(body)) and bool(_profile(text)[4])
 
 
 def clauses(text: str) -> list[str]:
@@ -164,8 +166,7 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 def withdraws(text: str) -> bool:
     """Whether ``text`` matches a withdrawal or negation pattern of its language ("forget …", "…取消了")."""
-    table = tables_for(text)[0]
-    return any(p.search(text) for p in (*table.withdrawal, *table.negation))
+    return tables_for(text)[0].any_withdrawal(text)
 
 
 def _naive(value: datetime | None) -> datetime:
@@ -214,6 +215,8 @@ def _key_tokens(text: str) -> set[str]:
 
 
 def _without_cues(text: str, table: LanguageTable) -> str:
+    if not table.any_cue(text):
+        return text  # no cue anywhere: every substitution below would leave the text as it is
     for pattern in (*table.correction_cues, *table.update_cues):
         text = pattern.sub(" ", text)
     return text

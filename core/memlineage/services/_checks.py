@@ -18,8 +18,12 @@ MAX_K = 10_000
 MAX_LIMIT = 2**31 - 1
 
 
-def vector(value: Any) -> list[float]:
-    """A precomputed embedding: a non-empty sequence of finite numbers."""
+def vector(value: Any) -> np.ndarray:
+    """A precomputed embedding: a non-empty sequence of finite numbers, as a read-only float64 array (a copy).
+
+    The array, not a list: the write path stores it as float32 bytes and compares it in numpy, so a list would be
+    converted back and forth (two conversions of every vector of a bulk import).
+    """
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         msg = f"embedding must be a list of floats, not {type(value).__name__}"
         raise InvalidInputError(msg)
@@ -35,14 +39,15 @@ def vector(value: Any) -> list[float]:
             "the content"
         )
         raise InvalidInputError(msg)
-    arr = raw.astype(np.float64, copy=False)
+    arr = raw.astype(np.float64, copy=raw is value)  # never share the caller's array
     if arr.ndim != 1 or arr.size == 0:
         msg = "embedding must be a non-empty flat list of numbers; pass embedding=None to embed the content"
         raise InvalidInputError(msg)
     if not np.isfinite(arr).all():
         msg = "embedding must contain finite numbers only (found NaN or inf); pass embedding=None to embed the content"
         raise InvalidInputError(msg)
-    return arr.tolist()
+    arr.flags.writeable = False
+    return arr
 
 
 def unit_float(value: Any, name: str) -> float:

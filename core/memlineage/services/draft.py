@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from memlineage.errors import InvalidInputError
 from memlineage.models import (
     Lineage,
@@ -50,7 +52,7 @@ class Draft:
     slot: str | None
     context_hash: str | None
     hash: str = ""
-    embedding: list[float] | None = None
+    embedding: list[float] | np.ndarray | None = None  # a precomputed vector is a float64 array (see ``vector``)
     supersedes: dict[str, Any] | None = None
     extra_rows: dict[str, Any] = field(default_factory=dict)
     decision: Decision | None = None  # update detection: the automatic decision behind supersedes / retracts
