@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import Connection, Select, bindparam, select
 
 from memlineage.errors import PolicyViolationError
 from memlineage.extractors._patterns import has_cjk
 from memlineage.index import IndexFilter, VectorIndex
 from memlineage.ledger import Ledger, row_to_memory
-from memlineage.ledger._ledger import _agent_eq
 from memlineage.ledger._schema import activities, memories
 from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, from_epoch, new_id
 from memlineage.reconcile import (
@@ -106,13 +107,13 @@ def detect_updates(
     position = {id(d): i for i, d in enumerate(drafts)}
     ids = {id(d): d.extra_rows.setdefault("id", new_id()) for d in todo}
     pending: list[tuple[Any, Statement, list[Candidate]]] = []
-    earlier: dict[tuple[str, str | None], list[Any]] = {}  # per scope: the drafts before this one
-    vectors: dict[int, tuple[np.ndarray, np.floating[Any]]] = {}
+    earlier: dict[tuple[str, str | None], _Earlier] = {}  # per scope: the drafts of this call before this one
+    reads = _Reads(ledger)
     for d in todo:
         st = _statement(ports, d, now)
-        same_scope = earlier.setdefault((d.scope.user_id, d.scope.agent_id), [])
+        same_scope = earlier.setdefault((d.scope.user_id, d.scope.agent_id), _Earlier())
         if st is not None and d.supersedes is None:
-            cands = _candidates(ports, d, st, same_scope, ids, now, broad=broad, vectors=vectors)
+            cands = _candidates(ports, d, st, same_scope, ids, now, broad=broad, reads=reads)
             if cands:
                 pending.append((d, st, cands))
         same_scope.append(d)
@@ -243,17 +244,17 @@ def _candidates(
     ports: _Ports,
     d: Any,
     st: Statement,
-    earlier: Sequence[Any],
+    earlier: _Earlier,
     ids: dict[int, str],
     now: datetime,
     *,
     broad: bool = False,
-    vectors: dict[int, tuple[np.ndarray, np.floating[Any]]] | None = None,
+    reads: _Reads | None = None,
 ) -> list[Candidate]:
     """Live memories of the draft's scope the statement may update: slot holders, neighbours, recent statements.
 
-    ``earlier`` holds the drafts of the same scope before this one; ``vectors`` caches their float32 vectors and
-    norms for the in-batch comparison (see :func:`_batch_candidates`).
+    ``earlier`` holds the drafts of the same scope before this one in the call; ``reads`` the ledger reads of the
+    call (see :class:`_Reads`).
     """
     user_statement = d.source.kind is SourceKind.USER
     cjk = has_cjk(d.content)
@@ -263,15 +264,13 @@ def _candidates(
     recent = user_statement and (cjk or withdraws(d.content))
     if not (st.slot or revises or recent):
         # a plain record reads nothing: no connection is opened and no query is built for it (bulk ingest)
-        return _batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk, vectors=vectors)
+        return _batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk)
     rows: dict[str, dict[str, Any]] = {}
     similarity: dict[str, float] = {}
     user, agent = d.scope.user_id, d.scope.agent_id
-    mine = (memories.c.user_id == user, _agent_eq(agent), memories.c.status.in_(_LIVE))
-    with ports.ledger.read() as conn:
+    with reads if reads is not None else _Reads(ports.ledger) as ledger_reads:
         if st.slot:
-            query = select(*_COLUMNS).where(*mine, memories.c.slot == st.slot)
-            rows.update((r["id"], dict(r)) for r in conn.execute(query).mappings())
+            rows.update((r["id"], r) for r in ledger_reads.scope_rows(user, agent, slot=st.slot))
         if user_statement:
             if revises and d.embedding is not None:
                 where = IndexFilter(user_id=user, agent_id=agent, statuses=_LIVE)
@@ -279,12 +278,10 @@ def _candidates(
                     similarity[hit.id] = hit.similarity
             if recent:
                 limit = RECENT_CJK if cjk else RECENT
-                recent = select(*_COLUMNS).where(*mine).order_by(memories.c.recorded_at.desc()).limit(limit)
-                rows.update((r["id"], dict(r)) for r in conn.execute(recent).mappings())
+                rows.update((r["id"], r) for r in ledger_reads.scope_rows(user, agent, limit=limit))
             missing = sorted(set(similarity) - rows.keys())
             if missing:
-                query = select(*_COLUMNS).where(*mine, memories.c.id.in_(missing))
-                rows.update((r["id"], dict(r)) for r in conn.execute(query).mappings())
+                rows.update((r["id"], r) for r in ledger_reads.rows_by_id(user, agent, missing))
     source = str(d.source)
     out: list[Candidate] = []
     for r in sorted(rows.values(), key=lambda r: (r["valid_from"] or r["recorded_at"], r["recorded_at"])):
@@ -314,44 +311,190 @@ def _candidates(
                 similarity=similarity.get(r["id"]),
             )
         )
-    out.extend(_batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk, vectors=vectors))
+    out.extend(_batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk))
     return out
 
 
+class _Reads:
+    """The ledger reads of one detection call: statements built once, scope reads made once per call.
+
+    The slot holders of a scope and its most recent statements are the same for every draft of a call (nothing is
+    written before persistence), so each is read once and shared (read only); the statements are built once per
+    shape (:func:`_scope_query`), so a read costs its execution only, with the same SQL as a statement built per
+    draft. Used as a context manager around the reads of one draft: a connection is opened on the first read
+    that is not already known, and closed when the draft is done.
+    """
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self._known: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        self._stack: ExitStack | None = None
+        self._conn: Connection | None = None
+
+    def __enter__(self) -> _Reads:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        stack, self._stack, self._conn = self._stack, None, None
+        if stack is not None:
+            stack.close()
+
+    def scope_rows(
+        self, user: str, agent: str | None, *, slot: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Live rows of the scope holding ``slot``, or its ``limit`` most recent live rows (read once per call)."""
+        key = (user, agent, slot, limit)
+        found = self._known.get(key)
+        if found is None:
+            params: dict[str, Any] = {"user": user, "live": list(_LIVE)}
+            if agent is not None:
+                params["agent"] = agent
+            if slot is not None:
+                params["slot"] = slot
+            shape = "slot" if slot is not None else "recent"
+            found = self._known[key] = self._execute(_scope_query(shape, agent is None, limit), params)
+        return found
+
+    def rows_by_id(self, user: str, agent: str | None, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Live rows of the scope among ``ids``."""
+        params: dict[str, Any] = {"user": user, "live": list(_LIVE), "ids": list(ids)}
+        if agent is not None:
+            params["agent"] = agent
+        return self._execute(_scope_query("ids", agent is None, None), params)
+
+    def _execute(self, query: Select[Any], params: dict[str, Any]) -> list[dict[str, Any]]:
+        if self._conn is None:
+            self._stack = ExitStack()
+            self._conn = self._stack.enter_context(self.ledger.read())
+        return [dict(r) for r in self._conn.execute(query, params).mappings()]
+
+
+@cache
+def _scope_query(shape: str, agent_null: bool, limit: int | None) -> Select[Any]:
+    """The candidate read of one shape (``slot``, ``recent`` or ``ids``), with bound parameters.
+
+    The live rows of a scope (``:user``, the agent, ``:live`` statuses), then ``slot = :slot``, the ``limit``
+    newest (``ORDER BY recorded_at DESC``) or ``id IN :ids``: the same SQL as the statement built with the values.
+    """
+    agent = memories.c.agent_id.is_(None) if agent_null else memories.c.agent_id == bindparam("agent")
+    mine = (memories.c.user_id == bindparam("user"), agent, memories.c.status.in_(bindparam("live", expanding=True)))
+    query = select(*_COLUMNS)
+    if shape == "slot":
+        return query.where(*mine, memories.c.slot == bindparam("slot"))
+    if shape == "ids":
+        return query.where(*mine, memories.c.id.in_(bindparam("ids", expanding=True)))
+    return query.where(*mine).order_by(memories.c.recorded_at.desc()).limit(limit)
+
+
+class _Earlier:
+    """The drafts of one scope met so far in a detection call, indexed for :func:`_batch_candidates`.
+
+    Keeps each draft's source and float32 vector (with its norm), the drafts by slot, and a matrix of the vectors
+    filled on the first comparison by words, so that a statement is compared with the earlier drafts in one
+    product instead of one per pair; a plain import never fills it.
+    """
+
+    def __init__(self) -> None:
+        self.drafts: list[Any] = []
+        self.sources: list[str] = []
+        self.by_slot: dict[str, list[int]] = {}
+        self._vectors: list[tuple[np.ndarray, Any] | None] = []
+        self._matrix: np.ndarray | None = None
+        self._norms: np.ndarray | None = None
+        self._filled = 0
+        self._mixed = False  # vectors of different sizes: every draft is compared pair by pair
+
+    def append(self, d: Any) -> None:
+        """Add the draft that was just examined (its slot, if any, is final for the loop)."""
+        if d.slot is not None:
+            self.by_slot.setdefault(d.slot, []).append(len(self.drafts))
+        self.drafts.append(d)
+        self.sources.append(str(d.source))
+        self._vectors.append(None)
+
+    def vector(self, i: int) -> tuple[np.ndarray, Any] | None:
+        """Draft ``i``'s vector as float32 and its norm (None without a vector), converted once."""
+        found = self._vectors[i]
+        if found is None and self.drafts[i].embedding is not None:
+            vec = np.asarray(self.drafts[i].embedding, dtype=np.float32)
+            found = self._vectors[i] = (vec, np.linalg.norm(vec))
+        return found
+
+    def close_to(self, mine: tuple[np.ndarray, Any], threshold: float) -> list[int] | None:
+        """Indexes of the drafts whose cosine with ``mine`` may reach ``threshold`` (a superset; None = all).
+
+        Computed in float32 over the stacked vectors with a margin of 1e-3, far above their rounding, so every
+        draft whose exact cosine (computed pair by pair, as before) reaches the threshold is in the result.
+        """
+        n = len(self.drafts)
+        if self._mixed:
+            return None
+        dims = mine[0].shape[0]
+        if self._matrix is None or self._matrix.shape[0] < n or self._norms is None:
+            size = max(n, 16, 2 * (0 if self._matrix is None else self._matrix.shape[0]))
+            matrix = np.zeros((size, dims), dtype=np.float32)
+            norms = np.full(size, np.nan, dtype=np.float32)
+            if self._matrix is not None and self._norms is not None:
+                matrix[: self._filled] = self._matrix[: self._filled]
+                norms[: self._filled] = self._norms[: self._filled]
+            self._matrix, self._norms = matrix, norms
+        if self._matrix.shape[1] != dims:
+            self._mixed = True
+            return None
+        for i in range(self._filled, n):
+            theirs = self.vector(i)
+            if theirs is None:
+                continue  # no vector: NaN norm, never close by words
+            if theirs[0].shape != (dims,):
+                self._mixed = True
+                return None
+            self._matrix[i] = theirs[0]
+            self._norms[i] = theirs[1]
+        self._filled = n
+        denom = self._norms[:n] * mine[1]
+        denom[denom == 0] = 1.0
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            approx = (self._matrix[:n] @ mine[0]) / denom
+        # NaN (no vector, or a NaN in one) compares False here: such drafts are kept and checked exactly
+        return [int(i) for i in np.flatnonzero(~(approx < threshold - 1e-3))]
+
+
 def _batch_candidates(
-    d: Any,
-    st: Statement,
-    earlier: Sequence[Any],
-    ids: dict[int, str],
-    now: datetime,
-    *,
-    by_words: bool,
-    vectors: dict[int, tuple[np.ndarray, np.floating[Any]]] | None = None,
+    d: Any, st: Statement, earlier: _Earlier, ids: dict[int, str], now: datetime, *, by_words: bool
 ) -> list[Candidate]:
     """Earlier drafts of the same call and scope that the statement may update (same slot or close wording).
 
     Without a slot and without ``by_words`` (nothing in the statement could revise a slot-less one) nothing is
-    compared, so a bulk import of plain records costs no pairwise work. ``vectors`` caches each draft's float32
-    vector and norm across the calls of one batch (each pair computes the same cosine as before, only the
-    conversions are shared).
+    compared, so a bulk import of plain records costs no pairwise work. Only the drafts that can be close are
+    examined: the same slot, every one for Chinese text, else those whose cosine may reach ``BATCH_SIMILARITY``
+    (:meth:`_Earlier.close_to`); each of them is checked, and its cosine computed, exactly as for every pair.
     """
     out: list[Candidate] = []
     if st.slot is None and not by_words:
         return out
-    cache = {} if vectors is None else vectors
     source = str(d.source)
     cjk = has_cjk(d.content)
-    mine = _vector(d, cache) if by_words else None
-    for e in earlier:
+    mine = None
+    if by_words and d.embedding is not None:
+        vec = np.asarray(d.embedding, dtype=np.float32)
+        mine = (vec, np.linalg.norm(vec))
+    examine: Sequence[int] | None = None  # None: every earlier draft
+    if not (cjk and by_words):
+        near = earlier.close_to(mine, BATCH_SIMILARITY) if mine is not None and earlier.drafts else []
+        if near is not None:
+            same = earlier.by_slot.get(st.slot, []) if st.slot is not None else []
+            examine = sorted({*near, *same}) if near and same else (near or same)
+    for i in range(len(earlier.drafts)) if examine is None else examine:
+        e = earlier.drafts[i]
         if (e.scope.user_id, e.scope.agent_id) != (d.scope.user_id, d.scope.agent_id):
             continue
-        if e.kind is MemoryKind.WORKING or not may_update(source, str(e.source)):
+        if e.kind is MemoryKind.WORKING or not may_update(source, earlier.sources[i]):
             continue
         same_slot = st.slot is not None and e.slot == st.slot
         if not (same_slot or by_words):
             continue
         sim = None
-        theirs = _vector(e, cache) if mine is not None else None
+        theirs = earlier.vector(i) if mine is not None else None
         if mine is not None and theirs is not None:
             denom = float(mine[1] * theirs[1]) or 1.0
             sim = float(mine[0] @ theirs[0]) / denom
@@ -362,7 +505,7 @@ def _batch_candidates(
             Candidate(
                 id=ids[id(e)],
                 content=e.content,
-                source=str(e.source),
+                source=earlier.sources[i],
                 slot=e.slot,
                 slot_value=e.slot_value,
                 valid_from=e.valid_from or now,
@@ -370,14 +513,3 @@ def _batch_candidates(
             )
         )
     return out
-
-
-def _vector(d: Any, cache: dict[int, tuple[np.ndarray, np.floating[Any]]]) -> tuple[np.ndarray, Any] | None:
-    """A draft's vector as float32 with its norm (None without a vector), converted once per batch."""
-    if d.embedding is None:
-        return None
-    found = cache.get(id(d))
-    if found is None:
-        vec = np.asarray(d.embedding, dtype=np.float32)
-        found = cache[id(d)] = (vec, np.linalg.norm(vec))
-    return found
