@@ -12,11 +12,14 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
+from functools import cache
 from typing import Any
 
 from sqlalchemy import (
     Connection,
     Engine,
+    Update,
+    bindparam,
     case,
     create_engine,
     delete,
@@ -310,26 +313,20 @@ class Ledger(GraphQueries, Locks):
             changed += result.rowcount or 0
         return changed
 
-    def upsert_activity(self, conn: Connection, act: Activity) -> None:
-        """Insert or update an activity row (portable: update, then insert when nothing matched)."""
-        scope = act.scope
-        row = {
-            "kind": act.kind,
-            "name": act.name,
-            "parent_id": act.parent_id,
-            "user_id": scope.user_id if scope else None,
-            "agent_id": scope.agent_id if scope else None,
-            "session_id": scope.session_id if scope else None,
-            "started_at": to_epoch(act.started_at),
-            "ended_at": to_epoch(act.ended_at),
-            "outcome": act.outcome,
-            "meta": act.metadata,
-            "run_id": act.run_id,
-            "tool_call_id": act.tool_call_id,
-        }
-        result = conn.execute(update(activities).where(activities.c.id == act.id).values(**row))
-        if not result.rowcount:
-            conn.execute(insert(activities).values(id=act.id, **row))
+    def upsert_activity(self, conn: Connection, act: Activity, *, new: bool = False) -> None:
+        """Insert or update an activity row (portable: update, then insert when nothing matched).
+
+        Args:
+            conn: The write transaction.
+            act: The activity.
+            new: ``act.id`` was just generated (no row can have it): insert without trying an update first.
+        """
+        row = _activity_row(act)
+        if not new:
+            result = conn.execute(_activity_update(), {"_id": act.id, **{f"_{k}": v for k, v in row.items()}})
+            if result.rowcount:
+                return
+        conn.execute(insert(activities), {"id": act.id, **row})
 
     # ------------------------------------------------------------------ reads
     def memory_rows(
@@ -623,6 +620,33 @@ def _open_failure(url: str, exc: SQLAlchemyError) -> str:
     if state in ("28000", "28P01") or "password authentication failed" in first:
         return f"{where}: authentication failed ({first}); check the user name and password in the URL"
     return f"{where}: {first}; check the URL and that the database is reachable"
+
+
+def _activity_row(act: Activity) -> dict[str, Any]:
+    """The columns of an activity row but its id."""
+    scope = act.scope
+    return {
+        "kind": act.kind,
+        "name": act.name,
+        "parent_id": act.parent_id,
+        "user_id": scope.user_id if scope else None,
+        "agent_id": scope.agent_id if scope else None,
+        "session_id": scope.session_id if scope else None,
+        "started_at": to_epoch(act.started_at),
+        "ended_at": to_epoch(act.ended_at),
+        "outcome": act.outcome,
+        "meta": act.metadata,
+        "run_id": act.run_id,
+        "tool_call_id": act.tool_call_id,
+    }
+
+
+@cache
+def _activity_update() -> Update:
+    """The update of an activity by id, built once (bound parameters ``_id`` and ``_<column>``)."""
+    columns = [c.name for c in activities.c if c.name != "id"]
+    values: dict[str, Any] = {c: bindparam(f"_{c}") for c in columns}
+    return update(activities).where(activities.c.id == bindparam("_id")).values(values)
 
 
 def _without_embedding(row: Mapping[str, Any]) -> dict[str, Any]:

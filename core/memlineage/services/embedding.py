@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from memlineage.errors import InvalidInputError, MemLineageError, StorageError
 from memlineage.ports import Embedder
 
@@ -43,7 +45,7 @@ class Embedding:
             self.dims = len(out[0])
         return out
 
-    def check_dims(self, vector: Sequence[float]) -> None:
+    def check_dims(self, vector: Sequence[float] | np.ndarray) -> None:
         """A precomputed embedding must have the embedder's size, or it would poison the index for the scope.
 
         Raises:

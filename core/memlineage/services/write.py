@@ -566,6 +566,7 @@ class WritePath:
                     "target": decision.target, "statement": memory_id,
                 },
             ),
+            new=True,
         )  # fmt: skip
         rows = [edge_row(act, decision.target, Relation.USED, t, d.scope.user_id)]
         if memory_id is not None:
