@@ -214,6 +214,13 @@ def test_precomputed_vectors_are_read_only_float64_copies() -> None:
     given[0] = 9.0
     assert vec[0] == 0.0  # the caller's array is not shared
     assert vector([1, 2, 3]).tolist() == [1.0, 2.0, 3.0]
+    floats = np.random.default_rng(1).standard_normal(384).tolist()  # an embedder's output: the fast path
+    fast = vector(floats)
+    assert fast.tolist() == np.asarray(floats).tolist() and not fast.flags.writeable
+    assert vector([0.5, 1, True]).tolist() == [0.5, 1.0, 1.0]  # mixed numbers: numpy's own conversion, as before
+    for bad in ([0.5, float("inf")], [0.5, "1.0"], [[0.5], [1.0]], [], [True, False]):
+        with pytest.raises(InvalidInputError):
+            vector(bad)
     with pytest.raises(InvalidInputError):
         vector([1.0, float("nan")])
     mm = make_manager()

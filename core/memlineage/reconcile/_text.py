@@ -95,9 +95,8 @@ def slot_of(text: str) -> tuple[str | None, str | None]:
     return slot, value
 
 
-@lru_cache(maxsize=8192)
 def may_revise(text: str) -> bool:
-    """Whether ``text`` could update or withdraw a statement that holds no slot (cheap; cached per text).
+    """Whether ``text`` could update or withdraw a statement that holds no slot (cheap).
 
     True for a correction cue, a replacement, a withdrawal or negation, or a number or date in a statement about the
     speaker: the rules that need the nearest statements by vector. Everything else is matched by slot only, so bulk
@@ -106,7 +105,7 @@ def may_revise(text: str) -> bool:
     """
     table = tables_for(text)[0]
     body = strip_transcript_prefix(text)
-    if table.is_correction(body) or table.any_withdrawal(text) or table.any_replacement(body):
+    if table.is_correction(body) or withdraws(text) or table.any_replacement(body):
         return True
     return bool(_FIRST_PERSON.search(body)) and bool(_profile(text)[4])
 
@@ -164,8 +163,12 @@ def _as_sentence(clause: str) -> str:
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
+@lru_cache(maxsize=4096)
 def withdraws(text: str) -> bool:
-    """Whether ``text`` matches a withdrawal or negation pattern of its language ("forget …", "…取消了")."""
+    """Whether ``text`` matches a withdrawal or negation pattern of its language ("forget …", "…取消了").
+
+    Cached per text: update detection asks twice per statement (may it revise? should recent statements be read?).
+    """
     return tables_for(text)[0].any_withdrawal(text)
 
 

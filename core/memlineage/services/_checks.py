@@ -27,22 +27,26 @@ def vector(value: Any) -> np.ndarray:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         msg = f"embedding must be a list of floats, not {type(value).__name__}"
         raise InvalidInputError(msg)
-    # Vectorised check (numpy infers one dtype for the whole list): numbers only, flat, all finite.
-    try:
-        raw = value if isinstance(value, np.ndarray) else np.asarray(list(value))
-    except (TypeError, ValueError) as exc:
-        msg = "embedding must be a flat list of finite numbers; pass embedding=None to embed the content"
-        raise InvalidInputError(msg) from exc
-    if raw.dtype.kind not in "fiu":
-        msg = (
-            f"embedding must contain numbers only (got {raw.dtype.name} values); pass embedding=None to embed "
-            "the content"
-        )
-        raise InvalidInputError(msg)
-    arr = raw.astype(np.float64, copy=raw is value)  # never share the caller's array
-    if arr.ndim != 1 or arr.size == 0:
-        msg = "embedding must be a non-empty flat list of numbers; pass embedding=None to embed the content"
-        raise InvalidInputError(msg)
+    if type(value) is list and value and set(map(type, value)) == {float}:
+        # the common case (an embedder's output): Python floats only, read without numpy's type discovery
+        arr = np.fromiter(value, dtype=np.float64, count=len(value))
+    else:
+        # Vectorised check (numpy infers one dtype for the whole list): numbers only, flat.
+        try:
+            raw = value if isinstance(value, np.ndarray) else np.asarray(list(value))
+        except (TypeError, ValueError) as exc:
+            msg = "embedding must be a flat list of finite numbers; pass embedding=None to embed the content"
+            raise InvalidInputError(msg) from exc
+        if raw.dtype.kind not in "fiu":
+            msg = (
+                f"embedding must contain numbers only (got {raw.dtype.name} values); pass embedding=None to embed "
+                "the content"
+            )
+            raise InvalidInputError(msg)
+        arr = raw.astype(np.float64, copy=raw is value)  # never share the caller's array
+        if arr.ndim != 1 or arr.size == 0:
+            msg = "embedding must be a non-empty flat list of numbers; pass embedding=None to embed the content"
+            raise InvalidInputError(msg)
     if not np.isfinite(arr).all():
         msg = "embedding must contain finite numbers only (found NaN or inf); pass embedding=None to embed the content"
         raise InvalidInputError(msg)
