@@ -44,6 +44,8 @@ logger = logging.getLogger(__name__)
 _LIVE = (Status.ACTIVE.value, Status.SUSPECT.value)
 #: Nearest statements by vector offered to the reconciler.
 NEIGHBOURS = 8
+#: Extra nearest entries asked of the index, for entries whose withdrawal the index has not applied yet.
+OVERFETCH = 8
 #: Most recent live statements of the scope, offered too for Chinese text and withdrawals (words, not vectors: the
 #: English MiniLM cannot tell unrelated Chinese sentences apart, and a withdrawal names its object in few words).
 RECENT = 50
@@ -273,15 +275,26 @@ def _candidates(
             rows.update((r["id"], r) for r in ledger_reads.scope_rows(user, agent, slot=st.slot))
         if user_statement:
             if revises and d.embedding is not None:
+                # The index learns of status changes from the deferred sync, so a memory withdrawn a moment ago
+                # may still look live there: ask for more and keep the NEIGHBOURS nearest the ledger says are live
+                # (the same ones as with an index in step, whatever the sync thread's timing).
                 where = IndexFilter(user_id=user, agent_id=agent, statuses=_LIVE)
-                for hit in ports.index.query(d.embedding, NEIGHBOURS, where):
+                for hit in ports.index.query(d.embedding, NEIGHBOURS + OVERFETCH, where):
                     similarity[hit.id] = hit.similarity
             if recent:
                 limit = RECENT_CJK if cjk else RECENT
                 rows.update((r["id"], r) for r in ledger_reads.scope_rows(user, agent, limit=limit))
-            missing = sorted(set(similarity) - rows.keys())
+            read = set(rows)
+            missing = sorted(set(similarity) - read)
             if missing:
                 rows.update((r["id"], r) for r in ledger_reads.rows_by_id(user, agent, missing))
+            live = [i for i in similarity if i in rows and rows[i]["status"] in _LIVE]  # index order: nearest first
+            for i in live[NEIGHBOURS:]:
+                del similarity[i]
+                if i not in read:
+                    del rows[i]
+            for i in set(similarity) - set(live):
+                del similarity[i]
     source = str(d.source)
     out: list[Candidate] = []
     for r in sorted(rows.values(), key=lambda r: (r["valid_from"] or r["recorded_at"], r["recorded_at"])):

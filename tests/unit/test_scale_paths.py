@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from memlineage import Scope, Status
 from memlineage.index import IndexFilter, InMemoryIndex, ScopedVectorIndex
+from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
 from memlineage.lineage import evaluate_cascade
 from memlineage.testing import FakeEmbedder, make_manager
@@ -380,3 +381,51 @@ def test_erase_right_after_retract_counts_every_entry_it_removed() -> None:
         assert mm.erase(scope=ALICE).index_entries_removed == 2
         assert mm.verify().ok
         mm.close()
+
+
+class _Spy:
+    """A reconciler that records the candidates each statement is offered and decides nothing."""
+
+    wants_neighbours = False
+    name = "spy"
+
+    def __init__(self) -> None:
+        self.offered: list[set[str]] = []
+
+    def decide(self, items: Any) -> list[Any]:
+        from memlineage.reconcile import Action, Decision
+
+        self.offered.extend({c.id for c in cands} for _, cands in items)
+        return [Decision(action=Action.NEW) for _ in items]
+
+
+def test_update_detection_neighbours_skip_withdrawals_the_index_has_not_applied(monkeypatch) -> None:  # noqa: ANN001
+    """The nearest live statements are offered even when withdrawn ones still look live in a lagging index.
+
+    The index plan of a large scope (here: every scope, ``exact_max=0``) learns of status changes from the deferred
+    sync only; until it runs, withdrawn statements can fill the nearest slots.
+    """
+    spy = _Spy()
+    ledger = Ledger("sqlite://")
+    index = ScopedVectorIndex.over_ledger(InMemoryIndex(), ledger, exact_max=0)
+    mm = make_manager(ledger=ledger, index=index, reconciler=spy)
+    near = [mm.remember(f"the team dinner with Bob is on Monday at eight note {i}", scope=ALICE) for i in range(8)]
+    live = [
+        mm.remember("the team dinner is on Monday", scope=ALICE),
+        mm.remember("dinner with Bob on Monday", scope=ALICE),
+    ]
+    held: list[str] = []  # the background sync has not run yet: the retractions wait here
+    monkeypatch.setattr(mm.services.index_sync, "defer", held.extend)
+    for m in near:
+        mm.retract(m.id, scope=ALICE)
+    query = FakeEmbedder().embed(["actually the team dinner with Bob is on Tuesday at eight"])[0]
+    lag = IndexFilter(user_id="alice", statuses=("active", "suspect"))
+    assert {h.id for h in mm.index.query(query, 8, lag)} == {m.id for m in near}  # all withdrawn, all look live
+    spy.offered.clear()
+    mm.remember("actually the team dinner with Bob is on Tuesday at eight", scope=ALICE)
+    assert spy.offered, "a correction cue asks for the nearest statements"
+    assert {m.id for m in live} <= spy.offered[-1]
+    assert not {m.id for m in near} & spy.offered[-1]
+    monkeypatch.undo()
+    mm.services.index_sync.defer(held)
+    mm.close()
