@@ -138,9 +138,23 @@ class CachedVectors:
         self.seconds = time.perf_counter() - t0
         self.index = {t: i for i, t in enumerate(uniq)}
         self.vectors = arr.astype(np.float32)
+        self._extra: dict[str, np.ndarray] = {}
+        self._model: Any = None
 
     def get(self, text: str) -> np.ndarray:
-        return self.vectors[self.index[text]]
+        """The cached vector; a text the benchmark did not list (MemLineage writes new ones, e.g. the clauses a
+        correction leaves untouched) is embedded by the same model and cached for this run."""
+        i = self.index.get(text)
+        if i is not None:
+            return self.vectors[i]
+        extra = self._extra.get(text)
+        if extra is None:
+            if self._model is None:
+                from memlineage.index import OnnxMiniLMEmbedder
+
+                self._model = OnnxMiniLMEmbedder(download=False)
+            extra = self._extra[text] = self._model.embed_array([text])[0].astype(np.float32)
+        return extra
 
     def many(self, texts: Sequence[str]) -> list[list[float]]:
         return [self.get(t).tolist() for t in texts]
