@@ -288,13 +288,10 @@ def _candidates(
             missing = sorted(set(similarity) - read)
             if missing:
                 rows.update((r["id"], r) for r in ledger_reads.rows_by_id(user, agent, missing))
-            live = [i for i in similarity if i in rows and rows[i]["status"] in _LIVE]  # index order: nearest first
-            for i in live[NEIGHBOURS:]:
-                del similarity[i]
-                if i not in read:
-                    del rows[i]
-            for i in set(similarity) - set(live):
-                del similarity[i]
+            # rows only holds live memories: keep the NEIGHBOURS nearest of them (the index lists nearest first)
+            nearest = [i for i in similarity if i in rows][:NEIGHBOURS]
+            similarity = {i: similarity[i] for i in nearest}
+            rows = {i: r for i, r in rows.items() if i in read or i in similarity}
     source = str(d.source)
     out: list[Candidate] = []
     for r in sorted(rows.values(), key=lambda r: (r["valid_from"] or r["recorded_at"], r["recorded_at"])):

@@ -14,6 +14,7 @@ from memlineage.index import IndexFilter, InMemoryIndex, ScopedVectorIndex
 from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
 from memlineage.lineage import evaluate_cascade
+from memlineage.reconcile import Action, Decision
 from memlineage.testing import FakeEmbedder, make_manager
 from sqlalchemy import select
 
@@ -393,8 +394,6 @@ class _Spy:
         self.offered: list[set[str]] = []
 
     def decide(self, items: Any) -> list[Any]:
-        from memlineage.reconcile import Action, Decision
-
         self.offered.extend({c.id for c in cands} for _, cands in items)
         return [Decision(action=Action.NEW) for _ in items]
 

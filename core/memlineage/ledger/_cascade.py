@@ -39,16 +39,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
+from memlineage.ledger._graph import _chunks
 from memlineage.ledger._schema import edges, events, memories, supports
 from memlineage.models import Relation, Status
 
-__all__ = ["CascadeWalk", "descendants_cte", "pick_attribution"]
+__all__ = ["CascadeWalk", "descendants_cte"]
 
 _WAS_DERIVED_FROM = Relation.WAS_DERIVED_FROM.value
 #: Guard against corrupted data: cycles are refused on write.
 MAX_DEPTH = 10_000
-#: Max bound parameters per IN (...) chunk (as the ledger's).
-_CHUNK = 900
 
 
 def _walk_table(schema: str) -> Table:
@@ -174,7 +173,12 @@ class CascadeWalk:
             )
             .order_by(edges.c.id)
         )
-        return pick_attribution(self.root, suspect, self.conn.execute(query))
+        chain = {self.root, *suspect}
+        out: dict[str, str] = {}
+        for src, dst, how in self.conn.execute(query):
+            if src in chain and src != self.root and dst in chain:
+                out.setdefault(src, how)
+        return out
 
     def mark_suspect(self, ids: Sequence[str], *, every_active: bool, event: Mapping[str, Any]) -> None:
         """Set ``ids`` to ``suspect``, their index entries ``stale``, one event each, in the order of ``ids``.
@@ -197,8 +201,7 @@ class CascadeWalk:
         }
         if not every_active:
             self.conn.execute(insert(events).values(**shared), [{"memory_id": i} for i in ids])
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start : start + _CHUNK]
+            for chunk in _chunks(ids):
                 self.conn.execute(update(memories).where(memories.c.id.in_(chunk)).values(**stale))
             return
         w = self.table
@@ -227,19 +230,3 @@ class CascadeWalk:
     def close(self) -> None:
         """Empty the table (PostgreSQL also empties it at commit)."""
         self.conn.execute(delete(self.table))
-
-
-def pick_attribution(root: str, suspect: Sequence[str], annotated: Any) -> dict[str, str]:
-    """Pick, for each suspect, the attribution of its first annotated edge whose premise is in the chain.
-
-    Args:
-        root: The invalidated memory.
-        suspect: Its descendants marked suspect.
-        annotated: ``(derived, premise, attribution)`` rows, oldest edge first.
-    """
-    chain = {root, *suspect}
-    out: dict[str, str] = {}
-    for src, dst, how in annotated:
-        if src in chain and src != root and dst in chain:
-            out.setdefault(src, how)
-    return out

@@ -61,19 +61,6 @@ class GraphQueries:
                 rows.extend((s, d, g) for s, d, g in c.execute(query))
         return rows
 
-    def annotated_premises(self, ids: Sequence[str], conn: Connection | None = None) -> list[tuple[str, str, str]]:
-        """``(derived, premise, attribution)`` of every annotated wasDerivedFrom edge of ``ids``, oldest first."""
-        rows: list[tuple[int, str, str, str]] = []
-        with self._maybe(conn) as c:
-            for chunk in _chunks(list(dict.fromkeys(ids))):
-                query = select(edges.c.id, edges.c.src, edges.c.dst, edges.c.attribution).where(
-                    edges.c.src.in_(chunk),
-                    edges.c.relation == Relation.WAS_DERIVED_FROM.value,
-                    edges.c.attribution.is_not(None),
-                )
-                rows.extend((i, s, d, a) for i, s, d, a in c.execute(query))
-        return [(s, d, a) for _, s, d, a in sorted(rows)]
-
     def support_groups(self, ids: Sequence[str], conn: Connection | None = None) -> dict[str, dict[int, int]]:
         """For each memory, ``{support_group: number_of_premises}``."""
         out: dict[str, dict[int, int]] = {}

@@ -15,7 +15,6 @@ from sqlalchemy import Connection, select
 
 from memlineage.errors import MemoryNotFoundError
 from memlineage.ledger import Ledger
-from memlineage.ledger._cascade import pick_attribution
 from memlineage.ledger._schema import memories
 from memlineage.lineage import plan_cascade
 from memlineage.models import Activity, Relation, Scope, Status, new_id, to_epoch
@@ -116,16 +115,6 @@ class Cascade:
             walk.mark_suspect(suspect, every_active=every_active, event=event)
         walk.close()
         return Invalidation(suspect, unaffected, attribution)
-
-    def attribution(self, target: str, suspect: Sequence[str]) -> dict[str, str]:
-        """For each suspect memory, the attribution of its premise edge into the invalidated chain (after commit).
-
-        For a cascade already committed (``supersede`` through the write path); a cascade run with
-        ``invalidate(..., attribute=True)`` reads it from its walk instead. Binds the suspects' ids.
-        """
-        if not suspect:
-            return {}
-        return pick_attribution(target, suspect, self.ledger.annotated_premises(suspect))
 
     def archive(self, ids: Sequence[str], reason: str) -> None:
         """Archive ``ids``: out of the index, kept in the ledger with an ``archived`` event (no cascade)."""

@@ -440,7 +440,11 @@ class WritePath:
             settle(self.ledger, conn, [mid], t)  # a group resting on a withdrawn premise does not revive it
 
     def _persist(
-        self, drafts: list[Draft], now: datetime, rows_out: list[dict[str, Any]] | None = None
+        self,
+        drafts: list[Draft],
+        now: datetime,
+        rows_out: list[dict[str, Any]] | None = None,
+        attribution_out: dict[str, str] | None = None,
     ) -> tuple[list[Memory], list[str]]:
         """Write new memories, their supports, edges and events in one transaction.
 
@@ -448,6 +452,8 @@ class WritePath:
             drafts: Validated, de-duplicated drafts.
             now: Write time.
             rows_out: When given, receives the ledger rows written (for the index write that follows).
+            attribution_out: When given, receives how each suspect rested on the memory it superseded (read from
+                the cascade's walk, see ``Cascade.invalidate(attribute=True)``).
 
         Returns:
             The new memories, and the ids made suspect by superseding old slot values / versions.
@@ -539,9 +545,12 @@ class WritePath:
                     d, mem = by_target[old_id]
                     act = self._record_decision(conn, d, mem.id, now)
                     d.decision_activity = act
-                suspects.extend(
-                    self.cascade.invalidate(conn, old_id, status, now, reason=reason, activity_id=act).suspect
+                done = self.cascade.invalidate(
+                    conn, old_id, status, now, reason=reason, activity_id=act, attribute=attribution_out is not None
                 )
+                suspects.extend(done.suspect)
+                if attribution_out is not None:
+                    attribution_out.update(done.attribution)
         if invalidations:  # status changes only (a new version made suspect is written by the deferred sync too)
             self.syncer.defer([i[0] for i in invalidations] + suspects)
         return mems, suspects
@@ -612,12 +621,13 @@ class WritePath:
         d.force = True  # an explicit revision is always stored; a value model only scores it
         d.strict = True  # ... and only while ``old_id`` is still current (checked again under its row lock)
         self.value.gate([d], [d], [None], self.clock())
+        attribution: dict[str, str] = {}
         with self.write_mutex:
-            (new,), suspect = self._persist([d], self.clock())
+            (new,), suspect = self._persist([d], self.clock(), attribution_out=attribution)
         self.syncer.sync([new.id])
         return CascadeReport(
             target=old_id, action="supersede", suspect=suspect, memory=self.reads.get(new.id, scope=scope),
-            attribution=self.cascade.attribution(old_id, suspect),
+            attribution=attribution,
         )  # fmt: skip
 
     def revise(
