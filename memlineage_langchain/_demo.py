@@ -29,7 +29,7 @@ from memlineage._render import explanation_tree
 from memlineage.capture import tool_result_text
 from memlineage.errors import ConfigurationError, InvalidInputError, MissingDependencyError
 from memlineage.manager import MemoryManager
-from memlineage.models import Memory, Scope, Status
+from memlineage.models import Memory, Scope, Status, short_id
 from memlineage.policy import PolicyEngine, builtin_policies
 from rich.console import Console
 from rich.panel import Panel
@@ -258,14 +258,14 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
             f"[yellow]update detected ({decision.metadata['decided_by']}):[/] {decision.metadata['reason']} — "
             f"the Paris premise is now [bold]{mm.require(premise.id, scope=alice).status.value}[/]; the cascade "
             f"marked [bold]{len(suspect)}[/] derived memories suspect, only what rested on the destination "
-            f"(undo: mm.undo({decision.id[:8]}…)):"
+            f"(undo: mm.undo({short_id(decision.id)}…)):"
         )
         chain = {premise.id, *suspect}
         for m in mm.get_many(suspect, scope=alice):
             if m is not None:
                 how = mm.explain(m.id, scope=alice).attribution
                 via = ", ".join(sorted({how.get((m.id, p), "given") for p in m.derived_from if p in chain}))
-                console.print(f"  [yellow]suspect[/] {m.id[:8]} {m.source} [dim]via {via}[/]: {m.content[:80]}")
+                console.print(f"  [yellow]suspect[/] {short_id(m.id)} {m.source} [dim]via {via}[/]: {m.content[:80]}")
         res = mm.recall("flight and hotel recommendation for my trip", scope=alice, k=5, purpose="decision")
         served = set(res.ids)
         assert first_plan is not None and paris_price is not None
@@ -307,7 +307,7 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
             f"stale quote ({mm.require(lyon_price.id, scope=alice).status.value} now): [dim]{lyon_price.content}[/]"
         )
         if quote is not None:
-            origin = str(quote.memory.metadata.get("refreshed_from", "-"))[:8]
+            origin = short_id(str(quote.memory.metadata.get("refreshed_from", "-")))
             console.print(f"served instead: [bold]{quote.content}[/]  (refreshed from {origin})")
         refreshed = [d for d in res.trace.decisions if "refresh" in str(getattr(d, "effect", ""))]
         for d in refreshed:
@@ -327,8 +327,8 @@ def run_agent_demo(path: Path | None, console: Console, model: str | None = None
         for node in ex.memories:
             for pid in node.derived_from:
                 attributed, held = ex.attribution.get((node.id, pid), "given"), shown.get(pid)
-                line = f"{held.source} {pid[:8]}: {held.content[:48]}" if held is not None else pid[:8]
-                console.print(f"  {node.source} {node.id[:8]} [dim]<-{attributed}-[/] {line}")
+                line = f"{held.source} {short_id(pid)}: {held.content[:48]}" if held is not None else short_id(pid)
+                console.print(f"  {node.source} {short_id(node.id)} [dim]<-{attributed}-[/] {line}")
         why = [e["data"].get("reason") for e in mm.audit(alice, memory_id=plan.id, types=["suspect"])]
         if why:
             console.print(f"why suspect: [yellow]{why[-1]}[/] (the fare it quoted was older than its 1 h limit)")
@@ -357,8 +357,8 @@ def _ledger_table(console: Console, mm: MemoryManager, scope: Scope, title: str)
         table.add_column(col)
     for m in sorted(mm.find(scope=scope), key=lambda m: m.recorded_at):
         how = mm.explain(m.id, scope=scope).attribution
-        premises = ", ".join(f"{p[:8]} ({how.get((m.id, p), 'given')})" for p in m.derived_from) or "-"
-        table.add_row(m.id[:8], m.status.value, str(m.source), f"{m.trust:.2f}", premises, m.content[:60])
+        premises = ", ".join(f"{short_id(p)} ({how.get((m.id, p), 'given')})" for p in m.derived_from) or "-"
+        table.add_row(short_id(m.id), m.status.value, str(m.source), f"{m.trust:.2f}", premises, m.content[:60])
     console.print(table)
 
 

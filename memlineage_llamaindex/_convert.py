@@ -13,7 +13,7 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from memlineage.errors import InvalidInputError
 from memlineage.history import ChatEntry, ChatTurn
-from memlineage.models import Scope
+from memlineage.models import Scope, short_id
 from memlineage.retrieval import RecallHit
 
 #: Instrument-tag keys that name the scope of a run (see ``instrument_tags`` in
@@ -105,7 +105,7 @@ def hit_line(hit: RecallHit) -> str:
     The marker's ``m:<8 hex>`` is the start of the memory id, enough for the model to cite it.
     """
     mem = hit.memory
-    parts = [f"m:{mem.id[:8]}", str(mem.source), mem.created_at.date().isoformat(), f"trust {mem.trust:.2f}"]
+    parts = [f"m:{short_id(mem.id)}", str(mem.source), mem.created_at.date().isoformat(), f"trust {mem.trust:.2f}"]
     parts.extend(hit.flags)
     content = " ".join(mem.content.split())
     return f"- [{' '.join(parts)}] {content}"

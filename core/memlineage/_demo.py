@@ -11,7 +11,7 @@ from rich.table import Table
 from memlineage._render import explanation_tree
 from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
-from memlineage.models import Scope
+from memlineage.models import Scope, short_id
 
 
 def run_core_demo(path: Path, console: Console) -> None:
@@ -38,7 +38,9 @@ def run_core_demo(path: Path, console: Console) -> None:
         assert report.memory is not None  # supersede always returns the new version
         console.print(f"   cascade marked {len(report.suspect)} derived memories suspect")
         for sid in report.suspect:
-            console.print(f"   {sid[:8]} rested on the destination via [bold]{report.attribution.get(sid, 'given')}[/]")
+            console.print(
+                f"   {short_id(sid)} rested on the destination via [bold]{report.attribution.get(sid, 'given')}[/]"
+            )
         _table(console, "   after the correction", mm, alice, [city.id, report.memory.id, flight.id, plan.id])
         res = mm.recall("which hotel should I book?", scope=alice, k=3)
         console.print("\n[bold]3. Recall for 'which hotel should I book?'[/] (suspect memories are not served):")
@@ -57,6 +59,6 @@ def _table(console: Console, title: str, mm: MemoryManager, scope: Scope, ids: l
     for m in mm.get_many(ids, scope=scope):
         if m is not None:
             how = mm.explain(m.id, scope=scope).attribution
-            premises = ", ".join(f"{p[:8]} ({how.get((m.id, p), 'given')})" for p in m.derived_from) or "-"
-            table.add_row(m.id[:8], m.status.value, str(m.source), f"{m.trust:.2f}", premises, m.content)
+            premises = ", ".join(f"{short_id(p)} ({how.get((m.id, p), 'given')})" for p in m.derived_from) or "-"
+            table.add_row(short_id(m.id), m.status.value, str(m.source), f"{m.trust:.2f}", premises, m.content)
     console.print(table)

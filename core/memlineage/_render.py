@@ -6,6 +6,8 @@ from typing import Any
 
 from rich.tree import Tree
 
+from memlineage.models import short_id
+
 __all__ = ["explanation_tree"]
 
 
@@ -21,7 +23,9 @@ def explanation_tree(ex: Any) -> Tree:
     def label(mid: str) -> str:
         m = by_id[mid]
         c = colour.get(m.status.value, "red")
-        return f"[{c}]{m.status.value}[/] [bold]{m.source}[/] {m.content}  [dim]({mid[:8]}, trust {m.trust:.2f})[/]"
+        return (
+            f"[{c}]{m.status.value}[/] [bold]{m.source}[/] {m.content}  [dim]({short_id(mid)}, trust {m.trust:.2f})[/]"
+        )
 
     root = Tree(label(ex.memory.id))
     shown = {ex.memory.id}
@@ -29,7 +33,7 @@ def explanation_tree(ex: Any) -> Tree:
     while stack:  # pre-order, so "see above" always points at a line printed earlier
         parent, mid = stack.pop()
         if mid in shown:
-            parent.add(f"[dim]^ see {mid[:8]} above ({by_id[mid].source})[/]")
+            parent.add(f"[dim]^ see {short_id(mid)} above ({by_id[mid].source})[/]")
             continue
         shown.add(mid)
         node = parent.add(label(mid))

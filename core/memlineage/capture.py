@@ -34,8 +34,8 @@ from typing import Any, TypeVar
 
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Memory, Scope, new_id, normalize_content
-from memlineage.tools import MEMORY_TOOL_NAMES
+from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, normalize_content
+from memlineage.tools import MEMORY_TOOL_NAMES, marker
 
 __all__ = [
     "ATTRIBUTIONS",
@@ -72,11 +72,6 @@ _recorders: weakref.WeakKeyDictionary[Any, RunRecorder] = weakref.WeakKeyDiction
 _recorders_lock = threading.Lock()
 
 
-def marker(memory_id: str) -> str:
-    """The citable marker of a memory: ``[m:<first 8 characters of its id>]``."""
-    return f"[m:{memory_id[:8]}]"
-
-
 def is_filler(text: str) -> bool:
     """Whether ``text`` is an acknowledgement or filler that asserts nothing ("Noted. I'll remember that.").
 
@@ -91,14 +86,15 @@ def is_filler(text: str) -> bool:
 
 
 def cited_ids(text: str, candidates: Iterable[str]) -> list[str]:
-    """The ids among ``candidates`` that ``text`` cites with ``[m:<prefix>]`` markers, in citation order.
+    """The ids among ``candidates`` that ``text`` cites with ``[m:<short id>]`` markers, in citation order.
 
-    A marker cites the candidate whose id starts with its prefix; an ambiguous or unknown prefix cites nothing.
+    A marker cites the one candidate it names (:func:`memlineage.models.match_short_id`: the full id, a short id, or
+    the 8-character prefix earlier versions showed); an ambiguous or unknown marker cites nothing.
     """
     pool = list(dict.fromkeys(candidates))
     out: list[str] = []
-    for prefix in _MARKER.findall(text or ""):
-        matches = [c for c in pool if c.lower().startswith(prefix.lower())]
+    for key in _MARKER.findall(text or ""):
+        matches = match_short_id(key, pool)
         if len(matches) == 1 and matches[0] not in out:
             out.append(matches[0])
     return out

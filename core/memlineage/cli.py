@@ -44,7 +44,7 @@ from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, ind
 from memlineage.ledger import Ledger
 from memlineage.ledger import migrate as migrate_ledger
 from memlineage.manager import DEFAULT_DIR, MemoryManager
-from memlineage.models import Scope, Status
+from memlineage.models import SHORT_ID_CHARS, Scope, Status, match_short_id, short_id
 from memlineage.policy import builtin_policies
 from memlineage.settings import MemLineageSettings
 
@@ -345,7 +345,7 @@ def recall(
             return
         table = Table("score", "id", "status", "source", "content")
         for h in res:
-            table.add_row(f"{h.score:.3f}", h.id[:8], h.memory.status.value, str(h.memory.source), h.content)
+            table.add_row(f"{h.score:.3f}", short_id(h.id), h.memory.status.value, str(h.memory.source), h.content)
         console.print(table)
         if not res and k > 0:
             err_console.print(f"no memory of user {user!r} matches; `memlineage stats --user {user}` shows counts")
@@ -366,7 +366,7 @@ def explain(
     live: LiveOpt = False,
     fmt: Annotated[str, typer.Option("--format", help="tree, text, mermaid, dot or prov-json.")] = "tree",
 ) -> None:
-    """Print the provenance chain of a memory (MEMORY_ID may be the 8-character prefix `recall` prints)."""
+    """Print the provenance chain of a memory (MEMORY_ID may be the 8-character short id `recall` prints)."""
     if fmt not in EXPLAIN_FORMATS:
         err_console.print(f"[red]error:[/] unknown --format {fmt!r}; use one of: {', '.join(EXPLAIN_FORMATS)}")
         raise typer.Exit(2)
@@ -435,7 +435,7 @@ def audit_row(event: Any, memory: Any = None) -> str:
         elif not parts:
             parts.append(", ".join(f"{k}={v}" for k, v in data.items() if v not in (None, [], {}, "")))
         what = " | ".join(parts)
-    mid = (event["memory_id"] or "")[:8] or "-"
+    mid = short_id(event["memory_id"] or "") or "-"
     return f"{event['at'].isoformat(timespec='seconds')}  {event.type:<15} {mid:<8}  {what}"
 
 
@@ -447,7 +447,9 @@ def activities(
     chroma_host: ChromaOpt = None,
     create: CreateOpt = False,
     live: LiveOpt = False,
-    run: Annotated[str | None, typer.Option(help="One run (id or 8-character prefix) and the calls it made.")] = None,
+    run: Annotated[
+        str | None, typer.Option(help="One run (id or its short id, as `activities` prints it) and the calls it made.")
+    ] = None,
     kind: Annotated[
         list[str] | None, typer.Option(help="Only this kind (repeatable): agent_run, llm_call, tool_call...")
     ] = None,
@@ -463,13 +465,13 @@ def activities(
         if as_json:
             typer.echo(json.dumps([a.model_dump(mode="json") for a in acts], ensure_ascii=False, indent=2))
             return
-        # Run ids are often time-ordered (UUIDv7): show the shortest prefix that tells the listed ids apart.
-        n = _unique_prefix([a.id for a in acts] + [a.parent_id for a in acts if a.parent_id])
+        # Ids are often time-ordered (UUIDv7: the head is the time): show the shortest tail that tells them apart.
+        n = _unique_suffix([a.id for a in acts] + [a.parent_id for a in acts if a.parent_id])
         for a in acts:
             detail = a.metadata.get("error") or a.metadata.get("input") or a.metadata.get("reason") or ""
-            parent = f"<- {a.parent_id[:n]}" if a.parent_id else ""
+            parent = f"<- {a.parent_id[-n:]}" if a.parent_id else ""
             typer.echo(
-                f"{a.started_at.isoformat(timespec='seconds')}  {a.id[:n]}  {a.kind:<12} {a.name or '-':<18} "
+                f"{a.started_at.isoformat(timespec='seconds')}  {a.id[-n:]}  {a.kind:<12} {a.name or '-':<18} "
                 f"{a.outcome or '-':<8} {parent:<{n + 3}} {_short(str(detail), 70)}".rstrip()
             )
         if not acts:
@@ -493,24 +495,24 @@ def stats(
 
 
 def _resolve_id(mm: MemoryManager, memory_id: str, scope: Scope) -> str:
-    """Accept the short ids ``recall`` prints: a unique prefix of an id in the scope."""
+    """Accept the short ids ``recall`` prints (:func:`memlineage.models.match_short_id`), unique in the scope."""
     if mm.get(memory_id, scope=scope) is not None or len(memory_id) >= 36:
         return memory_id
-    matches = [i for i in mm.ledger.ids_in_scope(scope) if i.startswith(memory_id)]
+    matches = match_short_id(memory_id, mm.ledger.ids_in_scope(scope))
     return matches[0] if len(matches) == 1 else memory_id
 
 
 def _resolve_activity(mm: MemoryManager, run: str, scope: Scope) -> str:
-    """A unique prefix of an activity id in the scope (as ``activities`` prints them), else ``run`` itself."""
-    matches = [a.id for a in mm.activities(scope) if a.id.startswith(run)]
+    """The activity a short id names in the scope (as ``activities`` prints them), else ``run`` itself."""
+    matches = match_short_id(run, [a.id for a in mm.activities(scope)])
     return matches[0] if len(matches) == 1 else run
 
 
-def _unique_prefix(ids: list[str], shortest: int = 8) -> int:
-    """Length of the shortest prefix (>= ``shortest``) that keeps the distinct ``ids`` distinct."""
+def _unique_suffix(ids: list[str], shortest: int = SHORT_ID_CHARS) -> int:
+    """Length of the shortest tail (>= ``shortest``) that keeps the distinct ``ids`` distinct."""
     distinct = set(ids)
     n = shortest
-    while n < max((len(i) for i in distinct), default=0) and len({i[:n] for i in distinct}) < len(distinct):
+    while n < max((len(i) for i in distinct), default=0) and len({i[-n:] for i in distinct}) < len(distinct):
         n += 1
     return n
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memlineage.models import INVALIDATING_STATUSES, Activity, Memory, Status
+from memlineage.models import INVALIDATING_STATUSES, Activity, Memory, Status, short_id
 
 __all__ = ["CascadeReport", "ErasureReceipt", "Explanation", "evaluate_cascade", "plan_cascade"]
 
@@ -226,23 +226,27 @@ class Explanation:
             mid, level, how = stack.pop()
             mem, indent = by_id[mid], "  " * level
             if mid in shown:
-                lines.append(f"{indent}- ^ see {mid[:8]} above ({mem.source})")
+                lines.append(f"{indent}- ^ see {short_id(mid)} above ({mem.source})")
                 continue
             shown.add(mid)
             via = f" <{how}>" if how else ""
-            lines.append(f"{indent}- [{mem.status.value}]{via} {mem.source}: {_short(mem.content, 80)} ({mid[:8]})")
+            lines.append(
+                f"{indent}- [{mem.status.value}]{via} {mem.source}: {_short(mem.content, 80)} ({short_id(mid)})"
+            )
             stack.extend(
                 (child, level + 1, self.attribution.get((mid, child))) for child in reversed(kids.get(mid, []))
             )
         for old in self.revisions:
-            lines.append(f"  revision of: [{old.status.value}] {old.source}: {_short(old.content, 72)} ({old.id[:8]})")
+            lines.append(
+                f"  revision of: [{old.status.value}] {old.source}: {_short(old.content, 72)} ({short_id(old.id)})"
+            )
         for act in self.decisions:
             meta = act.metadata
             target = by_id.get(str(meta.get("target")))
             what = f" {_short(target.content, 48)!r}" if target is not None else ""
+            how = f"{meta.get('decided_by', '?')}, {act.outcome or 'applied'}, {short_id(act.id)}"
             lines.append(
-                f"  decision {act.name} ({meta.get('decided_by', '?')}, {act.outcome or 'applied'}, {act.id[:8]}) "
-                f"on {str(meta.get('target'))[:8]}{what}: {meta.get('reason', '')}"
+                f"  decision {act.name} ({how}) on {short_id(str(meta.get('target')))}{what}: {meta.get('reason', '')}"
             )
         return "\n".join(lines)
 
@@ -255,7 +259,7 @@ class Explanation:
             if mem.status is not Status.ACTIVE:
                 out.append(f"  style {_node(mem.id)} stroke-dasharray: 5 5")
         for act in self.activities:
-            out.append(f'  {_node(act.id)}(["{_escape(act.kind)}: {_escape(act.name or act.id[:8])}"])')
+            out.append(f'  {_node(act.id)}(["{_escape(act.kind)}: {_escape(act.name or short_id(act.id))}"])')
         for src, rel, dst in self.edges:
             how = self.attribution.get((src, dst))
             out.append(f"  {_node(src)} -->|{rel}{f' ({how})' if how else ''}| {_node(dst)}")
@@ -269,7 +273,7 @@ class Explanation:
             style = ', style="dashed"' if mem.status is not Status.ACTIVE else ""
             out.append(f'  "{mem.id}" [label="{label}"{style}];')
         for act in self.activities:
-            out.append(f'  "{act.id}" [shape=ellipse, label="{act.kind}: {(act.name or act.id[:8])}"];')
+            out.append(f'  "{act.id}" [shape=ellipse, label="{act.kind}: {(act.name or short_id(act.id))}"];')
         for src, rel, dst in self.edges:
             out.append(f'  "{src}" -> "{dst}" [label="{rel}"];')
         out.append("}")

@@ -50,7 +50,7 @@ from memlineage.errors import (
     ScopeViolationError,
 )
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Memory, Scope, new_id
+from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, short_id
 
 __all__ = ["ARG_SCHEMAS", "MEMORY_TOOL_NAMES", "TOOL_SPECS", "MemoryToolError", "MemoryTools", "ToolSpec", "marker"]
 
@@ -153,8 +153,8 @@ MEMORY_TOOL_NAMES = frozenset(spec.name for spec in TOOL_SPECS.values())
 
 
 def marker(memory_id: str) -> str:
-    """The citable marker of a memory: ``[m:`` + the first 8 characters of its id + ``]``."""
-    return f"[m:{memory_id[:8]}]"
+    """The citable marker of a memory: ``[m:<short id>]``, the id's last 8 characters (``models.short_id``)."""
+    return f"[m:{short_id(memory_id)}]"
 
 
 def _text(value: Any, what: str, limit: int = MAX_TEXT) -> str:
@@ -208,12 +208,12 @@ class MemoryTools:
         self.k = k
         self.allow_user_origin = allow_user_origin
         self.kind = kind
-        self._shown: OrderedDict[str, str] = OrderedDict()  # 8-char prefix -> full id, this scope only
+        self._shown: OrderedDict[str, str] = OrderedDict()  # short id -> full id, this scope only
 
     # ------------------------------------------------------------------ ids and activities
     def _note(self, memory_id: str) -> None:
-        self._shown[memory_id[:8]] = memory_id
-        self._shown.move_to_end(memory_id[:8])
+        self._shown[short_id(memory_id)] = memory_id
+        self._shown.move_to_end(short_id(memory_id))
         while len(self._shown) > _MAX_SHOWN:
             self._shown.popitem(last=False)
 
@@ -229,13 +229,13 @@ class MemoryTools:
         if not m:
             raise MemoryToolError("memory_id must be a marker from search_memory, e.g. m:1a2b3c4d")
         key = m.group(1).lower()
-        not_found = MemoryToolError(f"no memory [m:{key[:8]}] in this user's memory; search_memory for its id")
+        not_found = MemoryToolError(f"no memory [m:{short_id(key)}] in this user's memory; search_memory for its id")
         if len(key) == 36:
             full: str | None = key
-        elif len(key) == 8 and key in self._shown:
+        elif key in self._shown:
             full = self._shown[key]
         else:
-            matches = [x.id for x in self.manager.find(scope=self.scope) if x.id.startswith(key)]
+            matches = match_short_id(key, [x.id for x in self.manager.find(scope=self.scope)])
             if len(matches) > 1:
                 raise MemoryToolError(f"m:{key} matches several memories; use more characters of the id")
             full = matches[0] if matches else None

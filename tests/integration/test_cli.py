@@ -14,6 +14,7 @@ import pytest
 from memlineage import Activity, MemoryManager, Scope
 from memlineage.cli import app
 from memlineage.index import InMemoryIndex, default_model_dir
+from memlineage.models import short_id
 from typer.testing import CliRunner
 
 pytestmark = [
@@ -169,7 +170,7 @@ def test_audit_is_one_readable_row_per_event_and_json_for_machines(tmp_path: Pat
     lines = out.stdout.splitlines()
     assert len(lines) == n_events
     suspect = [line for line in lines if " suspect " in line]
-    assert suspect and "premise" in suspect[0] and ids["hotel"][:8] in "".join(suspect)
+    assert suspect and "premise" in suspect[0] and short_id(ids["hotel"]) in "".join(suspect)
     assert any(" policy_decision " in line and " -> " in line for line in lines)
     assert "bob" not in out.stdout
     data = json.loads(runner.invoke(app, ["audit", "--user", "alice", "--path", str(store), "--json"]).stdout)

@@ -10,6 +10,7 @@ import pytest
 from memlineage.cli import app
 from memlineage.errors import InvalidInputError
 from memlineage.index import default_model_dir
+from memlineage.models import short_id
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -92,7 +93,7 @@ def test_cli_explain_accepts_the_short_ids_recall_prints(tmp_path: Path) -> None
     store = tmp_path / "s"
     with MemoryManager.open(store, embedder=FakeEmbedder()) as mm:
         m = mm.remember("short ids work", scope=Scope(user_id="alice"))
-    result = CliRunner().invoke(app, ["explain", m.id[:8], "--user", "alice", "--path", str(store)])
+    result = CliRunner().invoke(app, ["explain", short_id(m.id), "--user", "alice", "--path", str(store)])
     assert result.exit_code == 0, result.output
     assert "short ids work" in result.output
 

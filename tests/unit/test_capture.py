@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memlineage import Scope, Status
 from memlineage.capture import RunRecorder, ToolCallSpec, cited_ids, is_filler, marker, tool_result_text
+from memlineage.models import match_short_id, new_id, short_id
 
 
 def _attr(mm, memory_id):
@@ -15,11 +16,31 @@ def _attr(mm, memory_id):
 def test_filler_and_markers():
     assert is_filler("Noted. I'll remember that.") and is_filler("Okay, got it!")
     assert not is_filler("Noted: your flight to Lyon costs 95 EUR.")
-    ids = ["1a2b3c4d-0000", "1a2b9999-0000", "ffff0000-1111"]
-    assert cited_ids("per [m:ffff0000] and [m:1a2b3c4d tool:x]", ids) == ["ffff0000-1111", "1a2b3c4d-0000"]
-    assert cited_ids("[m:1a2b]", ids) == []  # ambiguous prefix cites nothing
-    assert marker("ffff0000-1111") == "[m:ffff0000]"
+    ids = ["0000-1a2b3c4d", "0000-99993c4d", "1111-ffff0000"]
+    assert cited_ids("per [m:ffff0000] and [m:1a2b3c4d tool:x]", ids) == ["1111-ffff0000", "0000-1a2b3c4d"]
+    assert cited_ids("[m:3c4d]", ids) == []  # ambiguous short id cites nothing
+    assert marker("1111-ffff0000") == "[m:ffff0000]"
     assert tool_result_text("get_weather", {"city": "Paris"}, " 18C ") == "get_weather(city='Paris') -> 18C"
+
+
+def test_markers_tell_apart_time_ordered_ids_made_in_the_same_minute():
+    ids = [new_id() for _ in range(200)]
+    assert ids == sorted(ids)  # UUIDv7: creation order is index order
+    assert len({i[:8] for i in ids}) <= 2  # the head is the time: useless as a short form
+    text = " ".join(marker(i) for i in reversed(ids))
+    assert cited_ids(text, ids) == list(reversed(ids))
+    assert short_id(ids[0]) == ids[0][-8:] and marker(ids[0]) == f"[m:{ids[0][-8:]}]"
+
+
+def test_short_ids_resolve_full_ids_tails_then_older_prefixes():
+    old = "1a2b3c4d-aaaa-4bbb-8ccc-0123456789ab"  # a UUIDv4 from an earlier version, cited by its first 8 characters
+    new = "01a22e04-ef94-72b7-b305-84a7522acd61"
+    assert match_short_id("7522ACD61", [old, new]) == [new]  # tail, case-insensitive
+    assert match_short_id("1a2b3c4d", [old, new]) == [old]  # no tail matches: the older prefix form
+    assert match_short_id(new.upper(), [old, new]) == [new]
+    assert match_short_id("01a2", [new, "01a2ffff-0000"]) == [new, "01a2ffff-0000"]  # ambiguous: both returned
+    assert match_short_id("abc", [old, new]) == []  # shorter than 4 characters: exact ids only
+    assert cited_ids("see [m:1a2b3c4d]", [old, new]) == [old]
 
 
 def test_tool_call_derives_from_the_memories_that_supply_its_arguments(mm, alice):

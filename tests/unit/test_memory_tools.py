@@ -7,6 +7,7 @@ import re
 
 import pytest
 from memlineage import InvalidInputError, Relation, Scope, Status, builtin_policies
+from memlineage.models import short_id
 from memlineage.testing import make_manager
 from memlineage.tools import TOOL_SPECS, MemoryToolError, MemoryTools, marker
 
@@ -55,13 +56,13 @@ def test_remember_sources_are_honest(mm):
     own = tools.remember("The user seems to prefer quiet hotels")
     relayed = tools.remember("My daughter is called Emma", origin="user")
     (own_id,), (rel_id,) = _ids(own), _ids(relayed)
-    mems = {m.id[:8]: m for m in mm.find(scope=ALICE)}
+    mems = {short_id(m.id): m for m in mm.find(scope=ALICE)}
     assert str(mems[own_id].source) == "agent"
     assert str(mems[rel_id].source) == "user" and mems[rel_id].confidence == pytest.approx(0.9)
     assert mems[rel_id].metadata == {"relayed_by": "agent"}
     strict = MemoryTools(mm, ALICE, allow_user_origin=False)
     (sid,) = _ids(strict.remember("I am vegan", origin="user"))
-    assert str({m.id[:8]: m for m in mm.find(scope=ALICE)}[sid].source) == "agent"
+    assert str({short_id(m.id): m for m in mm.find(scope=ALICE)}[sid].source) == "agent"
 
 
 def test_remember_says_when_update_detection_replaced_an_older_memory(mm):
@@ -75,7 +76,7 @@ def test_correct_supersedes_keeps_history_and_flags_dependents(mm):
     city = mm.remember("I live in Berlin", scope=ALICE, source="user")
     plan = mm.remember("Book the Berlin Hilton", scope=ALICE, source="agent", derived_from=[city.id])
     tools = MemoryTools(mm, ALICE)
-    out = tools.correct(f"[m:{city.id[:8]}]", "I live in Munich")
+    out = tools.correct(f"[m:{short_id(city.id)}]", "I live in Munich")
     assert out.startswith(f"Corrected: {marker(city.id)} is replaced by [m:") and marker(plan.id) in out
     assert "Munich" not in out  # ids only: a capture storing this result keeps no copy of the value
     assert mm.require(city.id, scope=ALICE).status is Status.SUPERSEDED  # kept, not deleted
@@ -84,14 +85,14 @@ def test_correct_supersedes_keeps_history_and_flags_dependents(mm):
     assert new.supersedes == city.id and str(new.source) == "user"
     act = mm.get_activity(new.lineage.activity_id, scope=ALICE)
     assert act is not None and act.kind == "tool_call" and act.name == "correct_memory"
-    with pytest.raises(MemoryToolError, match=rf"superseded.*current version is \[m:{new.id[:8]}\]"):
+    with pytest.raises(MemoryToolError, match=rf"superseded.*current version is \[m:{short_id(new.id)}\]"):
         tools.correct(city.id, "I live in Hamburg")
 
 
 def test_forget_retracts_with_reason(mm):
     trip = mm.remember("I'm flying to Lisbon in June", scope=ALICE, source="user")
     hotel = mm.remember("Hotel Avenida in Lisbon", scope=ALICE, source="agent", derived_from=[trip.id])
-    out = MemoryTools(mm, ALICE).forget(f"m:{trip.id[:8]}", "the trip was cancelled", activity_id="run-1")
+    out = MemoryTools(mm, ALICE).forget(f"m:{short_id(trip.id)}", "the trip was cancelled", activity_id="run-1")
     assert "Withdrew" in out and marker(hotel.id) in out
     assert mm.require(trip.id, scope=ALICE).status is Status.RETRACTED
     assert mm.require(hotel.id, scope=ALICE).status is Status.SUSPECT
@@ -108,7 +109,7 @@ def test_writes_reuse_a_recorded_framework_activity(mm):
 
     mm.record_activity(Activity(id="lc-run-7", kind="tool_call", name="remember", scope=ALICE))
     (mid,) = _ids(MemoryTools(mm, ALICE).remember("I collect stamps", activity_id="lc-run-7"))
-    mem = next(m for m in mm.find(scope=ALICE) if m.id.startswith(mid))
+    mem = next(m for m in mm.find(scope=ALICE) if m.id.endswith(mid))
     assert mem.lineage.activity_id == "lc-run-7"
     assert (mem.id, Relation.WAS_GENERATED_BY.value, "lc-run-7") in mm.explain(mem.id, scope=ALICE).edges
 
@@ -118,7 +119,7 @@ def test_writes_reuse_a_recorded_framework_activity(mm):
     [
         (lambda t, bob_id: t.correct(bob_id, "I live in Rome"), "no memory"),
         (lambda t, bob_id: t.forget(bob_id, "not true"), "no memory"),
-        (lambda t, bob_id: t.correct(bob_id[:8], "I live in Rome"), "no memory"),
+        (lambda t, bob_id: t.correct(short_id(bob_id), "I live in Rome"), "no memory"),
         (lambda t, bob_id: t.correct("m:deadbeef", "I live in Rome"), "no memory"),
         (lambda t, bob_id: t.correct("Berlin", "I live in Rome"), "must be a marker"),
         (lambda t, bob_id: t.correct(None, "I live in Rome"), "must be a marker"),

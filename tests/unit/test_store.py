@@ -25,6 +25,7 @@ from memlineage import (
     Status,
 )
 from memlineage.index import InMemoryIndex
+from memlineage.models import short_id
 from memlineage.testing import FakeEmbedder, make_manager
 
 
@@ -382,8 +383,8 @@ def test_explain_text_prints_each_memory_once_and_refers_back(mm, alice):
     assert sum("Plan a trip to Rome" in line for line in lines) == 1
     refs = [line for line in lines if "^ see" in line]
     assert len(refs) == 4 + 3  # the second note's 4 premises, 3 of the 4 tool results' shared user turn
-    assert f"^ see {turn.id[:8]} above (user)" in text
-    assert lines[0].startswith(f"- [active] agent: Book Hotel Roma ({answer.id[:8]})")
+    assert f"^ see {short_id(turn.id)} above (user)" in text
+    assert lines[0].startswith(f"- [active] agent: Book Hotel Roma ({short_id(answer.id)})")
     assert lines[1].startswith("  - [active] reasoning: note 0")
 
 

@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
 from memlineage import InvalidInputError, MemoryManager, Relation, Scope, Status
+from memlineage.models import short_id
 
 from memlineage_langchain import AsyncLineageCaptureCallback, LineageCaptureCallback, LineageMemory
 
@@ -283,7 +284,7 @@ def test_load_returns_string_by_default(manager, alice):
     loaded = memory.load_memory_variables({"input": "green tea"})
     assert "[user] I like green tea" in loaded["history"]
     tea = manager.find(scope=alice)[0]
-    assert f"[m:{tea.id[:8]}]" in loaded["history"]  # the citable marker
+    assert f"[m:{short_id(tea.id)}]" in loaded["history"]  # the citable marker
 
 
 def test_tool_tags_let_policies_target_tool_results(manager, alice):

@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from memlineage import InvalidInputError, Relation, Status
+from memlineage.models import short_id
 from memlineage.tools import MemoryToolError
 
 from memlineage_langchain import LineageCaptureCallback, memory_tools
@@ -118,7 +119,7 @@ def test_agent_executor_gets_a_readable_error_for_another_users_id(manager, alic
         return AIMessage(content="I could not find that memory.")
 
     model = ReactiveChatModel(
-        steps=[call("forget_memory", {"memory_id": f"m:{secret.id[:8]}", "reason": "x"}, "call_1"), after_error]
+        steps=[call("forget_memory", {"memory_id": f"m:{short_id(secret.id)}", "reason": "x"}, "call_1"), after_error]
     )
     ex = AgentExecutor(agent=create_tool_calling_agent(model, tools, PROMPT), tools=tools)
     out = ex.invoke({"input": "Forget that."})

@@ -9,6 +9,7 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 from memlineage import InvalidInputError, MemLineageError, MemoryManager, Scope, Status
+from memlineage.models import short_id
 
 from memlineage_llamaindex import LineageMemoryBlock, lineage_memory
 
@@ -64,7 +65,7 @@ async def test_aget_recalls_within_scope_with_markers(manager: MemoryManager) ->
     text = await alice.aget(question, session_id="a2")
     assert "aisle" in text and "window" not in text
     mem = manager.recall("aisle seats", scope="alice", k=1)[0].memory
-    assert f"[m:{mem.id[:8]} user " in text
+    assert f"[m:{short_id(mem.id)} user " in text
     assert "window" in await bob.aget(question, session_id="b2")
     assert await alice.aget([], session_id="a2") == ""
 

@@ -14,6 +14,7 @@ from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from memlineage import InvalidInputError, MemoryManager, Relation, Scope, Status
+from memlineage.models import short_id
 from memlineage.tools import MemoryToolError
 
 from memlineage_llamaindex import capture_run, memory_tools
@@ -120,7 +121,7 @@ async def test_errors_reach_the_model_and_write_nothing(manager: MemoryManager) 
     agent = FunctionAgent(
         tools=memory_tools(manager, scope=ALICE),
         llm=reactive_llm(
-            call("t-1", "correct_memory", {"memory_id": f"m:{secret.id[:8]}", "new_content": "code 0000"}),
+            call("t-1", "correct_memory", {"memory_id": f"m:{short_id(secret.id)}", "new_content": "code 0000"}),
             read_error,
             read_second,
         ),

@@ -17,6 +17,7 @@ from llama_index.core.base.llms.types import ChatMessage, ToolCallBlock
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.tools import FunctionTool
 from memlineage import MemoryManager, Scope, SourceKind, Status
+from memlineage.models import short_id
 
 from memlineage_llamaindex import LineageEventHandler, LineageMemoryBlock, capture_run, lineage_memory
 
@@ -130,7 +131,7 @@ async def test_block_records_recall_before_a_flushed_turn(manager: MemoryManager
     await block.aput([ChatMessage(role="user", content=STATEMENT)], session_id="s1")
     paris = _find(manager, STATEMENT)
     shown = await block.aget([ChatMessage(role="user", content=REQUEST)], session_id="s2")
-    assert f"[m:{paris.id[:8]}" in shown
+    assert f"[m:{short_id(paris.id)}" in shown
     await block.aput(
         [
             ChatMessage(role="user", content=REQUEST),
