@@ -757,10 +757,12 @@ class PlainLlamaIndexRunner(_MemLineageBase):
         memory = self._memory(uh, ASK_AT)
         msg = ChatMessage(role=MessageRole.USER, content=question)
         text = asyncio.run(memory.lineage_block.aget(messages=[msg], session_id=memory.session_id))
-        prefixes = self._MARKER.findall(text)[:k]
+        from memlineage.models import short_id
+
+        shown = self._MARKER.findall(text)[:k]
         scope = self.scope(uh, ASK_AT)
-        by_prefix = {m.id[:8]: m for m in self.mm.find(scope=scope)}
-        return self.served(uh, [by_prefix[p] for p in prefixes if p in by_prefix])
+        by_short_id = {short_id(m.id): m for m in self.mm.find(scope=scope)}
+        return self.served(uh, [by_short_id[s] for s in shown if s in by_short_id])
 
 
 class OracleRunner(_MemLineageBase):

@@ -93,10 +93,10 @@ def plan_cascade(walk: Any, status: Status) -> tuple[list[str], list[str], bool]
         ``(suspect, unaffected, every_active)``: ids to mark suspect in topological order (premises first),
         the other descendants sorted, and whether ``suspect`` is exactly every active descendant.
     """
-    info: Mapping[str, tuple[int, str, int]] = walk.info
-    if all(n <= 1 for _, _, n in info.values()):
+    info: Mapping[str, tuple[str, int]] = walk.info
+    if all(n <= 1 for _, n in info.values()):
         active = Status.ACTIVE.value
-        suspect = [i for i, (_, st, _) in info.items() if st == active]  # info is in (depth, id) order
+        suspect = [i for i, (st, _) in info.items() if st == active]  # info is in walk (breadth-first) order
         every_active = True
     else:
         edges, groups, statuses = walk.graph()

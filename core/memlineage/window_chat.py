@@ -59,7 +59,10 @@ class ChatMessage(BaseModel):
     tool_call_id: str | None = Field(default=None, description="For role 'tool': the call this result answers.")
     name: str | None = Field(default=None, description="Optional participant or tool name.")
     reasoning: str | None = Field(default=None, description="Reasoning text sent back to the model, if any.")
-    id: str = Field(default_factory=new_id, description="Message id, stable across copies; new_id() (a time-ordered UUIDv7 string) by default.")
+    id: str = Field(
+        default_factory=new_id,
+        description="Message id, stable across copies; new_id() (a time-ordered UUIDv7 string) by default.",
+    )
 
     _repair = field_validator("content", "name", "reasoning", mode="before")(_repair_text)
 

@@ -141,6 +141,34 @@ def test_cascades_walk_once_and_reuse_the_walk_table(mm: MemoryManager, clock: C
     assert sorted(e["memory_id"] for e in suspect_events) == sorted(got)  # one each: "both" only by the first
 
 
+def test_the_sync_backlog_is_read_through_its_partial_index(mm: MemoryManager) -> None:
+    """Only rows not ``indexed`` are in ``ix_ml_memories_backlog``, and the backlog query reaches that index."""
+    kept = [mm.remember(f"fact {i}", scope=ALICE) for i in range(5)]
+    mm.flush_index()
+    assert mm.ledger.index_backlog() == []
+    with mm.ledger.transaction() as conn:
+        mm.ledger.update_memories(conn, [kept[1].id], {"index_state": "pending"})
+    seen: list[tuple[str, object]] = []
+
+    def keep(_conn, _cursor, statement, parameters, *_args) -> None:  # noqa: ANN001 - SQLAlchemy's signature
+        seen.append((statement, parameters))
+
+    event.listen(mm.ledger.engine, "before_cursor_execute", keep)
+    try:
+        assert [r["id"] for r in mm.ledger.index_backlog()] == [kept[1].id]
+    finally:
+        event.remove(mm.ledger.engine, "before_cursor_execute", keep)
+    [(statement, parameters)] = seen
+    with mm.ledger.read() as conn:
+        if not mm.ledger.is_sqlite:
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")  # five rows: make the planner show its index
+        plan = " ".join(
+            str(r)
+            for r in conn.exec_driver_sql(f"EXPLAIN {'QUERY PLAN ' * mm.ledger.is_sqlite}{statement}", parameters)
+        )
+    assert "ix_ml_memories_backlog" in plan
+
+
 def test_corroboration_survives_retraction(mm: MemoryManager) -> None:
     p1 = mm.remember("the museum opens at 9", scope=ALICE, source="tool:web")
     p2 = mm.remember("the guide says 9 am", scope=ALICE, source="tool:guide")

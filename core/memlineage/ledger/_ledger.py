@@ -41,6 +41,7 @@ from memlineage.ledger._graph import GraphQueries, _chunks
 from memlineage.ledger._locks import Locks
 from memlineage.ledger._rows import Event, memory_to_row, row_to_memory
 from memlineage.ledger._schema import (
+    NOT_INDEXED,
     activities,
     edges,
     embeddings,
@@ -421,7 +422,9 @@ class Ledger(GraphQueries, Locks):
     def index_backlog(self, conn: Connection | None = None) -> list[dict[str, Any]]:
         """Rows whose index state is not settled ('pending', 'stale' or 'removing')."""
         with self._maybe(conn) as c:
-            query = select_full_memories().where(memories.c.index_state.in_(["pending", "stale", "removing"]))
+            query = select_full_memories().where(
+                NOT_INDEXED, memories.c.index_state.in_(["pending", "stale", "removing"])
+            )
             return [dict(r) for r in c.execute(query).mappings()]
 
     def index_summary(self, conn: Connection | None = None) -> list[dict[str, Any]]:
@@ -564,7 +567,7 @@ class Ledger(GraphQueries, Locks):
             pending = c.execute(
                 select(func.count())
                 .select_from(memories)
-                .where(memories.c.index_state.in_(["pending", "stale", "removing"]), *cond)
+                .where(NOT_INDEXED, memories.c.index_state.in_(["pending", "stale", "removing"]), *cond)
             ).scalar_one()
         return {
             "memories": sum(by_status.values()),

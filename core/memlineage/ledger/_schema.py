@@ -21,6 +21,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    literal_column,
     select,
 )
 
@@ -68,8 +69,18 @@ memories = Table(
     Index("ix_ml_memories_scope", "user_id", "status"),
     Index("ix_ml_memories_dedup", "user_id", "kind", "content_hash"),
     Index("ix_ml_memories_slot", "user_id", "slot"),
-    Index("ix_ml_memories_index_state", "index_state"),
     Index("ix_ml_memories_expiry", "user_id", "expires_at"),
+)
+
+#: Rows the index sync still has to look at. A partial index holds only these (migration 0004): a cascade turning
+#: 100,000 ``indexed`` rows ``stale`` adds 100,000 entries instead of also deleting 100,000, and ingest skips one
+#: entry per memory. A query reaches the index only if its ``WHERE`` has this very term (SQLite matches the text).
+NOT_INDEXED = memories.c.index_state != literal_column("'indexed'")
+Index(
+    "ix_ml_memories_backlog",
+    memories.c.index_state,
+    sqlite_where=NOT_INDEXED,
+    postgresql_where=NOT_INDEXED,
 )
 
 #: Each memory's float32 little-endian vector (the index is rebuilt from these), apart from ``ml_memories`` so that

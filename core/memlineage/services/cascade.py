@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, select
 
+from memlineage._gcpause import gc_paused
 from memlineage.errors import MemoryNotFoundError
 from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
@@ -82,6 +83,20 @@ class Cascade:
         Returns:
             The suspects (topological order), the other descendants and, with ``attribute``, the attributions.
         """
+        with gc_paused():  # a large cascade allocates a row per descendant: no full collection in the middle
+            return self._invalidate(conn, mid, status, now, reason, activity_id, dry_run, attribute)
+
+    def _invalidate(
+        self,
+        conn: Connection,
+        mid: str,
+        status: Status,
+        now: datetime,
+        reason: str,
+        activity_id: str | None,
+        dry_run: bool,
+        attribute: bool,
+    ) -> Invalidation:
         t = to_epoch(now)
         if dry_run:
             row = self.ledger.memory_rows([mid], conn, embedding=False)[0]

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, update
 
 from memlineage._detect import detect_updates
+from memlineage._gcpause import gc_paused
 from memlineage.errors import (
     InvalidInputError,
     LineageCycleError,
@@ -110,19 +111,20 @@ class WritePath:
         if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
             msg = "remember_many() takes a list of dicts with remember()'s keyword arguments"
             raise InvalidInputError(msg)
-        drafts = [self.drafts.draft(**check_item(item)) for item in items]
-        if not drafts:
-            return []
-        now = self.clock()
-        self.persist_buffered_premises(drafts, now)
-        with self.ledger.read() as conn:
-            self.check_premises(drafts, conn)
-        self.value.prepare(drafts)
-        self.policy.check_write(drafts)
-        with self.write_mutex:
-            written = self.remember_locked(drafts, now)
-        self._carry_over(drafts)
-        return written
+        with gc_paused():  # a batch allocates several objects per record: no full collection in the middle
+            drafts = [self.drafts.draft(**check_item(item)) for item in items]
+            if not drafts:
+                return []
+            now = self.clock()
+            self.persist_buffered_premises(drafts, now)
+            with self.ledger.read() as conn:
+                self.check_premises(drafts, conn)
+            self.value.prepare(drafts)
+            self.policy.check_write(drafts)
+            with self.write_mutex:
+                written = self.remember_locked(drafts, now)
+            self._carry_over(drafts)
+            return written
 
     def _carry_over(self, drafts: Sequence[Draft]) -> None:
         """Keep what a detected correction did not touch: the other facts of the statement it replaced or withdrew.
