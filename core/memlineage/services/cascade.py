@@ -29,7 +29,7 @@ class Invalidation(NamedTuple):
     """What one invalidation did (or, for a dry run, would do) below the invalidated memory."""
 
     suspect: list[str]
-    """Descendants marked suspect, in topological order (premises first)."""
+    """Descendants marked suspect, in the report's order (see :class:`memlineage.lineage.CascadeReport`)."""
     unaffected: list[str]
     """The other descendants (corroborated, or already inactive), sorted."""
     attribution: dict[str, str]
@@ -52,6 +52,7 @@ class Cascade:
         self.clock = clock
         self.syncer = syncer
 
+    @gc_paused()  # a large cascade allocates a row per descendant: no full collection in the middle
     def invalidate(
         self,
         conn: Connection,
@@ -81,22 +82,9 @@ class Cascade:
             attribute: Also read how each suspect rested on the chain (:attr:`Invalidation.attribution`).
 
         Returns:
-            The suspects (topological order), the other descendants and, with ``attribute``, the attributions.
+            The suspects (in :class:`~memlineage.lineage.CascadeReport`'s order), the other descendants and, with
+            ``attribute``, the attributions.
         """
-        with gc_paused():  # a large cascade allocates a row per descendant: no full collection in the middle
-            return self._invalidate(conn, mid, status, now, reason, activity_id, dry_run, attribute)
-
-    def _invalidate(
-        self,
-        conn: Connection,
-        mid: str,
-        status: Status,
-        now: datetime,
-        reason: str,
-        activity_id: str | None,
-        dry_run: bool,
-        attribute: bool,
-    ) -> Invalidation:
         t = to_epoch(now)
         if dry_run:
             row = self.ledger.memory_rows([mid], conn, embedding=False)[0]

@@ -106,25 +106,25 @@ class WritePath:
         self.clock = clock
         self.write_mutex = write_mutex
 
+    @gc_paused()  # a batch allocates several objects per record: no full collection in the middle
     def remember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """See :meth:`memlineage.MemoryManager.remember_many`."""
         if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
             msg = "remember_many() takes a list of dicts with remember()'s keyword arguments"
             raise InvalidInputError(msg)
-        with gc_paused():  # a batch allocates several objects per record: no full collection in the middle
-            drafts = [self.drafts.draft(**check_item(item)) for item in items]
-            if not drafts:
-                return []
-            now = self.clock()
-            self.persist_buffered_premises(drafts, now)
-            with self.ledger.read() as conn:
-                self.check_premises(drafts, conn)
-            self.value.prepare(drafts)
-            self.policy.check_write(drafts)
-            with self.write_mutex:
-                written = self.remember_locked(drafts, now)
-            self._carry_over(drafts)
-            return written
+        drafts = [self.drafts.draft(**check_item(item)) for item in items]
+        if not drafts:
+            return []
+        now = self.clock()
+        self.persist_buffered_premises(drafts, now)
+        with self.ledger.read() as conn:
+            self.check_premises(drafts, conn)
+        self.value.prepare(drafts)
+        self.policy.check_write(drafts)
+        with self.write_mutex:
+            written = self.remember_locked(drafts, now)
+        self._carry_over(drafts)
+        return written
 
     def _carry_over(self, drafts: Sequence[Draft]) -> None:
         """Keep what a detected correction did not touch: the other facts of the statement it replaced or withdrew.
