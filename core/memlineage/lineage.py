@@ -90,8 +90,8 @@ def plan_cascade(walk: Any, status: Status) -> tuple[list[str], list[str], bool]
         status: The root's new status (retracted, superseded, expired, erased).
 
     Returns:
-        ``(suspect, unaffected, every_active)``: ids to mark suspect (in walk order, nearer descendants first,
-        when none has a second support group; else in :func:`evaluate_cascade`'s topological order), the other
+        ``(suspect, unaffected, every_active)``: ids to mark suspect (in walk order when none has a second
+        support group, else in :func:`evaluate_cascade`'s topological order), the other
         descendants sorted, and whether ``suspect`` is exactly every active descendant.
     """
     info: Mapping[str, tuple[str, int]] = walk.info
@@ -131,8 +131,8 @@ class CascadeReport(BaseModel):
     """Result of ``retract`` / ``supersede`` / ``impact``.
 
     ``suspect`` lists the ids marked suspect (for ``impact``: that would be marked). When no descendant has a
-    second support group, every active descendant is listed nearest first (the walk's breadth-first order; within
-    one distance, any order); otherwise in topological order (premises first).
+    second support group, every active descendant is listed in the walk's order (on SQLite breadth first: nearer
+    descendants first, any order within one distance); otherwise in topological order (premises first).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -72,8 +72,8 @@ def descendants_cte(mid: str) -> Any:
     """Recursive CTE ``(id)``: every memory derived from ``mid`` through wasDerivedFrom edges, once each.
 
     ``UNION`` (not ``UNION ALL``) keeps each id once, so a diamond is walked once per node, not once per path, and
-    the walk ends on its own (cycles are refused on write anyway). Both SQLite and PostgreSQL produce the rows
-    breadth first: the seed's children, then theirs.
+    the walk ends on its own (cycles are refused on write anyway). The rows come breadth first: the seed's
+    children, then theirs.
     """
     rel = edges.c.relation == _WAS_DERIVED_FROM
     cte = select(edges.c.src.label("id")).where(edges.c.dst == mid, rel).cte("cascade", recursive=True)
@@ -88,8 +88,8 @@ class CascadeWalk:
 
     Attributes:
         root: The memory whose descendants these are.
-        info: ``{memory_id: (status, number_of_support_groups)}`` in walk order (breadth first: nearer descendants
-            first, the order events are written in), as read when the walk was (re)filled.
+        info: ``{memory_id: (status, number_of_support_groups)}`` in walk order (on SQLite breadth first, nearer
+            descendants first; on PostgreSQL the order its join returns), as read when the walk was (re)filled.
     """
 
     def __init__(self, conn: Connection, root: str, *, sqlite: bool) -> None:
