@@ -160,6 +160,7 @@ LANGCHAIN_AGENT = [
         from rich.table import Table
 
         from memlineage import MemoryManager, PolicyEngine, Scope, Status, builtin_policies
+        from memlineage.models import short_id
         from memlineage_langchain import LineageCaptureCallback, LineageMemory
 
         # The demo's local world, tools, scripted model and prompt (what `make demo` runs).
@@ -213,7 +214,7 @@ LANGCHAIN_AGENT = [
 
         def ledger(scope: Scope, title: str) -> None:
             \"\"\"The ledger as a table: status, source, trust, premises, tool call id, content.\"\"\"
-            short = {m.id: m.id[:8] for m in all_versions(scope)}
+            short = {m.id: short_id(m.id) for m in all_versions(scope)}
             table = Table(title=title, title_justify="left")
             for col in ("id", "status", "source", "trust", "derived from", "tool call id"):
                 table.add_column(col, overflow="fold", no_wrap=col in ("id", "session", "status", "source"))
@@ -221,7 +222,7 @@ LANGCHAIN_AGENT = [
             colour = {"active": "green", "suspect": "yellow"}
             for m in all_versions(scope):
                 status = f"[{colour.get(m.status.value, 'red')}]{m.status.value}[/]"
-                premises = " ".join(short.get(p, p[:8]) for p in m.derived_from)
+                premises = " ".join(short.get(p, short_id(p)) for p in m.derived_from)
                 table.add_row(short[m.id], status, str(m.source), f"{m.trust:.2f}", premises,
                               str(m.metadata.get("tool_call_id") or ""), m.content)
             console.print(table)
@@ -267,7 +268,7 @@ LANGCHAIN_AGENT = [
         suspect = [e["memory_id"] for e in mm.audit(alice) if e.type == "suspect" and e["activity_id"] == decision.id]
         print(f"update detected ({decision.metadata['decided_by']}): {decision.metadata['reason']}")
         print(f"the Paris premise is {mm.require(premise.id, scope=alice).status.value}; "
-              f"{len(suspect)} derived memories are suspect (undo: mm.undo({decision.id[:8]!r}...))")
+              f"{len(suspect)} derived memories are suspect (undo: mm.undo({short_id(decision.id)!r}...))")
         assert recommendation.id in suspect and paris_quote.id in suspect
         ledger(alice, "after the correction")
     """),
@@ -287,7 +288,7 @@ LANGCHAIN_AGENT = [
               "| old Paris fare served:", paris_quote.id in served)
         assert not {recommendation.id, paris_quote.id} & served
         flagged = mm.recall("flight and hotel recommendation for my trip", scope=alice, k=5, include_suspect=True)
-        print("with include_suspect=True:", [(h.id[:8], h.flags) for h in flagged if h.flags])
+        print("with include_suspect=True:", [(short_id(h.id), h.flags) for h in flagged if h.flags])
     """),
     md("## Turn 4: a new plan for Lyon"),
     code("""
@@ -523,6 +524,7 @@ LLAMAINDEX_AGENT = [
         from rich.table import Table
 
         from memlineage import MemoryManager, Scope
+        from memlineage.models import short_id
         from memlineage_llamaindex import capture_run, lineage_memory
 
         warnings.filterwarnings("ignore", message="IProgress not found")  # tqdm without ipywidgets
@@ -608,7 +610,7 @@ LLAMAINDEX_AGENT = [
 
 
         def ledger(scope: Scope, title: str) -> None:
-            short = {m.id: m.id[:8] for m in all_versions(scope)}
+            short = {m.id: short_id(m.id) for m in all_versions(scope)}
             table = Table(title=title, title_justify="left")
             for col in ("id", "session", "status", "source", "derived from", "tool call id"):
                 table.add_column(col, overflow="fold", no_wrap=col in ("id", "session", "status", "source"))
@@ -616,7 +618,7 @@ LLAMAINDEX_AGENT = [
             colour = {"active": "green", "suspect": "yellow"}
             for m in all_versions(scope):
                 status = f"[{colour.get(m.status.value, 'red')}]{m.status.value}[/]"
-                premises = " ".join(short.get(p, p[:8]) for p in m.derived_from)
+                premises = " ".join(short.get(p, short_id(p)) for p in m.derived_from)
                 table.add_row(short[m.id], m.scope.session_id or "", status, str(m.source), premises,
                               str(m.metadata.get("tool_call_id") or ""), m.content)
             console.print(table)
