@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -144,8 +145,6 @@ def bench_cascade(n_desc: int, tmp: Path, repeats: int = 3) -> dict[str, Any]:
     directory), so every run starts from the same state; the medians are reported (single runs here vary by up to
     2x from one process to the next) with the fastest and slowest beside them.
     """
-    import shutil
-
     from memlineage.ledger._schema import memories
     from sqlalchemy import update
 

@@ -356,26 +356,28 @@ class _Reads:
         key = (user, agent, slot, limit)
         found = self._known.get(key)
         if found is None:
-            params: dict[str, Any] = {"user": user, "live": list(_LIVE)}
-            if agent is not None:
-                params["agent"] = agent
             if slot is not None:
-                params["slot"] = slot
-            shape = "slot" if slot is not None else "recent"
-            found = self._known[key] = self._execute(_scope_query(shape, agent is None, limit), params)
+                found = self._execute("slot", user, agent, None, slot=slot)
+            else:
+                found = self._execute("recent", user, agent, limit)
+            self._known[key] = found
         return found
 
     def rows_by_id(self, user: str, agent: str | None, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Live rows of the scope among ``ids``."""
-        params: dict[str, Any] = {"user": user, "live": list(_LIVE), "ids": list(ids)}
-        if agent is not None:
-            params["agent"] = agent
-        return self._execute(_scope_query("ids", agent is None, None), params)
+        return self._execute("ids", user, agent, None, ids=list(ids))
 
-    def _execute(self, query: Select[Any], params: dict[str, Any]) -> list[dict[str, Any]]:
+    def _execute(
+        self, shape: str, user: str, agent: str | None, limit: int | None, **params: Any
+    ) -> list[dict[str, Any]]:
+        """Run the ``shape`` read of the scope (:func:`_scope_query`) with ``params`` on the call's connection."""
         if self._conn is None:
             self._stack = ExitStack()
             self._conn = self._stack.enter_context(self.ledger.read())
+        params.update(user=user, live=list(_LIVE))
+        if agent is not None:
+            params["agent"] = agent
+        query = _scope_query(shape, agent is None, limit)
         return [dict(r) for r in self._conn.execute(query, params).mappings()]
 
 
@@ -495,9 +497,7 @@ def _batch_candidates(
             same = earlier.by_slot.get(st.slot, []) if st.slot is not None else []
             examine = sorted({*near, *same}) if near and same else (near or same)
     for i in range(len(earlier.drafts)) if examine is None else examine:
-        e = earlier.drafts[i]
-        if (e.scope.user_id, e.scope.agent_id) != (d.scope.user_id, d.scope.agent_id):
-            continue
+        e = earlier.drafts[i]  # same scope as d: ``earlier`` holds one scope's drafts
         if e.kind is MemoryKind.WORKING or not may_update(source, earlier.sources[i]):
             continue
         same_slot = st.slot is not None and e.slot == st.slot

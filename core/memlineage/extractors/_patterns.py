@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from importlib import resources
 from typing import Any
 
@@ -101,44 +101,21 @@ class LanguageTable:
     categories: tuple[tuple[str, re.Pattern[str]], ...]
     slots: tuple[SlotRule, ...]
 
-    @cached_property
-    def any_correction(self) -> AnyOf:
-        """``correction_cues`` as one matcher (see :class:`AnyOf`)."""
-        return AnyOf(self.correction_cues)
+    def any_of(self, *fields: str) -> AnyOf:
+        """The patterns of the named pattern fields as one matcher, built once per table and tuple of fields.
 
-    @cached_property
-    def any_update(self) -> AnyOf:
-        """``update_cues`` as one matcher (whether :meth:`cue` finds one)."""
-        return AnyOf(self.update_cues)
-
-    @cached_property
-    def any_cue(self) -> AnyOf:
-        """``correction_cues`` and ``update_cues`` as one matcher (whether removing the cues changes a text)."""
-        return AnyOf((*self.correction_cues, *self.update_cues))
-
-    @cached_property
-    def any_exclusive(self) -> AnyOf:
-        """``exclusive_markers`` as one matcher."""
-        return AnyOf(self.exclusive_markers)
-
-    @cached_property
-    def any_event(self) -> AnyOf:
-        """``event_markers`` as one matcher."""
-        return AnyOf(self.event_markers)
-
-    @cached_property
-    def any_withdrawal(self) -> AnyOf:
-        """``withdrawal`` and ``negation`` patterns as one matcher."""
-        return AnyOf((*self.withdrawal, *self.negation))
-
-    @cached_property
-    def any_replacement(self) -> AnyOf:
-        """``replacement`` patterns as one matcher."""
-        return AnyOf(self.replacement)
+        Example: ``table.any_of("withdrawal", "negation")(text)`` is whether any withdrawal or negation pattern
+        occurs in ``text`` (see :class:`AnyOf`).
+        """
+        built: dict[tuple[str, ...], AnyOf] = self.__dict__.setdefault("_any_of", {})  # frozen: no setattr
+        found = built.get(fields)
+        if found is None:
+            found = built[fields] = AnyOf([p for name in fields for p in getattr(self, name)])
+        return found
 
     def cue(self, text: str) -> str | None:
         """The first update cue found in ``text`` (the matched words), or None."""
-        if not self.any_update(text):
+        if not self.any_of("update_cues")(text):
             return None
         for pattern in self.update_cues:
             match = pattern.search(text)
@@ -148,15 +125,15 @@ class LanguageTable:
 
     def is_correction(self, text: str) -> bool:
         """Whether ``text`` carries an explicit correction or change ("actually", "correction", "更正", "搬到")."""
-        return self.any_correction(text)
+        return self.any_of("correction_cues")(text)
 
     def is_exclusive(self, text: str) -> bool:
         """Whether a preference is stated as exclusive ("prefer", "favourite", "only", "now", 更喜欢, 只...)."""
-        return self.any_exclusive(text) or self.is_correction(text)
+        return self.any_of("exclusive_markers")(text) or self.is_correction(text)
 
     def is_event(self, text: str) -> bool:
         """Whether ``text`` reports an event (past action or a dated happening) rather than a state."""
-        return self.any_event(text)
+        return self.any_of("event_markers")(text)
 
 
 def _compile(items: Any, where: str) -> tuple[re.Pattern[str], ...]:

@@ -105,7 +105,7 @@ def may_revise(text: str) -> bool:
     """
     table = tables_for(text)[0]
     body = strip_transcript_prefix(text)
-    if table.is_correction(body) or withdraws(text) or table.any_replacement(body):
+    if table.is_correction(body) or withdraws(text) or table.any_of("replacement")(body):
         return True
     return bool(_FIRST_PERSON.search(body)) and bool(_profile(text)[4])
 
@@ -169,7 +169,7 @@ def withdraws(text: str) -> bool:
 
     Cached per text: update detection asks twice per statement (may it revise? should recent statements be read?).
     """
-    return tables_for(text)[0].any_withdrawal(text)
+    return tables_for(text)[0].any_of("withdrawal", "negation")(text)
 
 
 def _naive(value: datetime | None) -> datetime:
@@ -218,7 +218,7 @@ def _key_tokens(text: str) -> set[str]:
 
 
 def _without_cues(text: str, table: LanguageTable) -> str:
-    if not table.any_cue(text):
+    if not table.any_of("correction_cues", "update_cues")(text):
         return text  # no cue anywhere: every substitution below would leave the text as it is
     for pattern in (*table.correction_cues, *table.update_cues):
         text = pattern.sub(" ", text)
