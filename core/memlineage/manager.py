@@ -72,6 +72,15 @@ class _Part(Generic[T]):
         obj.services = wire(obj.parts, write_mutex=obj._write_mutex, previous=obj.services)
 
 
+def _scoped(index: VectorIndex, ledger: Ledger, exact_max: int | None) -> ScopedVectorIndex:
+    if exact_max is None:
+        return ScopedVectorIndex.over_ledger(index, ledger)
+    if isinstance(exact_max, bool) or not isinstance(exact_max, int) or exact_max < 0:
+        msg = f"exact_max must be an integer >= 0 (0 = always the ANN index), got {exact_max!r}"
+        raise ConfigurationError(msg)
+    return ScopedVectorIndex.over_ledger(index, ledger, exact_max=exact_max)
+
+
 class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
     """Agent memory with lineage: a SQL ledger (source of truth) plus a derived vector index.
 
@@ -93,12 +102,17 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
 
     Args:
         ledger: The SQL ledger.
-        index: The vector index (Chroma or in-memory).
+        index: The vector index (Chroma or in-memory); wrapped in a
+            :class:`~memlineage.index.ScopedVectorIndex` unless it is one.
         embedder: Embedder, LangChain ``Embeddings``, LlamaIndex embedding or callable; None = default ONNX.
         clock: Returns "now" (timezone-aware UTC); inject one to simulate time.
         trust_by_source: Base trust per source kind, in [0, 1]; defaults to ``models.DEFAULT_TRUST``.
         lock: A held cross-process lock released by :meth:`close` (set by :meth:`open`).
         path: The store directory, when embedded.
+        exact_max: Largest scope (memories of one ``user_id``) searched exactly over the ledger's vectors, >= 0;
+            None = :class:`~memlineage.index.ScopedVectorIndex`'s default (100,000). Memories of such a scope are
+            not written to ``index`` (the ANN index) until the scope grows past it; 0 = every memory goes to
+            ``index`` and every query uses it. Ignored when ``index`` is already a ``ScopedVectorIndex``.
 
     Raises:
         ConfigurationError: collaborators are missing or inconsistent.
@@ -133,6 +147,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         retrieval: RetrievalConfig | None = None,
         read_filter: CandidateFilter | None = None,
         reconciler: Reconciler | None | str = "rules",
+        exact_max: int | None = None,
     ) -> None:
         if ledger is None or index is None:
             msg = "MemoryManager needs a ledger and an index; use MemoryManager.open() for the defaults"
@@ -141,7 +156,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         self.parts = Parts(
             ledger=ledger,
             # query plan by scope size: exact search over a small scope's vectors, the ANN index for large ones
-            index=index if isinstance(index, ScopedVectorIndex) else ScopedVectorIndex.over_ledger(index, ledger),
+            index=index if isinstance(index, ScopedVectorIndex) else _scoped(index, ledger, exact_max),
             embedder=ensure_embedder(embedder),
             # hybrid retrieval (memlineage.retrieval): lexical leg built lazily per user from the ledger
             lexical=lexical if lexical is not None else LexicalIndex(loader=ledger_loader(ledger)),

@@ -73,6 +73,10 @@ class IndexSyncer(Protocol):
         """Sync ``ids`` (``rows``: their just-written ledger rows); returns index entries removed."""
         ...
 
+    def initial_state(self, user_ids: Sequence[str]) -> dict[str, str]:
+        """``index_state`` for new memories per user: ``exact`` (ledger-held, exact plan) or ``pending``."""
+        ...
+
     def defer(self, ids: Sequence[str]) -> None:
         """Sync ``ids`` later, off the caller's path (see :mod:`memlineage._indexsync`).
 

@@ -26,11 +26,19 @@ ENV = {**os.environ, "ANONYMIZED_TELEMETRY": "False", "PYTHONUNBUFFERED": "1"}
 
 
 # ---------------------------------------------------------------------------------------------------- threads
-def test_four_writer_threads_and_a_reader(ledger_url: str, tmp_path: Path) -> None:
-    """4 writers + 1 reader on one manager (SQLite file or PostgreSQL, embedded Chroma): exact counts."""
+@pytest.mark.parametrize("exact_max", [None, 50], ids=["exact-plan", "outgrown"])
+def test_four_writer_threads_and_a_reader(ledger_url: str, tmp_path: Path, exact_max: int | None) -> None:
+    """4 writers + 1 reader on one manager (SQLite file or PostgreSQL, embedded Chroma): exact counts.
+
+    ``outgrown``: both scopes grow past ``exact_max`` while the threads write and read, so their ledger-held
+    memories are handed to Chroma in the background meanwhile; at the end every memory is in Chroma.
+    """
     per_writer, writers = 40, 4
     mm = MemoryManager(
-        ledger=Ledger(ledger_url), index=ChromaIndex.persistent(tmp_path / "chroma"), embedder=FakeEmbedder()
+        ledger=Ledger(ledger_url),
+        index=ChromaIndex.persistent(tmp_path / "chroma"),
+        embedder=FakeEmbedder(),
+        exact_max=exact_max,
     )
     errors: list[BaseException] = []
     written: dict[int, list[str]] = {w: [] for w in range(writers)}
@@ -79,9 +87,14 @@ def test_four_writer_threads_and_a_reader(ledger_url: str, tmp_path: Path) -> No
     assert stats["memories"] == expected
     retracted = writers * sum(i % 20 == 5 for i in range(per_writer))
     assert stats["by_status"] == {"active": expected - retracted, "retracted": retracted}
-    assert mm.index.count() == expected
-    assert mm.verify().ok
+    assert mm.verify().ok  # flushes the background index writes first
+    stats = mm.stats()
+    assert (mm.index.count(), stats["index_exact"]) == ((0, expected) if exact_max is None else (expected, 0))
     assert reads["n"] > 0
+    for u in ("user0", "user1"):  # every active memory of a scope can be recalled, whichever plan serves it
+        mine = [i for w in written if w % 2 == int(u[-1]) for i in written[w]]
+        active = {m.id for m in mm.get_many(mine, scope=u) if m is not None and m.status.value == "active"}
+        assert set(mm.recall("note", scope=Scope(user_id=u), k=len(mine)).ids) == active
     mm.close()
 
 
@@ -206,7 +219,7 @@ def test_four_writer_processes_in_server_mode(pg_schema: PgSchema, chroma_server
         ledger_url=pg_schema.url, chroma_client=chroma_server.client(), collection=collection, embedder=FakeEmbedder()
     ) as mm:
         assert mm.stats()["memories"] == writers * per
-        assert mm.index.count() == writers * per
+        assert mm.index.count() + mm.stats()["index_exact"] == writers * per
         for w in range(writers):
             assert mm.stats(f"writer-{w}")["memories"] == per
         assert mm.verify().ok

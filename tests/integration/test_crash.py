@@ -169,7 +169,8 @@ def run_crash_campaign(store: Path, *, total: int, kills: int, seed: int, recall
         extra = [m.content for m in mm.get_many(sorted(set(in_ledger) - stats.acknowledged), scope=USER) if m]
         assert len(acked) == total == len(stats.acknowledged), f"seed={seed}: {len(acked)} acked, {total} sent"
         assert len(in_ledger) == total, f"seed={seed}: unacknowledged rows {extra[:5]}"
-        assert mm.index.count() == total
+        assert mm.index.count() + mm.stats()["index_exact"] == total  # each in Chroma or held for the exact plan
+        assert mm.verify().ok
     return stats
 
 

@@ -129,7 +129,8 @@ def test_large_batch_and_reopen(index_factory: Callable[[], VectorIndex]) -> Non
 
 
 def test_manager_end_to_end(index_factory: Callable[[], VectorIndex]) -> None:
-    mm = MemoryManager(ledger=Ledger("sqlite://"), index=index_factory(), embedder=FakeEmbedder())
+    # exact_max=0: every memory goes to the backend under test (not held for the exact plan by the ledger)
+    mm = MemoryManager(ledger=Ledger("sqlite://"), index=index_factory(), embedder=FakeEmbedder(), exact_max=0)
     alice, bob = Scope(user_id="alice"), Scope(user_id="bob")
     a = mm.remember("alice flies to Lisbon on Friday", scope=alice)
     b = mm.remember("bob flies to Oslo on Friday", scope=bob)

@@ -52,6 +52,16 @@ def mm(ledger_url: str, clock: Clock) -> Iterator[MemoryManager]:
     manager.close()
 
 
+@pytest.fixture
+def ann_mm(ledger_url: str, clock: Clock) -> Iterator[MemoryManager]:
+    """A manager whose every memory goes to the (ANN) index: ``exact_max=0``."""
+    manager = MemoryManager(
+        ledger=Ledger(ledger_url), index=InMemoryIndex(), embedder=FakeEmbedder(), clock=clock, exact_max=0
+    )
+    yield manager
+    manager.close()
+
+
 def test_round_trip_keeps_every_field(mm: MemoryManager) -> None:
     meta = {"nested": {"a": [1, 2.5, None, "x"], "b": {"c": True}}, "city": "東京"}
     mem = mm.remember(
@@ -247,7 +257,7 @@ def test_erase_redacts_rows(mm: MemoryManager) -> None:
 
 def test_reopen_repairs_and_verifies(ledger_url: str) -> None:
     index = InMemoryIndex()
-    mm = MemoryManager(ledger=Ledger(ledger_url), index=index, embedder=FakeEmbedder())
+    mm = MemoryManager(ledger=Ledger(ledger_url), index=index, embedder=FakeEmbedder(), exact_max=0)
     kept = mm.remember_many([{"content": f"item {i}", "scope": ALICE} for i in range(10)])
     gone = mm.remember("to be archived", scope=ALICE)
     mm.forget(gone.id, scope=ALICE)
@@ -257,7 +267,9 @@ def test_reopen_repairs_and_verifies(ledger_url: str) -> None:
         mm.ledger.update_memories(conn, [kept[3].id], {"status": "retracted", "index_state": "stale"})
     index.delete([m.id for m in kept[:3]])
     mm.close()
-    reopened = MemoryManager(ledger=Ledger(ledger_url), index=index, embedder=FakeEmbedder(), repair_on_open=False)
+    reopened = MemoryManager(
+        ledger=Ledger(ledger_url), index=index, embedder=FakeEmbedder(), repair_on_open=False, exact_max=0
+    )
     before = reopened.verify()
     assert set(before.pending) == {m.id for m in kept[:4]}
     assert reopened.repair() == {"upserted": 3, "updated": 1, "removed": 0, "quarantined": 0}
@@ -266,7 +278,8 @@ def test_reopen_repairs_and_verifies(ledger_url: str) -> None:
     reopened.close()
 
 
-def test_verify_reports_and_fixes_each_difference(mm: MemoryManager) -> None:
+def test_verify_reports_and_fixes_each_difference(ann_mm: MemoryManager) -> None:
+    mm = ann_mm
     mems = mm.remember_many([{"content": f"row {i}", "scope": ALICE} for i in range(6)])
     archived = mm.remember("archived one", scope=ALICE)
     mm.forget(archived.id, scope=ALICE)
@@ -380,14 +393,56 @@ def test_new_slot_value_derived_from_the_old_one_is_indexed_with_its_status(mm: 
     assert new.id not in mm.recall("city Lyon", scope=ALICE, k=5).ids
 
 
-def test_erasing_a_premise_syncs_the_suspect_descendants(mm: MemoryManager) -> None:
+def test_erasing_a_premise_syncs_the_suspect_descendants(ann_mm: MemoryManager) -> None:
     """Regression: erase() left the descendants it made suspect unsynced (index still said active)."""
+    mm = ann_mm
     premise = mm.remember("premise to erase", scope=ALICE)
     child = mm.remember("conclusion from it", scope=ALICE, source="reasoning", derived_from=[premise.id])
     receipt = mm.erase(premise.id, scope=ALICE)
     assert receipt.suspect == [child.id]
     assert mm.verify().ok
     assert mm.index.get_metadata([child.id])[0]["status"] == "suspect"
+
+
+def test_small_scopes_stay_out_of_the_ann_index_until_they_outgrow_it(ledger_url: str, clock: Clock) -> None:
+    """Memories of a scope the exact plan serves are held by the ledger alone (``index_state='exact'``).
+
+    They are recalled, change status, are erased and rebuilt like any other; once the scope grows past
+    ``exact_max`` they are handed to the ANN index (in the background) and the scope switches plans without
+    losing one.
+    """
+    inner = InMemoryIndex()
+    mm = MemoryManager(ledger=Ledger(ledger_url), index=inner, embedder=FakeEmbedder(), clock=clock, exact_max=20)
+    bob = Scope(user_id="bob")
+    first = mm.remember_many([{"content": f"alice note {i} about topic{i % 3}", "scope": ALICE} for i in range(15)])
+    bobs = mm.remember_many([{"content": f"bob note {i}", "scope": bob} for i in range(5)])
+    assert inner.count() == 0 and mm.stats()["index_exact"] == 20 and mm.stats()["index_pending"] == 0
+    assert mm.recall("alice note 7 about topic1", scope=ALICE, k=1).ids == [first[7].id]
+    assert mm.index.plan("alice") == "exact"
+    mm.retract(first[7].id, scope=ALICE)  # a status change of an exact row: the loaded block learns of it
+    mm.flush_index()
+    assert first[7].id not in mm.recall("alice note 7 about topic1", scope=ALICE, k=15).ids
+    receipt = mm.erase(bobs[0].id, scope=bob)
+    assert receipt.index_entries_removed == 1
+    assert mm.ledger.memory_rows([bobs[0].id], embedding=False)[0]["index_state"] == "removed"
+    assert bobs[0].id not in mm.recall("bob note 0", scope=bob, include_suspect=True, k=5).ids
+    assert mm.verify().ok
+
+    more = mm.remember_many([{"content": f"alice later {i}", "scope": ALICE} for i in range(10)])  # 25 > 20
+    report = mm.verify()  # flushes the background hand-over first
+    assert report.ok, report.differences()
+    alice_rows = [*first, *more]
+    assert inner.ids() == {m.id for m in alice_rows}  # alice's memories are all in the ANN index now
+    assert inner.get_metadata([first[7].id])[0]["status"] == "retracted"
+    assert mm.stats()["index_exact"] == 4  # bob's four live memories stay with the ledger
+    assert mm.index.plan("alice") == "ann" and mm.index.plan("bob") == "exact"
+    assert mm.recall("alice later 3", scope=ALICE, k=1).ids == [more[3].id]
+    assert mm.recall("bob note 2", scope=bob, k=1).ids == [bobs[2].id]
+
+    assert mm.reindex() == 29  # rebuilt from the ledger (both plans), with the same split
+    assert inner.ids() == {m.id for m in alice_rows} and mm.stats()["index_exact"] == 4
+    assert mm.verify().ok
+    mm.close()
 
 
 def test_crafted_schema_name_is_quoted_not_executed(pg_server: str) -> None:

@@ -507,18 +507,18 @@ def test_an_entry_the_index_refuses_is_quarantined_not_fatal(tmp_path: Any) -> N
     from memlineage.ledger import Ledger
 
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
-    mm = make_manager(ledger=Ledger(url), index=_PickyIndex())
+    mm = make_manager(ledger=Ledger(url), index=_PickyIndex(), exact_max=0)
     bad = mm.remember("poisoned entry", scope=ALICE, tags=["poison"])  # index write fails: logged, left pending
     good = mm.remember("Bob likes tea", scope=BOB)
     mm.close()
     for _ in range(2):  # every later open works
-        reopened = make_manager(ledger=Ledger(url), index=_PickyIndex())
+        reopened = make_manager(ledger=Ledger(url), index=_PickyIndex(), exact_max=0)
         assert reopened.verify().quarantined == [bad.id]
         assert not reopened.verify().ok
         assert reopened.recall("tea", scope=BOB).ids == [good.id]
         assert reopened.require(bad.id, scope=ALICE).content == "poisoned entry"  # the ledger keeps it
         reopened.close()
-    fixed = make_manager(ledger=Ledger(url), index=InMemoryIndex())
+    fixed = make_manager(ledger=Ledger(url), index=InMemoryIndex(), exact_max=0)
     assert fixed.verify(fix=True).fixed >= 1
     assert fixed.verify().ok
 

@@ -86,7 +86,7 @@ def test_set_based_cascade_matches_the_reference_decision(seed: int) -> None:
 
 
 def test_cascade_marks_only_active_descendants_and_their_index_entries_stale() -> None:
-    mm = make_manager()
+    mm = make_manager(exact_max=0)
     root = mm.remember("root", scope=ALICE)
     a = mm.remember("a", scope=ALICE, source="reasoning", derived_from=[root.id])
     b = mm.remember("b", scope=ALICE, source="reasoning", derived_from=[a.id])
@@ -107,7 +107,7 @@ def test_cascade_marks_only_active_descendants_and_their_index_entries_stale() -
 
 
 def test_indexed_mark_is_a_compare_and_set_on_the_status() -> None:
-    mm = make_manager()
+    mm = make_manager(exact_max=0)
     m = mm.remember("a fact", scope=ALICE)
     with mm.ledger.transaction() as conn:
         mm.ledger.update_memories(conn, [m.id], {"status": "suspect", "index_state": "stale"})
@@ -136,7 +136,7 @@ class StuckIndex(InMemoryIndex):
 
 def test_withdrawn_memory_is_never_served_while_the_index_lags() -> None:
     inner = StuckIndex()
-    mm = make_manager(index=inner)
+    mm = make_manager(index=inner, exact_max=0)
     root = mm.remember("the hotel in Lyon costs 90 EUR per night", scope=ALICE, source="tool:hotels")
     plan = mm.remember(
         "book the hotel in Lyon for 90 EUR per night", scope=ALICE, source="reasoning", derived_from=[root.id]
@@ -181,7 +181,7 @@ def test_withdrawn_memory_is_never_served_while_the_index_lags() -> None:
 
 def test_verify_and_close_flush_deferred_status() -> None:
     inner = InMemoryIndex()
-    mm = make_manager(index=inner)
+    mm = make_manager(index=inner, exact_max=0)
     root = mm.remember("root", scope=ALICE)
     child = mm.remember("child", scope=ALICE, source="reasoning", derived_from=[root.id])
     mm.services.index_sync._deferred._apply = lambda ids: None  # the background worker never gets anything done
@@ -199,13 +199,13 @@ def test_crash_before_the_deferred_sync_is_repaired_on_open(tmp_path) -> None:
 
     url = f"sqlite:///{tmp_path / 'l.db'}"
     inner = InMemoryIndex()
-    mm = make_manager(ledger=Ledger(url), index=inner)
+    mm = make_manager(ledger=Ledger(url), index=inner, exact_max=0)
     root = mm.remember("root", scope=ALICE)
     child = mm.remember("child", scope=ALICE, source="reasoning", derived_from=[root.id])
     mm.services.index_sync._deferred._apply = lambda ids: None  # the process dies before the worker runs
     mm.retract(root.id, scope=ALICE)
     mm.ledger.close()
-    reopened = make_manager(ledger=Ledger(url), index=inner)  # repair() on open finishes the stale entries
+    reopened = make_manager(ledger=Ledger(url), index=inner, exact_max=0)  # repair() on open finishes the stale entries
     assert inner.get_metadata([root.id, child.id])[0]["status"] == "retracted"
     assert inner.get_metadata([child.id])[0]["status"] == "suspect"
     assert reopened.verify().ok
@@ -346,7 +346,7 @@ def test_manager_blocks_follow_write_erase_and_supersede() -> None:
 
 def test_rewiring_a_part_applies_deferred_status_first() -> None:
     inner = InMemoryIndex()
-    mm = make_manager(index=inner)
+    mm = make_manager(index=inner, exact_max=0)
     root = mm.remember("root", scope=ALICE)
     child = mm.remember("child", scope=ALICE, source="reasoning", derived_from=[root.id])
     old_sync = mm.services.index_sync
@@ -370,7 +370,7 @@ def test_rewiring_a_part_applies_deferred_status_first() -> None:
 
 def test_background_sync_leaves_removals_to_the_call_that_made_them() -> None:
     inner = InMemoryIndex()
-    mm = make_manager(index=inner)
+    mm = make_manager(index=inner, exact_max=0)
     a = mm.remember("alice flies to Lisbon", scope=ALICE)
     with mm.ledger.transaction() as conn:  # the state an erasure leaves between its commit and its own sync
         mm.ledger.update_memories(conn, [a.id], {"status": "erased", "index_state": "removing"})

@@ -476,7 +476,7 @@ def test_index_failure_never_loses_the_ledger_record(alice):
 
     ledger = Ledger("sqlite://")
     idx = _FlakyIndex()
-    mm = make_manager(ledger=ledger, index=idx)
+    mm = make_manager(ledger=ledger, index=idx, exact_max=0)
     m = mm.remember("must survive", scope=alice)
     assert mm.require(m.id, scope=alice).content == "must survive"
     assert mm.stats()["index_pending"] == 1
@@ -653,7 +653,7 @@ def test_link_records_an_extra_activity_edge(mm, alice, bob):
 def test_status_changes_never_resurrect_or_skip_index_entries(alice):
     idx = _FlakyIndex()
     idx.fail = False
-    mm = make_manager(index=idx)
+    mm = make_manager(index=idx, exact_max=0)
     a = mm.remember("premise", scope=alice)
     b = mm.remember("derived", scope=alice, derived_from=[a.id])
     mm.forget(b.id, scope=alice)

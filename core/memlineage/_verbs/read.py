@@ -261,7 +261,14 @@ class ReadVerbs:
         return await asyncio.to_thread(self.audit, scope, **kwargs)
 
     def stats(self, scope: Scope | Mapping[str, Any] | str | None = None) -> dict[str, Any]:
-        """Counts per status, kind and source, edges, activities, events and index size."""
+        """Counts per status, kind and source, edges, activities, events and index size.
+
+        Returns:
+            ``memories``, ``by_status``, ``by_kind``, ``by_source``, ``edges``, ``activities``, ``events``;
+            ``index_pending`` (index writes still owed), ``index_exact`` (memories of scopes the exact plan serves,
+            held by the ledger and not written to the ANN index) and, store-wide only, ``index_entries`` (entries
+            in the ANN index).
+        """
         return self.services.reads.stats(scope)
 
     def slot_history(self, slot: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:

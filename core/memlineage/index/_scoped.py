@@ -5,8 +5,15 @@ and drops what the filter refuses; for a scope that holds a small share of the c
 many) that is slower than scoring the scope's own vectors exactly, and it can miss neighbours. This wrapper keeps
 each small scope's vectors contiguous (one float32 block per ``user_id``, normalised, with its filter columns as
 small integer codes), answers queries on such scopes by one matrix-vector product, and hands large scopes to the
-wrapped index. Every write goes to the wrapped index first and then to the loaded blocks, so a block is never
-behind the index; blocks are loaded from the ledger on a scope's first query and evicted least recently used.
+wrapped index. Blocks are loaded from the ledger on a scope's first query and evicted least recently used.
+
+Writes: :meth:`~ScopedVectorIndex.upsert` and :meth:`~ScopedVectorIndex.add` go to the wrapped index first and then
+to the loaded blocks. A scope the exact plan serves does not need the wrapped index at all, so the index sync
+writes its memories with :meth:`~ScopedVectorIndex.put_local` instead: the ledger keeps them (``index_state =
+'exact'``) and the loaded block gets them, but the wrapped (ANN) index never does. When such a scope grows past
+``exact_max``, the sync hands its memories to the wrapped index (``memlineage.services.index_sync``); the scope keeps
+the exact plan until every memory of its block has reached the wrapped index through this wrapper, so the switch to
+the ANN plan never loses one.
 """
 
 from __future__ import annotations
@@ -20,9 +27,13 @@ import numpy as np
 
 from memlineage.index._base import IndexFilter, IndexHit, index_metadata
 
-__all__ = ["ScopedVectorIndex"]
+__all__ = ["IN_ANN", "ScopedVectorIndex"]
 
-#: ``user_id -> iterable of (id, vector, flat index metadata)`` for a scope's indexable memories.
+#: Key a loader may set in a row's metadata: False when the wrapped index does not hold the memory yet.
+IN_ANN = "_in_ann"
+
+#: ``user_id -> iterable of (id, vector, flat index metadata)`` for a scope's indexable memories. A metadata mapping
+#: may carry ``IN_ANN: False`` for a memory the wrapped index does not hold (``index_state`` 'exact' or 'pending').
 BlockLoader = Callable[[str], Iterable[tuple[str, Any, Mapping[str, Any]]]]
 #: ``user_id -> number of indexable memories`` (decides the plan before anything is loaded).
 ScopeCounter = Callable[[str], int]
@@ -57,6 +68,7 @@ class _Block:
         self.ids: list[str] = []
         self.tags: list[tuple[str, ...]] = []
         self.row: dict[str, int] = {}
+        self.local: set[str] = set()  # ids the wrapped index does not hold (written with put_local)
 
     @property
     def live(self) -> int:
@@ -99,6 +111,7 @@ class _Block:
         i = self.row.pop(mid, None)
         if i is None:
             return False
+        self.local.discard(mid)
         self.alive[i] = False
         if self.n > 64 and self.live * 2 < self.n:
             self._compact()
@@ -160,17 +173,25 @@ class ScopedVectorIndex:
     contiguous float32 block (cosine similarity, the same filter as the wrapped index); a larger scope is queried
     through the wrapped (approximate) index. Blocks are built from ``loader`` on a scope's first query, kept in
     step by every write through this wrapper, and evicted least recently used beyond ``cache_vectors`` vectors.
-    Anything else (``purge_log``, ``get_vectors``, ``close`` ...) is delegated to the wrapped index.
+    :meth:`wants_ann` tells a writer whether a scope's new memories need the wrapped index; those that do not are
+    written with :meth:`put_local` (the blocks only). A scope past ``exact_max`` keeps the exact plan while its
+    loaded block holds memories the wrapped index lacks, and switches once they have all been written through
+    :meth:`upsert` or :meth:`add`; a scope loaded while ``awaiting`` reports such memories is loaded whatever its
+    size. Anything else (``purge_log``, ``get_vectors``, ``close`` ...) is delegated to the wrapped index.
 
     Isolation: a block holds one ``user_id``'s entries only (an entry whose metadata names another user moves to
     that user's block), and a query reads the block of ``where.user_id`` alone, then applies the rest of the
     filter (status, kind, agent, session, tags) before the top-k cut.
 
     Args:
-        inner: The wrapped index (e.g. :class:`~memlineage.index.ChromaIndex`); receives every write.
+        inner: The wrapped index (e.g. :class:`~memlineage.index.ChromaIndex`); receives every write except
+            :meth:`put_local`.
         loader: ``user_id -> iterable of (id, vector, flat metadata)``: the scope's indexable memories (the
-            ledger). Without a loader every query goes to ``inner``.
+            ledger), with ``IN_ANN: False`` in the metadata of those ``inner`` does not hold. Without a loader every
+            query goes to ``inner``.
         counter: ``user_id -> number of indexable memories``, asked before loading; default: load and count.
+        awaiting: ``user_id -> number of the scope's indexable memories that inner does not hold``, asked before
+            a scope past ``exact_max`` is handed to ``inner``; default: none (``inner`` holds every memory).
         exact_max: Largest scope searched exactly, >= 0 (0 = always the wrapped index). Default 100,000: one
             pass over 100,000 384-d vectors (150 MB) takes about 15-25 ms on one core, where Chroma's filtered HNSW
             query over a scope that size took 450 ms and found 11 % of the exact top 10 on random vectors
@@ -191,12 +212,14 @@ class ScopedVectorIndex:
         loader: BlockLoader | None = None,
         *,
         counter: ScopeCounter | None = None,
+        awaiting: ScopeCounter | None = None,
         exact_max: int = 100_000,
         cache_vectors: int = 250_000,
     ) -> None:
         self.inner = inner
         self._loader = loader
         self._counter = counter
+        self._awaiting = awaiting
         self.exact_max = int(exact_max)
         self.cache_vectors = int(cache_vectors)
         self._blocks: OrderedDict[str, _Block] = OrderedDict()
@@ -218,9 +241,12 @@ class ScopedVectorIndex:
             for row in ledger.indexable_rows(user_id):
                 blob = row.get("embedding")
                 vec = np.frombuffer(blob, dtype="<f4") if blob is not None else None
-                yield row["id"], vec, index_metadata(row)
+                meta = index_metadata(row)
+                if row["index_state"] in ("exact", "pending"):
+                    meta[IN_ANN] = False
+                yield row["id"], vec, meta
 
-        return cls(inner, load, counter=ledger.count_indexable, **kwargs)
+        return cls(inner, load, counter=ledger.count_indexable, awaiting=ledger.count_awaiting_ann, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes this wrapper lacks: backend extras (purge_log, get_vectors, close, ...).
@@ -244,9 +270,49 @@ class ScopedVectorIndex:
         write(ids, vectors, metadatas)
         self._put(ids, vectors, metadatas)
 
+    def put_local(
+        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Insert or replace entries in the loaded blocks only: memories of scopes the exact plan serves.
+
+        The wrapped index is not written; the ledger keeps these memories for the scope's next load. Callers ask
+        :meth:`wants_ann` first: a scope that needs the wrapped index must be written with :meth:`upsert`.
+        """
+        self._put(ids, vectors, metadatas, local=True)
+
+    def wants_ann(self, user_id: str) -> bool:
+        """Whether new memories of ``user_id`` must reach the wrapped (ANN) index now.
+
+        False while the scope fits the exact plan (at most ``exact_max`` memories, loaded or counted in the
+        ledger); True without a loader, with ``exact_max == 0``, or for a scope past ``exact_max``.
+        """
+        if self._loader is None or self.exact_max <= 0:
+            return True
+        with self._lock:
+            if user_id in self._large:
+                return True
+            block = self._blocks.get(user_id)
+            if block is not None:
+                return block.live >= self.exact_max
+        if self._counter is None:
+            return False  # the loader decides on the first query
+        return self._counter(user_id) >= self.exact_max
+
+    def update_local(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+        """Merge metadata into the loaded blocks' entries only (status changes of memories held by the ledger)."""
+        self._update_blocks(ids, metadatas)
+
+    def drop_local(self, ids: Sequence[str]) -> int:
+        """Remove entries from the loaded blocks only; returns how many were loaded."""
+        with self._lock:
+            return sum(self._drop(mid) for mid in set(ids))
+
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into existing entries (status changes) in the wrapped index and the blocks."""
         self.inner.update_metadata(ids, metadatas)
+        self._update_blocks(ids, metadatas)
+
+    def _update_blocks(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         with self._lock:
             for mid, meta in zip(ids, metadatas, strict=False):
                 user = self._owner.get(mid)
@@ -283,7 +349,12 @@ class ScopedVectorIndex:
                 self._large.discard(user)
 
     def _put(
-        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+        self,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        metadatas: Sequence[Mapping[str, Any]],
+        *,
+        local: bool = False,
     ) -> None:
         with self._lock:
             for mid, vec, meta in zip(ids, vectors, metadatas, strict=False):
@@ -299,16 +370,17 @@ class ScopedVectorIndex:
                     self.invalidate(user)
                     continue
                 self._owner[mid] = user
-                if block.live > self.exact_max:  # outgrew the exact plan
+                if local:
+                    block.local.add(mid)
+                if block.live > self.exact_max and not block.local:  # outgrew the exact plan; inner holds it all
                     self.invalidate(user)
                     self._large.add(user)
             self._evict()
 
-    def _drop(self, mid: str) -> None:
+    def _drop(self, mid: str) -> bool:
         user = self._owner.pop(mid, None)
         block = self._blocks.get(user) if user is not None else None
-        if block is not None:
-            block.drop(mid)
+        return block.drop(mid) if block is not None else False
 
     # -- reads ------------------------------------------------------------------------------------------------
     def query(self, vector: Sequence[float], k: int, where: IndexFilter) -> list[IndexHit]:
@@ -335,7 +407,10 @@ class ScopedVectorIndex:
             return block
         if self._loader is None or user in self._large or self.exact_max <= 0:
             return None
-        if self._counter is not None and self._counter(user) > self.exact_max:
+        # Past exact_max the scope goes to inner, unless inner still lacks some of its memories (then it is
+        # loaded whatever its size: the exact plan is slower there, but it misses nothing).
+        complete = self._awaiting is None or self._awaiting(user) == 0
+        if self._counter is not None and self._counter(user) > self.exact_max and complete:
             self._large.add(user)
             return None
         rows = []
@@ -343,7 +418,7 @@ class ScopedVectorIndex:
             if vec is None or str(meta.get("user_id", user)) != user:
                 continue  # never admit another scope's entry into this block
             rows.append((mid, _unit(vec), meta))
-            if len(rows) > self.exact_max:
+            if len(rows) > self.exact_max and complete:
                 self._large.add(user)
                 return None
         block = _Block(user)
@@ -351,6 +426,8 @@ class ScopedVectorIndex:
             if self._owner.get(mid) not in (None, user):
                 self._drop(mid)
             block.put(mid, vec, {**meta, "user_id": user}, self._codes)
+            if meta.get(IN_ANN) is False:
+                block.local.add(mid)
             self._owner[mid] = user
         self._blocks[user] = block
         self._evict(keep=user)

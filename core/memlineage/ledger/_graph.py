@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, cast, func, literal, select, update
 
-from memlineage.ledger._schema import edges, memories, select_full_memories, supports
+from memlineage.ledger._schema import INDEXABLE_STATES, edges, memories, select_full_memories, supports
 from memlineage.models import Relation
 
 #: Max bound parameters per IN (...) chunk; well under SQLite's and PostgreSQL's limits.
@@ -151,9 +151,9 @@ class GraphQueries:
                 )
 
     def indexable_rows(self, user_id: str, conn: Connection | None = None) -> list[dict[str, Any]]:
-        """One user's rows that belong in the index (pending, indexed or stale), with their vectors."""
+        """One user's rows that belong in the index (exact, pending, indexed or stale), with their vectors."""
         query = select_full_memories().where(
-            memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale"))
+            memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES)
         )
         with self._maybe(conn) as c:
             return [dict(r) for r in c.execute(query).mappings()]
@@ -163,7 +163,29 @@ class GraphQueries:
         query = (
             select(func.count())
             .select_from(memories)
-            .where(memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale")))
+            .where(memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES))
         )
         with self._maybe(conn) as c:
             return int(c.execute(query).scalar_one())
+
+    def count_awaiting_ann(self, user_id: str, conn: Connection | None = None) -> int:
+        """How many of one user's indexable rows the ANN index does not hold yet (``exact`` or ``pending``)."""
+        query = (
+            select(func.count())
+            .select_from(memories)
+            .where(memories.c.user_id == user_id, memories.c.index_state.in_(("exact", "pending")))
+        )
+        with self._maybe(conn) as c:
+            return int(c.execute(query).scalar_one())
+
+    def promote_exact(self, conn: Connection, user_id: str) -> list[str]:
+        """Hand one user's ``exact`` rows to the ANN index: they become ``pending`` for the index sync.
+
+        Returns:
+            The ids changed, oldest first.
+        """
+        cond = (memories.c.user_id == user_id, memories.c.index_state == "exact")
+        ids = [r[0] for r in conn.execute(select(memories.c.id).where(*cond).order_by(memories.c.id))]
+        for chunk in _chunks(ids):
+            conn.execute(update(memories).where(memories.c.id.in_(chunk), *cond).values(index_state="pending"))
+        return ids

@@ -307,8 +307,12 @@ class Ledger(GraphQueries, Locks):
                 return changed
             changed = 0
         if values.get("index_state") == "stale":
-            # Only an indexed entry can go stale: a pending one still needs its full write, a removed one stays out.
+            # Only an indexed entry can go stale: a pending one still needs its full write, a removed one stays out,
+            # an exact one (held by the ledger for the exact plan) never had an ANN entry to bring up to date.
             values["index_state"] = case((memories.c.index_state == "indexed", "stale"), else_=memories.c.index_state)
+        elif values.get("index_state") == "removing":
+            # An exact row has no ANN entry to delete: it is removed at once (the sync drops it from memory).
+            values["index_state"] = case((memories.c.index_state == "exact", "removed"), else_="removing")
         for chunk in _chunks(list(ids)):
             result = conn.execute(update(memories).where(memories.c.id.in_(chunk)).values(**values))
             changed += result.rowcount or 0
@@ -539,7 +543,11 @@ class Ledger(GraphQueries, Locks):
         return out
 
     def counts(self, user_id: str | None = None) -> dict[str, Any]:
-        """Row counts per status / kind / source kind, plus edges, activities and events."""
+        """Row counts per status / kind / source kind, plus edges, activities and events.
+
+        ``index_pending`` counts rows the index sync still owes a write; ``index_exact`` rows held by the ledger
+        alone for the exact plan (never written to the ANN index, see ``memlineage.services.index_sync``).
+        """
         with self.read() as c:
             cond = [memories.c.user_id == user_id] if user_id else []
             by_status: dict[str, int] = dict(
@@ -569,6 +577,9 @@ class Ledger(GraphQueries, Locks):
                 .select_from(memories)
                 .where(NOT_INDEXED, memories.c.index_state.in_(["pending", "stale", "removing"]), *cond)
             ).scalar_one()
+            exact = c.execute(
+                select(func.count()).select_from(memories).where(NOT_INDEXED, memories.c.index_state == "exact", *cond)
+            ).scalar_one()
         return {
             "memories": sum(by_status.values()),
             "by_status": by_status,
@@ -578,6 +589,7 @@ class Ledger(GraphQueries, Locks):
             "activities": acount,
             "events": evcount,
             "index_pending": pending,
+            "index_exact": exact,
         }
 
     @contextmanager

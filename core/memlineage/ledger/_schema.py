@@ -64,13 +64,18 @@ memories = Table(
     Column("last_used_at", Double, nullable=True),
     Column("use_count", Integer, nullable=False, default=0),
     # Index sync state: 'pending' (needs a full upsert), 'stale' (metadata changed), 'indexed', 'removing' (must be
-    # deleted from the index), 'removed' (not in the index by design). Repaired on open.
+    # deleted from the index), 'removed' (not in the index by design), 'exact' (served by the exact plan from this
+    # ledger's vectors, never written to the ANN index; see ScopedVectorIndex). Repaired on open.
     Column("index_state", String(16), nullable=False),
     Index("ix_ml_memories_scope", "user_id", "status"),
     Index("ix_ml_memories_dedup", "user_id", "kind", "content_hash"),
     Index("ix_ml_memories_slot", "user_id", "slot"),
     Index("ix_ml_memories_expiry", "user_id", "expires_at"),
 )
+
+#: Index states of the rows a vector search may return: in the ANN index, on their way there, or held for the
+#: exact plan by the ledger alone.
+INDEXABLE_STATES = ("exact", "pending", "indexed", "stale")
 
 #: Rows the index sync still has to look at. A partial index holds only these (migration 0004): a cascade turning
 #: 100,000 ``indexed`` rows ``stale`` adds 100,000 entries instead of also deleting 100,000, and ingest skips one

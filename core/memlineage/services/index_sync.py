@@ -1,8 +1,14 @@
 """Index sync: the derived vector and lexical indexes follow the ledger (pending → indexed, repair, verify, reindex).
 
 The ledger is the source of truth; every memory row carries an ``index_state`` (``pending``, ``stale``,
-``removing``, ``indexed``, ``removed``, ``quarantined``) that says what the index still owes it, so a crash
-between the ledger commit and the index write is finished by :meth:`IndexSync.repair` on the next open.
+``removing``, ``indexed``, ``removed``, ``quarantined``, ``exact``) that says what the index still owes it, so a
+crash between the ledger commit and the index write is finished by :meth:`IndexSync.repair` on the next open.
+
+``exact``: a memory of a scope that the exact plan serves (:class:`~memlineage.index.ScopedVectorIndex`, at most
+``exact_max`` memories) is never written to the ANN index (Chroma). The ledger holds its vector, the scope's loaded
+block and the lexical leg get it in memory, and it costs the write path nothing more. When the scope grows past
+``exact_max``, :meth:`IndexSync.sync` turns its ``exact`` rows ``pending`` and the background worker writes them to
+the ANN index; the scope keeps the exact plan until they are all there.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from memlineage._indexsync import DeferredIndexSync
 from memlineage.errors import StorageError
 from memlineage.index import index_metadata
 from memlineage.ledger import Ledger, encode_vector
-from memlineage.ledger._schema import memories
+from memlineage.ledger._schema import INDEXABLE_STATES, memories
 from memlineage.models import Relation, Status
 from memlineage.ports import LexicalIndex, VectorIndex
 from memlineage.services.embedding import Embedding
@@ -82,7 +88,7 @@ def ledger_loader(ledger: Ledger) -> Callable[[str], list[tuple[str, str, dict[s
 
     def load(user_id: str) -> list[tuple[str, str, dict[str, Any]]]:
         query = select(memories).where(
-            memories.c.user_id == user_id, memories.c.index_state.in_(("pending", "indexed", "stale"))
+            memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES)
         )
         with ledger.transaction() as conn:
             rows = [dict(r) for r in conn.execute(query).mappings()]
@@ -145,6 +151,15 @@ class IndexSync:
         self._lock = threading.RLock()
         self._deferred = DeferredIndexSync(self._sync_deferred)
 
+    def initial_state(self, user_ids: Sequence[str]) -> dict[str, str]:
+        """The ``index_state`` new memories of each user are written with: ``exact`` or ``pending``.
+
+        ``exact`` when the index plans by scope size and the scope still fits its exact plan (the ANN index is
+        not written, see the module docstring); ``pending`` otherwise.
+        """
+        wants = getattr(self.index, "wants_ann", None)
+        return {u: "pending" if wants is None or wants(u) else "exact" for u in dict.fromkeys(user_ids)}
+
     def defer(self, ids: Sequence[str]) -> None:
         """Sync ``ids`` on the background thread: status changes of a cascade (see :mod:`memlineage._indexsync`)."""
         self._deferred.defer(ids)
@@ -174,13 +189,13 @@ class IndexSync:
             return self._sync_locked(ids, rows, fresh)
 
     def _sync_deferred(self, ids: Sequence[str]) -> int:
-        """The background sync: status changes (``stale``) and new rows (``pending``) only.
+        """The background sync: status changes (``stale``, ``exact``) and new rows (``pending``) only.
 
         Removals stay with the call that made them: ``erase`` and ``archive`` sync them before returning and
         report what they removed.
         """
         with self._lock:
-            return self._sync_locked(ids, None, False, states=("pending", "stale"))
+            return self._sync_locked(ids, None, False, states=("pending", "stale", "exact"))
 
     def _sync_locked(
         self,
@@ -194,8 +209,11 @@ class IndexSync:
             rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids)), embedding=False) if r]
             if states is not None:
                 rows = [r for r in rows if r["index_state"] in states]
-            pending = [r for r in rows if r["index_state"] == "pending"]
-            if pending:  # only a full write needs the stored vector
+            # Only a full write needs the stored vector: a pending row, or an exact row outside the deferred path
+            # (which only carries status changes of exact rows: their blocks are updated in place).
+            full = ("pending",) if states is not None else ("pending", "exact")
+            pending = [r for r in rows if r["index_state"] in full]
+            if pending:
                 vectors = self.ledger.memory_rows([r["id"] for r in pending])
                 for r, full in zip(pending, vectors, strict=True):
                     r["embedding"] = full["embedding"] if full else None
@@ -213,10 +231,15 @@ class IndexSync:
         upserts = [r for r in rows if r["index_state"] == "pending"]
         stale = [r for r in rows if r["index_state"] == "stale"]
         removing = [r for r in rows if r["index_state"] == "removing"]
+        # Rows the exact plan serves from the ledger: in-memory legs only (a status change, or a new row when its
+        # vector is at hand), and rows that just left them (an erased or archived exact row is 'removed' at once).
+        exact = [r for r in rows if r["index_state"] == "exact"]
+        dropped = [r for r in rows if r["index_state"] == "removed" and r["status"] in gone]
         need = [r for r in upserts if r["embedding"] is None]
         if need:
             for r, v in zip(need, self.embedding.embed([r["content"] for r in need])):
                 r["embedding"] = encode_vector(v)
+        local = self._apply_exact(exact, dropped)
         if upserts:
             write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
             write(
@@ -228,13 +251,46 @@ class IndexSync:
             self.index.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
         removed = self.index.delete([r["id"] for r in removing])
         self._lexical_apply(upserts, stale, removing)
-        done = [r["id"] for r in upserts + stale]
-        with self.ledger.transaction() as conn:
-            if done:  # only rows whose status is still the one written: a newer change stays stale for its sync
-                self.ledger.mark_indexed(conn, [(r["id"], r["status"]) for r in upserts + stale])
-            if removing:
-                self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
-        return removed
+        if upserts or stale or removing:
+            with self.ledger.transaction() as conn:
+                if upserts or stale:  # only rows whose status is still the one written: a newer change stays
+                    self.ledger.mark_indexed(conn, [(r["id"], r["status"]) for r in upserts + stale])  # stale
+                if removing:
+                    self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
+        return removed + local
+
+    def _apply_exact(self, exact: Sequence[dict[str, Any]], dropped: Sequence[dict[str, Any]]) -> int:
+        """Bring the in-memory legs of exact-plan rows in line; hand scopes that outgrew the plan to the ANN index.
+
+        Returns:
+            Number of rows dropped (an erased or archived exact row counts as one index entry removed).
+        """
+        put = [r for r in exact if r.get("embedding") is not None]
+        moved = [r for r in exact if r.get("embedding") is None]
+        if put:
+            vectors = [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in put]
+            self._local("put_local", [r["id"] for r in put], vectors, [index_metadata(r) for r in put])
+            self.lexical.upsert([r["id"] for r in put], lexical_texts(self.ledger, put), [index_metadata(r) for r in put])
+        if moved:
+            self._local("update_local", [r["id"] for r in moved], [index_metadata(r) for r in moved])
+            self.lexical.update_metadata([r["id"] for r in moved], [index_metadata(r) for r in moved])
+        if dropped:
+            self._local("drop_local", [r["id"] for r in dropped])
+            self.lexical.delete([r["id"] for r in dropped])
+        wants = getattr(self.index, "wants_ann", None)
+        grown = [u for u in dict.fromkeys(r["user_id"] for r in put) if wants is not None and wants(u)]
+        for user in grown:  # the scope outgrew the exact plan: its exact rows go to the ANN index, in the background
+            with self.ledger.transaction() as conn:
+                ids = self.ledger.promote_exact(conn, user)
+            logger.info("scope %s outgrew the exact plan: %d memories handed to the ANN index", user, len(ids))
+            self.defer(ids)
+        return len(dropped)
+
+    def _local(self, method: str, *args: Any) -> None:
+        """Call an in-memory leg method of the vector index (a plain index has none: its entries are all ANN)."""
+        fn = getattr(self.index, method, None)
+        if fn is not None:
+            fn(*args)
 
     def _lexical_apply(
         self, upserts: Sequence[dict[str, Any]], stale: Sequence[dict[str, Any]], removing: Sequence[dict[str, Any]]
@@ -364,11 +420,13 @@ class IndexSync:
         self.index.reset()
         self.lexical.reset()
         rows = self.ledger.all_index_rows()
+        live = [r for r in rows if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value)]
+        state = self.initial_state([r["user_id"] for r in live])
         for r in rows:
-            r["index_state"] = (
-                "pending" if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value) else "removing"
-            )
-        live = [r for r in rows if r["index_state"] == "pending"]
+            r["index_state"] = state[r["user_id"]] if r in live else "removing"
+        exact = [r["id"] for r in live if r["index_state"] == "exact"]
+        with self.ledger.transaction() as conn:  # scopes the exact plan serves leave the (now empty) ANN index
+            self.ledger.update_memories(conn, exact, {"index_state": "exact"})
         for start in range(0, len(live), 2000):
             self._apply(live[start : start + 2000])
         return len(live)

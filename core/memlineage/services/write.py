@@ -471,6 +471,8 @@ class WritePath:
         # (old id, status, reason, decision) for each memory this batch supersedes or withdraws
         invalidations: list[tuple[str, Status, str, Decision | None]] = []
         activity_ids = {d.activity_id for d in drafts if d.activity_id}
+        # Exact-plan scopes stay out of the ANN index (memlineage.services.index_sync); decided before the lock.
+        index_state = self.syncer.initial_state([d.scope.user_id for d in drafts])
         with self.ledger.transaction() as conn:
             # What this write replaces and rests on, re-read under locks: another writer may have changed it.
             latest = recheck_targets(self.ledger, conn, drafts)
@@ -484,7 +486,8 @@ class WritePath:
                 mems.append(mem)
                 row = memory_to_row(mem)
                 row.update(
-                    content_hash=d.hash, index_state="pending", embedding=encode_vector(d.embedding),
+                    content_hash=d.hash, index_state=index_state[d.scope.user_id],
+                    embedding=encode_vector(d.embedding),
                     embedder=self.embedding.embedder.name,
                 )  # fmt: skip
                 rows.append(row)
