@@ -481,3 +481,94 @@ def test_bulk_steps_pause_the_cyclic_collector_and_restore_it(monkeypatch: pytes
     finally:
         gc.enable()
     mm.close()
+
+
+# ------------------------------------------------------------------------- exact-plan scopes stay out of the ANN index
+def test_local_writes_stay_out_of_the_ann_index_until_the_scope_is_handed_over() -> None:
+    vecs = _unit_rows(12, 7)
+    held: list[tuple[str, Any, dict[str, Any]]] = []  # the ledger's rows for "u"
+    inner = InMemoryIndex()
+    idx = ScopedVectorIndex(inner, loader=lambda u: list(held) if u == "u" else [], counter=lambda u: len(held),
+                            exact_max=5)  # fmt: skip
+    w = IndexFilter(user_id="u", statuses=("active",))
+    assert idx.wants_ann("u") is False and idx.plan("u") == "exact"
+    for i in range(8):  # written while the scope fits: the block only, never the wrapped index
+        held.append((f"m{i}", vecs[i], _meta("u")))
+        idx.put_local([f"m{i}"], [vecs[i]], [_meta("u")])
+    assert inner.count() == 0
+    # past exact_max, the block still holds memories the wrapped index lacks: the scope keeps the exact plan
+    assert idx.wants_ann("u") is True and idx.plan("u") == "exact"
+    assert [h.id for h in idx.query(vecs[6], 1, w)] == ["m6"]
+    idx.upsert([f"m{i}" for i in range(7)], vecs[:7], [_meta("u")] * 7)  # handed over, all but one
+    assert idx.plan("u") == "exact"
+    idx.upsert(["m7"], [vecs[7]], [_meta("u")])  # the last one: now the wrapped index holds the whole scope
+    assert idx.plan("u") == "ann" and inner.count() == 8
+    assert [h.id for h in idx.query(vecs[7], 1, w)] == ["m7"] and idx.ann_queries == 1
+    # status changes and removals of local entries never reach the wrapped index
+    idx2 = ScopedVectorIndex(InMemoryIndex(), loader=lambda u: held[:3], counter=lambda u: 3, exact_max=5)
+    assert idx2.plan("u") == "exact"
+    idx2.update_local(["m1"], [{"status": "retracted"}])
+    assert "m1" not in {h.id for h in idx2.query(vecs[1], 3, w)}
+    assert idx2.drop_local(["m2", "nope"]) == 1
+    assert {h.id for h in idx2.query(vecs[2], 3, w)} == {"m0"}
+    assert idx2.inner.count() == 0
+
+
+def test_a_scope_past_exact_max_still_awaiting_the_hand_over_is_loaded_whatever_its_size() -> None:
+    from memlineage.index._scoped import IN_ANN
+
+    vecs = _unit_rows(10, 8)
+    rows = [(f"m{i}", vecs[i], {**_meta("u"), IN_ANN: i >= 6}) for i in range(10)]
+    inner = InMemoryIndex()  # holds m6..m9 only; m0..m5 are ledger-held ('exact' / 'pending')
+    inner.upsert([r[0] for r in rows[6:]], [r[1] for r in rows[6:]], [_meta("u")] * 4)
+    waiting = {"n": 6}
+    idx = ScopedVectorIndex(inner, loader=lambda u: rows, counter=lambda u: 10, awaiting=lambda u: waiting["n"],
+                            exact_max=5)  # fmt: skip
+    w = IndexFilter(user_id="u", statuses=("active",))
+    assert idx.plan("u") == "exact"  # the ANN index would miss m0..m5
+    assert [h.id for h in idx.query(vecs[0], 1, w)] == ["m0"]
+    idx.upsert([r[0] for r in rows[:6]], [r[1] for r in rows[:6]], [_meta("u")] * 6)
+    assert idx.plan("u") == "ann"
+    waiting["n"] = 0
+    fresh = ScopedVectorIndex(inner, loader=lambda u: rows, counter=lambda u: 10, awaiting=lambda u: 0, exact_max=5)
+    assert fresh.plan("u") == "ann"  # nothing awaited: a large scope goes straight to the ANN index
+
+
+def test_wants_ann_counts_an_unloaded_scope_once_then_follows_its_writes() -> None:
+    calls = {"n": 0}
+
+    def counter(user: str) -> int:
+        calls["n"] += 1
+        return 3
+
+    idx = ScopedVectorIndex(InMemoryIndex(), loader=lambda u: [], counter=counter, exact_max=5)
+    vec = _unit_rows(1, 9)[0]
+    assert idx.wants_ann("u") is False
+    idx.put_local(["a"], [vec], [_meta("u")])
+    assert idx.wants_ann("u") is False
+    idx.put_local(["b"], [vec], [_meta("u")])
+    assert idx.wants_ann("u") is True and calls["n"] == 1  # 3 counted + 2 written = exact_max
+    idx.invalidate("u")
+    idx.wants_ann("u")
+    assert calls["n"] == 2
+
+
+def test_a_crash_in_the_middle_of_a_hand_over_is_finished_on_open(tmp_path: Any) -> None:
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    inner = InMemoryIndex()
+    mm = make_manager(ledger=Ledger(url), index=inner, exact_max=10)
+    mm.services.index_sync._deferred.defer = lambda ids: None  # the process dies before the worker runs
+    mems = mm.remember_many([{"content": f"note {i}", "scope": ALICE} for i in range(12)])
+    assert inner.count() == 0 and mm.stats()["index_pending"] == 12  # handed over in the ledger, not written yet
+    reopened = make_manager(ledger=Ledger(url), index=inner, exact_max=10)  # repair() on open writes them
+    assert inner.ids() == {m.id for m in mems} and reopened.verify().ok
+    assert reopened.index.plan("alice") == "ann"
+    assert reopened.recall("note 11", scope=ALICE, k=1).ids == [mems[11].id]
+
+
+def test_manager_exact_max_is_validated() -> None:
+    from memlineage import ConfigurationError
+
+    for bad in (-1, 2.5, True, "10"):
+        with pytest.raises(ConfigurationError, match="exact_max"):
+            make_manager(exact_max=bad)

@@ -224,6 +224,7 @@ class ScopedVectorIndex:
         self.cache_vectors = int(cache_vectors)
         self._blocks: OrderedDict[str, _Block] = OrderedDict()
         self._large: set[str] = set()
+        self._sizes: dict[str, int] = {}  # counted sizes of scopes written while not loaded (wants_ann)
         self._owner: dict[str, str] = {}
         self._codes = _Codes()
         self._lock = threading.RLock()
@@ -296,7 +297,13 @@ class ScopedVectorIndex:
                 return block.live >= self.exact_max
         if self._counter is None:
             return False  # the loader decides on the first query
-        return self._counter(user_id) >= self.exact_max
+        with self._lock:
+            known = self._sizes.get(user_id)
+        if known is None:  # counted once, then followed by this wrapper's writes (a scope written, not queried)
+            known = self._counter(user_id)
+            with self._lock:
+                self._sizes[user_id] = known
+        return known >= self.exact_max
 
     def update_local(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into the loaded blocks' entries only (status changes of memories held by the ledger)."""
@@ -340,13 +347,14 @@ class ScopedVectorIndex:
     def invalidate(self, user_id: str | None = None) -> None:
         """Drop one scope's block (or all); the next query reloads it from the loader."""
         with self._lock:
-            users = [user_id] if user_id is not None else [*self._blocks, *self._large]
+            users = [user_id] if user_id is not None else [*self._blocks, *self._large, *self._sizes]
             for user in users:
                 block = self._blocks.pop(user, None)
                 if block is not None:
                     for mid in block.row:
                         self._owner.pop(mid, None)
                 self._large.discard(user)
+                self._sizes.pop(user, None)
 
     def _put(
         self,
@@ -363,6 +371,8 @@ class ScopedVectorIndex:
                     self._drop(mid)
                 block = self._blocks.get(user)
                 if block is None:
+                    if user in self._sizes:  # an upper bound (a re-put counts again): at worst hands over early
+                        self._sizes[user] += 1
                     continue  # not loaded: the loader reads the scope's memories on its first query
                 try:
                     block.put(mid, _unit(vec), meta, self._codes)
@@ -409,8 +419,15 @@ class ScopedVectorIndex:
             return None
         # Past exact_max the scope goes to inner, unless inner still lacks some of its memories (then it is
         # loaded whatever its size: the exact plan is slower there, but it misses nothing).
-        complete = self._awaiting is None or self._awaiting(user) == 0
-        if self._counter is not None and self._counter(user) > self.exact_max and complete:
+        complete: bool | None = None  # asked only of a scope past exact_max
+
+        def handed_over() -> bool:
+            nonlocal complete
+            if complete is None:
+                complete = self._awaiting is None or self._awaiting(user) == 0
+            return complete
+
+        if self._counter is not None and self._counter(user) > self.exact_max and handed_over():
             self._large.add(user)
             return None
         rows = []
@@ -418,7 +435,7 @@ class ScopedVectorIndex:
             if vec is None or str(meta.get("user_id", user)) != user:
                 continue  # never admit another scope's entry into this block
             rows.append((mid, _unit(vec), meta))
-            if len(rows) > self.exact_max and complete:
+            if len(rows) > self.exact_max and handed_over():
                 self._large.add(user)
                 return None
         block = _Block(user)
@@ -430,6 +447,7 @@ class ScopedVectorIndex:
                 block.local.add(mid)
             self._owner[mid] = user
         self._blocks[user] = block
+        self._sizes.pop(user, None)  # the block counts from now on
         self._evict(keep=user)
         return block
 

@@ -87,9 +87,7 @@ def ledger_loader(ledger: Ledger) -> Callable[[str], list[tuple[str, str, dict[s
     """The lexical leg's loader: one user's indexable memories from ``ledger``, as ``(id, text, metadata)``."""
 
     def load(user_id: str) -> list[tuple[str, str, dict[str, Any]]]:
-        query = select(memories).where(
-            memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES)
-        )
+        query = select(memories).where(memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES))
         with ledger.transaction() as conn:
             rows = [dict(r) for r in conn.execute(query).mappings()]
         return [(r["id"], text, index_metadata(r)) for r, text in zip(rows, lexical_texts(ledger, rows))]
@@ -211,8 +209,8 @@ class IndexSync:
                 rows = [r for r in rows if r["index_state"] in states]
             # Only a full write needs the stored vector: a pending row, or an exact row outside the deferred path
             # (which only carries status changes of exact rows: their blocks are updated in place).
-            full = ("pending",) if states is not None else ("pending", "exact")
-            pending = [r for r in rows if r["index_state"] in full]
+            writes = ("pending",) if states is not None else ("pending", "exact")
+            pending = [r for r in rows if r["index_state"] in writes]
             if pending:
                 vectors = self.ledger.memory_rows([r["id"] for r in pending])
                 for r, full in zip(pending, vectors, strict=True):
@@ -270,7 +268,9 @@ class IndexSync:
         if put:
             vectors = [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in put]
             self._local("put_local", [r["id"] for r in put], vectors, [index_metadata(r) for r in put])
-            self.lexical.upsert([r["id"] for r in put], lexical_texts(self.ledger, put), [index_metadata(r) for r in put])
+            self.lexical.upsert(
+                [r["id"] for r in put], lexical_texts(self.ledger, put), [index_metadata(r) for r in put]
+            )
         if moved:
             self._local("update_local", [r["id"] for r in moved], [index_metadata(r) for r in moved])
             self.lexical.update_metadata([r["id"] for r in moved], [index_metadata(r) for r in moved])
