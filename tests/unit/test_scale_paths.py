@@ -547,7 +547,9 @@ def test_wants_ann_counts_an_unloaded_scope_once_then_follows_its_writes() -> No
     idx.put_local(["a"], [vec], [_meta("u")])
     assert idx.wants_ann("u") is False
     idx.put_local(["b"], [vec], [_meta("u")])
-    assert idx.wants_ann("u") is True and calls["n"] == 1  # 3 counted + 2 written = exact_max
+    assert idx.wants_ann("u") is False  # 3 counted + 2 written = exact_max: still fits
+    idx.put_local(["c"], [vec], [_meta("u")])
+    assert idx.wants_ann("u") is True and calls["n"] == 1  # past exact_max
     idx.invalidate("u")
     idx.wants_ann("u")
     assert calls["n"] == 2

@@ -285,7 +285,8 @@ class ScopedVectorIndex:
         """Whether new memories of ``user_id`` must reach the wrapped (ANN) index now.
 
         False while the scope fits the exact plan (at most ``exact_max`` memories, loaded or counted in the
-        ledger); True without a loader, with ``exact_max == 0``, or for a scope past ``exact_max``.
+        ledger; a batch may take it past, and the writer then hands it over); True without a loader, with
+        ``exact_max == 0``, or for a scope past ``exact_max``.
         """
         if self._loader is None or self.exact_max <= 0:
             return True
@@ -294,7 +295,7 @@ class ScopedVectorIndex:
                 return True
             block = self._blocks.get(user_id)
             if block is not None:
-                return block.live >= self.exact_max
+                return block.live > self.exact_max
         if self._counter is None:
             return False  # the loader decides on the first query
         with self._lock:
@@ -303,7 +304,7 @@ class ScopedVectorIndex:
             known = self._counter(user_id)
             with self._lock:
                 self._sizes[user_id] = known
-        return known >= self.exact_max
+        return known > self.exact_max
 
     def update_local(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into the loaded blocks' entries only (status changes of memories held by the ledger)."""
