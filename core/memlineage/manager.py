@@ -72,13 +72,13 @@ class _Part(Generic[T]):
         obj.services = wire(obj.parts, write_mutex=obj._write_mutex, previous=obj.services)
 
 
-def _scoped(index: VectorIndex, ledger: Ledger, exact_max: int | None) -> ScopedVectorIndex:
+def _scoped(index: VectorIndex, ledger: Ledger, exact_max: int | None, shared: bool) -> ScopedVectorIndex:
     if exact_max is None:
-        return ScopedVectorIndex.over_ledger(index, ledger)
+        return ScopedVectorIndex.over_ledger(index, ledger, shared=shared)
     if isinstance(exact_max, bool) or not isinstance(exact_max, int) or exact_max < 0:
         msg = f"exact_max must be an integer >= 0 (0 = always the ANN index), got {exact_max!r}"
         raise ConfigurationError(msg)
-    return ScopedVectorIndex.over_ledger(index, ledger, exact_max=exact_max)
+    return ScopedVectorIndex.over_ledger(index, ledger, exact_max=exact_max, shared=shared)
 
 
 class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
@@ -152,14 +152,19 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         if ledger is None or index is None:
             msg = "MemoryManager needs a ledger and an index; use MemoryManager.open() for the defaults"
             raise ConfigurationError(msg)
+        # Without the embedded store's writer lock, other processes may write to this ledger: the in-memory
+        # blocks and lexical leg check each scope's size in the ledger before a query (one COUNT each).
+        shared = lock is None
         #: The store's parts (ports and configuration); assigning one of the attributes above re-wires services.
         self.parts = Parts(
             ledger=ledger,
             # query plan by scope size: exact search over a small scope's vectors, the ANN index for large ones
-            index=index if isinstance(index, ScopedVectorIndex) else _scoped(index, ledger, exact_max),
+            index=index if isinstance(index, ScopedVectorIndex) else _scoped(index, ledger, exact_max, shared),
             embedder=ensure_embedder(embedder),
             # hybrid retrieval (memlineage.retrieval): lexical leg built lazily per user from the ledger
-            lexical=lexical if lexical is not None else LexicalIndex(loader=ledger_loader(ledger)),
+            lexical=lexical
+            if lexical is not None
+            else LexicalIndex(loader=ledger_loader(ledger), counter=ledger.count_indexable if shared else None),
             clock=_utc_clock(clock) if clock is not None else utcnow,
             trust_by_source={str(k): float(v) for k, v in (trust_by_source or DEFAULT_TRUST).items()},
             policy=ensure_engine(policy),

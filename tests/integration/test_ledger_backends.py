@@ -445,6 +445,36 @@ def test_small_scopes_stay_out_of_the_ann_index_until_they_outgrow_it(ledger_url
     mm.close()
 
 
+def test_a_process_sees_what_another_process_wrote_to_a_scope_it_has_loaded(ledger_url: str) -> None:
+    """Server mode: two managers on one ledger (and one ANN index, as with a Chroma server), no writer lock.
+
+    Each keeps the scopes it queried in memory (vector block, lexical leg); a write by the other never passes
+    through them, so before each query they compare the scope's size in the ledger with what they hold.
+    """
+    shared_index = InMemoryIndex()
+    a = MemoryManager(ledger=Ledger(ledger_url), index=shared_index, embedder=FakeEmbedder(), exact_max=12)
+    b = MemoryManager(ledger=Ledger(ledger_url), index=shared_index, embedder=FakeEmbedder(), exact_max=12)
+    first = a.remember_many([{"content": f"alice fact {i}", "scope": ALICE} for i in range(5)])
+    assert a.recall("alice fact 3", scope=ALICE, k=1).ids == [first[3].id]  # a loads alice's block and BM25 index
+    new = b.remember("alice owns a red kayak", scope=ALICE)
+    assert a.recall("red kayak", scope=ALICE, k=1).ids == [new.id]
+    assert a.index.plan("alice") == "exact"
+    b.erase(first[0].id, scope=ALICE)
+    assert first[0].id not in a.recall("alice fact 0", scope=ALICE, k=6, include_suspect=True).ids
+    # b takes alice past exact_max: b hands her memories to the shared ANN index; a follows once it is done
+    more = b.remember_many([{"content": f"alice later {i}", "scope": ALICE} for i in range(10)])
+    b.flush_index()
+    assert shared_index.ids() == {m.id for m in [*first[1:], new, *more]}
+    assert a.recall("alice later 7", scope=ALICE, k=1).ids == [more[7].id]
+    assert a.index.plan("alice") == "ann"
+    # a writes to the large scope now: straight to the ANN index, which b reads
+    last = a.remember("alice flies on Sunday", scope=ALICE)
+    assert last.id in shared_index.ids() and b.recall("flies on Sunday", scope=ALICE, k=1).ids == [last.id]
+    assert a.verify().ok and b.verify().ok
+    a.close()
+    b.close()
+
+
 def test_crafted_schema_name_is_quoted_not_executed(pg_server: str) -> None:
     """Issue 14 kind 6: ``schema=`` is an identifier; a name holding SQL creates that schema and nothing else."""
     import uuid

@@ -69,6 +69,7 @@ class _Block:
         self.tags: list[tuple[str, ...]] = []
         self.row: dict[str, int] = {}
         self.local: set[str] = set()  # ids the wrapped index does not hold (written with put_local)
+        self.skipped = 0  # the loader's rows without a vector (counted by the ledger, never held)
 
     @property
     def live(self) -> int:
@@ -198,6 +199,10 @@ class ScopedVectorIndex:
             (``benchmarks/bench_scale.py``).
         cache_vectors: Most vectors held over all blocks, >= 0. Default 250,000 (about 380 MB at 384 dims, the
             size of the HNSW graph's own vectors for as many entries).
+        shared: Other processes write to the same ledger (server mode): their writes never pass through this
+            wrapper, so every query of a loaded scope first compares ``counter`` with the block's size and reloads
+            the block when they differ, and :meth:`wants_ann` counts every time instead of following its own
+            writes. Needs ``counter``.
 
     Example:
         >>> from memlineage.index import InMemoryIndex
@@ -215,6 +220,7 @@ class ScopedVectorIndex:
         awaiting: ScopeCounter | None = None,
         exact_max: int = 100_000,
         cache_vectors: int = 250_000,
+        shared: bool = False,
     ) -> None:
         self.inner = inner
         self._loader = loader
@@ -222,6 +228,7 @@ class ScopedVectorIndex:
         self._awaiting = awaiting
         self.exact_max = int(exact_max)
         self.cache_vectors = int(cache_vectors)
+        self.shared = bool(shared) and counter is not None
         self._blocks: OrderedDict[str, _Block] = OrderedDict()
         self._large: set[str] = set()
         self._sizes: dict[str, int] = {}  # counted sizes of scopes written while not loaded (wants_ann)
@@ -298,6 +305,8 @@ class ScopedVectorIndex:
                 return block.live > self.exact_max
         if self._counter is None:
             return False  # the loader decides on the first query
+        if self.shared:
+            return self._counter(user_id) > self.exact_max
         with self._lock:
             known = self._sizes.get(user_id)
         if known is None:  # counted once, then followed by this wrapper's writes (a scope written, not queried)
@@ -398,8 +407,11 @@ class ScopedVectorIndex:
         """Top-``k`` entries of ``where.user_id`` by cosine similarity, planned by the scope's size."""
         if k <= 0:
             return []
+        # Server mode: the scope's size in the ledger, read outside the lock, tells whether a loaded block missed
+        # another process's writes.
+        expected = self._counter(where.user_id) if self.shared and self._counter is not None else None
         with self._lock:
-            block = self._block(where.user_id)
+            block = self._block(where.user_id, expected)
             if block is not None:
                 self.exact_queries += 1
                 return block.query(_unit(vector), k, where, self._codes)
@@ -411,8 +423,11 @@ class ScopedVectorIndex:
         with self._lock:
             return "exact" if self._block(user_id) is not None else "ann"
 
-    def _block(self, user: str) -> _Block | None:
+    def _block(self, user: str, expected: int | None = None) -> _Block | None:
         block = self._blocks.get(user)
+        if block is not None and expected is not None and expected != block.live + block.skipped:
+            self.invalidate(user)  # another process wrote to this scope: read it again
+            block = None
         if block is not None:
             self._blocks.move_to_end(user)
             return block
@@ -432,14 +447,17 @@ class ScopedVectorIndex:
             self._large.add(user)
             return None
         rows = []
+        skipped = 0
         for mid, vec, meta in self._loader(user):
             if vec is None or str(meta.get("user_id", user)) != user:
+                skipped += vec is None
                 continue  # never admit another scope's entry into this block
             rows.append((mid, _unit(vec), meta))
             if len(rows) > self.exact_max and handed_over():
                 self._large.add(user)
                 return None
         block = _Block(user)
+        block.skipped = skipped
         for mid, vec, meta in rows:
             if self._owner.get(mid) not in (None, user):
                 self._drop(mid)

@@ -391,7 +391,11 @@ class LexicalIndex:
         paths do), then ``query(text, k, where)``.
 
     Args:
-        loader: Optional source of a user's documents, called at most once per user (until ``reset``).
+        loader: Optional source of a user's documents, called at most once per user (until ``reset``, or until
+            ``counter`` disagrees).
+        counter: Optional ``user_id -> number of documents the loader would return now``. When given, every query
+            of a loaded user first compares it with the documents held and reloads the user when they differ:
+            for a store other processes write to (server mode), whose writes never pass through this object.
         k1: BM25 term-frequency saturation, > 0; default 1.2.
         b: BM25 length normalisation, in [0, 1]; default 0.75.
 
@@ -403,10 +407,18 @@ class LexicalIndex:
         ['m1']
     """
 
-    def __init__(self, loader: Loader | None = None, *, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(
+        self,
+        loader: Loader | None = None,
+        *,
+        counter: Callable[[str], int] | None = None,
+        k1: float = 1.2,
+        b: float = 0.75,
+    ) -> None:
         self._users: dict[str, _UserIndex] = {}
         self._owner: dict[str, str] = {}
         self._loader = loader
+        self._counter = counter if loader is not None else None
         self._loaded: set[str] = set()
         self._lock = threading.RLock()
         self.k1 = k1
@@ -499,7 +511,11 @@ class LexicalIndex:
     # -- reads
     # -------------------------------------------------------------------------------------------------
 
-    def _ensure(self, user: str) -> _UserIndex | None:
+    def _ensure(self, user: str, expected: int | None = None) -> _UserIndex | None:
+        if expected is not None and user in self._loaded:
+            held = self._users.get(user)
+            if (len(held.docs) if held is not None else 0) != expected:  # another process wrote: read it again
+                self.invalidate(user)
         if self._loader is not None and user not in self._loaded:
             rows = list(self._loader(user))
             self._loaded.add(user)
@@ -526,8 +542,9 @@ class LexicalIndex:
         terms = tokenize(text)
         if not terms:
             return []
+        expected = self._counter(where.user_id) if self._counter is not None else None  # outside the lock: SQL
         with self._lock:
-            ui = self._ensure(where.user_id)
+            ui = self._ensure(where.user_id, expected)
             if ui is None:
                 return []
             slots, scores = ui.scores(list(dict.fromkeys(terms)), self.k1, self.b)
