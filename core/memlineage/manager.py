@@ -153,7 +153,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             msg = "MemoryManager needs a ledger and an index; use MemoryManager.open() for the defaults"
             raise ConfigurationError(msg)
         # Without the embedded store's writer lock, other processes may write to this ledger: the in-memory
-        # blocks and lexical leg check each scope's size in the ledger before a query (one COUNT each).
+        # blocks and lexical leg check each scope's stamp (count, greatest id) in the ledger before a query.
         shared = lock is None
         #: The store's parts (ports and configuration); assigning one of the attributes above re-wires services.
         self.parts = Parts(
@@ -164,7 +164,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             # hybrid retrieval (memlineage.retrieval): lexical leg built lazily per user from the ledger
             lexical=lexical
             if lexical is not None
-            else LexicalIndex(loader=ledger_loader(ledger), counter=ledger.count_indexable if shared else None),
+            else LexicalIndex(loader=ledger_loader(ledger), stamp=ledger.scope_stamp if shared else None),
             clock=_utc_clock(clock) if clock is not None else utcnow,
             trust_by_source={str(k): float(v) for k, v in (trust_by_source or DEFAULT_TRUST).items()},
             policy=ensure_engine(policy),

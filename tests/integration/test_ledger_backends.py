@@ -461,10 +461,13 @@ def test_a_process_sees_what_another_process_wrote_to_a_scope_it_has_loaded(ledg
     assert a.index.plan("alice") == "exact"
     b.erase(first[0].id, scope=ALICE)
     assert first[0].id not in a.recall("alice fact 0", scope=ALICE, k=6, include_suspect=True).ids
+    b.erase(first[1].id, scope=ALICE)  # one removed, one added: the same count, a greater id
+    swap = b.remember("alice bought a blue tent", scope=ALICE)
+    assert a.recall("blue tent", scope=ALICE, k=1).ids == [swap.id]
     # b takes alice past exact_max: b hands her memories to the shared ANN index; a follows once it is done
-    more = b.remember_many([{"content": f"alice later {i}", "scope": ALICE} for i in range(10)])
+    more = b.remember_many([{"content": f"alice later {i}", "scope": ALICE} for i in range(9)])
     b.flush_index()
-    assert shared_index.ids() == {m.id for m in [*first[1:], new, *more]}
+    assert shared_index.ids() == {m.id for m in [*first[2:], new, swap, *more]}
     assert a.recall("alice later 7", scope=ALICE, k=1).ids == [more[7].id]
     assert a.index.plan("alice") == "ann"
     # a writes to the large scope now: straight to the ANN index, which b reads

@@ -191,3 +191,28 @@ def test_incremental_index_keeps_neighbours_in_session_order() -> None:
     assert idx.neighbours(["d"]) == {"d": ("b",)}
     idx.upsert(["e"], ["five"], [meta(session_id="s1", created_at=1.5)])
     assert idx.neighbours(["a", "e"]) == {"a": ("e",), "e": ("a", "b")}
+
+
+def test_a_stamp_that_differs_reloads_the_user() -> None:
+    """Server mode: another process's writes show in the ledger's stamp, never in this object's writes."""
+    ledger = {"u": [("a1", "red kayak", {"status": "active"})]}
+    loads = {"n": 0}
+
+    def loader(user: str) -> list[tuple[str, str, dict[str, str]]]:
+        loads["n"] += 1
+        return list(ledger.get(user, []))
+
+    def stamp(user: str) -> tuple[int, str]:
+        rows = ledger.get(user, [])
+        return len(rows), max((r[0] for r in rows), default="")
+
+    idx = LexicalIndex(loader=loader, stamp=stamp)
+    w = IndexFilter(user_id="u", statuses=("active",))
+    assert [h.id for h in idx.query("kayak", 5, w)] == ["a1"]
+    assert [h.id for h in idx.query("kayak", 5, w)] == ["a1"] and loads["n"] == 1  # unchanged: no reload
+    ledger["u"] = [("a2", "blue tent", {"status": "active"})]  # one removed, one added elsewhere: same count
+    assert [h.id for h in idx.query("tent", 5, w)] == ["a2"] and loads["n"] == 2
+    assert idx.query("kayak", 5, w) == []
+    idx.upsert(["a3"], ["green canoe"], [{"user_id": "u", "status": "active"}])  # written here: held, and the
+    ledger["u"].append(("a3", "green canoe", {"status": "active"}))  # ledger agrees, so no reload follows
+    assert [h.id for h in idx.query("canoe", 5, w)] == ["a3"] and loads["n"] == 2

@@ -37,6 +37,8 @@ IN_ANN = "_in_ann"
 BlockLoader = Callable[[str], Iterable[tuple[str, Any, Mapping[str, Any]]]]
 #: ``user_id -> number of indexable memories`` (decides the plan before anything is loaded).
 ScopeCounter = Callable[[str], int]
+#: ``user_id -> (number of indexable memories, greatest id among them)``: changes with any insert or removal.
+ScopeStamp = Callable[[str], tuple[int, str]]
 
 
 class _Codes:
@@ -70,6 +72,7 @@ class _Block:
         self.row: dict[str, int] = {}
         self.local: set[str] = set()  # ids the wrapped index does not hold (written with put_local)
         self.skipped = 0  # the loader's rows without a vector (counted by the ledger, never held)
+        self.top = ""  # greatest id the block has seen (loaded or written), compared with the ledger's stamp
 
     @property
     def live(self) -> int:
@@ -89,6 +92,8 @@ class _Block:
             self.alive = np.resize(self.alive, size)
             self.cols = {k: np.resize(v, size) for k, v in self.cols.items()}
         i = self.n
+        if mid > self.top:
+            self.top = mid
         self.vecs[i] = vector
         self.alive[i] = True
         self.ids.append(mid)
@@ -199,10 +204,10 @@ class ScopedVectorIndex:
             (``benchmarks/bench_scale.py``).
         cache_vectors: Most vectors held over all blocks, >= 0. Default 250,000 (about 380 MB at 384 dims, the
             size of the HNSW graph's own vectors for as many entries).
-        shared: Other processes write to the same ledger (server mode): their writes never pass through this
-            wrapper, so every query of a loaded scope first compares ``counter`` with the block's size and reloads
-            the block when they differ, and :meth:`wants_ann` counts every time instead of following its own
-            writes. Needs ``counter``.
+        stamp: Given when other processes write to the same ledger (server mode): their writes never pass
+            through this wrapper, so every query of a loaded scope first compares the stamp with the block's size
+            and greatest id and reloads the block when they differ, and :meth:`wants_ann` counts every time
+            instead of following this wrapper's own writes.
 
     Example:
         >>> from memlineage.index import InMemoryIndex
@@ -220,7 +225,7 @@ class ScopedVectorIndex:
         awaiting: ScopeCounter | None = None,
         exact_max: int = 100_000,
         cache_vectors: int = 250_000,
-        shared: bool = False,
+        stamp: ScopeStamp | None = None,
     ) -> None:
         self.inner = inner
         self._loader = loader
@@ -228,7 +233,7 @@ class ScopedVectorIndex:
         self._awaiting = awaiting
         self.exact_max = int(exact_max)
         self.cache_vectors = int(cache_vectors)
-        self.shared = bool(shared) and counter is not None
+        self._stamp = stamp
         self._blocks: OrderedDict[str, _Block] = OrderedDict()
         self._large: set[str] = set()
         self._sizes: dict[str, int] = {}  # counted sizes of scopes written while not loaded (wants_ann)
@@ -239,10 +244,11 @@ class ScopedVectorIndex:
         self.ann_queries = 0
 
     @classmethod
-    def over_ledger(cls, inner: Any, ledger: Any, **kwargs: Any) -> ScopedVectorIndex:
+    def over_ledger(cls, inner: Any, ledger: Any, *, shared: bool = False, **kwargs: Any) -> ScopedVectorIndex:
         """Wrap ``inner`` with blocks loaded from a :class:`~memlineage.ledger.Ledger`'s stored vectors.
 
-        Keyword arguments are those of the constructor (``exact_max``, ``cache_vectors``).
+        ``shared``: other processes write to this ledger (checks each query against ``Ledger.scope_stamp``).
+        Other keyword arguments are those of the constructor (``exact_max``, ``cache_vectors``).
         """
 
         def load(user_id: str) -> Iterable[tuple[str, Any, Mapping[str, Any]]]:
@@ -254,7 +260,14 @@ class ScopedVectorIndex:
                     meta[IN_ANN] = False
                 yield row["id"], vec, meta
 
-        return cls(inner, load, counter=ledger.count_indexable, awaiting=ledger.count_awaiting_ann, **kwargs)
+        return cls(
+            inner,
+            load,
+            counter=ledger.count_indexable,
+            awaiting=ledger.count_awaiting_ann,
+            stamp=ledger.scope_stamp if shared else None,
+            **kwargs,
+        )
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for attributes this wrapper lacks: backend extras (purge_log, get_vectors, close, ...).
@@ -305,7 +318,7 @@ class ScopedVectorIndex:
                 return block.live > self.exact_max
         if self._counter is None:
             return False  # the loader decides on the first query
-        if self.shared:
+        if self._stamp is not None:
             return self._counter(user_id) > self.exact_max
         with self._lock:
             known = self._sizes.get(user_id)
@@ -409,7 +422,7 @@ class ScopedVectorIndex:
             return []
         # Server mode: the scope's size in the ledger, read outside the lock, tells whether a loaded block missed
         # another process's writes.
-        expected = self._counter(where.user_id) if self.shared and self._counter is not None else None
+        expected = self._stamp(where.user_id) if self._stamp is not None else None
         with self._lock:
             block = self._block(where.user_id, expected)
             if block is not None:
@@ -423,9 +436,9 @@ class ScopedVectorIndex:
         with self._lock:
             return "exact" if self._block(user_id) is not None else "ann"
 
-    def _block(self, user: str, expected: int | None = None) -> _Block | None:
+    def _block(self, user: str, expected: tuple[int, str] | None = None) -> _Block | None:
         block = self._blocks.get(user)
-        if block is not None and expected is not None and expected != block.live + block.skipped:
+        if block is not None and expected is not None and expected != (block.live + block.skipped, block.top):
             self.invalidate(user)  # another process wrote to this scope: read it again
             block = None
         if block is not None:
@@ -448,7 +461,9 @@ class ScopedVectorIndex:
             return None
         rows = []
         skipped = 0
+        top = ""
         for mid, vec, meta in self._loader(user):
+            top = max(top, mid)
             if vec is None or str(meta.get("user_id", user)) != user:
                 skipped += vec is None
                 continue  # never admit another scope's entry into this block
@@ -458,6 +473,7 @@ class ScopedVectorIndex:
                 return None
         block = _Block(user)
         block.skipped = skipped
+        block.top = top
         for mid, vec, meta in rows:
             if self._owner.get(mid) not in (None, user):
                 self._drop(mid)

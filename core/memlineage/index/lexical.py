@@ -392,10 +392,11 @@ class LexicalIndex:
 
     Args:
         loader: Optional source of a user's documents, called at most once per user (until ``reset``, or until
-            ``counter`` disagrees).
-        counter: Optional ``user_id -> number of documents the loader would return now``. When given, every query
-            of a loaded user first compares it with the documents held and reloads the user when they differ:
-            for a store other processes write to (server mode), whose writes never pass through this object.
+            ``stamp`` disagrees).
+        stamp: Optional ``user_id -> (number of documents the loader would return now, greatest id among them)``.
+            When given, every query of a loaded user first compares it with the documents held and reloads the
+            user when they differ: for a store other processes write to (server mode), whose writes never pass
+            through this object.
         k1: BM25 term-frequency saturation, > 0; default 1.2.
         b: BM25 length normalisation, in [0, 1]; default 0.75.
 
@@ -411,14 +412,15 @@ class LexicalIndex:
         self,
         loader: Loader | None = None,
         *,
-        counter: Callable[[str], int] | None = None,
+        stamp: Callable[[str], tuple[int, str]] | None = None,
         k1: float = 1.2,
         b: float = 0.75,
     ) -> None:
         self._users: dict[str, _UserIndex] = {}
         self._owner: dict[str, str] = {}
         self._loader = loader
-        self._counter = counter if loader is not None else None
+        self._stamp = stamp if loader is not None else None
+        self._top: dict[str, str] = {}  # greatest id held per user (compared with ``stamp``)
         self._loaded: set[str] = set()
         self._lock = threading.RLock()
         self.k1 = k1
@@ -461,6 +463,8 @@ class LexicalIndex:
                     tokens.extend(date_tokens(when))
                 self._users.setdefault(user, _UserIndex()).add(mid, tokens, meta)
                 self._owner[mid] = user
+                if mid > self._top.get(user, ""):
+                    self._top[user] = mid
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into existing documents (e.g. a status change); unknown ids are skipped."""
@@ -491,6 +495,7 @@ class LexicalIndex:
                     for mid in ui.docs:
                         self._owner.pop(mid, None)
                 self._loaded.discard(u)
+                self._top.pop(u, None)
 
     def reset(self) -> None:
         """Remove every document."""
@@ -498,6 +503,7 @@ class LexicalIndex:
             self._users.clear()
             self._owner.clear()
             self._loaded.clear()
+            self._top.clear()
 
     def ids(self) -> set[str]:
         """Every document id currently held."""
@@ -511,11 +517,11 @@ class LexicalIndex:
     # -- reads
     # -------------------------------------------------------------------------------------------------
 
-    def _ensure(self, user: str, expected: int | None = None) -> _UserIndex | None:
+    def _ensure(self, user: str, expected: tuple[int, str] | None = None) -> _UserIndex | None:
         if expected is not None and user in self._loaded:
             held = self._users.get(user)
-            if (len(held.docs) if held is not None else 0) != expected:  # another process wrote: read it again
-                self.invalidate(user)
+            if (len(held.docs) if held is not None else 0, self._top.get(user, "")) != expected:
+                self.invalidate(user)  # another process wrote: read it again
         if self._loader is not None and user not in self._loaded:
             rows = list(self._loader(user))
             self._loaded.add(user)
@@ -542,7 +548,7 @@ class LexicalIndex:
         terms = tokenize(text)
         if not terms:
             return []
-        expected = self._counter(where.user_id) if self._counter is not None else None  # outside the lock: SQL
+        expected = self._stamp(where.user_id) if self._stamp is not None else None  # outside the lock: SQL
         with self._lock:
             ui = self._ensure(where.user_id, expected)
             if ui is None:

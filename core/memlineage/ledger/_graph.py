@@ -168,6 +168,18 @@ class GraphQueries:
         with self._maybe(conn) as c:
             return int(c.execute(query).scalar_one())
 
+    def scope_stamp(self, user_id: str, conn: Connection | None = None) -> tuple[int, str]:
+        """``(number of indexable rows, greatest id among them)`` for one user: changes with any insert or removal.
+
+        Ids are time-ordered (UUIDv7), so a new memory raises the greatest id even when a removal keeps the count.
+        """
+        query = select(func.count(), func.max(memories.c.id)).where(
+            memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES)
+        )
+        with self._maybe(conn) as c:
+            n, top = c.execute(query).one()
+        return int(n), str(top or "")
+
     def count_awaiting_ann(self, user_id: str, conn: Connection | None = None) -> int:
         """How many of one user's indexable rows the ANN index does not hold yet (``exact`` or ``pending``)."""
         query = (
