@@ -574,3 +574,27 @@ def test_manager_exact_max_is_validated() -> None:
     for bad in (-1, 2.5, True, "10"):
         with pytest.raises(ConfigurationError, match="exact_max"):
             make_manager(exact_max=bad)
+
+
+def test_reindex_moves_a_store_between_plans(tmp_path: Any) -> None:
+    """A store written with every memory in the ANN index (as before 'exact' existed) and back."""
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    inner = InMemoryIndex()
+    old = make_manager(ledger=Ledger(url), index=inner, exact_max=0)
+    mems = old.remember_many([{"content": f"note {i}", "scope": ALICE if i % 2 else BOB} for i in range(10)])
+    old.retract(mems[1].id, scope=ALICE)
+    old.close()
+    assert inner.count() == 10
+    mm = make_manager(ledger=Ledger(url), index=inner)  # default exact_max: existing entries keep working
+    assert mm.verify().ok and mm.recall("note 3", scope=ALICE, k=1).ids == [mems[3].id]
+    new = mm.remember("note new", scope=ALICE)
+    assert new.id not in inner.ids()  # new memories of a small scope stay with the ledger
+    assert mm.reindex() == 11
+    assert inner.count() == 0 and mm.stats()["index_exact"] == 11 and mm.verify().ok
+    assert mm.recall("note 3", scope=ALICE, k=1).ids == [mems[3].id]
+    assert mems[1].id not in mm.recall("note 1", scope=ALICE, k=11).ids
+    mm.close()
+    back = make_manager(ledger=Ledger(url), index=inner, exact_max=0)
+    assert back.reindex() == 11
+    assert inner.count() == 11 and back.stats()["index_exact"] == 0 and back.verify().ok
+    assert back.recall("note new", scope=ALICE, k=1).ids == [new.id]

@@ -420,13 +420,20 @@ class IndexSync:
         self.index.reset()
         self.lexical.reset()
         rows = self.ledger.all_index_rows()
-        live = [r for r in rows if r["status"] not in (Status.ARCHIVED.value, Status.ERASED.value)]
+        gone = (Status.ARCHIVED.value, Status.ERASED.value)
+        live = [r for r in rows if r["status"] not in gone]
         state = self.initial_state([r["user_id"] for r in live])
+        moved: dict[str, list[str]] = {"exact": [], "pending": []}
         for r in rows:
-            r["index_state"] = state[r["user_id"]] if r in live else "removing"
-        exact = [r["id"] for r in live if r["index_state"] == "exact"]
-        with self.ledger.transaction() as conn:  # scopes the exact plan serves leave the (now empty) ANN index
-            self.ledger.update_memories(conn, exact, {"index_state": "exact"})
+            target = state[r["user_id"]] if r["status"] not in gone else "removing"
+            # An indexed row is rewritten as it stands; the others take their plan's state (a new exact_max).
+            same = r["index_state"] == target or (target, r["index_state"]) == ("pending", "indexed")
+            if target in moved and not same:
+                moved[target].append(r["id"])
+            r["index_state"] = target
+        with self.ledger.transaction() as conn:
+            for target, ids in moved.items():
+                self.ledger.update_memories(conn, ids, {"index_state": target})
         for start in range(0, len(live), 2000):
             self._apply(live[start : start + 2000])
         return len(live)
