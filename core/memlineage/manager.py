@@ -219,9 +219,9 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             collection: Chroma collection name.
             clock: See :class:`MemoryManager`.
             lock_timeout: Seconds to wait for the writer lock (0 = fail at once).
-            **kwargs: Passed to the constructor (``policy``, ``value_model``, ``trust_by_source``...). ``policy``
-                defaults here to the built-in set (:func:`memlineage.builtin_policies`); pass ``policy=None`` to
-                run without a policy engine.
+            **kwargs: Passed to the constructor (``policy``, ``value_model``, ``trust_by_source``, ``exact_max``...).
+                ``policy`` defaults here to the built-in set (:func:`memlineage.builtin_policies`); pass
+                ``policy=None`` to run without a policy engine.
 
         Raises:
             StoreLockedError: another process holds the embedded store.
