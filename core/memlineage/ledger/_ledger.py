@@ -578,7 +578,7 @@ class Ledger(GraphQueries, Locks):
                 .where(NOT_INDEXED, memories.c.index_state.in_(["pending", "stale", "removing"]), *cond)
             ).scalar_one()
             exact = c.execute(
-                select(func.count()).select_from(memories).where(NOT_INDEXED, memories.c.index_state == "exact", *cond)
+                select(func.count()).select_from(memories).where(memories.c.index_state == "exact", *cond)
             ).scalar_one()
         return {
             "memories": sum(by_status.values()),

@@ -77,16 +77,20 @@ memories = Table(
 #: exact plan by the ledger alone.
 INDEXABLE_STATES = ("exact", "pending", "indexed", "stale")
 
-#: Rows the index sync still has to look at. A partial index holds only these (migration 0004): a cascade turning
-#: 100,000 ``indexed`` rows ``stale`` adds 100,000 entries instead of also deleting 100,000, and ingest skips one
-#: entry per memory. A query reaches the index only if its ``WHERE`` has this very term (SQLite matches the text).
-NOT_INDEXED = memories.c.index_state != literal_column("'indexed'")
+#: Rows the index sync still has to look at. A partial index holds only these (migrations 0004, 0005): a cascade
+#: turning 100,000 ``indexed`` rows ``stale`` adds 100,000 entries instead of also deleting 100,000, and ingest
+#: writes no entry for an ``indexed`` or ``exact`` memory. A query reaches the index only if its ``WHERE`` has this
+#: very term (SQLite matches the text).
+NOT_INDEXED = memories.c.index_state.not_in([literal_column("'indexed'"), literal_column("'exact'")])
 Index(
     "ix_ml_memories_backlog",
     memories.c.index_state,
     sqlite_where=NOT_INDEXED,
     postgresql_where=NOT_INDEXED,
 )
+#: Per-scope reads of the query plan by index state (``count_indexable``, ``count_awaiting_ann``, ``scope_stamp``)
+#: from the index alone (migration 0005).
+Index("ix_ml_memories_stamp", memories.c.user_id, memories.c.index_state, memories.c.id)
 
 #: Each memory's float32 little-endian vector (the index is rebuilt from these), apart from ``ml_memories`` so that
 #: a status change does not rewrite ~1.5 KB per row. A memory without a stored vector has no row here; erasure

@@ -37,7 +37,7 @@ __all__ = [
 #: Table holding the revision (Alembic's layout, own name so it never meets an application's ``alembic_version``).
 VERSION_TABLE = "ml_schema_version"
 #: Newest revision in ``migrations/versions``; ``tests/unit/test_migrations.py`` checks it against Alembic's head.
-HEAD = "0004"
+HEAD = "0005"
 #: States of a database that has no revision yet.
 NEW = "new"
 UNVERSIONED = "unversioned"
