@@ -159,7 +159,11 @@ class ErasureReceipt(BaseModel):
 
     user_id: str = Field(description="Scope owner the erasure ran for.")
     memory_ids: list[str] = Field(default_factory=list, description="Memory versions whose content was redacted.")
-    index_entries_removed: int = Field(default=0, description="Vectors deleted from the index.")
+    index_entries_removed: int = Field(
+        default=0,
+        description="Memories a search could return until the erasure (in the ANN index, on their way there, or "
+        "in an exact-plan block) whose vectors were deleted.",
+    )
     events_redacted: int = Field(default=0, description="Event payloads scrubbed of content.")
     activities_redacted: int = Field(default=0, description="Activities whose metadata was scrubbed.")
     suspect: list[str] = Field(default_factory=list, description="Descendants outside the erasure now suspect.")

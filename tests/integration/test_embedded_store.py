@@ -106,3 +106,18 @@ def test_default_path_is_documented(monkeypatch, tmp_path):
         assert mm.path == tmp_path / "home"
         assert (tmp_path / "home" / "ledger.db").exists()
     assert os.environ["MEMLINEAGE_HOME"].endswith("home")
+
+
+def test_reindex_keeps_small_scopes_out_of_chroma(tmp_path):
+    """Embedded mode follows a scope's size from its own writes; a rebuild must not count its memories twice."""
+    from memlineage.testing import FakeEmbedder
+
+    with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder(), exact_max=10) as mm:
+        alice = Scope(user_id="alice")
+        for i in range(6):
+            mm.remember(f"note {i} about kiwis", scope=alice)
+        assert (mm.stats("alice")["index_exact"], mm.stats()["index_entries"]) == (6, 0)
+        assert mm.reindex() == 6
+        mm.flush_index()
+        assert (mm.stats("alice")["index_exact"], mm.stats()["index_entries"]) == (6, 0)
+        assert mm.verify().ok

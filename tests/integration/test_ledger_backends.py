@@ -478,6 +478,35 @@ def test_a_process_sees_what_another_process_wrote_to_a_scope_it_has_loaded(ledg
     b.close()
 
 
+def test_processes_agree_on_which_scopes_go_to_the_ann_index(ledger_url: str) -> None:
+    """Server mode: the ledger, not what one process holds, decides whether a write goes to the ANN index."""
+    shared_index = InMemoryIndex()
+
+    def manager() -> MemoryManager:
+        return MemoryManager(ledger=Ledger(ledger_url), index=shared_index, embedder=FakeEmbedder(), exact_max=5)
+
+    a, b = manager(), manager()
+    b.remember("note zero kiwi", scope=ALICE)
+    b.recall("kiwi", scope=ALICE)  # b holds a one-memory block of alice
+    mems = [a.remember(f"note {i} kiwi w{i}", scope=ALICE) for i in range(6)]  # a takes alice past exact_max
+    a.flush_index()
+    assert a.recall("kiwi w3", scope=ALICE, k=1).ids == [mems[3].id] and a.index.plan("alice") == "ann"
+    late = b.remember("banana smoothie recipe", scope=ALICE)  # b's block is stale; the ledger says 'handed over'
+    b.flush_index()
+    assert late.id in shared_index.ids()
+    assert a.recall("banana smoothie recipe", scope=ALICE, k=1).ids == [late.id]
+    for m in mems[:4]:  # alice shrinks below exact_max; a still queries the ANN index for her
+        a.forget(m.id, scope=ALICE)
+    c = manager()
+    after = c.remember("pancake batter recipe", scope=ALICE)  # a scope handed over stays handed over
+    c.flush_index()
+    assert after.id in shared_index.ids()
+    assert a.recall("pancake batter recipe", scope=ALICE, k=1).ids == [after.id]
+    for m in (a, b, c):
+        assert m.verify().ok
+        m.close()
+
+
 def test_crafted_schema_name_is_quoted_not_executed(pg_server: str) -> None:
     """Issue 14 kind 6: ``schema=`` is an identifier; a name holding SQL creates that schema and nothing else."""
     import uuid

@@ -198,6 +198,8 @@ class ScopedVectorIndex:
         counter: ``user_id -> number of indexable memories``, asked before loading; default: load and count.
         awaiting: ``user_id -> number of the scope's indexable memories that inner does not hold``, asked before
             a scope past ``exact_max`` is handed to ``inner``; default: none (``inner`` holds every memory).
+        plan_counts: With ``stamp``: ``user_id -> (indexable memories, memories in or on their way to inner)``;
+            :meth:`wants_ann` asks it on every write, since another process may have handed the scope over.
         exact_max: Largest scope searched exactly, >= 0 (0 = always the wrapped index). Default 100,000: one
             pass over 100,000 384-d vectors (150 MB) takes about 15-25 ms on one core, where Chroma's filtered HNSW
             query over a scope that size took 450 ms and found 11 % of the exact top 10 on random vectors
@@ -226,6 +228,7 @@ class ScopedVectorIndex:
         exact_max: int = 100_000,
         cache_vectors: int = 250_000,
         stamp: ScopeStamp | None = None,
+        plan_counts: Callable[[str], tuple[int, int]] | None = None,
     ) -> None:
         self.inner = inner
         self._loader = loader
@@ -234,6 +237,7 @@ class ScopedVectorIndex:
         self.exact_max = int(exact_max)
         self.cache_vectors = int(cache_vectors)
         self._stamp = stamp
+        self._plan_counts = plan_counts
         self._blocks: OrderedDict[str, _Block] = OrderedDict()
         self._large: set[str] = set()
         self._sizes: dict[str, int] = {}  # counted sizes of scopes written while not loaded (wants_ann)
@@ -266,6 +270,7 @@ class ScopedVectorIndex:
             counter=ledger.count_indexable,
             awaiting=ledger.count_awaiting_ann,
             stamp=ledger.scope_stamp if shared else None,
+            plan_counts=ledger.scope_plan_counts if shared else None,
             **kwargs,
         )
 
@@ -289,27 +294,39 @@ class ScopedVectorIndex:
         """Insert new entries (the wrapped index's ``add`` when it has one)."""
         write = getattr(self.inner, "add", None) or self.inner.upsert
         write(ids, vectors, metadatas)
-        self._put(ids, vectors, metadatas)
+        self._put(ids, vectors, metadatas, new=True)
 
     def put_local(
-        self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
+        self,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        metadatas: Sequence[Mapping[str, Any]],
+        *,
+        new: bool = False,
     ) -> None:
         """Insert or replace entries in the loaded blocks only: memories of scopes the exact plan serves.
 
         The wrapped index is not written; the ledger keeps these memories for the scope's next load. Callers ask
         :meth:`wants_ann` first: a scope that needs the wrapped index must be written with :meth:`upsert`.
+        ``new``: the memories were just added to the ledger (they count towards ``exact_max`` from now on).
         """
-        self._put(ids, vectors, metadatas, local=True)
+        self._put(ids, vectors, metadatas, local=True, new=new)
 
-    def wants_ann(self, user_id: str) -> bool:
+    def wants_ann(self, user_id: str, *, rebuild: bool = False) -> bool:
         """Whether new memories of ``user_id`` must reach the wrapped (ANN) index now.
 
         False while the scope fits the exact plan (at most ``exact_max`` memories, loaded or counted in the
         ledger; a batch may take it past, and the writer then hands it over); True without a loader, with
-        ``exact_max == 0``, or for a scope past ``exact_max``.
+        ``exact_max == 0``, or for a scope past ``exact_max``. With ``plan_counts`` (server mode) also True for a
+        scope that any process has handed to the wrapped index, even if it has shrunk since: its queries may go
+        there in other processes. ``rebuild``: the wrapped index is being rebuilt from empty, so only the size
+        counts.
         """
         if self._loader is None or self.exact_max <= 0:
             return True
+        if self._plan_counts is not None:  # server mode: the ledger decides, whatever this process holds
+            n, handed = self._plan_counts(user_id)
+            return n > self.exact_max or (handed > 0 and not rebuild)
         with self._lock:
             if user_id in self._large:
                 return True
@@ -318,8 +335,6 @@ class ScopedVectorIndex:
                 return block.live > self.exact_max
         if self._counter is None:
             return False  # the loader decides on the first query
-        if self._stamp is not None:
-            return self._counter(user_id) > self.exact_max
         with self._lock:
             known = self._sizes.get(user_id)
         if known is None:  # counted once, then followed by this wrapper's writes (a scope written, not queried)
@@ -386,6 +401,7 @@ class ScopedVectorIndex:
         metadatas: Sequence[Mapping[str, Any]],
         *,
         local: bool = False,
+        new: bool = False,
     ) -> None:
         with self._lock:
             for mid, vec, meta in zip(ids, vectors, metadatas, strict=False):
@@ -394,7 +410,7 @@ class ScopedVectorIndex:
                     self._drop(mid)
                 block = self._blocks.get(user)
                 if block is None:
-                    if user in self._sizes:  # an upper bound (a re-put counts again): at worst hands over early
+                    if new and user in self._sizes:  # counted before these rows were written
                         self._sizes[user] += 1
                     continue  # not loaded: the loader reads the scope's memories on its first query
                 try:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlalchemy import Connection, and_, cast, func, literal, select, update
+from sqlalchemy import Connection, and_, case, cast, func, literal, select, update
 
 from memlineage.ledger._schema import INDEXABLE_STATES, edges, memories, select_full_memories, supports
 from memlineage.models import Relation
@@ -167,6 +167,20 @@ class GraphQueries:
         )
         with self._maybe(conn) as c:
             return int(c.execute(query).scalar_one())
+
+    def scope_plan_counts(self, user_id: str, conn: Connection | None = None) -> tuple[int, int]:
+        """``(indexable rows, rows in the ANN index or on their way there)`` for one user (one index-only read).
+
+        The second figure is what ``indexed``, ``stale`` and ``pending`` rows add up to: a scope that has any is
+        served by, or being handed to, the ANN index, and its new memories go there too.
+        """
+        handed = case((memories.c.index_state.in_(("indexed", "stale", "pending")), 1), else_=0)
+        query = select(func.count(), func.coalesce(func.sum(handed), 0)).where(
+            memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES)
+        )
+        with self._maybe(conn) as c:
+            n, handed_n = c.execute(query).one()
+        return int(n), int(handed_n)
 
     def scope_stamp(self, user_id: str, conn: Connection | None = None) -> tuple[int, str]:
         """``(number of indexable rows, greatest id among them)`` for one user: changes with any insert or removal.

@@ -149,14 +149,18 @@ class IndexSync:
         self._lock = threading.RLock()
         self._deferred = DeferredIndexSync(self._sync_deferred)
 
-    def initial_state(self, user_ids: Sequence[str]) -> dict[str, str]:
+    def initial_state(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, str]:
         """The ``index_state`` new memories of each user are written with: ``exact`` or ``pending``.
 
         ``exact`` when the index plans by scope size and the scope still fits its exact plan (the ANN index is
-        not written, see the module docstring); ``pending`` otherwise.
+        not written, see the module docstring); ``pending`` otherwise. ``rebuild``: for :meth:`reindex`, which
+        empties the ANN index first (only the scope's size counts).
         """
         wants = getattr(self.index, "wants_ann", None)
-        return {u: "pending" if wants is None or wants(u) else "exact" for u in dict.fromkeys(user_ids)}
+        if wants is None:
+            return dict.fromkeys(user_ids, "pending")
+        kw = {"rebuild": True} if rebuild else {}
+        return {u: "pending" if wants(u, **kw) else "exact" for u in dict.fromkeys(user_ids)}
 
     def defer(self, ids: Sequence[str]) -> None:
         """Sync ``ids`` on the background thread: status changes of a cascade (see :mod:`memlineage._indexsync`)."""
@@ -237,7 +241,7 @@ class IndexSync:
         if need:
             for r, v in zip(need, self.embedding.embed([r["content"] for r in need])):
                 r["embedding"] = encode_vector(v)
-        local = self._apply_exact(exact, dropped)
+        local = self._apply_exact(exact, dropped, fresh=fresh)
         if upserts:
             write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
             write(
@@ -257,7 +261,9 @@ class IndexSync:
                     self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
         return removed + local
 
-    def _apply_exact(self, exact: Sequence[dict[str, Any]], dropped: Sequence[dict[str, Any]]) -> int:
+    def _apply_exact(
+        self, exact: Sequence[dict[str, Any]], dropped: Sequence[dict[str, Any]], *, fresh: bool = False
+    ) -> int:
         """Bring the in-memory legs of exact-plan rows in line; hand scopes that outgrew the plan to the ANN index.
 
         Returns:
@@ -267,7 +273,7 @@ class IndexSync:
         moved = [r for r in exact if r.get("embedding") is None]
         if put:
             vectors = [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in put]
-            self._local("put_local", [r["id"] for r in put], vectors, [index_metadata(r) for r in put])
+            self._local("put_local", [r["id"] for r in put], vectors, [index_metadata(r) for r in put], new=fresh)
             self.lexical.upsert(
                 [r["id"] for r in put], lexical_texts(self.ledger, put), [index_metadata(r) for r in put]
             )
@@ -286,11 +292,11 @@ class IndexSync:
             self.defer(ids)
         return len(dropped)
 
-    def _local(self, method: str, *args: Any) -> None:
+    def _local(self, method: str, *args: Any, **kwargs: Any) -> None:
         """Call an in-memory leg method of the vector index (a plain index has none: its entries are all ANN)."""
         fn = getattr(self.index, method, None)
         if fn is not None:
-            fn(*args)
+            fn(*args, **kwargs)
 
     def _lexical_apply(
         self, upserts: Sequence[dict[str, Any]], stale: Sequence[dict[str, Any]], removing: Sequence[dict[str, Any]]
@@ -422,7 +428,7 @@ class IndexSync:
         rows = self.ledger.all_index_rows()
         gone = (Status.ARCHIVED.value, Status.ERASED.value)
         live = [r for r in rows if r["status"] not in gone]
-        state = self.initial_state([r["user_id"] for r in live])
+        state = self.initial_state([r["user_id"] for r in live], rebuild=True)
         moved: dict[str, list[str]] = {"exact": [], "pending": []}
         for r in rows:
             target = state[r["user_id"]] if r["status"] not in gone else "removing"

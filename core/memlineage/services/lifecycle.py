@@ -13,7 +13,7 @@ from sqlalchemy import Connection, select, update
 
 from memlineage.errors import InvalidInputError, MemoryNotFoundError
 from memlineage.ledger import Ledger
-from memlineage.ledger._schema import activities, events, memories
+from memlineage.ledger._schema import INDEXABLE_STATES, activities, events, memories
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import Memory, Scope, Source, SourceKind, Status, check_id, check_text, to_epoch
 from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
@@ -223,6 +223,12 @@ class Lifecycle:
         suspects: list[str] = []
         acts = 0
         with self.ledger.transaction() as conn:
+            # What a search could return until now: in the ANN index, on its way there, or in an exact-plan block.
+            searchable = sum(
+                1
+                for r in self.ledger.memory_rows(ids, conn, embedding=False)
+                if r is not None and r["index_state"] in INDEXABLE_STATES
+            )
             for m in mems:
                 if m.status is not Status.ERASED:
                     done = self.cascade.invalidate(conn, m.id, Status.ERASED, now, reason=reason)
@@ -243,12 +249,12 @@ class Lifecycle:
                 conn,
                 [event_row(t, "erasure_receipt", None, None, scope.user_id, {"memories": len(ids), "reason": reason})],
             )
-        removed = self.syncer.sync([*ids, *dict.fromkeys(suspects)])  # descendants made suspect need a sync too
+        self.syncer.sync([*ids, *dict.fromkeys(suspects)])  # descendants made suspect need a sync too
         self._compact(ids)
         return ErasureReceipt(
             user_id=scope.user_id,
             memory_ids=list(ids),
-            index_entries_removed=removed,
+            index_entries_removed=searchable,
             events_redacted=redacted,
             activities_redacted=acts,
             suspect=sorted(set(suspects)),
