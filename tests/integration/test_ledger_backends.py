@@ -507,6 +507,31 @@ def test_processes_agree_on_which_scopes_go_to_the_ann_index(ledger_url: str) ->
         m.close()
 
 
+def test_a_process_sees_another_process_swap_and_revalidate_memories(ledger_url: str) -> None:
+    """Server mode: a removal plus an insert elsewhere, then an own write; and a status change made elsewhere."""
+    shared_index = InMemoryIndex()
+    a = MemoryManager(ledger=Ledger(ledger_url), index=shared_index, embedder=FakeEmbedder())
+    b = MemoryManager(ledger=Ledger(ledger_url), index=shared_index, embedder=FakeEmbedder())
+    a.remember("I like apples", scope=ALICE)
+    pears = a.remember("I like pears", scope=ALICE)
+    assert len(a.recall("like", scope=ALICE, k=10).ids) == 2  # a holds alice in memory
+    kiwis = b.remember("I like kiwis", scope=ALICE)
+    b.forget(pears.id, scope=ALICE)  # the count is unchanged ...
+    plums = a.remember("I like plums", scope=ALICE)  # ... and a's own write follows
+    assert kiwis.id in a.recall("like", scope=ALICE, k=10).ids
+    assert set(a.recall("like", scope=ALICE, k=10).ids) == set(b.recall("like", scope=ALICE, k=10).ids)
+    premise = a.remember("fares are in euros", scope=ALICE, source="tool:fares")
+    plan = a.remember("the fare is 70 euros", scope=ALICE, source="reasoning", derived_from=[premise.id])
+    a.retract(premise.id, scope=ALICE)
+    a.flush_index()
+    assert plan.id not in a.recall("fare 70 euros", scope=ALICE, k=10).ids  # suspect in a's memory
+    b.revalidate(plan.id, scope=ALICE)  # made active again elsewhere
+    assert plan.id in a.recall("fare 70 euros", scope=ALICE, k=10).ids
+    assert plums.id in b.recall("plums", scope=ALICE, k=10).ids
+    a.close()
+    b.close()
+
+
 def test_crafted_schema_name_is_quoted_not_executed(pg_server: str) -> None:
     """Issue 14 kind 6: ``schema=`` is an identifier; a name holding SQL creates that schema and nothing else."""
     import uuid

@@ -195,24 +195,36 @@ def test_incremental_index_keeps_neighbours_in_session_order() -> None:
 
 def test_a_stamp_that_differs_reloads_the_user() -> None:
     """Server mode: another process's writes show in the ledger's stamp, never in this object's writes."""
-    ledger = {"u": [("a1", "red kayak", {"status": "active"})]}
+    from memlineage.index._base import STAMP_KEY, ScopeTally
+
+    def doc(mid: str, text: str, key: int, status: str = "active") -> tuple[str, str, dict[str, object]]:
+        return mid, text, {"status": status, STAMP_KEY: key}
+
+    ledger = {"u": [doc("a1", "red kayak", 11)]}
     loads = {"n": 0}
 
-    def loader(user: str) -> list[tuple[str, str, dict[str, str]]]:
+    def loader(user: str) -> list[tuple[str, str, dict[str, object]]]:
         loads["n"] += 1
         return list(ledger.get(user, []))
 
-    def stamp(user: str) -> tuple[int, str]:
-        rows = ledger.get(user, [])
-        return len(rows), max((r[0] for r in rows), default="")
+    def stamp(user: str) -> tuple[int, int, int]:
+        tally = ScopeTally()
+        for _, _, meta in ledger.get(user, []):
+            tally.add(ScopeTally.part(meta))
+        return tally.stamp()
 
     idx = LexicalIndex(loader=loader, stamp=stamp)
     w = IndexFilter(user_id="u", statuses=("active",))
     assert [h.id for h in idx.query("kayak", 5, w)] == ["a1"]
     assert [h.id for h in idx.query("kayak", 5, w)] == ["a1"] and loads["n"] == 1  # unchanged: no reload
-    ledger["u"] = [("a2", "blue tent", {"status": "active"})]  # one removed, one added elsewhere: same count
-    assert [h.id for h in idx.query("tent", 5, w)] == ["a2"] and loads["n"] == 2
+    ledger["u"] = [doc("a0", "blue tent", 7)]  # one removed, one added elsewhere: the same count
+    assert [h.id for h in idx.query("tent", 5, w)] == ["a0"] and loads["n"] == 2
     assert idx.query("kayak", 5, w) == []
-    idx.upsert(["a3"], ["green canoe"], [{"user_id": "u", "status": "active"}])  # written here: held, and the
-    ledger["u"].append(("a3", "green canoe", {"status": "active"}))  # ledger agrees, so no reload follows
+    idx.upsert(["a3"], ["green canoe"], [{"user_id": "u", "status": "active", STAMP_KEY: 5}])  # written here: held,
+    ledger["u"].append(doc("a3", "green canoe", 5))  # and the ledger agrees, so no reload follows
     assert [h.id for h in idx.query("canoe", 5, w)] == ["a3"] and loads["n"] == 2
+    idx.update_metadata(["a3"], [{"status": "retracted"}])  # a status change made here
+    ledger["u"][-1] = doc("a3", "green canoe", 5, "retracted")
+    assert idx.query("canoe", 5, w) == [] and loads["n"] == 2
+    ledger["u"][0] = doc("a0", "blue tent", 7, "suspect")  # a status change made elsewhere
+    assert idx.query("tent", 5, w) == [] and loads["n"] == 3

@@ -614,3 +614,41 @@ def test_an_erasure_during_a_hand_over_counts_what_search_could_return() -> None
         assert mm.erase(mems[0].id, scope=ALICE).index_entries_removed == 1
         assert mm.erase(scope=ALICE).index_entries_removed == 6
         assert mm.verify().ok
+
+
+def test_own_writes_keep_the_in_memory_legs_in_step_with_the_ledger_stamp() -> None:
+    """Server mode checks the ledger's stamp before each query; this process's own writes must never trigger a
+    reload (a leg whose tally drifted from the ledger would reload the scope on every query)."""
+    mm = make_manager()  # no writer lock: stamps are checked
+    loads = {"vector": 0, "lexical": 0}
+    vector_loader, lexical_loader = mm.index._loader, mm.lexical._loader
+
+    def count(name: str, fn: Any) -> Any:
+        def wrapped(user: str) -> Any:
+            loads[name] += 1
+            return fn(user)
+
+        return wrapped
+
+    mm.index._loader, mm.lexical._loader = count("vector", vector_loader), count("lexical", lexical_loader)
+
+    def ask(text: str) -> list[str]:
+        return mm.recall(text, scope=ALICE, k=30, include_suspect=True).ids
+
+    mems = mm.remember_many([{"content": f"alice note {i} about topic{i % 4}", "scope": ALICE} for i in range(20)])
+    ask("topic1")
+    premise = mm.remember("fares are in euros", scope=ALICE, source="tool:fares")
+    plan = mm.remember("the fare is 70 euros", scope=ALICE, source="reasoning", derived_from=[premise.id])
+    ask("fare")
+    mm.retract(premise.id, scope=ALICE)
+    mm.flush_index()
+    ask("fare")
+    mm.revalidate(plan.id, scope=ALICE)
+    ask("fare")
+    mm.erase(mems[0].id, scope=ALICE)
+    ask("alice note")
+    mm.supersede(mems[1].id, "alice note 1 about topic9", scope=ALICE)
+    ask("topic9")
+    mm.forget(mems[2].id, scope=ALICE)
+    assert mems[2].id not in ask("alice note 2")
+    assert loads == {"vector": 1, "lexical": 1}

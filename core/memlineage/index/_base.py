@@ -102,6 +102,47 @@ class VectorIndex(Protocol):
         """Remove every entry (used by ``reindex``)."""
 
 
+#: Private metadata key carrying a row's ``stamp_key`` (``ml_memories``) to the in-memory legs; never written to
+#: an ANN index (``ScopedVectorIndex`` strips keys starting with ``_``).
+STAMP_KEY = "_stamp_key"
+
+
+class ScopeTally:
+    """What a scope held in memory adds up to, in the terms of ``Ledger.scope_stamp``.
+
+    ``stamp()`` is ``(documents, sum of stamp keys, sum of the active documents' keys)``; a process compares it
+    with the ledger's before a query to see another process's inserts, removals and (in)activations.
+    """
+
+    __slots__ = ("active", "keys", "n")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.keys = 0
+        self.active = 0
+
+    @staticmethod
+    def part(meta: Mapping[str, Any]) -> tuple[int, bool]:
+        """``(stamp key, active?)`` of one document's metadata (0 when the key is missing)."""
+        return int(meta.get(STAMP_KEY) or 0), meta.get("status") == "active"
+
+    def add(self, part: tuple[int, bool]) -> None:
+        """Count one document in."""
+        self.n += 1
+        self.keys += part[0]
+        self.active += part[0] if part[1] else 0
+
+    def remove(self, part: tuple[int, bool]) -> None:
+        """Count one document out."""
+        self.n -= 1
+        self.keys -= part[0]
+        self.active -= part[0] if part[1] else 0
+
+    def stamp(self) -> tuple[int, int, int]:
+        """The tally in ``Ledger.scope_stamp``'s shape."""
+        return self.n, self.keys, self.active
+
+
 def _scalar(value: Any) -> Any:
     return "" if value is None else value
 

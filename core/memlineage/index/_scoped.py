@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from memlineage.index._base import IndexFilter, IndexHit, index_metadata
+from memlineage.index._base import STAMP_KEY, IndexFilter, IndexHit, ScopeTally, index_metadata
 
 __all__ = ["IN_ANN", "ScopedVectorIndex"]
 
@@ -37,8 +37,8 @@ IN_ANN = "_in_ann"
 BlockLoader = Callable[[str], Iterable[tuple[str, Any, Mapping[str, Any]]]]
 #: ``user_id -> number of indexable memories`` (decides the plan before anything is loaded).
 ScopeCounter = Callable[[str], int]
-#: ``user_id -> (number of indexable memories, greatest id among them)``: changes with any insert or removal.
-ScopeStamp = Callable[[str], tuple[int, str]]
+#: ``user_id -> (indexable memories, sum of their stamp keys, sum of the active ones' keys)``: ``Ledger.scope_stamp``.
+ScopeStamp = Callable[[str], tuple[int, int, int]]
 
 
 class _Codes:
@@ -71,8 +71,8 @@ class _Block:
         self.tags: list[tuple[str, ...]] = []
         self.row: dict[str, int] = {}
         self.local: set[str] = set()  # ids the wrapped index does not hold (written with put_local)
-        self.skipped = 0  # the loader's rows without a vector (counted by the ledger, never held)
-        self.top = ""  # greatest id the block has seen (loaded or written), compared with the ledger's stamp
+        self.tally = ScopeTally()  # held rows plus the loader's rows without a vector: the ledger's scope stamp
+        self.parts: dict[str, tuple[int, bool]] = {}
 
     @property
     def live(self) -> int:
@@ -92,8 +92,8 @@ class _Block:
             self.alive = np.resize(self.alive, size)
             self.cols = {k: np.resize(v, size) for k, v in self.cols.items()}
         i = self.n
-        if mid > self.top:
-            self.top = mid
+        part = self.parts[mid] = ScopeTally.part(meta)
+        self.tally.add(part)
         self.vecs[i] = vector
         self.alive[i] = True
         self.ids.append(mid)
@@ -109,6 +109,11 @@ class _Block:
 
     def update(self, mid: str, meta: Mapping[str, Any], codes: _Codes) -> None:
         i = self.row[mid]
+        if "status" in meta:
+            old = self.parts[mid]
+            self.tally.remove(old)
+            self.parts[mid] = (old[0], meta["status"] == "active")
+            self.tally.add(self.parts[mid])
         self._set_cols(i, meta, codes, merge=True)
         if "tags" in meta:
             self.tags[i] = tuple(meta.get("tags") or ())
@@ -118,6 +123,7 @@ class _Block:
         if i is None:
             return False
         self.local.discard(mid)
+        self.tally.remove(self.parts.pop(mid))
         self.alive[i] = False
         if self.n > 64 and self.live * 2 < self.n:
             self._compact()
@@ -260,6 +266,7 @@ class ScopedVectorIndex:
                 blob = row.get("embedding")
                 vec = np.frombuffer(blob, dtype="<f4") if blob is not None else None
                 meta = index_metadata(row)
+                meta[STAMP_KEY] = row.get("stamp_key") or 0
                 if row["index_state"] in ("exact", "pending"):
                     meta[IN_ANN] = False
                 yield row["id"], vec, meta
@@ -285,7 +292,7 @@ class ScopedVectorIndex:
         self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
     ) -> None:
         """Insert or replace entries in the wrapped index and in the loaded blocks of their scopes."""
-        self.inner.upsert(ids, vectors, metadatas)
+        self.inner.upsert(ids, vectors, _public(metadatas))
         self._put(ids, vectors, metadatas)
 
     def add(
@@ -293,7 +300,7 @@ class ScopedVectorIndex:
     ) -> None:
         """Insert new entries (the wrapped index's ``add`` when it has one)."""
         write = getattr(self.inner, "add", None) or self.inner.upsert
-        write(ids, vectors, metadatas)
+        write(ids, vectors, _public(metadatas))
         self._put(ids, vectors, metadatas, new=True)
 
     def put_local(
@@ -354,7 +361,7 @@ class ScopedVectorIndex:
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into existing entries (status changes) in the wrapped index and the blocks."""
-        self.inner.update_metadata(ids, metadatas)
+        self.inner.update_metadata(ids, _public(metadatas))
         self._update_blocks(ids, metadatas)
 
     def _update_blocks(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
@@ -452,9 +459,9 @@ class ScopedVectorIndex:
         with self._lock:
             return "exact" if self._block(user_id) is not None else "ann"
 
-    def _block(self, user: str, expected: tuple[int, str] | None = None) -> _Block | None:
+    def _block(self, user: str, expected: tuple[int, int, int] | None = None) -> _Block | None:
         block = self._blocks.get(user)
-        if block is not None and expected is not None and expected != (block.live + block.skipped, block.top):
+        if block is not None and expected is not None and expected != block.tally.stamp():
             self.invalidate(user)  # another process wrote to this scope: read it again
             block = None
         if block is not None:
@@ -476,20 +483,18 @@ class ScopedVectorIndex:
             self._large.add(user)
             return None
         rows = []
-        skipped = 0
-        top = ""
+        skipped = ScopeTally()
         for mid, vec, meta in self._loader(user):
-            top = max(top, mid)
             if vec is None or str(meta.get("user_id", user)) != user:
-                skipped += vec is None
+                if vec is None:  # counted by the ledger's stamp, never held
+                    skipped.add(ScopeTally.part(meta))
                 continue  # never admit another scope's entry into this block
             rows.append((mid, _unit(vec), meta))
             if len(rows) > self.exact_max and handed_over():
                 self._large.add(user)
                 return None
         block = _Block(user)
-        block.skipped = skipped
-        block.top = top
+        block.tally.n, block.tally.keys, block.tally.active = skipped.stamp()
         for mid, vec, meta in rows:
             if self._owner.get(mid) not in (None, user):
                 self._drop(mid)
@@ -528,6 +533,13 @@ class ScopedVectorIndex:
     def count(self) -> int:
         """Number of entries in the wrapped index."""
         return int(self.inner.count())
+
+
+def _public(metadatas: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """The metadata without the private keys (``_...``: stamp key, IN_ANN) that only the in-memory legs use."""
+    if not any(STAMP_KEY in m or IN_ANN in m for m in metadatas):
+        return metadatas
+    return [{k: v for k, v in m.items() if not k.startswith("_")} for m in metadatas]
 
 
 def _unit(vector: Any) -> np.ndarray:

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from memlineage.errors import MissingDependencyError
-from memlineage.index._base import IndexFilter
+from memlineage.index._base import IndexFilter, ScopeTally
 
 __all__ = ["LexicalHit", "LexicalIndex", "date_tokens", "tokenize"]
 
@@ -230,7 +230,7 @@ class _UserIndex:
     reclaimed by :meth:`compact` once they outnumber the live ones.
     """
 
-    __slots__ = ("slot_of", "ids", "terms", "alive", "doclen", "postings", "total_len", "meta", "sessions")
+    __slots__ = ("slot_of", "ids", "terms", "alive", "doclen", "postings", "total_len", "meta", "sessions", "tally")
 
     def __init__(self) -> None:
         self.slot_of: dict[str, int] = {}
@@ -241,6 +241,7 @@ class _UserIndex:
         self.postings: dict[str, _Postings] = {}
         self.total_len = 0
         self.meta: dict[str, dict[str, Any]] = {}
+        self.tally = ScopeTally()  # compared with the ledger's scope stamp (server mode)
         self.sessions: dict[str, list[tuple[float, str]]] = {}  # session id -> sorted (created_at, id)
 
     @property
@@ -272,6 +273,7 @@ class _UserIndex:
         self.total_len += length
         self.slot_of[mid] = slot
         self.meta[mid] = dict(meta)
+        self.tally.add(ScopeTally.part(meta))
         self._place(mid)
 
     def remove(self, mid: str) -> bool:
@@ -289,14 +291,18 @@ class _UserIndex:
         self.terms[slot] = None
         self.alive[slot] = False
         self.total_len -= int(self.doclen[slot])
-        self.meta.pop(mid, None)
+        old = self.meta.pop(mid, None)
+        if old is not None:
+            self.tally.remove(ScopeTally.part(old))
         if len(self.ids) > 64 and len(self.slot_of) * 2 < len(self.ids):
             self.compact()
         return True
 
     def update_meta(self, mid: str, meta: Mapping[str, Any]) -> None:
         self._unplace(mid)
+        self.tally.remove(ScopeTally.part(self.meta[mid]))
         self.meta[mid].update(meta)
+        self.tally.add(ScopeTally.part(self.meta[mid]))
         self._place(mid)
 
     def compact(self) -> None:
@@ -393,10 +399,11 @@ class LexicalIndex:
     Args:
         loader: Optional source of a user's documents, called at most once per user (until ``reset``, or until
             ``stamp`` disagrees).
-        stamp: Optional ``user_id -> (number of documents the loader would return now, greatest id among them)``.
-            When given, every query of a loaded user first compares it with the documents held and reloads the
-            user when they differ: for a store other processes write to (server mode), whose writes never pass
-            through this object.
+        stamp: Optional ``user_id -> (documents, sum of their stamp keys, sum of the active ones' keys)`` as the
+            loader would return them now (``Ledger.scope_stamp``; documents carry their key under
+            ``memlineage.index._base.STAMP_KEY``). When given, every query of a loaded user first compares it with
+            the documents held and reloads the user when they differ: for a store other processes write to (server
+            mode), whose writes never pass through this object.
         k1: BM25 term-frequency saturation, > 0; default 1.2.
         b: BM25 length normalisation, in [0, 1]; default 0.75.
 
@@ -412,7 +419,7 @@ class LexicalIndex:
         self,
         loader: Loader | None = None,
         *,
-        stamp: Callable[[str], tuple[int, str]] | None = None,
+        stamp: Callable[[str], tuple[int, int, int]] | None = None,
         k1: float = 1.2,
         b: float = 0.75,
     ) -> None:
@@ -420,7 +427,6 @@ class LexicalIndex:
         self._owner: dict[str, str] = {}
         self._loader = loader
         self._stamp = stamp if loader is not None else None
-        self._top: dict[str, str] = {}  # greatest id held per user (compared with ``stamp``)
         self._loaded: set[str] = set()
         self._lock = threading.RLock()
         self.k1 = k1
@@ -463,8 +469,6 @@ class LexicalIndex:
                     tokens.extend(date_tokens(when))
                 self._users.setdefault(user, _UserIndex()).add(mid, tokens, meta)
                 self._owner[mid] = user
-                if mid > self._top.get(user, ""):
-                    self._top[user] = mid
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into existing documents (e.g. a status change); unknown ids are skipped."""
@@ -495,7 +499,6 @@ class LexicalIndex:
                     for mid in ui.docs:
                         self._owner.pop(mid, None)
                 self._loaded.discard(u)
-                self._top.pop(u, None)
 
     def reset(self) -> None:
         """Remove every document."""
@@ -503,7 +506,6 @@ class LexicalIndex:
             self._users.clear()
             self._owner.clear()
             self._loaded.clear()
-            self._top.clear()
 
     def ids(self) -> set[str]:
         """Every document id currently held."""
@@ -517,10 +519,10 @@ class LexicalIndex:
     # -- reads
     # -------------------------------------------------------------------------------------------------
 
-    def _ensure(self, user: str, expected: tuple[int, str] | None = None) -> _UserIndex | None:
+    def _ensure(self, user: str, expected: tuple[int, int, int] | None = None) -> _UserIndex | None:
         if expected is not None and user in self._loaded:
             held = self._users.get(user)
-            if (len(held.docs) if held is not None else 0, self._top.get(user, "")) != expected:
+            if (held.tally.stamp() if held is not None else (0, 0, 0)) != expected:
                 self.invalidate(user)  # another process wrote: read it again
         if self._loader is not None and user not in self._loaded:
             rows = list(self._loader(user))

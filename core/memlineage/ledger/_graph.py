@@ -182,17 +182,21 @@ class GraphQueries:
             n, handed_n = c.execute(query).one()
         return int(n), int(handed_n)
 
-    def scope_stamp(self, user_id: str, conn: Connection | None = None) -> tuple[int, str]:
-        """``(number of indexable rows, greatest id among them)`` for one user: changes with any insert or removal.
+    def scope_stamp(self, user_id: str, conn: Connection | None = None) -> tuple[int, int, int]:
+        """``(indexable rows, sum of their stamp keys, sum of the active ones' keys)`` for one user.
 
-        Ids are time-ordered (UUIDv7), so a new memory raises the greatest id even when a removal keeps the count.
+        Each row's ``stamp_key`` is a random 31-bit number, so the stamp changes with any insert or removal and
+        with any change into or out of ``active`` (a miss needs keys that cancel exactly: about 1 in 2^31).
+        One index-only read (``ix_ml_memories_stamp``).
         """
-        query = select(func.count(), func.max(memories.c.id)).where(
+        key = func.coalesce(memories.c.stamp_key, 0)
+        active = case((memories.c.status == "active", key), else_=0)
+        query = select(func.count(), func.coalesce(func.sum(key), 0), func.coalesce(func.sum(active), 0)).where(
             memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES)
         )
         with self._maybe(conn) as c:
-            n, top = c.execute(query).one()
-        return int(n), str(top or "")
+            n, keys, active_keys = c.execute(query).one()
+        return int(n), int(keys), int(active_keys)
 
     def count_awaiting_ann(self, user_id: str, conn: Connection | None = None) -> int:
         """How many of one user's indexable rows the ANN index does not hold yet (``exact`` or ``pending``)."""

@@ -8,6 +8,7 @@ affected set, not with the store.
 from __future__ import annotations
 
 import logging
+import random
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -665,10 +666,20 @@ def _activity_update() -> Update:
 
 
 def _without_embedding(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a memory row without its vector (stored in ``ml_embeddings``); a C-level copy, not a comprehension."""
+    """A copy of a memory row without its vector (stored in ``ml_embeddings``); a C-level copy, not a comprehension.
+
+    A row without a ``stamp_key`` gets one (see ``Ledger.scope_stamp``).
+    """
     out = dict(row)
     out.pop("embedding", None)
+    if out.get("stamp_key") is None:
+        out["stamp_key"] = new_stamp_key()
     return out
+
+
+def new_stamp_key() -> int:
+    """A random 31-bit ``stamp_key`` for a new memory row (summed per scope by ``Ledger.scope_stamp``)."""
+    return random.getrandbits(31)
 
 
 def _agent_eq(agent_id: str | None) -> Any:

@@ -67,6 +67,9 @@ memories = Table(
     # deleted from the index), 'removed' (not in the index by design), 'exact' (served by the exact plan from this
     # ledger's vectors, never written to the ANN index; see ScopedVectorIndex). Repaired on open.
     Column("index_state", String(16), nullable=False),
+    # A random 31-bit number per row (migration 0005): summed per scope by Ledger.scope_stamp, so that a process
+    # holding a scope in memory sees any insert, removal or (in)activation made by another process.
+    Column("stamp_key", Integer, nullable=True),
     Index("ix_ml_memories_scope", "user_id", "status"),
     Index("ix_ml_memories_dedup", "user_id", "kind", "content_hash"),
     Index("ix_ml_memories_slot", "user_id", "slot"),
@@ -88,9 +91,9 @@ Index(
     sqlite_where=NOT_INDEXED,
     postgresql_where=NOT_INDEXED,
 )
-#: Per-scope reads of the query plan by index state (``count_indexable``, ``count_awaiting_ann``, ``scope_stamp``)
-#: from the index alone (migration 0005).
-Index("ix_ml_memories_stamp", memories.c.user_id, memories.c.index_state, memories.c.id)
+#: Per-scope reads of the query plan by index state (``count_indexable``, ``count_awaiting_ann``,
+#: ``scope_plan_counts``, ``scope_stamp``) from the index alone (migration 0005).
+Index("ix_ml_memories_stamp", memories.c.user_id, memories.c.index_state, memories.c.status, memories.c.stamp_key)
 
 #: Each memory's float32 little-endian vector (the index is rebuilt from these), apart from ``ml_memories`` so that
 #: a status change does not rewrite ~1.5 KB per row. A memory without a stored vector has no row here; erasure

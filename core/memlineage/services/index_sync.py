@@ -25,6 +25,7 @@ from sqlalchemy import select
 from memlineage._indexsync import DeferredIndexSync
 from memlineage.errors import StorageError
 from memlineage.index import index_metadata
+from memlineage.index._base import STAMP_KEY
 from memlineage.ledger import Ledger, encode_vector
 from memlineage.ledger._schema import INDEXABLE_STATES, memories
 from memlineage.models import Relation, Status
@@ -90,9 +91,16 @@ def ledger_loader(ledger: Ledger) -> Callable[[str], list[tuple[str, str, dict[s
         query = select(memories).where(memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES))
         with ledger.transaction() as conn:
             rows = [dict(r) for r in conn.execute(query).mappings()]
-        return [(r["id"], text, index_metadata(r)) for r, text in zip(rows, lexical_texts(ledger, rows))]
+        return [(r["id"], text, _held_metadata(r)) for r, text in zip(rows, lexical_texts(ledger, rows))]
 
     return load
+
+
+def _held_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Index metadata plus the row's stamp key, for the legs that hold documents in memory (stripped for Chroma)."""
+    meta = index_metadata(row)
+    meta[STAMP_KEY] = row.get("stamp_key") or 0
+    return meta
 
 
 def lexical_texts(ledger: Ledger, rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -247,7 +255,7 @@ class IndexSync:
             write(
                 [r["id"] for r in upserts],
                 [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in upserts],
-                [index_metadata(r) for r in upserts],
+                [_held_metadata(r) for r in upserts],
             )
         if stale:
             self.index.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
@@ -273,9 +281,9 @@ class IndexSync:
         moved = [r for r in exact if r.get("embedding") is None]
         if put:
             vectors = [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in put]
-            self._local("put_local", [r["id"] for r in put], vectors, [index_metadata(r) for r in put], new=fresh)
+            self._local("put_local", [r["id"] for r in put], vectors, [_held_metadata(r) for r in put], new=fresh)
             self.lexical.upsert(
-                [r["id"] for r in put], lexical_texts(self.ledger, put), [index_metadata(r) for r in put]
+                [r["id"] for r in put], lexical_texts(self.ledger, put), [_held_metadata(r) for r in put]
             )
         if moved:
             self._local("update_local", [r["id"] for r in moved], [index_metadata(r) for r in moved])
@@ -304,7 +312,7 @@ class IndexSync:
         """Mirror an index write into the lexical leg (in memory; rebuilt from the ledger if lost)."""
         if upserts:
             self.lexical.upsert(
-                [r["id"] for r in upserts], lexical_texts(self.ledger, upserts), [index_metadata(r) for r in upserts]
+                [r["id"] for r in upserts], lexical_texts(self.ledger, upserts), [_held_metadata(r) for r in upserts]
             )
         if stale:
             self.lexical.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])

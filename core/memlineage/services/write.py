@@ -27,6 +27,7 @@ from memlineage.errors import (
     ScopeViolationError,
 )
 from memlineage.ledger import Ledger, encode_vector, memory_to_row
+from memlineage.ledger._ledger import new_stamp_key
 from memlineage.ledger._schema import supports
 from memlineage.lineage import CascadeReport
 from memlineage.models import (
@@ -486,7 +487,7 @@ class WritePath:
                 mems.append(mem)
                 row = memory_to_row(mem)
                 row.update(
-                    content_hash=d.hash, index_state=index_state[d.scope.user_id],
+                    content_hash=d.hash, index_state=index_state[d.scope.user_id], stamp_key=new_stamp_key(),
                     embedding=encode_vector(d.embedding),
                     embedder=self.embedding.embedder.name,
                 )  # fmt: skip
