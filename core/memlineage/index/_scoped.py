@@ -244,6 +244,10 @@ class ScopedVectorIndex:
         self.cache_vectors = int(cache_vectors)
         self._stamp = stamp
         self._plan_counts = plan_counts
+        #: With ``stamp``: True while this process's own writes wait in the index sync's background queue (set by
+        #: ``IndexSync``). The comparison is skipped then, since the ledger is ahead of the block by those writes:
+        #: a read never waits for the queue, and another process's change is seen at the next query after it.
+        self.busy: Callable[[], bool] | None = None
         self._blocks: OrderedDict[str, _Block] = OrderedDict()
         self._large: set[str] = set()
         self._sizes: dict[str, int] = {}  # counted sizes of scopes written while not loaded (wants_ann)
@@ -445,7 +449,9 @@ class ScopedVectorIndex:
             return []
         # Server mode: the scope's size in the ledger, read outside the lock, tells whether a loaded block missed
         # another process's writes.
-        expected = self._stamp(where.user_id) if self._stamp is not None else None
+        expected = None
+        if self._stamp is not None and (self.busy is None or not self.busy()):
+            expected = self._stamp(where.user_id)
         with self._lock:
             block = self._block(where.user_id, expected)
             if block is not None:

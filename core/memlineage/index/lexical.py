@@ -427,6 +427,9 @@ class LexicalIndex:
         self._owner: dict[str, str] = {}
         self._loader = loader
         self._stamp = stamp if loader is not None else None
+        #: With ``stamp``: True while this process's own writes wait in the index sync's background queue (set by
+        #: ``IndexSync``); the comparison is skipped then (the ledger is ahead of this index by those writes).
+        self.busy: Callable[[], bool] | None = None
         self._loaded: set[str] = set()
         self._lock = threading.RLock()
         self.k1 = k1
@@ -550,7 +553,9 @@ class LexicalIndex:
         terms = tokenize(text)
         if not terms:
             return []
-        expected = self._stamp(where.user_id) if self._stamp is not None else None  # outside the lock: SQL
+        expected = None
+        if self._stamp is not None and (self.busy is None or not self.busy()):  # outside the lock: SQL
+            expected = self._stamp(where.user_id)
         with self._lock:
             ui = self._ensure(where.user_id, expected)
             if ui is None:

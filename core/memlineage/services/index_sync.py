@@ -156,6 +156,15 @@ class IndexSync:
         # One index writer at a time (foreground syncs and the background worker): read rows, write, mark.
         self._lock = threading.RLock()
         self._deferred = DeferredIndexSync(self._sync_deferred)
+        # Legs that compare their scopes with the ledger (server mode) skip that while this process's own
+        # deferred writes are queued: the ledger is ahead of them by those.
+        for leg in (index, lexical):
+            if hasattr(leg, "busy"):
+                leg.busy = self.busy
+
+    def busy(self) -> bool:
+        """Whether deferred syncs are queued or being applied (this process's writes not yet in memory)."""
+        return self._deferred.pending > 0
 
     def initial_state(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, str]:
         """The ``index_state`` new memories of each user are written with: ``exact`` or ``pending``.
