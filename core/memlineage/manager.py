@@ -107,7 +107,10 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         embedder: Embedder, LangChain ``Embeddings``, LlamaIndex embedding or callable; None = default ONNX.
         clock: Returns "now" (timezone-aware UTC); inject one to simulate time.
         trust_by_source: Base trust per source kind, in [0, 1]; defaults to ``models.DEFAULT_TRUST``.
-        lock: A held cross-process lock released by :meth:`close` (set by :meth:`open`).
+        lock: A held cross-process lock released by :meth:`close` (set by :meth:`open` for the embedded store).
+            Without one, other processes may write to the same ledger (server mode): the scopes held in memory
+            are compared with ``Ledger.scope_stamp`` before each query, and reloaded when another process
+            changed them.
         path: The store directory, when embedded.
         exact_max: Largest scope (memories of one ``user_id``) searched exactly over the ledger's vectors, >= 0;
             None = :class:`~memlineage.index.ScopedVectorIndex`'s default (100,000). Memories of such a scope are
@@ -153,7 +156,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             msg = "MemoryManager needs a ledger and an index; use MemoryManager.open() for the defaults"
             raise ConfigurationError(msg)
         # Without the embedded store's writer lock, other processes may write to this ledger: the in-memory
-        # blocks and lexical leg check each scope's stamp (count, greatest id) in the ledger before a query.
+        # blocks and lexical leg compare each scope with its stamp in the ledger before a query (Ledger.scope_stamp).
         shared = lock is None
         #: The store's parts (ports and configuration); assigning one of the attributes above re-wires services.
         self.parts = Parts(
