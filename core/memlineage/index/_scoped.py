@@ -204,8 +204,9 @@ class ScopedVectorIndex:
         counter: ``user_id -> number of indexable memories``, asked before loading; default: load and count.
         awaiting: ``user_id -> number of the scope's indexable memories that inner does not hold``, asked before
             a scope past ``exact_max`` is handed to ``inner``; default: none (``inner`` holds every memory).
-        plan_counts: With ``stamp``: ``user_id -> (indexable memories, memories in or on their way to inner)``;
-            :meth:`wants_ann` asks it on every write, since another process may have handed the scope over.
+        plan_counts: With ``stamp``: ``user_ids -> {user_id: (indexable memories, memories in or on their way to
+            inner)}``; :meth:`wants_ann` asks it on every write, since another process may have handed the scope
+            over.
         exact_max: Largest scope searched exactly, >= 0 (0 = always the wrapped index). Default 100,000: one
             pass over 100,000 384-d vectors (150 MB) takes about 15-25 ms on one core, where Chroma's filtered HNSW
             query over a scope that size took 450 ms and found 11 % of the exact top 10 on random vectors
@@ -234,7 +235,7 @@ class ScopedVectorIndex:
         exact_max: int = 100_000,
         cache_vectors: int = 250_000,
         stamp: ScopeStamp | None = None,
-        plan_counts: Callable[[str], tuple[int, int]] | None = None,
+        plan_counts: Callable[[Sequence[str]], dict[str, tuple[int, int]]] | None = None,
     ) -> None:
         self.inner = inner
         self._loader = loader
@@ -323,6 +324,14 @@ class ScopedVectorIndex:
         """
         self._put(ids, vectors, metadatas, local=True, new=new)
 
+    def wants_ann_many(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, bool]:
+        """:meth:`wants_ann` for several scopes (one ledger read for all of them in server mode)."""
+        users = list(dict.fromkeys(user_ids))
+        if self._plan_counts is not None and self._loader is not None and self.exact_max > 0:
+            counts = self._plan_counts(users)
+            return {u: counts[u][0] > self.exact_max or (counts[u][1] > 0 and not rebuild) for u in users}
+        return {u: self.wants_ann(u, rebuild=rebuild) for u in users}
+
     def wants_ann(self, user_id: str, *, rebuild: bool = False) -> bool:
         """Whether new memories of ``user_id`` must reach the wrapped (ANN) index now.
 
@@ -336,8 +345,7 @@ class ScopedVectorIndex:
         if self._loader is None or self.exact_max <= 0:
             return True
         if self._plan_counts is not None:  # server mode: the ledger decides, whatever this process holds
-            n, handed = self._plan_counts(user_id)
-            return n > self.exact_max or (handed > 0 and not rebuild)
+            return self.wants_ann_many([user_id], rebuild=rebuild)[user_id]
         with self._lock:
             if user_id in self._large:
                 return True

@@ -168,19 +168,27 @@ class GraphQueries:
         with self._maybe(conn) as c:
             return int(c.execute(query).scalar_one())
 
-    def scope_plan_counts(self, user_id: str, conn: Connection | None = None) -> tuple[int, int]:
-        """``(indexable rows, rows in the ANN index or on their way there)`` for one user (one index-only read).
+    def scope_plan_counts(
+        self, user_ids: Sequence[str], conn: Connection | None = None
+    ) -> dict[str, tuple[int, int]]:
+        """``user_id -> (indexable rows, rows in the ANN index or on their way there)``; index-only reads.
 
         The second figure is what ``indexed``, ``stale`` and ``pending`` rows add up to: a scope that has any is
-        served by, or being handed to, the ANN index, and its new memories go there too.
+        served by, or being handed to, the ANN index, and its new memories go there too. Users without rows are
+        ``(0, 0)``.
         """
         handed = case((memories.c.index_state.in_(("indexed", "stale", "pending")), 1), else_=0)
-        query = select(func.count(), func.coalesce(func.sum(handed), 0)).where(
-            memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES)
-        )
+        out = dict.fromkeys(user_ids, (0, 0))
         with self._maybe(conn) as c:
-            n, handed_n = c.execute(query).one()
-        return int(n), int(handed_n)
+            for chunk in _chunks(list(out)):
+                query = (
+                    select(memories.c.user_id, func.count(), func.coalesce(func.sum(handed), 0))
+                    .where(memories.c.user_id.in_(chunk), memories.c.index_state.in_(INDEXABLE_STATES))
+                    .group_by(memories.c.user_id)
+                )
+                for user, n, handed_n in c.execute(query):
+                    out[user] = (int(n), int(handed_n))
+        return out
 
     def scope_stamp(self, user_id: str, conn: Connection | None = None) -> tuple[int, int, int]:
         """``(indexable rows, sum of their stamp keys, sum of the active ones' keys)`` for one user.

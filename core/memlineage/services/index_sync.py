@@ -173,11 +173,10 @@ class IndexSync:
         not written, see the module docstring); ``pending`` otherwise. ``rebuild``: for :meth:`reindex`, which
         empties the ANN index first (only the scope's size counts).
         """
-        wants = getattr(self.index, "wants_ann", None)
+        wants = getattr(self.index, "wants_ann_many", None)
         if wants is None:
             return dict.fromkeys(user_ids, "pending")
-        kw = {"rebuild": True} if rebuild else {}
-        return {u: "pending" if wants(u, **kw) else "exact" for u in dict.fromkeys(user_ids)}
+        return {u: "pending" if ann else "exact" for u, ann in wants(list(user_ids), rebuild=rebuild).items()}
 
     def defer(self, ids: Sequence[str]) -> None:
         """Sync ``ids`` on the background thread: status changes of a cascade (see :mod:`memlineage._indexsync`)."""
@@ -300,8 +299,9 @@ class IndexSync:
         if dropped:
             self._local("drop_local", [r["id"] for r in dropped])
             self.lexical.delete([r["id"] for r in dropped])
-        wants = getattr(self.index, "wants_ann", None)
-        grown = [u for u in dict.fromkeys(r["user_id"] for r in put) if wants is not None and wants(u)]
+        wants = getattr(self.index, "wants_ann_many", None)
+        users = list(dict.fromkeys(r["user_id"] for r in put))
+        grown = [u for u, ann in wants(users).items() if ann] if wants is not None and users else []
         for user in grown:  # the scope outgrew the exact plan: its exact rows go to the ANN index, in the background
             with self.ledger.transaction() as conn:
                 ids = self.ledger.promote_exact(conn, user)
