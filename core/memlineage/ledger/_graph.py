@@ -168,9 +168,7 @@ class GraphQueries:
         with self._maybe(conn) as c:
             return int(c.execute(query).scalar_one())
 
-    def scope_plan_counts(
-        self, user_ids: Sequence[str], conn: Connection | None = None
-    ) -> dict[str, tuple[int, int]]:
+    def scope_plan_counts(self, user_ids: Sequence[str], conn: Connection | None = None) -> dict[str, tuple[int, int]]:
         """``user_id -> (indexable rows, rows in the ANN index or on their way there)``; index-only reads.
 
         The second figure is what ``indexed``, ``stale`` and ``pending`` rows add up to: a scope that has any is
