@@ -652,3 +652,17 @@ def test_own_writes_keep_the_in_memory_legs_in_step_with_the_ledger_stamp() -> N
     mm.forget(mems[2].id, scope=ALICE)
     assert mems[2].id not in ask("alice note 2")
     assert loads == {"vector": 1, "lexical": 1}
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["embedded", "server"])
+def test_a_revision_that_takes_a_scope_past_exact_max_hands_it_over(shared: bool) -> None:
+    ledger = Ledger("sqlite://")
+    inner = InMemoryIndex()
+    index = ScopedVectorIndex.over_ledger(inner, ledger, exact_max=3, shared=shared)
+    mm = make_manager(ledger=ledger, index=index)
+    mems = mm.remember_many([{"content": f"note {i}", "scope": ALICE} for i in range(3)])
+    assert inner.count() == 0
+    new = mm.supersede(mems[0].id, "note 0, revised", scope=ALICE).memory  # the old version stays indexable: 4
+    mm.flush_index()
+    assert new is not None and inner.ids() == {*(m.id for m in mems), new.id}
+    assert mm.stats()["index_exact"] == 0 and mm.verify().ok

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from memlineage.index._base import STAMP_KEY, IndexFilter, IndexHit, ScopeTally, index_metadata
+from memlineage.index._base import STAMP_KEY, IndexFilter, IndexHit, ScopeTally, index_metadata, ledger_stamp
 
 __all__ = ["IN_ANN", "ScopedVectorIndex"]
 
@@ -214,9 +214,8 @@ class ScopedVectorIndex:
         cache_vectors: Most vectors held over all blocks, >= 0. Default 250,000 (about 380 MB at 384 dims, the
             size of the HNSW graph's own vectors for as many entries).
         stamp: Given when other processes write to the same ledger (server mode): their writes never pass
-            through this wrapper, so every query of a loaded scope first compares the stamp with the block's size
-            and greatest id and reloads the block when they differ, and :meth:`wants_ann` counts every time
-            instead of following this wrapper's own writes.
+            through this wrapper, so every query of a loaded scope first compares the stamp with the block's own
+            tally (:class:`~memlineage.index._base.ScopeTally`) and reloads the block when they differ.
 
     Example:
         >>> from memlineage.index import InMemoryIndex
@@ -455,11 +454,9 @@ class ScopedVectorIndex:
         """Top-``k`` entries of ``where.user_id`` by cosine similarity, planned by the scope's size."""
         if k <= 0:
             return []
-        # Server mode: the scope's size in the ledger, read outside the lock, tells whether a loaded block missed
+        # Server mode: the scope's stamp in the ledger, read outside the lock, tells whether a loaded block missed
         # another process's writes.
-        expected = None
-        if self._stamp is not None and (self.busy is None or not self.busy()):
-            expected = self._stamp(where.user_id)
+        expected = ledger_stamp(self._stamp, self.busy, where.user_id)
         with self._lock:
             block = self._block(where.user_id, expected)
             if block is not None:

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from memlineage.errors import MissingDependencyError
-from memlineage.index._base import IndexFilter, ScopeTally
+from memlineage.index._base import IndexFilter, ScopeTally, ledger_stamp
 
 __all__ = ["LexicalHit", "LexicalIndex", "date_tokens", "tokenize"]
 
@@ -553,9 +553,7 @@ class LexicalIndex:
         terms = tokenize(text)
         if not terms:
             return []
-        expected = None
-        if self._stamp is not None and (self.busy is None or not self.busy()):  # outside the lock: SQL
-            expected = self._stamp(where.user_id)
+        expected = ledger_stamp(self._stamp, self.busy, where.user_id)  # outside the lock: SQL
         with self._lock:
             ui = self._ensure(where.user_id, expected)
             if ui is None:

@@ -160,10 +160,13 @@ class GraphQueries:
 
     def count_indexable(self, user_id: str, conn: Connection | None = None) -> int:
         """How many of one user's rows belong in the index (the size of the scope's vector search)."""
+        return self._count_in_states(user_id, INDEXABLE_STATES, conn)
+
+    def _count_in_states(self, user_id: str, states: Sequence[str], conn: Connection | None) -> int:
         query = (
             select(func.count())
             .select_from(memories)
-            .where(memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES))
+            .where(memories.c.user_id == user_id, memories.c.index_state.in_(states))
         )
         with self._maybe(conn) as c:
             return int(c.execute(query).scalar_one())
@@ -206,13 +209,7 @@ class GraphQueries:
 
     def count_awaiting_ann(self, user_id: str, conn: Connection | None = None) -> int:
         """How many of one user's indexable rows the ANN index does not hold yet (``exact`` or ``pending``)."""
-        query = (
-            select(func.count())
-            .select_from(memories)
-            .where(memories.c.user_id == user_id, memories.c.index_state.in_(("exact", "pending")))
-        )
-        with self._maybe(conn) as c:
-            return int(c.execute(query).scalar_one())
+        return self._count_in_states(user_id, ("exact", "pending"), conn)
 
     def promote_exact(self, conn: Connection, user_id: str) -> list[str]:
         """Hand one user's ``exact`` rows to the ANN index: they become ``pending`` for the index sync.

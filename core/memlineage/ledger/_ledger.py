@@ -666,19 +666,17 @@ def _activity_update() -> Update:
 
 
 def _without_embedding(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a memory row without its vector (stored in ``ml_embeddings``); a C-level copy, not a comprehension.
-
-    A row without a ``stamp_key`` gets one (see ``Ledger.scope_stamp``).
-    """
+    """A copy of a memory row without its vector (stored in ``ml_embeddings``); a C-level copy, not a comprehension."""
     out = dict(row)
     out.pop("embedding", None)
-    if out.get("stamp_key") is None:
-        out["stamp_key"] = new_stamp_key()
     return out
 
 
 def new_stamp_key() -> int:
-    """A random 31-bit ``stamp_key`` for a new memory row (summed per scope by ``Ledger.scope_stamp``)."""
+    """A random 31-bit ``stamp_key`` for a new memory row (summed per scope by ``Ledger.scope_stamp``).
+
+    A row stored without one counts as 0 on both sides of the comparison (the SQL sums and the in-memory tallies).
+    """
     return random.getrandbits(31)
 
 

@@ -257,7 +257,7 @@ class IndexSync:
         if need:
             for r, v in zip(need, self.embedding.embed([r["content"] for r in need])):
                 r["embedding"] = encode_vector(v)
-        local = self._apply_exact(exact, dropped, fresh=fresh)
+        self._apply_exact(exact, dropped, fresh=fresh)
         if upserts:
             write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
             write(
@@ -275,15 +275,14 @@ class IndexSync:
                     self.ledger.mark_indexed(conn, [(r["id"], r["status"]) for r in upserts + stale])  # stale
                 if removing:
                     self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
-        return removed + local
+        return removed
 
     def _apply_exact(
         self, exact: Sequence[dict[str, Any]], dropped: Sequence[dict[str, Any]], *, fresh: bool = False
-    ) -> int:
+    ) -> None:
         """Bring the in-memory legs of exact-plan rows in line; hand scopes that outgrew the plan to the ANN index.
 
-        Returns:
-            Number of rows dropped (an erased or archived exact row counts as one index entry removed).
+        Only ``fresh`` rows (just inserted) can take a scope past ``exact_max``; a rewrite of known rows cannot.
         """
         put = [r for r in exact if r.get("embedding") is not None]
         moved = [r for r in exact if r.get("embedding") is None]
@@ -300,14 +299,13 @@ class IndexSync:
             self._local("drop_local", [r["id"] for r in dropped])
             self.lexical.delete([r["id"] for r in dropped])
         wants = getattr(self.index, "wants_ann_many", None)
-        users = list(dict.fromkeys(r["user_id"] for r in put))
+        users = list(dict.fromkeys(r["user_id"] for r in put)) if fresh else []
         grown = [u for u, ann in wants(users).items() if ann] if wants is not None and users else []
         for user in grown:  # the scope outgrew the exact plan: its exact rows go to the ANN index, in the background
             with self.ledger.transaction() as conn:
                 ids = self.ledger.promote_exact(conn, user)
             logger.info("scope %s outgrew the exact plan: %d memories handed to the ANN index", user, len(ids))
             self.defer(ids)
-        return len(dropped)
 
     def _local(self, method: str, *args: Any, **kwargs: Any) -> None:
         """Call an in-memory leg method of the vector index (a plain index has none: its entries are all ANN)."""

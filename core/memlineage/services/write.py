@@ -630,7 +630,7 @@ class WritePath:
         attribution: dict[str, str] = {}
         with self.write_mutex:
             (new,), suspect = self._persist([d], self.clock(), attribution_out=attribution)
-        self.syncer.sync([new.id])
+        self.syncer.sync([new.id], fresh=True)  # a new row: it may take its scope past exact_max
         return CascadeReport(
             target=old_id, action="supersede", suspect=suspect, memory=self.reads.get(new.id, scope=scope),
             attribution=attribution,
