@@ -1,0 +1,209 @@
+"""Knowledge updates written by people who never saw the detector: is the current value served, the stale one not?
+
+Suites (``benchmarks/data/updates_<lang>_<split>.json``) were written by helpers who had not read MemLineage's code
+or pattern tables: relocations, jobs, diets, pets, children, corrected numbers and dates, cancelled plans,
+withdrawals, implicit updates with no cue word, updates buried in long messages or spread over two turns; look-alike
+**non-updates** (a sibling's city, a second pet, "I used to live in X", a hypothetical, a friend's news, the same
+attribute of another person); and questions about the **past** value. English (``en``) and Chinese with mixed
+Chinese-English (``zh``). The ``dev`` suites are for development; the ``test`` suites are run once, at the end, and
+their first-run figures are the honest ones (``--suites test``).
+
+The scenarios are dealt to users (at most one per category per user, so a user's facts never conflict across
+scenarios), each user's scenarios interleaved in time in one store, each turn at its day, a session per day; the
+question comes a day after the user's last turn. Every system gets the same turns (user and assistant messages) and
+the same MiniLM vectors (see ``_update_harness.py`` for the systems).
+
+Metrics at k = 3, per suite and system: updates: ``stale@3`` (top 3 holds an outdated turn; lower is better),
+``current@3`` (holds the current turn); non-updates: ``kept@3`` (the still-true fact is in the top 3) and
+``withdrawn`` (an automatic decision superseded or retracted it); past questions: ``past@3`` (the earlier value is in
+the top 3); ``leaks`` (another user's memory served; must be 0); automatic decisions: applied and how many were
+right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
+recorded.
+
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|test|all] [--systems ...]``; writes
+``benchmarks/results/bench_updates.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _update_harness import History, Message, System, make_systems, rank_of  # noqa: E402
+from bench_stale import load_embedder  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+RESULTS = Path(__file__).resolve().parent / "results" / "bench_updates.json"
+SYSTEMS = ("chroma", "chroma+recency", "ml-core", "ml-langchain")
+BASE = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
+K = 3
+
+
+def load_suites(which: str) -> list[dict[str, Any]]:
+    """The scenarios of the ``dev``, ``test`` or ``all`` suites, each tagged with its suite name."""
+    splits = ("dev", "test") if which == "all" else (which,)
+    out = []
+    for path in sorted(DATA.glob("updates_*_*.json")):
+        if path.stem.rsplit("_", 1)[1] not in splits:
+            continue
+        suite = json.loads(path.read_text(encoding="utf-8"))
+        for sc in suite["scenarios"]:
+            out.append({**sc, "suite": suite["suite"]})
+    return out
+
+
+def deal(scenarios: Sequence[dict[str, Any]], seed: int = 11) -> tuple[list[History], list[dict[str, Any]]]:
+    """Users with interleaved scenarios (one per category per user) and the questions to ask them."""
+    rng = random.Random(seed)
+    order = list(scenarios)
+    rng.shuffle(order)
+    users: list[list[dict[str, Any]]] = []
+    for sc in order:
+        for u in users:
+            if len(u) < 5 and all(o["category"] != sc["category"] for o in u):
+                u.append(sc)
+                break
+        else:
+            users.append([sc])
+    histories, asks = [], []
+    for n, group in enumerate(users):
+        h = History(user=f"user{n:03d}")
+        t0 = BASE + timedelta(days=n)
+        for sc in group:
+            start = t0 + timedelta(days=rng.uniform(0, 20), seconds=rng.randrange(3600))
+            for i, turn in enumerate(sc["turns"]):
+                at = start + timedelta(days=float(turn["day"]), seconds=i)
+                session = f"{h.user}-d{(at - BASE).days}"
+                h.messages.append(Message(f"{sc['id']}:{i}:u", "user", turn["user"], at, session))
+                if turn.get("assistant"):
+                    h.messages.append(
+                        Message(f"{sc['id']}:{i}:a", "assistant", turn["assistant"], at + timedelta(seconds=30), session)
+                    )
+        h.messages.sort(key=lambda m: m.at)
+        asked = h.messages[-1].at + timedelta(days=1)
+        histories.append(h)
+        for sc in group:
+            asks.append({"history": h, "scenario": sc, "asked": asked})
+    return histories, asks
+
+
+def _labels(sc: dict[str, Any], field: str) -> set[str]:
+    return {f"{sc['id']}:{i}:u" for i in sc.get(field) or ()}
+
+
+def score(system: System, histories: Sequence[History], asks: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Ask every scenario's question; count per suite (see the module docstring)."""
+    suites: dict[str, dict[str, Any]] = {}
+    decisions = {h.user: system.decisions(h) for h in histories}
+    for a in asks:
+        sc, h = a["scenario"], a["history"]
+        row = suites.setdefault(
+            sc["suite"],
+            {"update": 0, "stale@3": 0, "current@3": 0, "with_current": 0, "non_update": 0, "kept@3": 0,
+             "withdrawn": 0, "past": 0, "past@3": 0},
+        )  # fmt: skip
+        labels = system.ask(h, sc["question"], a["asked"], K)
+        kind = sc["kind"]
+        if kind == "update":
+            row["update"] += 1
+            row["stale@3"] += rank_of(labels, _labels(sc, "stale")) <= K
+            if sc.get("current"):
+                row["with_current"] += 1
+                row["current@3"] += rank_of(labels, _labels(sc, "current")) <= K
+        elif kind == "non_update":
+            row["non_update"] += 1
+            keep = _labels(sc, "keep") or _labels(sc, "current")
+            row["kept@3"] += rank_of(labels, keep) <= K
+            row["withdrawn"] += any(
+                d["target"] in keep and d["outcome"] == "applied" for d in decisions[h.user]
+            )
+        else:
+            row["past"] += 1
+            row["past@3"] += rank_of(labels, _labels(sc, "current")) <= K
+    # automatic decisions: right = a stale turn of a scenario replaced / withdrawn by a later turn of the same one
+    by_id = {a["scenario"]["id"]: a["scenario"] for a in asks}
+    for h in histories:
+        for d in decisions[h.user]:
+            target, statement = d["target"] or "", d["statement"] or ""
+            sid = target.split(":", 1)[0]
+            sc = by_id.get(sid)
+            suite = suites.get(sc["suite"] if sc else "", None)
+            if suite is None:
+                suite = suites.setdefault("(unlabelled)", {})
+            key = "applied" if d["outcome"] == "applied" else "possible"
+            suite[key] = suite.get(key, 0) + 1
+            right = (
+                sc is not None and sc["kind"] in ("update", "past") and target in (_labels(sc, "stale")
+                | (_labels(sc, "current") if sc["kind"] == "past" else set()))
+                and statement.split(":", 1)[0] == sid and int(statement.split(":")[1]) > int(target.split(":")[1])
+            )  # fmt: skip
+            suite[f"{key}_right"] = suite.get(f"{key}_right", 0) + bool(right)
+    return {"suites": suites, "leaks": system.leaks}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--suites", choices=("dev", "test", "all"), default="dev")
+    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--fake-embedder", action="store_true")
+    ap.add_argument("--failures", action="store_true", help="print the scenarios each MemLineage row gets wrong")
+    args = ap.parse_args(argv)
+    scenarios = load_suites(args.suites)
+    if not scenarios:
+        print(f"SKIP: no suites under {DATA}")
+        return 0
+    embedder, label = load_embedder(args.fake_embedder)
+    histories, asks = deal(scenarios)
+    report: dict[str, Any] = {"embedder": label, "suites": args.suites, "users": len(histories), "systems": {}}
+    for system in make_systems(args.systems.split(","), embedder):
+        t0 = time.perf_counter()
+        system.write(histories)
+        report["systems"][system.name] = score(system, histories, asks)
+        report["systems"][system.name]["seconds"] = round(time.perf_counter() - t0, 1)
+        if args.failures and system.name.startswith("ml"):
+            _print_failures(system, asks)
+        system.close()
+    print(f"\nUpdates said the way people say them ({args.suites}; {len(histories)} users in one store, k={K})")
+    header = f"{'suite':<9}{'system':<16}{'stale@3':>9}{'current@3':>11}{'kept@3':>8}{'withdrawn':>10}{'past@3':>8}"
+    print(header + f"{'decisions right/applied':>25}{'possible':>10}")
+    for suite in sorted({sc["suite"] for sc in scenarios}):
+        for name, r in report["systems"].items():
+            s = r["suites"].get(suite, {})
+            dec = f"{s.get('applied_right', 0)}/{s.get('applied', 0)}" if name.startswith("ml") else "-"
+            pos = f"{s.get('possible_right', 0)}/{s.get('possible', 0)}" if name.startswith("ml") else "-"
+            print(
+                f"{suite:<9}{name:<16}{s['stale@3']:>5}/{s['update']:<3}{s['current@3']:>7}/{s['with_current']:<3}"
+                f"{s['kept@3']:>4}/{s['non_update']:<3}{s['withdrawn']:>10}{s['past@3']:>5}/{s['past']:<2}{dec:>25}"
+                f"{pos:>10}"
+            )
+    print("leaks: " + ", ".join(f"{n} {r['leaks']}" for n, r in report["systems"].items()))
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(report, indent=1, default=str))
+    return 0
+
+
+def _print_failures(system: System, asks: Sequence[dict[str, Any]]) -> None:
+    for a in asks:
+        sc, h = a["scenario"], a["history"]
+        labels = system.ask(h, sc["question"], a["asked"], K)
+        bad = (sc["kind"] == "update" and rank_of(labels, _labels(sc, "stale")) <= K) or (
+            sc["kind"] != "update" and rank_of(labels, _labels(sc, "current") or _labels(sc, "keep")) > K
+        )
+        if bad:
+            texts = {m.label: m.text for m in h.messages}
+            print(f"--- {system.name} {sc['id']} ({sc['kind']}, {sc['category']}): {sc['question']}")
+            for lab in labels:
+                print(f"    {lab}: {texts.get(lab or '', '?')[:110]}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
