@@ -132,6 +132,8 @@ class _MemLineage(System):
         self.clock = Clock()
         self.mm = MemoryManager.open(self.dir, embedder=embedder, clock=self.clock)
         self.by_user: dict[str, History] = {}
+        #: Writes the store refused (MemLineageError), as text.
+        self.errors: list[str] = []
 
     def _labels(self, h: History, memories: Sequence[Any]) -> list[str | None]:
         self.leaks += sum(1 for m in memories if m.scope.user_id != h.user)
@@ -168,16 +170,19 @@ class MemLineageCore(_MemLineage):
     name = "ml-core"
 
     def write(self, histories: Sequence[History]) -> None:
-        from memlineage import Scope
+        from memlineage import MemLineageError, Scope
 
         for h in histories:
             self.by_user[h.user] = h
             for m in h.messages:
                 self.clock.now = m.at
-                self.mm.remember(
-                    m.text, scope=Scope(user_id=h.user, session_id=m.session),
-                    source="user" if m.role == "user" else "agent", valid_from=m.at,
-                )  # fmt: skip
+                try:
+                    self.mm.remember(
+                        m.text, scope=Scope(user_id=h.user, session_id=m.session),
+                        source="user" if m.role == "user" else "agent", valid_from=m.at,
+                    )  # fmt: skip
+                except MemLineageError as exc:  # refused input (e.g. invisible characters only): counted
+                    self.errors.append(f"{type(exc).__name__}: {exc}"[:200])
 
     def ask(self, h: History, question: str, at: datetime, k: int) -> list[str | None]:
         from memlineage import Scope
@@ -221,7 +226,10 @@ class MemLineageLangChain(_MemLineage):
                     memory.load_memory_variables(inputs)
                 if answer is not None:
                     self.clock.now = answer.at
-                memory.save_context(inputs, {"output": answer.text if answer else ""})
+                try:
+                    memory.save_context(inputs, {"output": answer.text if answer else ""})
+                except Exception as exc:  # noqa: BLE001 - a real agent would have crashed here: counted
+                    self.errors.append(f"{type(exc).__name__}: {exc}"[:200])
 
     def ask(self, h: History, question: str, at: datetime, k: int) -> list[str | None]:
         from memlineage import Scope

@@ -36,6 +36,7 @@ from memlineage.reconcile import (
     tool_slot,
     withdraws,
 )
+from memlineage.reconcile._signals import asserting_text
 
 __all__ = ["detect_updates"]
 
@@ -201,16 +202,22 @@ def _statement(ports: _Ports, d: Any, now: datetime) -> Statement | None:
     if d.kind is MemoryKind.WORKING:
         return None
     source = str(d.source)
+    content = d.content
     if d.source.kind is SourceKind.USER:
+        # only what the statement asserts about the present can update anything: not its questions, requests,
+        # suppositions or past states ("If I moved to Lisbon...", "I used to live in Phoenix")
+        content = asserting_text(d.content)
+        if not content:
+            return None
         if d.slot is None:
-            slot, value = slot_of(d.content)
+            slot, value = slot_of(content)
             features = d.extra_rows.get("_features")
             if slot is None and features is not None and getattr(features, "slot", None):
                 slot, value = features.slot, features.slot_value  # a model-based extractor named the slot
             if slot is not None:
                 d.slot, d.slot_value, d.auto_slot = slot, value, True
         elif d.slot_value is None:
-            d.slot_value = slot_of(d.content)[1]
+            d.slot_value = slot_of(content)[1]
     elif d.source.kind is SourceKind.TOOL:
         if d.slot is None:
             slot = tool_slot(source, _tool_arguments(ports, d))
@@ -220,7 +227,7 @@ def _statement(ports: _Ports, d: Any, now: datetime) -> Statement | None:
     elif d.slot is None:
         return None  # agent text, reasoning, consolidation...: never matched by content (no silent overrides)
     return Statement(
-        content=d.content, source=source, slot=d.slot, slot_value=d.slot_value, valid_from=d.valid_from or now
+        content=content, source=source, slot=d.slot, slot_value=d.slot_value, valid_from=d.valid_from or now
     )
 
 
@@ -259,11 +266,11 @@ def _candidates(
     call (see :class:`_Reads`).
     """
     user_statement = d.source.kind is SourceKind.USER
-    cjk = has_cjk(d.content)
+    cjk = has_cjk(st.content)
     # Nearest statements by vector only when something in the statement could revise a slot-less one
     # (a correction cue, a replacement, a withdrawal, a number of the speaker's state): plain records pay none.
-    revises = user_statement and (broad or may_revise(d.content))
-    recent = user_statement and (cjk or withdraws(d.content))
+    revises = user_statement and (broad or may_revise(st.content))
+    recent = user_statement and (cjk or withdraws(st.content))
     if not (st.slot or revises or recent):
         # a plain record reads nothing: no connection is opened and no query is built for it (bulk ingest)
         return _batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk)

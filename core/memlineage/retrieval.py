@@ -53,6 +53,9 @@ class RecallHit:
         lineage: Short lineage summary, e.g. ``tool:flight_api ← 2 premises, trust 0.80``.
         flags: Warnings attached by policies, e.g. ``("suspect",)`` or ``("stale",)``.
         decisions: Policy decisions that touched this memory.
+        newer: Id of a later memory of the same speaker that answers the query the same way (read-time conflict
+            resolution, :mod:`memlineage.reconcile`); this hit is then demoted and flagged ``"older"``. None
+            otherwise.
     """
 
     memory: Memory
@@ -61,6 +64,7 @@ class RecallHit:
     lineage: str = ""
     flags: tuple[str, ...] = ()
     decisions: tuple[Any, ...] = ()
+    newer: str | None = None
 
     @property
     def id(self) -> str:
@@ -95,6 +99,8 @@ class Trace:
         legs: Candidate count per retrieval leg (``vector``, ``lexical``).
         timings_ms: Wall time per stage, in milliseconds.
         decisions: Every policy decision taken during the read.
+        conflicts: Memories demoted because a later one of the same speaker answers the query the same way
+            (:class:`memlineage.reconcile.Conflict`: older, newer, reason).
     """
 
     query: str
@@ -104,6 +110,7 @@ class Trace:
     legs: dict[str, int] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     decisions: list[Any] = field(default_factory=list)
+    conflicts: list[Any] = field(default_factory=list)
 
     def reasons(self) -> dict[str, str]:
         """``{memory_id: reason}`` for every excluded candidate."""
@@ -180,6 +187,9 @@ class RetrievalConfig:
             is the Hotel Miramar?") or a request ("Find me the Eurostar fare."). It asserts nothing, yet it
             resembles the next query about the same thing more than the statement that answers it. 1 = no
             effect. Default 0.6.
+        older_weight: Multiplier in [0, 1] on the score of a memory that a later memory of the same speaker
+            restates for the query (read-time conflict resolution, :mod:`memlineage.reconcile`); it also ranks
+            below that memory. 1 = reorder only. Default 0.5.
     """
 
     fusion: str = "weighted"
@@ -192,6 +202,7 @@ class RetrievalConfig:
     recency_half_life_s: float = 30 * 86_400.0
     contiguity: float = 0.3
     request_weight: float = 0.6
+    older_weight: float = 0.5
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -200,7 +211,7 @@ class RetrievalConfig:
         if self.rrf_k <= 0 or self.candidates < 1 or self.recency_half_life_s <= 0:
             msg = "rrf_k, candidates and recency_half_life_s must be positive"
             raise ConfigurationError(msg)
-        for name in ("value_weight", "recency_weight", "contiguity", "request_weight"):
+        for name in ("value_weight", "recency_weight", "contiguity", "request_weight", "older_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 msg = f"{name} must be in [0, 1], got {getattr(self, name)}"
                 raise ConfigurationError(msg)

@@ -100,6 +100,13 @@ class LanguageTable:
     single_valued: frozenset[str]
     categories: tuple[tuple[str, re.Pattern[str]], ...]
     slots: tuple[SlotRule, ...]
+    hypothetical: tuple[re.Pattern[str], ...] = ()
+    past_markers: tuple[re.Pattern[str], ...] = ()
+    additive: tuple[re.Pattern[str], ...] = ()
+    past_query: tuple[re.Pattern[str], ...] = ()
+    people: tuple[re.Pattern[str], ...] = ()
+    self_subject: tuple[re.Pattern[str], ...] = ()
+    answer_types: tuple[tuple[str, re.Pattern[str]], ...] = ()
 
     def any_of(self, *fields: str) -> AnyOf:
         """The patterns of the named pattern fields as one matcher, built once per table and tuple of fields.
@@ -171,6 +178,16 @@ def _load(language: str) -> LanguageTable:
             for name, pattern in (data.get("categories") or {}).items()
         ),
         slots=slots,
+        hypothetical=_compile(data.get("hypothetical"), f"{language}:hypothetical"),
+        past_markers=_compile(data.get("past_markers"), f"{language}:past_markers"),
+        additive=_compile(data.get("additive"), f"{language}:additive"),
+        past_query=_compile(data.get("past_query"), f"{language}:past_query"),
+        people=_compile(data.get("people"), f"{language}:people"),
+        self_subject=_compile(data.get("self_subject"), f"{language}:self_subject"),
+        answer_types=tuple(
+            (str(name), _compile([pattern], f"{language}:answer_types")[0])
+            for name, pattern in (data.get("answer_types") or {}).items()
+        ),
     )
 
 

@@ -30,6 +30,7 @@ Two reconcilers ship:
 
 from __future__ import annotations
 
+from memlineage.reconcile._compete import Conflict, competes, resolve_conflicts
 from memlineage.reconcile._llm import LLMReconciler
 from memlineage.reconcile._model import Action, Candidate, Decision, Reconciler, Statement
 from memlineage.reconcile._rules import RuleReconciler
@@ -39,16 +40,19 @@ from memlineage.reconcile._text import may_revise, may_update, slot_of, tool_slo
 __all__ = [
     "Action",
     "Candidate",
+    "Conflict",
     "Decision",
     "LLMReconciler",
     "Reconciler",
     "RuleReconciler",
     "Statement",
+    "competes",
     "competing_key",
     "may_revise",
     "may_update",
     "near_duplicates",
     "newest_first",
+    "resolve_conflicts",
     "slot_of",
     "tool_slot",
     "withdraws",

@@ -19,7 +19,7 @@ from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
 from memlineage.models import Memory, MemoryKind, Relation, Scope, Status, check_text, normalize_tags, to_epoch
 from memlineage.ports import Clock, LexicalIndex, PolicyGate, ValueGate, VectorIndex
-from memlineage.reconcile import newest_first
+from memlineage.reconcile import newest_first, resolve_conflicts
 from memlineage.retrieval import CandidateFilter, RecallResult, RetrievalConfig, Trace, hybrid_recall
 from memlineage.services._checks import check_read_args, kind_values
 from memlineage.services._rows import edge_row
@@ -132,9 +132,16 @@ class Recall:
         hits = self.policy.annotate(hits, tr)
         hits = self.value.rerank(hits, now)
         hits.sort(key=lambda h: (-h.score, h.memory.id))
-        # two live values of one attribute: the later event ranks first (among the hits that can reach the top k)
+        # two live values of one attribute, or two statements of one speaker that answer the query the same way:
+        # the later event ranks first and the earlier is demoted (among the hits that can reach the top k)
         window = max(2 * k, k + 10)
-        hits = (newest_first(hits[:window]) + hits[window:])[:k]
+        head = newest_first(hits[:window])
+        links = self.ledger.possible_updates(scope.user_id, [h.memory.id for h in head]) if len(head) > 1 else {}
+        vectors = self.ledger.vectors([h.memory.id for h in head]) if len(head) > 1 else {}
+        head, tr.conflicts = resolve_conflicts(
+            query, head, links=links, vectors=vectors, older_weight=self.retrieval.older_weight
+        )
+        hits = (head + hits[window:])[:k]
         if hits and (reinforce or activity_id):
             self._mark_used([h.memory for h in hits], activity_id, now)
         return RecallResult(hits, tr)

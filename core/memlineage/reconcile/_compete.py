@@ -1,0 +1,231 @@
+"""Read-time conflict resolution: among memories that compete for one query, the later statement ranks first.
+
+Update detection at write time can miss a correction (a wording no table knows, an update spread over two turns,
+a value buried in a long message). Recall therefore checks the memories it is about to serve: two live memories of
+the same speaker *compete* for a query when they answer it in the same way, i.e. their clauses that best match the
+query say nearly the same about the same subject (word similarity of those clauses, see
+:func:`~memlineage.reconcile._signals.clause_similarity`), or when update detection recorded the newer one as a
+*possible update* of the older. The later one by event time then ranks first and the earlier is demoted: it goes
+after every other hit of the window (it is served when nothing else relevant is left; its score is multiplied by
+``older_weight`` and capped below the last hit ahead of it) and is marked with the newer one's id; nothing is
+written.
+
+What never competes: a clause that does not state the present (a question, a request, a supposition, a past state:
+"I used to live in Phoenix"), an addition ("we also got a kitten"), clauses about different people ("my daughter is
+7" / "my son is 10"), an older clause that answers more of the query than the newer one ("how old is my daughter?"),
+a newer statement from a source that may not update the older (an agent never outranks what the user said; a
+tool's result only an earlier result of the same tool for the same arguments). A query about the past ("where did
+I live before?", "what was the first quote?") leaves the order as relevance made it, so the older memory is found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from memlineage.extractors._patterns import has_cjk
+from memlineage.extractors._rules import transcript_speaker
+from memlineage.models import Memory, SourceKind
+from memlineage.reconcile._signals import (
+    answer_type,
+    asks_about_past,
+    clause_similarity,
+    focus,
+    query_terms,
+    values_of,
+    values_of_query,
+)
+
+__all__ = ["Conflict", "competes", "resolve_conflicts"]
+
+#: Clause similarity at or above which two statements of one speaker answer a query in the same way.
+COMPETE_SIMILARITY = 0.3
+#: Cosine similarity of the two memories' vectors at or above which they answer a query in the same way although
+#: their words differ ("Rent is $1,850 a month" / "the renewal: $2,040 starting next month").
+COMPETE_COSINE = 0.5
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Two recalled memories competing for one query; ``newer`` ranks first, ``older`` is demoted.
+
+    Attributes:
+        older: Id of the demoted (earlier) memory.
+        newer: Id of the later memory that ranks first.
+        reason: Why they compete, in words.
+        similarity: Word similarity of their clauses that match the query, in [0, 1] (None for a recorded
+            possible update).
+        decision: Id of the ``possible_update`` decision that linked them, when one did.
+    """
+
+    older: str
+    newer: str
+    reason: str
+    similarity: float | None = None
+    decision: str | None = None
+
+
+def _when(m: Memory) -> datetime:
+    t = m.valid_from or m.recorded_at or m.created_at
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def _may_outrank(newer: Memory, older: Memory) -> bool:
+    """Whether ``newer``'s source may stand for a later value of what ``older`` said (see the module docstring)."""
+    new_kind, old_kind = newer.source.kind, older.source.kind
+    if transcript_speaker(newer.content) != transcript_speaker(older.content):
+        return False
+    if new_kind is SourceKind.USER:
+        return old_kind in (SourceKind.USER, SourceKind.AGENT)
+    if new_kind is SourceKind.TOOL:
+        return str(newer.source) == str(older.source) and newer.slot is not None and newer.slot == older.slot
+    return str(newer.source) == str(older.source) and old_kind is not SourceKind.USER
+
+
+def competes(
+    query: str,
+    older: Memory,
+    newer: Memory,
+    *,
+    cosine: float | None = None,
+    relevance: tuple[float, float] | None = None,
+) -> tuple[str, float] | None:
+    """Whether ``newer`` answers ``query`` the way ``older`` does, as a later statement of the same speaker.
+
+    Args:
+        query: The recall query.
+        older: The earlier memory (by event time).
+        newer: The later memory.
+        cosine: Cosine similarity of the two memories' vectors in [-1, 1], when known: close meaning counts
+            like shared words (at :data:`COMPETE_COSINE`), when the newer one is about as relevant to the query.
+        relevance: ``(older, newer)`` relevance to the query in [0, 1], when known; the newer one must reach half
+            the older one's for closeness in meaning to count.
+
+    Returns:
+        ``(reason, similarity)`` when they compete, else None. Similarity is in [0, 1], higher = closer.
+    """
+    if not _when(older) < _when(newer) or not _may_outrank(newer, older):
+        return None
+    wanted = query_terms(query)
+    kind = answer_type(query)
+    best: tuple[float, Any, Any] | None = None
+    eligible = False  # some pair of clauses passed every check but similarity
+    other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
+    for cb in focus(newer.content, wanted):
+        if not cb.asserts_present or cb.additive:
+            continue
+        for ca in focus(older.content, wanted):
+            if ca.question or ca.hypothetical:
+                continue  # nothing to replace
+            if ca.subject is not None and cb.subject is not None and ca.subject != cb.subject:
+                continue  # about different people
+            qa, qb = wanted & (ca.terms | ca.keys), wanted & (cb.terms | cb.keys)
+            if not (ca.keys ^ cb.keys) and qb and qa - qb and qb <= qa:
+                # no entity, number or date changed, and the newer clause leaves out a word of the query the older
+                # one answers: another context ("tea in the evening" for "what do I drink in the morning?")
+                continue
+            eligible = True
+            if kind is not None and other_value is None:
+                # the values the question names itself ("How old is Theo?") are not its answer
+                asked = wanted | {k.casefold() for k in values_of_query(query, kind)}
+                va, vb = values_of(ca, kind) - asked, values_of(cb, kind) - asked
+                if va and vb and va != vb:
+                    other_value = (va, vb)
+            sim = clause_similarity(ca, cb)
+            if best is None or sim > best[0]:
+                best = (sim, ca, cb)
+    if best is None or best[0] < COMPETE_SIMILARITY:
+        cjk = has_cjk(older.content + newer.content)  # the default embedder is English: no cosine for Chinese
+        if other_value is not None and (relevance is None or relevance[1] >= 0.2 * relevance[0]):
+            # both give a value of the kind the question asks for, and the values differ, and the two statements
+            # are related in meaning or share words (more so for "what/which", the least specific kind)
+            strict = kind == "entity"
+            words = best[0] if best is not None else 0.0
+            close = not cjk and cosine is not None and cosine >= (0.45 if strict else 0.35)
+            if close or words >= (0.25 if strict else 0.15):
+                old_v, new_v = "/".join(sorted(other_value[0])[:2]), "/".join(sorted(other_value[1])[:2])
+                score = cosine if cosine is not None else (best[0] if best is not None else 0.0)
+                return f"a later statement of the same speaker gives another {kind}: {old_v} → {new_v}", round(
+                    float(score), 3
+                )
+        relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
+        if eligible and relevant and cosine is not None and cosine >= COMPETE_COSINE and not cjk:
+            return "a later statement of the same speaker is close in meaning", round(float(cosine), 3)
+        return None
+    sim, ca, cb = best
+    changed = sorted((cb.keys - ca.keys) | (ca.keys - cb.keys))
+    reason = "a later statement of the same speaker says the same about it"
+    if changed:
+        reason += f" with {'/'.join(changed[:4])[:60]} changed"
+    return reason, round(sim, 3)
+
+
+def resolve_conflicts(
+    query: str,
+    hits: Sequence[Any],
+    *,
+    links: Mapping[tuple[str, str], str] | None = None,
+    vectors: Mapping[str, Any] | None = None,
+    older_weight: float = 0.5,
+) -> tuple[list[Any], list[Conflict]]:
+    """Order competing hits newest first and demote the older ones (see the module docstring).
+
+    Args:
+        query: The recall query.
+        hits: Ranked hits, best first (``RecallHit``-like dataclasses with ``memory``, ``score``, ``scores``,
+            ``flags`` and ``newer``).
+        links: ``{(older_id, newer_id): decision_id}`` of recorded possible updates among the hits.
+        vectors: The hits' stored vectors by memory id (numpy arrays), for closeness in meaning.
+        older_weight: Multiplier in [0, 1] on a demoted hit's score.
+
+    Returns:
+        The hits in their new order (demoted ones with ``newer`` set, flag ``"older"`` and ``scores["older"]``),
+        and the conflicts found. A query about the past returns the hits unchanged.
+    """
+    n = len(hits)
+    if n < 2 or asks_about_past(query):
+        return list(hits), []
+    links = links or {}
+    unit = {}
+    for mid, vec in (vectors or {}).items():
+        norm = float(np.linalg.norm(vec))
+        if norm > 0:
+            unit[mid] = np.asarray(vec, dtype=np.float32) / norm
+    order = sorted(range(n), key=lambda i: _when(hits[i].memory))
+    newest_rival: dict[int, Conflict] = {}
+    for pos, i in enumerate(order):
+        for j in order[pos + 1 :]:
+            a, b = hits[i].memory, hits[j].memory
+            decision = links.get((a.id, b.id))
+            if decision is not None and _may_outrank(b, a) and _when(a) < _when(b):
+                found: Conflict | None = Conflict(a.id, b.id, "recorded as a possible update", None, decision)
+            else:
+                va, vb = unit.get(a.id), unit.get(b.id)
+                cosine = float(va @ vb) if va is not None and vb is not None and va.shape == vb.shape else None
+                rel = (hits[i].scores.get("relevance", hits[i].score), hits[j].scores.get("relevance", hits[j].score))
+                verdict = competes(query, a, b, cosine=cosine, relevance=rel)
+                found = Conflict(a.id, b.id, verdict[0], verdict[1]) if verdict else None
+            if found is not None:
+                newest_rival[i] = found  # later j overwrite: the newest competitor wins
+    if not newest_rival:
+        return list(hits), []
+    # The demoted go after every other hit (the older value is served when nothing else is left), newest rival
+    # first; their scores are capped below the last hit kept ahead, so the order stays monotone in score.
+    kept = [h for i, h in enumerate(hits) if i not in newest_rival]
+    floor = min((h.score for h in kept), default=1.0)
+    demoted = []
+    for i, c in newest_rival.items():
+        h = hits[i]
+        score = round(min(h.score * older_weight, floor * 0.999), 6)
+        demoted.append(
+            replace(
+                h, score=score, scores={**h.scores, "older": 1.0, "final": score}, flags=(*h.flags, "older"),
+                newer=c.newer,
+            )
+        )  # fmt: skip
+    demoted.sort(key=lambda h: -h.score)
+    return kept + demoted, list(newest_rival.values())

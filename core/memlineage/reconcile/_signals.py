@@ -1,0 +1,325 @@
+"""Generic signals of update detection: clauses, their terms and keys, who they are about, what they assert.
+
+Update detection must work without the statement matching a pattern (issue 24). What it compares instead is
+language-neutral: the clauses of two statements, their content terms (stemmed English words, CJK bigrams), their
+key tokens (entities, numbers, dates), who each clause is about (the speaker, another person, unknown) and whether
+a clause asserts the present at all (not a question, a supposition, a past state or an addition). The pattern tables
+supply only high-precision cues for the last two (``hypothetical``, ``past_markers``, ``additive``, ``people``,
+``self_subject``, ``past_query`` in ``extractors/patterns/*.yaml``); a clause they say nothing about is compared on
+its words alone.
+
+Everything here is a pure function of the text, cached (memories are immutable).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from memlineage.extractors._patterns import LanguageTable, tables_for
+from memlineage.extractors._rules import strip_transcript_prefix
+from memlineage.index.lexical import tokenize
+from memlineage.reconcile._text import _key_tokens, clauses
+from memlineage.retrieval import is_question, is_request
+
+__all__ = [
+    "Clause",
+    "answer_type",
+    "asserting_text",
+    "asks_about_past",
+    "clause_similarity",
+    "clauses_of",
+    "focus",
+    "query_terms",
+    "values_of",
+]
+
+#: Words that carry no subject matter of their own in a comparison of two statements (cues, fillers, time adverbs).
+_GENERIC = frozenset(
+    """actual actually now current currently new just still again today yesterday tomorrow week weekend month year
+    day days got get gets getting go going went thing things really realli pretty bit lot lots like think know want
+    need said say tell told thank thanks okay ok yeah yes hey hi oh well sure good great also anyway btw""".split()
+)
+_CJK_GENERIC = frozenset(
+    "现在 其实 已经 刚刚 最近 一下 一个 这个 那个 我们 你们 他们 就是 还是 不是 没有 可以 觉得 知道".split()
+)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One clause of a statement and what update detection reads from it.
+
+    Attributes:
+        text: The clause.
+        terms: Content terms (stemmed English words, CJK bigrams), without key tokens and generic words.
+        keys: Key tokens: entities, numbers and dates, case-folded (what a correction changes).
+        subject: ``"self"`` (the speaker), another person's role (``"sister"``, ``"女儿"``) or None (unknown).
+        asks: A question or a request: it asserts nothing new.
+        question: A question (a request may still name a value: "the password is X, put it in the manual please").
+        hypothetical: A supposition, a plan weighed, a wish.
+        past: A state that held before ("used to", 以前).
+        additive: An addition ("also", "another", 还有).
+    """
+
+    text: str
+    terms: frozenset[str]
+    keys: frozenset[str]
+    subject: str | None
+    asks: bool
+    question: bool
+    hypothetical: bool
+    past: bool
+    additive: bool
+
+    @property
+    def asserts_present(self) -> bool:
+        """Whether the clause states something as true now (it can hold a current value)."""
+        return not (self.asks or self.hypothetical or self.past)
+
+
+def _terms(text: str, keys: frozenset[str]) -> frozenset[str]:
+    folded_keys = {k for key in keys for k in tokenize(key, dates=False)}
+    out = set()
+    for t in tokenize(text, dates=False):
+        if t in folded_keys or t.isdigit() or t in _GENERIC or t in _CJK_GENERIC:
+            continue
+        if not t.isascii() and len(t) < 2:
+            continue  # CJK unigrams: the bigrams carry the words
+        out.add(t)
+    return frozenset(out)
+
+
+def _subject(table: LanguageTable, text: str) -> str | None:
+    head = text.lstrip(" \t\"'“‘([-—–*•")
+    for pattern in table.people:
+        m = pattern.match(head)
+        if m:
+            return str(m.group("who")).casefold().rstrip("s") if table.language == "en" else str(m.group("who"))
+    for pattern in table.self_subject:
+        if pattern.match(head):
+            return "self"
+    return None
+
+
+def _any(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
+    return any(p.search(text) for p in patterns)
+
+
+@lru_cache(maxsize=32768)
+def clauses_of(text: str) -> tuple[Clause, ...]:
+    """The clauses of a statement with their signals (sentences, then the table's ``clause_breaks``).
+
+    Example:
+        >>> [c.subject for c in clauses_of("I live in Paris. My sister lives in Rome.")]
+        ['self', 'sister']
+    """
+    body = strip_transcript_prefix(text)
+    out: list[Clause] = []
+    for sentence in (s for s in _SENTENCE.split(body) if s and s.strip()):
+        table = tables_for(sentence)[0]
+        sentence_question = is_question(sentence)
+        sentence_asks = sentence_question or is_request(sentence)
+        for part in clauses(sentence):
+            keys = frozenset(_key_tokens(part))
+            out.append(
+                Clause(
+                    text=part,
+                    terms=_terms(part, keys),
+                    keys=keys,
+                    subject=_subject(table, part),
+                    asks=sentence_asks,
+                    question=sentence_question,
+                    hypothetical=_any(table.hypothetical, part),
+                    past=_any(table.past_markers, part),
+                    additive=_any(table.additive, part),
+                )
+            )
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def query_terms(query: str) -> frozenset[str]:
+    """The content terms of a query, as :class:`Clause` ``terms`` (keys included: a query names what it wants)."""
+    out = set()
+    for t in tokenize(query, dates=False):
+        if t in _GENERIC or t in _CJK_GENERIC or (not t.isascii() and len(t) < 2):
+            continue
+        out.add(t)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=4096)
+def asks_about_past(query: str) -> bool:
+    """Whether a query asks for an earlier value ("before", "originally", "at first", 以前, 一开始...)."""
+    return any(_any(t.past_query, query) for t in tables_for(query)[:1])
+
+
+def focus(text: str, wanted: frozenset[str]) -> tuple[Clause, ...]:
+    """The clauses of ``text`` that share the most ``wanted`` terms (all clauses when none shares any).
+
+    Example:
+        >>> [c.text for c in focus("We bought a car. I live in Oslo.", query_terms("where do I live"))]
+        ['I live in Oslo.']
+    """
+    parts = clauses_of(text)
+    best, out = 0, []
+    for c in parts:
+        n = len(c.terms & wanted) + len(c.keys & wanted)
+        if n > best:
+            best, out = n, [c]
+        elif n == best and n > 0:
+            out.append(c)
+    return tuple(out) if best > 0 else parts
+
+
+def clause_similarity(a: Clause, b: Clause) -> float:
+    """Word similarity of two clauses in [0, 1]: the larger of Jaccard and 0.75 × the overlap coefficient.
+
+    Terms and the key tokens both clauses name count; a key only one of them names (the changed value) does not
+    count against them. The overlap coefficient (shared terms over the smaller set) lets a short restatement match a
+    longer clause; it is discounted, and needs two shared terms, so that two clauses sharing one word of two are not
+    taken for the same statement.
+    """
+    shared_keys = a.keys & b.keys
+    ta, tb = a.terms | shared_keys, b.terms | shared_keys
+    if not ta or not tb:
+        return 0.0
+    shared = len(ta & tb)
+    if shared == 0:
+        return 0.0
+    jaccard = shared / len(ta | tb)
+    overlap = shared / min(len(ta), len(tb))
+    return max(jaccard, 0.75 * overlap if shared >= 2 else 0.0)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# What a question asks for, and the values of that kind a clause gives
+# ------------------------------------------------------------------------------------------------------------
+@lru_cache(maxsize=4096)
+def answer_type(query: str) -> str | None:
+    """The kind of value a question asks for: ``time``, ``place``, ``number``, ``entity`` or None.
+
+    From the table's ``answer_types`` (tried in order: "when" before "what"). A question that asks for no value
+    ("Am I still vegan?") has none.
+
+    Example:
+        >>> answer_type("How much is our rent?"), answer_type("Where do we live now?"), answer_type("Am I vegan?")
+        ('number', 'place', None)
+    """
+    table = tables_for(query)[0]
+    for name, pattern in table.answer_types:
+        if pattern.search(query):
+            return name
+    return None
+
+
+_DIGITS = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+}
+_ORDINALS = {
+    w: i
+    for i, w in enumerate(
+        "zeroth first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
+        "fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split()
+    )
+}
+_WORD = re.compile(r"[a-z]+")
+_CJK_NUMBER = re.compile(
+    r"[零一二两三四五六七八九十百千万]+(?=[岁个只辆口次年位瓶杯斤层楼块元万点号月日天周届级套间]|$)"
+)
+_CJK_DIGIT = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_TIME = re.compile(
+    r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|"
+    r"june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b(?:\s+\d{1,2}(?:st|nd|rd|th)?)?|"
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b\d{4}-\d{2}-\d{2}\b|"
+    r"(?:周|星期|礼拜)[一二三四五六日天]|[零一二两三四五六七八九十\d]{1,3}(?:点(?:半|[零一二三四五六七八九十\d]{1,3}分?)?|月(?:[零一二三四五六七八九十\d]{1,3}[日号])?|[日号])",
+    re.IGNORECASE,
+)
+_CJK_PLACE = re.compile(
+    r"(?:在|到|去|回|住|搬到|搬去|调到|定居)([\u4e00-\u9fff]{2,4}?)(?=市|省|区|县|了|的|，|。|工作|上班|住|生活|定居|买|租|$)"
+)
+
+
+def _cjk_number(text: str) -> int | None:
+    if "十" in text and len(text) <= 3:
+        tens, _, units = text.partition("十")
+        return _CJK_DIGIT.get(tens, 1) * 10 + _CJK_DIGIT.get(units, 0)
+    if all(ch in _CJK_DIGIT for ch in text):
+        return int("".join(str(_CJK_DIGIT[ch]) for ch in text))
+    return None
+
+
+@lru_cache(maxsize=32768)
+def _numbers(text: str) -> frozenset[str]:
+    out = {n.replace(",", "") for n in _DIGITS.findall(text)}
+    for w in _WORD.findall(text.casefold()):
+        if w in _NUMBER_WORDS:
+            out.add(str(_NUMBER_WORDS[w]))
+        elif w in _ORDINALS:
+            out.add(str(_ORDINALS[w]))
+    for m in _CJK_NUMBER.finditer(text):
+        n = _cjk_number(m.group(0))
+        if n is not None:
+            out.add(str(n))
+    return frozenset(out)
+
+
+def values_of(clause: Clause, kind: str) -> frozenset[str]:
+    """The values of one kind a clause gives (``time``, ``place``, ``number``, ``entity``), normalised.
+
+    Numbers include number words and ordinals ("fifth" → 5) and Chinese numerals; times include clock times,
+    weekdays, months and dates; places and entities are the clause's named entities (for Chinese, the place after
+    在/到/去/搬到...); an entity may also be a number or an identifier ("lanternfish-0930").
+
+    Example:
+        >>> values_of(clauses_of("Theo's fifth birthday was yesterday")[0], "number")
+        frozenset({'5'})
+    """
+    text = clause.text
+    if kind == "time":
+        return frozenset(m.group(0).casefold() for m in _TIME.finditer(text))
+    if kind == "number":
+        return _numbers(text)
+    named = {k for k in clause.keys if not _DIGITS.fullmatch(k) and not _TIME.fullmatch(k)}
+    named = {k[:-2] if k.endswith(("'s", "’s")) else k for k in named}
+    named |= {m.group(1) for m in _CJK_PLACE.finditer(text)}
+    if kind == "entity":  # identifiers with letters and digits ("lanternfish-0930"), not bare numbers
+        named |= {k for k in clause.keys if any(ch.isdigit() for ch in k) and any(ch.isalpha() for ch in k)}
+    return frozenset(named)
+
+
+def values_of_query(query: str, kind: str) -> frozenset[str]:
+    """The values of one kind a question names itself (``"Theo"`` in "How old is Theo?"): never its answer."""
+    return frozenset(v for c in clauses_of(query) for v in values_of(c, kind))
+
+
+@lru_cache(maxsize=16384)
+def asserting_text(text: str) -> str:
+    """``text`` without its clauses that assert nothing about the present (questions, requests, suppositions,
+    past states); ``""`` when no clause does. The text itself when every clause asserts (the common case).
+
+    Update detection reads only this part: "If I moved to Lisbon, what would rent be?" holds no new residence, and
+    "Switched carriers, my new number is 628-555-0147. Can you redo the form?" still holds the new number.
+
+    Example:
+        >>> asserting_text("My new number is 628-555-0147. Can you redo the form?")
+        'My new number is 628-555-0147.'
+        >>> asserting_text("Hypothetically, if I relocated to Vancouver, how much more would rent be?")
+        ''
+    """
+    parts = clauses_of(text)
+    keep = [c for c in parts if c.asserts_present]
+    if len(keep) == len(parts):
+        return text
+    if not keep:
+        return ""
+    body = strip_transcript_prefix(text)
+    prefix = text[: len(text) - len(body)]
+    return prefix + " ".join(c.text for c in keep)
