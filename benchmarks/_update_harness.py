@@ -199,6 +199,7 @@ class MemLineageLangChain(_MemLineage):
 
     def write(self, histories: Sequence[History]) -> None:
         from memlineage import Scope
+
         from memlineage_langchain import LineageMemory
 
         for h in histories:
@@ -233,6 +234,7 @@ class MemLineageLangChain(_MemLineage):
 
     def ask(self, h: History, question: str, at: datetime, k: int) -> list[str | None]:
         from memlineage import Scope
+
         from memlineage_langchain import LineageMemory
 
         self.clock.now = at

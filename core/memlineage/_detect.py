@@ -26,6 +26,8 @@ from memlineage.ledger import Ledger, row_to_memory
 from memlineage.ledger._schema import activities, memories
 from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, from_epoch, new_id
 from memlineage.reconcile import (
+    APPLY_CONFIDENCE,
+    POSSIBLE_CONFIDENCE,
     Action,
     Candidate,
     Reconciler,
@@ -58,7 +60,7 @@ BATCH_SIMILARITY = 0.6
 _COLUMNS = (
     memories.c.id, memories.c.user_id, memories.c.agent_id, memories.c.kind, memories.c.status,
     memories.c.source_kind, memories.c.source_name, memories.c.content, memories.c.slot, memories.c.valid_from,
-    memories.c.recorded_at,
+    memories.c.recorded_at, memories.c.session_id,
 )  # fmt: skip
 
 #: Runs update / delete policies (operation, memories, scope, source); raises on a refusal, its result is unused.
@@ -107,6 +109,7 @@ def detect_updates(
     # A model judges meaning, so it sees the nearest statements of every user statement; the rules only need them
     # where a cue, replacement, withdrawal or number could revise a statement without a slot.
     broad = bool(getattr(reconciler, "wants_neighbours", False))
+    recent_always = bool(getattr(reconciler, "wants_recent", False))
     position = {id(d): i for i, d in enumerate(drafts)}
     ids = {id(d): d.extra_rows.setdefault("id", new_id()) for d in todo}
     pending: list[tuple[Any, Statement, list[Candidate]]] = []
@@ -116,7 +119,9 @@ def detect_updates(
         st = _statement(ports, d, now)
         same_scope = earlier.setdefault((d.scope.user_id, d.scope.agent_id), _Earlier())
         if st is not None and d.supersedes is None:
-            cands = _candidates(ports, d, st, same_scope, ids, now, broad=broad, reads=reads)
+            cands = _candidates(
+                ports, d, st, same_scope, ids, now, broad=broad, recent_always=recent_always, reads=reads
+            )
             if cands:
                 pending.append((d, st, cands))
         same_scope.append(d)
@@ -129,6 +134,10 @@ def detect_updates(
     for (d, _st, cands), decision in zip(pending, decisions, strict=True):
         known = {c.id: c for c in cands}
         if decision.action is Action.NEW or decision.target not in known or decision.target in claimed:
+            continue
+        if decision.action in (Action.UPDATE, Action.CONTRADICT) and decision.confidence < APPLY_CONFIDENCE:
+            if decision.action is Action.UPDATE and decision.confidence >= POSSIBLE_CONFIDENCE:
+                d.possible.append(decision)  # recorded with the new memory; changes no status
             continue
         target = decision.target
         assert target is not None
@@ -227,8 +236,9 @@ def _statement(ports: _Ports, d: Any, now: datetime) -> Statement | None:
     elif d.slot is None:
         return None  # agent text, reasoning, consolidation...: never matched by content (no silent overrides)
     return Statement(
-        content=content, source=source, slot=d.slot, slot_value=d.slot_value, valid_from=d.valid_from or now
-    )
+        content=content, source=source, slot=d.slot, slot_value=d.slot_value, valid_from=d.valid_from or now,
+        session=d.scope.session_id,
+    )  # fmt: skip
 
 
 def _tool_arguments(ports: _Ports, d: Any) -> Any:
@@ -258,6 +268,7 @@ def _candidates(
     now: datetime,
     *,
     broad: bool = False,
+    recent_always: bool = False,
     reads: _Reads | None = None,
 ) -> list[Candidate]:
     """Live memories of the draft's scope the statement may update: slot holders, neighbours, recent statements.
@@ -270,7 +281,7 @@ def _candidates(
     # Nearest statements by vector only when something in the statement could revise a slot-less one
     # (a correction cue, a replacement, a withdrawal, a number of the speaker's state): plain records pay none.
     revises = user_statement and (broad or may_revise(st.content))
-    recent = user_statement and (cjk or withdraws(st.content))
+    recent = user_statement and (recent_always or cjk or withdraws(st.content))
     if not (st.slot or revises or recent):
         # a plain record reads nothing: no connection is opened and no query is built for it (bulk ingest)
         return _batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk)
@@ -299,6 +310,14 @@ def _candidates(
             nearest = [i for i in similarity if i in rows][:NEIGHBOURS]
             similarity = {i: similarity[i] for i in nearest}
             rows = {i: r for i, r in rows.items() if i in read or i in similarity}
+    lacking = [i for i in rows if i not in similarity]
+    if lacking and d.embedding is not None and getattr(ports.ledger, "vectors", None) is not None:
+        # generic signals weigh closeness in meaning: the cosine of every candidate, not only the nearest
+        mine = np.asarray(d.embedding, dtype=np.float32)
+        norm = float(np.linalg.norm(mine)) or 1.0
+        for mid, vec in ports.ledger.vectors(lacking).items():
+            if vec.shape == mine.shape:
+                similarity[mid] = float(vec @ mine) / ((float(np.linalg.norm(vec)) or 1.0) * norm)
     source = str(d.source)
     out: list[Candidate] = []
     for r in sorted(rows.values(), key=lambda r: (r["valid_from"] or r["recorded_at"], r["recorded_at"])):
@@ -326,6 +345,7 @@ def _candidates(
                 slot_value=value,
                 valid_from=from_epoch(r["valid_from"] or r["recorded_at"]),
                 similarity=similarity.get(r["id"]),
+                session=r["session_id"],
             )
         )
     out.extend(_batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk))

@@ -32,12 +32,22 @@ from __future__ import annotations
 
 from memlineage.reconcile._compete import Conflict, competes, resolve_conflicts
 from memlineage.reconcile._llm import LLMReconciler
-from memlineage.reconcile._model import Action, Candidate, Decision, Reconciler, Statement
+from memlineage.reconcile._model import (
+    APPLY_CONFIDENCE,
+    POSSIBLE_CONFIDENCE,
+    Action,
+    Candidate,
+    Decision,
+    Reconciler,
+    Statement,
+)
 from memlineage.reconcile._rules import RuleReconciler
 from memlineage.reconcile._serve import competing_key, near_duplicates, newest_first
 from memlineage.reconcile._text import may_revise, may_update, slot_of, tool_slot, withdraws
 
 __all__ = [
+    "APPLY_CONFIDENCE",
+    "POSSIBLE_CONFIDENCE",
     "Action",
     "Candidate",
     "Conflict",

@@ -83,7 +83,8 @@ def _may_outrank(newer: Memory, older: Memory) -> bool:
         return old_kind in (SourceKind.USER, SourceKind.AGENT)
     if new_kind is SourceKind.TOOL:
         return str(newer.source) == str(older.source) and newer.slot is not None and newer.slot == older.slot
-    return str(newer.source) == str(older.source) and old_kind is not SourceKind.USER
+    # an agent's or model's later text restates, explains or answers; it never stands for a new value of a fact
+    return False
 
 
 def competes(
@@ -93,6 +94,7 @@ def competes(
     *,
     cosine: float | None = None,
     relevance: tuple[float, float] | None = None,
+    linked: bool = False,
 ) -> tuple[str, float] | None:
     """Whether ``newer`` answers ``query`` the way ``older`` does, as a later statement of the same speaker.
 
@@ -104,11 +106,17 @@ def competes(
             like shared words (at :data:`COMPETE_COSINE`), when the newer one is about as relevant to the query.
         relevance: ``(older, newer)`` relevance to the query in [0, 1], when known; the newer one must reach half
             the older one's for closeness in meaning to count.
+        linked: Update detection recorded ``newer`` as a possible update of ``older``: they compete when the
+            clauses pass every check but similarity.
 
     Returns:
         ``(reason, similarity)`` when they compete, else None. Similarity is in [0, 1], higher = closer.
     """
     if not _when(older) < _when(newer) or not _may_outrank(newer, older):
+        return None
+    if not linked and older.scope.session_id is not None and older.scope.session_id == newer.scope.session_id:
+        # Within one conversation later turns go on with the topic; a correction said there carries a cue or the
+        # same words, which update detection reads when it is written.
         return None
     wanted = query_terms(query)
     kind = answer_type(query)
@@ -116,10 +124,10 @@ def competes(
     eligible = False  # some pair of clauses passed every check but similarity
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
     for cb in focus(newer.content, wanted):
-        if not cb.asserts_present or cb.additive:
+        if not cb.asserts_present or cb.additive or not cb.substantive:
             continue
         for ca in focus(older.content, wanted):
-            if ca.question or ca.hypothetical:
+            if ca.question or ca.hypothetical or not ca.substantive:
                 continue  # nothing to replace
             if ca.subject is not None and cb.subject is not None and ca.subject != cb.subject:
                 continue  # about different people
@@ -138,6 +146,8 @@ def competes(
             sim = clause_similarity(ca, cb)
             if best is None or sim > best[0]:
                 best = (sim, ca, cb)
+    if linked and eligible:
+        return "recorded as a possible update", round(best[0], 3) if best is not None else 0.0
     if best is None or best[0] < COMPETE_SIMILARITY:
         cjk = has_cjk(older.content + newer.content)  # the default embedder is English: no cosine for Chinese
         if other_value is not None and (relevance is None or relevance[1] >= 0.2 * relevance[0]):
@@ -201,14 +211,11 @@ def resolve_conflicts(
         for j in order[pos + 1 :]:
             a, b = hits[i].memory, hits[j].memory
             decision = links.get((a.id, b.id))
-            if decision is not None and _may_outrank(b, a) and _when(a) < _when(b):
-                found: Conflict | None = Conflict(a.id, b.id, "recorded as a possible update", None, decision)
-            else:
-                va, vb = unit.get(a.id), unit.get(b.id)
-                cosine = float(va @ vb) if va is not None and vb is not None and va.shape == vb.shape else None
-                rel = (hits[i].scores.get("relevance", hits[i].score), hits[j].scores.get("relevance", hits[j].score))
-                verdict = competes(query, a, b, cosine=cosine, relevance=rel)
-                found = Conflict(a.id, b.id, verdict[0], verdict[1]) if verdict else None
+            va, vb = unit.get(a.id), unit.get(b.id)
+            cosine = float(va @ vb) if va is not None and vb is not None and va.shape == vb.shape else None
+            rel = (hits[i].scores.get("relevance", hits[i].score), hits[j].scores.get("relevance", hits[j].score))
+            verdict = competes(query, a, b, cosine=cosine, relevance=rel, linked=decision is not None)
+            found = Conflict(a.id, b.id, verdict[0], verdict[1], decision) if verdict else None
             if found is not None:
                 newest_rival[i] = found  # later j overwrite: the newest competitor wins
     if not newest_rival:

@@ -29,6 +29,9 @@ class Statement(BaseModel):
         slot: Slot key (given by the caller or detected), or None.
         slot_value: The value the statement assigns to ``slot`` (detected), or None.
         valid_from: Event time of the statement (UTC).
+        session: Session id of the statement, or None.
+        similarities: Cosine similarity of the statement to each candidate by candidate id, in [-1, 1], when the
+            vectors are known (filled by update detection; used by the generic signals).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -38,6 +41,7 @@ class Statement(BaseModel):
     slot: str | None = None
     slot_value: str | None = None
     valid_from: datetime | None = None
+    session: str | None = None
 
 
 class Candidate(BaseModel):
@@ -50,7 +54,8 @@ class Candidate(BaseModel):
         slot: Its slot key (stored or detected now), or None.
         slot_value: Its slot value as detected now, or None.
         valid_from: Its event time (UTC).
-        similarity: Cosine similarity to the statement in [-1, 1], higher = closer; None when found by slot or words.
+        similarity: Cosine similarity to the statement in [-1, 1], higher = closer; None when not known.
+        session: Its session id, or None.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -62,6 +67,7 @@ class Candidate(BaseModel):
     slot_value: str | None = None
     valid_from: datetime | None = None
     similarity: float | None = None
+    session: str | None = None
 
 
 class Decision(BaseModel):
@@ -72,7 +78,11 @@ class Decision(BaseModel):
         target: The candidate id the action applies to (None for ``new``).
         reason: Why, in words (kept on the decision activity and shown by ``explain``).
         evidence: What the decision rests on (slot, old and new value, cue, similarity, overlap...).
-        decided_by: ``rules``, ``llm`` or ``rules(fallback)``.
+        decided_by: ``rules``, ``signals``, ``llm`` or ``rules(fallback)``.
+        confidence: How sure the decision is, in [0, 1]. An ``update`` or ``contradict`` is applied at or above
+            :data:`APPLY_CONFIDENCE`; an ``update`` below it but at or above :data:`POSSIBLE_CONFIDENCE` is
+            recorded as a *possible update* (nothing changes state; recall ranks the newer statement first, and
+            ``confirm`` / ``reject`` settle it).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -82,6 +92,13 @@ class Decision(BaseModel):
     reason: str = ""
     evidence: dict[str, Any] = Field(default_factory=dict)
     decided_by: str = "rules"
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+
+
+#: Confidence at or above which an automatic update or withdrawal is carried out (supersede / retract).
+APPLY_CONFIDENCE = 0.85
+#: Confidence at or above which an update below :data:`APPLY_CONFIDENCE` is recorded as a possible update.
+POSSIBLE_CONFIDENCE = 0.5
 
 
 @runtime_checkable

@@ -13,7 +13,9 @@ from memlineage.extractors._rules import (
     strip_transcript_prefix,
     transcript_speaker,
 )
+from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._model import Action, Candidate, Decision, Statement
+from memlineage.reconcile._signals import clauses_of
 from memlineage.reconcile._text import (
     _naive,
     _norm_value,
@@ -48,7 +50,12 @@ class RuleReconciler:
        an ``update`` of it, when either carries a correction cue ("actually", "correction", "oops", "I meant",
        其实, 更正…), or when both describe a state of the speaker and only a number or date changed ("I have 2
        kids" → "I have 3 kids"). Two similar events are two events, and "travel note number 1" does not correct
-       "travel note number 0".
+       "travel note number 0"; statements about different people ("my daughter…" / "my son…") never pair up.
+    6. **Generic signals** (no table rule applied; :mod:`memlineage.reconcile._generic`): the same subject, the same
+       words or meaning, a changed value, a later statement; with a confidence in [0, 1].
+
+    Rules 1-5 are table cues of high precision (confidence 0.9-0.95); rule 6 is applied at confidence ≥ 0.85 and
+    recorded as a possible update from 0.5.
 
     All rules compare statements of the same speaker (a transcript's ``[date] Name:`` prefix) and source kind.
 
@@ -56,6 +63,8 @@ class RuleReconciler:
         near_jaccard: Word overlap (Jaccard of non-key content terms, in [0, 1]) for rule 5 (default 0.5).
         withdraw_overlap: Share of the withdrawn words a candidate must contain, in [0, 1] (default 0.5).
         negation_overlap: Share of the negated fact's words a candidate must contain, in [0, 1] (default 0.6).
+        signals: After the table rules, compare on generic signals (:mod:`memlineage.reconcile._generic`): an update
+            no table describes is applied when confident, else recorded as a possible update (default True).
 
     Example:
         >>> r = RuleReconciler()
@@ -67,7 +76,24 @@ class RuleReconciler:
 
     name = "rules"
 
-    def __init__(self, *, near_jaccard: float = 0.5, withdraw_overlap: float = 0.5, negation_overlap: float = 0.6):
+    @property
+    def wants_neighbours(self) -> bool:
+        """Generic signals compare every user statement with its nearest statements by vector."""
+        return self.signals
+
+    @property
+    def wants_recent(self) -> bool:
+        """... and with the scope's most recent statements (a value buried in a long message)."""
+        return self.signals
+
+    def __init__(
+        self,
+        *,
+        near_jaccard: float = 0.5,
+        withdraw_overlap: float = 0.5,
+        negation_overlap: float = 0.6,
+        signals: bool = True,
+    ):
         for label, value in (
             ("near_jaccard", near_jaccard),
             ("withdraw_overlap", withdraw_overlap),
@@ -79,6 +105,7 @@ class RuleReconciler:
         self.near_jaccard = near_jaccard
         self.withdraw_overlap = withdraw_overlap
         self.negation_overlap = negation_overlap
+        self.signals = signals
 
     def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
         """One decision per statement (see the class docstring for the rules)."""
@@ -90,10 +117,19 @@ class RuleReconciler:
         table = tables_for(st.content)[0]
         text = strip_transcript_prefix(st.content)
         cue = table.cue(text)
-        for rule in (self._same_slot, self._replacement, self._withdrawal, self._negation, self._changed_key):
+        for rule, confidence in (
+            (self._same_slot, 0.95), (self._replacement, 0.95), (self._withdrawal, 0.95), (self._negation, 0.9),
+            (self._changed_key, 0.9),
+        ):  # fmt: skip
             decision = rule(st, text, cands, table, cue)
             if decision is not None:
-                return decision
+                if decision.action is Action.NEW:
+                    return decision
+                return decision.model_copy(update={"confidence": confidence})
+        if self.signals:
+            found = signal_update(st, cands)
+            if found is not None:
+                return found
         return Decision(reason="no candidate about the same subject and attribute")
 
     def _same_slot(
@@ -217,6 +253,8 @@ class RuleReconciler:
         for c in cands:
             if st.slot and c.slot and c.slot != st.slot:
                 continue  # both name their attribute, and they differ
+            if _other_subjects(st.content, c.content) or is_question(c.content):
+                continue  # "my daughter is 7" / "my son is 10": two people, two facts; a question states nothing
             change = _key_change(st.content, c.content)
             # same words (Jaccard), or close in meaning by vector with some words shared
             close = c.similarity is not None and c.similarity >= NEAR_SIMILARITY and change is not None
@@ -265,6 +303,15 @@ def _key_change(new: str, old: str) -> tuple[float, list[str], list[str]] | None
     if not shared:
         return None
     return len(shared) / len(union), sorted(added), sorted(dropped)
+
+
+def _other_subjects(a: str, b: str) -> bool:
+    """Whether two statements are about different people (their first clauses name different subjects)."""
+    ca, cb = clauses_of(a), clauses_of(b)
+    if not ca or not cb:
+        return False
+    sa, sb = ca[0].subject, cb[0].subject
+    return sa is not None and sb is not None and sa != sb
 
 
 #: Negations that state a change ("no longer", "anymore", 不再): one word of the old fact is enough.

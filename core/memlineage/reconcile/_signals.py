@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from memlineage.extractors._patterns import LanguageTable, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix
-from memlineage.index.lexical import tokenize
+from memlineage.index.lexical import STOPWORDS, tokenize
 from memlineage.reconcile._text import _key_tokens, clauses
 from memlineage.retrieval import is_question, is_request
 
@@ -31,6 +31,7 @@ __all__ = [
     "clause_similarity",
     "clauses_of",
     "focus",
+    "numbers_in",
     "query_terms",
     "values_of",
 ]
@@ -74,6 +75,11 @@ class Clause:
     additive: bool
 
     @property
+    def substantive(self) -> bool:
+        """Whether the clause says enough to compare (two content terms or keys at least; "By the way" does not)."""
+        return len(self.terms | self.keys) >= 2
+
+    @property
     def asserts_present(self) -> bool:
         """Whether the clause states something as true now (it can hold a current value)."""
         return not (self.asks or self.hypothetical or self.past)
@@ -88,6 +94,30 @@ def _terms(text: str, keys: frozenset[str]) -> frozenset[str]:
         if not t.isascii() and len(t) < 2:
             continue  # CJK unigrams: the bigrams carry the words
         out.add(t)
+    return frozenset(out)
+
+
+_FIRST_WORD = re.compile(r"^\W*([A-Za-z][\w'’-]*)")
+
+
+def _clean_keys(text: str, keys: set[str]) -> frozenset[str]:
+    """Key tokens without possessive endings, stop words, and a capitalised first word that is not a name.
+
+    A sentence's first word is capitalised whatever it is ("By the way", "Speaking of shoes"): it counts as an
+    entity only when the text also writes it capitalised elsewhere, or it holds a digit.
+    """
+    first = _FIRST_WORD.match(text)
+    head = first.group(1).casefold() if first else None
+    out = set()
+    for k in keys:
+        k = k[:-2] if k.endswith(("'s", "’s")) else k
+        if len(k) < 2 or k in STOPWORDS or k in _GENERIC:
+            continue
+        if k == head and not any(ch.isdigit() for ch in k):
+            rest = text[first.end() :] if first else ""
+            if not re.search(rf"\b{re.escape(first.group(1))}\b", rest):  # type: ignore[union-attr]
+                continue
+        out.add(k)
     return frozenset(out)
 
 
@@ -122,7 +152,7 @@ def clauses_of(text: str) -> tuple[Clause, ...]:
         sentence_question = is_question(sentence)
         sentence_asks = sentence_question or is_request(sentence)
         for part in clauses(sentence):
-            keys = frozenset(_key_tokens(part))
+            keys = _clean_keys(part, _key_tokens(part))
             out.append(
                 Clause(
                     text=part,
@@ -216,10 +246,11 @@ def answer_type(query: str) -> str | None:
 
 
 _DIGITS = re.compile(r"\d+(?:[.,:/-]\d+)*")
+#: Number words from two on ("one" is as often a pronoun: "I've tried that one").
 _NUMBER_WORDS = {
     w: i
     for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "_ _ two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
         "seventeen eighteen nineteen twenty".split()
     )
 }
@@ -257,10 +288,11 @@ def _cjk_number(text: str) -> int | None:
 
 
 @lru_cache(maxsize=32768)
-def _numbers(text: str) -> frozenset[str]:
+def numbers_in(text: str) -> frozenset[str]:
+    """The numbers a text names, normalised: digits, number words and ordinals ("fifth" → 5), Chinese numerals."""
     out = {n.replace(",", "") for n in _DIGITS.findall(text)}
     for w in _WORD.findall(text.casefold()):
-        if w in _NUMBER_WORDS:
+        if w in _NUMBER_WORDS and w != "_":
             out.add(str(_NUMBER_WORDS[w]))
         elif w in _ORDINALS:
             out.add(str(_ORDINALS[w]))
@@ -286,7 +318,7 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
     if kind == "time":
         return frozenset(m.group(0).casefold() for m in _TIME.finditer(text))
     if kind == "number":
-        return _numbers(text)
+        return numbers_in(text)
     named = {k for k in clause.keys if not _DIGITS.fullmatch(k) and not _TIME.fullmatch(k)}
     named = {k[:-2] if k.endswith(("'s", "’s")) else k for k in named}
     named |= {m.group(1) for m in _CJK_PLACE.finditer(text)}

@@ -62,6 +62,7 @@ class Draft:
     auto_slot: bool = False  # the slot was detected, not given by the caller
     auto_kind: bool = False  # no kind given: episodic, or semantic when the value model promotes it
     strict: bool = False  # supersede(): the named memory must still be current when written (else ConflictError)
+    possible: list[Decision] = field(default_factory=list)  # update detection: possible updates to record
 
     def to_memory(self, now: datetime, *, previous: Mapping[str, Any] | None = None) -> Memory:
         """The memory this draft becomes when written at ``now`` (``previous``: the ledger row it supersedes)."""

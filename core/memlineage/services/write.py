@@ -543,6 +543,9 @@ class WritePath:
                 for row in rows:
                     row["status"] = Status.SUSPECT.value if row["id"] in settled else row["status"]
                 mems = [m.model_copy(update={"status": Status.SUSPECT}) if m.id in settled else m for m in mems]
+            for d, mem in zip(drafts, mems):
+                for possible in d.possible:
+                    self._record_possible(conn, d, possible, mem.id, now)
             suspects: list[str] = []
             by_target = {d.decision.target: (d, m) for d, m in zip(drafts, mems) if d.decision is not None}
             for old_id, status, reason, decision in invalidations:
@@ -578,7 +581,7 @@ class WritePath:
                 ended_at=now, outcome="applied",
                 metadata={
                     "reason": decision.reason, "evidence": decision.evidence, "decided_by": decision.decided_by,
-                    "target": decision.target, "statement": memory_id,
+                    "confidence": decision.confidence, "target": decision.target, "statement": memory_id,
                 },
             ),
             new=True,
@@ -587,6 +590,36 @@ class WritePath:
         if memory_id is not None:
             rows.append(edge_row(act, memory_id, Relation.USED, t, d.scope.user_id))
         self.ledger.insert_edges(conn, rows)
+        return act
+
+    def _record_possible(self, conn: Connection, d: Draft, decision: Decision, memory_id: str, now: datetime) -> str:
+        """Record a possible update (confidence below the apply threshold): an ``update_detection`` activity named
+        ``possible_update`` with outcome ``pending`` that ``used`` both statements, and a ``possible_update`` event on
+        the older one. Nothing changes status; recall ranks the newer statement first while it is pending, and
+        :meth:`memlineage.MemoryManager.confirm` / ``reject`` settle it.
+        """
+        assert decision.target is not None
+        act = new_id()
+        t = to_epoch(now)
+        self.ledger.upsert_activity(
+            conn,
+            Activity(
+                id=act, kind="update_detection", name="possible_update", scope=d.scope, started_at=now, ended_at=now,
+                outcome="pending",
+                metadata={
+                    "reason": decision.reason, "evidence": decision.evidence, "decided_by": decision.decided_by,
+                    "confidence": decision.confidence, "target": decision.target, "statement": memory_id,
+                },
+            ),
+            new=True,
+        )  # fmt: skip
+        user = d.scope.user_id
+        self.ledger.insert_edges(
+            conn,
+            [edge_row(act, decision.target, Relation.USED, t, user), edge_row(act, memory_id, Relation.USED, t, user)],
+        )
+        data = {"decision": act, "statement": memory_id, "confidence": decision.confidence}
+        self.ledger.insert_events(conn, [event_row(t, "possible_update", decision.target, act, user, data)])
         return act
 
     def supersede(
