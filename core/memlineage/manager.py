@@ -387,7 +387,8 @@ _VERBS = (
     "remember", "remember_many", "retract", "impact", "supersede", "revise", "revalidate", "forget", "erase",
     "expire_due", "get", "get_many", "require", "find", "slots", "recall", "admin_recall", "ancestors",
     "descendants", "explain", "audit", "stats", "sweep", "consolidate", "slot_history", "slot_value",
-    "record_activity", "get_activity", "end_activity", "link", "repair", "verify", "reindex", "undo",
+    "record_activity", "get_activity", "end_activity", "link", "repair", "verify", "reindex", "undo", "confirm",
+    "reject",
     "flush_reinforcement", "buffered", "activities", "find_activities",
 )  # fmt: skip
 for _name in _VERBS:

@@ -484,7 +484,7 @@ def hybrid_recall(
             score=s,
             scores=parts,
             lineage=m.summary(),
-            flags=("suspect",) if m.status.value == "suspect" else (),
+            flags=(m.status.value,) if m.status.value in ("suspect", "superseded") else (),
         )
         for m, s, parts in kept
     ]

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memlineage.lineage import CascadeReport, ErasureReceipt
-from memlineage.models import Memory, MemoryKind, Scope, Source, as_utc
+from memlineage.models import Activity, Memory, MemoryKind, Scope, Source, as_utc
 from memlineage.services import Services
 
 __all__ = ["WriteVerbs"]
@@ -259,6 +259,59 @@ class WriteVerbs:
     async def aundo(self, decision_id: str, **kwargs: Any) -> Memory:
         """Async :meth:`undo`."""
         return await asyncio.to_thread(self.undo, decision_id, **kwargs)
+
+    def confirm(
+        self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "possible update confirmed"
+    ) -> CascadeReport:
+        """Carry out a *possible update* that update detection recorded below its confidence threshold.
+
+        The older statement is superseded by the newer one (``wasRevisionOf``), what derives from it turns suspect
+        (the cascade, as for ``supersede``), and the decision becomes an applied ``update``, reversible with
+        :meth:`undo`. Possible updates are listed by ``explain(...).decisions`` (name ``possible_update``, outcome
+        ``pending``) and in ``audit`` (``possible_update`` events).
+
+        Args:
+            decision_id: Id of the ``possible_update`` activity.
+            scope: Caller's scope; must own the decision.
+            reason: Why (kept on the decision and in the event log).
+
+        Returns:
+            The cascade report: ``target`` is the superseded statement, ``memory`` the newer one, ``suspect`` what
+            turned suspect.
+
+        Raises:
+            MemoryNotFoundError: no such decision in the scope.
+            InvalidInputError: not a pending possible update, or either statement is no longer live.
+            PolicyViolationError: an update policy refuses the change.
+        """
+        return self.services.lifecycle.confirm(decision_id, scope=scope, reason=reason)
+
+    async def aconfirm(self, decision_id: str, **kwargs: Any) -> CascadeReport:
+        """Async :meth:`confirm`."""
+        return await asyncio.to_thread(self.confirm, decision_id, **kwargs)
+
+    def reject(
+        self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "possible update rejected"
+    ) -> Activity:
+        """Dismiss a *possible update*: both statements stay as they are, and recall no longer ranks by it.
+
+        Args:
+            decision_id: Id of the ``possible_update`` activity.
+            scope: Caller's scope; must own the decision.
+            reason: Why (kept on the decision and in the event log).
+
+        Returns:
+            The decision activity, outcome ``rejected``.
+
+        Raises:
+            MemoryNotFoundError: no such decision in the scope.
+            InvalidInputError: not a pending possible update.
+        """
+        return self.services.lifecycle.reject(decision_id, scope=scope, reason=reason)
+
+    async def areject(self, decision_id: str, **kwargs: Any) -> Activity:
+        """Async :meth:`reject`."""
+        return await asyncio.to_thread(self.reject, decision_id, **kwargs)
 
     def forget(
         self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "forgotten",

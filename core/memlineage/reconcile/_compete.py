@@ -35,6 +35,7 @@ from memlineage.reconcile._signals import (
     asks_about_past,
     clause_similarity,
     focus,
+    key_terms,
     query_terms,
     values_of,
     values_of_query,
@@ -104,8 +105,8 @@ def competes(
         newer: The later memory.
         cosine: Cosine similarity of the two memories' vectors in [-1, 1], when known: close meaning counts
             like shared words (at :data:`COMPETE_COSINE`), when the newer one is about as relevant to the query.
-        relevance: ``(older, newer)`` relevance to the query in [0, 1], when known; the newer one must reach half
-            the older one's for closeness in meaning to count.
+        relevance: ``(older, newer)`` closeness to the query in [0, 1] (cosine), when known; the newer one must
+            reach half the older one's for closeness in meaning to count, a fifth for a changed value.
         linked: Update detection recorded ``newer`` as a possible update of ``older``: they compete when the
             clauses pass every check but similarity.
 
@@ -122,16 +123,21 @@ def competes(
     kind = answer_type(query)
     best: tuple[float, Any, Any] | None = None
     eligible = False  # some pair of clauses passed every check but similarity
+    settles = False  # the older clause weighed options ("leaning toward the red one"), the newer one states
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
     for cb in focus(newer.content, wanted):
         if not cb.asserts_present or cb.additive or not cb.substantive:
             continue
         for ca in focus(older.content, wanted):
-            if ca.question or ca.hypothetical or not ca.substantive:
+            if ca.question or not ca.substantive:
                 continue  # nothing to replace
+            if ca.hypothetical:
+                settles = True  # a plan or option weighed before: a later statement on the topic settles it
             if ca.subject is not None and cb.subject is not None and ca.subject != cb.subject:
                 continue  # about different people
             qa, qb = wanted & (ca.terms | ca.keys), wanted & (cb.terms | cb.keys)
+            if (qa - qb) & key_terms(ca):
+                continue  # the query names a key only the older clause holds ("in the morning" / "in the evenings")
             if not (ca.keys ^ cb.keys) and qb and qa - qb and qb <= qa:
                 # no entity, number or date changed, and the newer clause leaves out a word of the query the older
                 # one answers: another context ("tea in the evening" for "what do I drink in the morning?")
@@ -163,6 +169,8 @@ def competes(
                     float(score), 3
                 )
         relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
+        if settles and eligible and not cjk and cosine is not None and cosine >= 0.3:
+            return "a later statement of the same speaker settles an option weighed before", round(float(cosine), 3)
         if eligible and relevant and cosine is not None and cosine >= COMPETE_COSINE and not cjk:
             return "a later statement of the same speaker is close in meaning", round(float(cosine), 3)
         return None
@@ -172,6 +180,16 @@ def competes(
     if changed:
         reason += f" with {'/'.join(changed[:4])[:60]} changed"
     return reason, round(sim, 3)
+
+
+def _closeness(hit: Any) -> float:
+    """A hit's closeness to the query in [0, 1]: its cosine to the query when the vector leg found it (not
+    normalised over the candidates, unlike the fused relevance), else its final score.
+    """
+    vector = hit.scores.get("vector")
+    if vector is not None and hit.scores.get("vector_rank", 0.0) > 0:
+        return max(0.0, 2.0 * float(vector) - 1.0)
+    return float(hit.score)
 
 
 def resolve_conflicts(
@@ -213,7 +231,7 @@ def resolve_conflicts(
             decision = links.get((a.id, b.id))
             va, vb = unit.get(a.id), unit.get(b.id)
             cosine = float(va @ vb) if va is not None and vb is not None and va.shape == vb.shape else None
-            rel = (hits[i].scores.get("relevance", hits[i].score), hits[j].scores.get("relevance", hits[j].score))
+            rel = (_closeness(hits[i]), _closeness(hits[j]))
             verdict = competes(query, a, b, cosine=cosine, relevance=rel, linked=decision is not None)
             found = Conflict(a.id, b.id, verdict[0], verdict[1], decision) if verdict else None
             if found is not None:

@@ -51,9 +51,7 @@ def _changed(ca: Clause, cb: Clause) -> tuple[list[str], list[str]] | None:
     return None
 
 
-def _score(
-    ca: Clause, cb: Clause, cosine: float | None, *, cue: bool, event: bool, cjk: bool, numeric: bool
-) -> float:
+def _score(ca: Clause, cb: Clause, cosine: float | None, *, cue: bool, event: bool, cjk: bool, numeric: bool) -> float:
     words = clause_similarity(ca, cb)
     if words >= SAME_WORDS:
         # the same words with another number or date is a new value of a state; another name in the same words

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from memlineage.reconcile._rules import _exclusive, _key_change
+from memlineage.reconcile._rules import _exclusive, _key_change, _other_subjects
+from memlineage.reconcile._signals import asserting_text
 from memlineage.reconcile._text import slot_of
 
 
@@ -14,8 +15,14 @@ from memlineage.reconcile._text import slot_of
 # Read side: facts that compete for one attribute
 # ------------------------------------------------------------------------------------------------------------
 def competing_key(content: str, slot: str | None) -> str | None:
-    """The key under which two live memories compete (same slot, stored or detected), or None."""
-    return slot or slot_of(content)[0]
+    """The key under which two live memories compete (same slot, stored or detected), or None.
+
+    A slot is detected only in what the memory asserts: "Do I live in Berlin now?" competes for nothing.
+    """
+    if slot:
+        return slot
+    asserted = asserting_text(content)
+    return slot_of(asserted)[0] if asserted else None
 
 
 def near_duplicates(a: str, b: str, *, threshold: float = 0.5) -> bool:
@@ -30,6 +37,8 @@ def near_duplicates(a: str, b: str, *, threshold: float = 0.5) -> bool:
         >>> near_duplicates("I went to Rome in May", "I went to Oslo in June")
         False
     """
+    if _other_subjects(a, b) or not asserting_text(a) or not asserting_text(b):
+        return False  # two people ("my daughter is 7" / "my son is 10"), or a question
     change = _key_change(a, b)
     return change is not None and change[0] >= threshold
 

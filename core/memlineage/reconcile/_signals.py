@@ -31,6 +31,7 @@ __all__ = [
     "clause_similarity",
     "clauses_of",
     "focus",
+    "key_terms",
     "numbers_in",
     "query_terms",
     "values_of",
@@ -355,3 +356,8 @@ def asserting_text(text: str) -> str:
     body = strip_transcript_prefix(text)
     prefix = text[: len(text) - len(body)]
     return prefix + " ".join(c.text for c in keep)
+
+
+def key_terms(clause: Clause) -> frozenset[str]:
+    """A clause's key tokens as query terms (stemmed like :func:`query_terms`), to see whether a query names them."""
+    return frozenset(t for k in clause.keys for t in tokenize(k, dates=False))

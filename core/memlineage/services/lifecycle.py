@@ -15,10 +15,21 @@ from memlineage.errors import InvalidInputError, MemoryNotFoundError
 from memlineage.ledger import Ledger
 from memlineage.ledger._schema import INDEXABLE_STATES, activities, events, memories
 from memlineage.lineage import CascadeReport, ErasureReceipt
-from memlineage.models import Memory, Scope, Source, SourceKind, Status, check_id, check_text, to_epoch
+from memlineage.models import (
+    Activity,
+    Memory,
+    Relation,
+    Scope,
+    Source,
+    SourceKind,
+    Status,
+    check_id,
+    check_text,
+    to_epoch,
+)
 from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
 from memlineage.reconcile import Action
-from memlineage.services._rows import LIVE, event_row, row_activity
+from memlineage.services._rows import LIVE, edge_row, event_row, row_activity
 from memlineage.services.cascade import Cascade
 from memlineage.services.reads import Reads
 
@@ -182,6 +193,79 @@ class Lifecycle:
             )
         self.syncer.sync([target, *restored, *carried])
         return self.reads.require(target, scope=scope)
+
+    def _possible(self, decision_id: str, scope: Scope) -> dict[str, Any]:
+        """The pending possible update ``decision_id`` of the scope's user (raises when there is none)."""
+        row = self.ledger.activity_rows([check_id(decision_id, "decision_id")])[0]
+        if row is None or row["kind"] != "update_detection" or row["user_id"] != scope.user_id:
+            msg = f"no update decision {decision_id!r} in this scope; see explain(...).decisions"
+            raise MemoryNotFoundError(msg)
+        if row["name"] != "possible_update" or row["outcome"] != "pending":
+            msg = f"decision {decision_id!r} is not a pending possible update (it is {row['name']}, {row['outcome']})"
+            raise InvalidInputError(msg)
+        return row
+
+    def confirm(
+        self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "possible update confirmed"
+    ) -> CascadeReport:
+        """See :meth:`memlineage.MemoryManager.confirm`."""
+        scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
+        row = self._possible(decision_id, scope)
+        meta = dict(row["meta"] or {})
+        older = self.reads.require(str(meta.get("target")), scope=scope)
+        newer = self.reads.require(str(meta.get("statement")), scope=scope)
+        for mem in (older, newer):
+            if mem.status.value not in LIVE:
+                msg = f"memory {mem.id!r} is {mem.status.value} now; the possible update no longer applies"
+                raise InvalidInputError(msg)
+        self.policy.check_operation("update", [older], scope=scope, source=newer.source)
+        now = self.clock()
+        t = to_epoch(now)
+        with self.ledger.transaction() as conn:
+            self.ledger.lock_rows(conn, [older.id])
+            self.ledger.insert_edges(conn, [edge_row(newer.id, older.id, Relation.WAS_REVISION_OF, t, scope.user_id)])
+            done = self.cascade.invalidate(
+                conn, older.id, Status.SUPERSEDED, now, reason=str(meta.get("reason") or reason),
+                activity_id=decision_id, attribute=True,
+            )  # fmt: skip
+            self.ledger.upsert_activity(
+                conn,
+                row_activity(row).model_copy(
+                    update={
+                        "name": Action.UPDATE.value,
+                        "outcome": "applied",
+                        "metadata": {**meta, "confirmed": reason},
+                    }
+                ),
+            )
+            data = {"reason": reason, "decision": decision_id, "statement": newer.id}
+            self.ledger.insert_events(conn, [event_row(t, "possible_update_confirmed", older.id, decision_id,
+                                                       scope.user_id, data)])  # fmt: skip
+        self.syncer.defer([older.id, *done.suspect])
+        return CascadeReport(
+            target=older.id, action="supersede", suspect=done.suspect, unaffected=done.unaffected,
+            memory=self.reads.get(newer.id, scope=scope), attribution=done.attribution,
+        )  # fmt: skip
+
+    def reject(
+        self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "possible update rejected"
+    ) -> Activity:
+        """See :meth:`memlineage.MemoryManager.reject`."""
+        scope = Scope.coerce(scope)
+        reason = check_text(reason, "reason")
+        row = self._possible(decision_id, scope)
+        meta = dict(row["meta"] or {})
+        act = row_activity(row).model_copy(update={"outcome": "rejected", "metadata": {**meta, "rejected": reason}})
+        t = to_epoch(self.clock())
+        with self.ledger.transaction() as conn:
+            self.ledger.upsert_activity(conn, act)
+            data = {"reason": reason, "decision": decision_id}
+            self.ledger.insert_events(
+                conn, [event_row(t, "possible_update_rejected", str(meta.get("target")), decision_id, scope.user_id,
+                                 data)]
+            )  # fmt: skip
+        return act
 
     def forget(
         self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "forgotten",

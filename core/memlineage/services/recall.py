@@ -19,7 +19,7 @@ from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
 from memlineage.models import Memory, MemoryKind, Relation, Scope, Status, check_text, normalize_tags, to_epoch
 from memlineage.ports import Clock, LexicalIndex, PolicyGate, ValueGate, VectorIndex
-from memlineage.reconcile import newest_first, resolve_conflicts
+from memlineage.reconcile import asks_about_past, newest_first, resolve_conflicts
 from memlineage.retrieval import CandidateFilter, RecallResult, RetrievalConfig, Trace, hybrid_recall
 from memlineage.services._checks import check_read_args, kind_values
 from memlineage.services._rows import edge_row
@@ -96,6 +96,9 @@ class Recall:
         statuses = [Status.ACTIVE.value]
         if include_suspect and purpose != "decision":
             statuses.append(Status.SUSPECT.value)
+        if purpose != "decision" and asks_about_past(query):
+            # "Where did I live before Austin?": earlier versions answer it (served flagged "superseded")
+            statuses.append(Status.SUPERSEDED.value)
         where = IndexFilter(
             user_id=scope.user_id,
             agent_id=scope.agent_id,
