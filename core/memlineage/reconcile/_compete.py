@@ -135,7 +135,8 @@ def competes(
                 settles = True  # a plan or option weighed before: a later statement on the topic settles it
             if ca.subject is not None and cb.subject is not None and ca.subject != cb.subject:
                 continue  # about different people
-            qa, qb = wanted & (ca.terms | ca.keys), wanted & (cb.terms | cb.keys)
+            qa = wanted & (ca.terms | ca.keys | key_terms(ca))
+            qb = wanted & (cb.terms | cb.keys | key_terms(cb))
             if (qa - qb) & key_terms(ca):
                 continue  # the query names a key only the older clause holds ("in the morning" / "in the evenings")
             if not (ca.keys ^ cb.keys) and qb and qa - qb and qb <= qa:
