@@ -88,6 +88,13 @@ def _may_outrank(newer: Memory, older: Memory) -> bool:
     return False
 
 
+def _one_conversation(a: Memory, b: Memory) -> bool:
+    """Same session; or, without session ids, written within an hour of each other."""
+    if a.scope.session_id is not None or b.scope.session_id is not None:
+        return a.scope.session_id == b.scope.session_id
+    return abs((_when(a) - _when(b)).total_seconds()) < 3600.0
+
+
 def competes(
     query: str,
     older: Memory,
@@ -115,7 +122,7 @@ def competes(
     """
     if not _when(older) < _when(newer) or not _may_outrank(newer, older):
         return None
-    if not linked and older.scope.session_id is not None and older.scope.session_id == newer.scope.session_id:
+    if not linked and _one_conversation(older, newer):
         # Within one conversation later turns go on with the topic; a correction said there carries a cue or the
         # same words, which update detection reads when it is written.
         return None

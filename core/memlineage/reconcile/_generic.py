@@ -54,9 +54,11 @@ def _changed(ca: Clause, cb: Clause) -> tuple[list[str], list[str]] | None:
 def _score(ca: Clause, cb: Clause, cosine: float | None, *, cue: bool, event: bool, cjk: bool, numeric: bool) -> float:
     words = clause_similarity(ca, cb)
     if words >= SAME_WORDS:
-        # the same words with another number or date is a new value of a state; another name in the same words
-        # may as well be a second thing ("I want to try a White Negroni" / "... try Pimm's"): possible only
-        score = 0.9 if numeric else 0.7
+        # the same words with another number or date, said of a known subject, is a new value of its state;
+        # another name in the same words may be a second thing ("I want to try a White Negroni" / "... Pimm's"),
+        # and numbered items of a list are items ("Fact 1 about parrots" / "Fact 2 ..."): possible only
+        stated = ca.subject is not None and cb.subject is not None
+        score = 0.9 if numeric and stated else 0.7
     elif words >= CLOSE_WORDS:
         score = 0.7
     elif cosine is not None and cosine >= CLOSE_MEANING and not cjk:
@@ -70,6 +72,19 @@ def _score(ca: Clause, cb: Clause, cosine: float | None, *, cue: bool, event: bo
     if event and not cue:
         score = min(score, 0.0)  # two similar events are two events
     return max(0.0, min(1.0, score))
+
+
+#: Without session ids, statements this close in time count as one conversation (seconds).
+CONVERSATION_GAP = 3600.0
+
+
+def _same_conversation(st: Statement, cand: Candidate) -> bool:
+    """Same session id; or, without session ids, less than :data:`CONVERSATION_GAP` apart (or of unknown time)."""
+    if st.session is not None or cand.session is not None:
+        return st.session == cand.session
+    if st.valid_from is None or cand.valid_from is None:
+        return True
+    return abs((_naive(st.valid_from) - _naive(cand.valid_from)).total_seconds()) < CONVERSATION_GAP
 
 
 def signal_update(st: Statement, cands: Sequence[Candidate]) -> Decision | None:
@@ -99,8 +114,7 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> Decision | None:
             continue
         if st.valid_from and cand.valid_from and _naive(cand.valid_from) > _naive(st.valid_from):
             continue  # an earlier statement said later never replaces a later one
-        same_session = st.session is not None and st.session == cand.session
-        if same_session and not cue:
+        if _same_conversation(st, cand) and not cue:
             continue  # within one conversation the topic goes on; a correction there carries a cue
         cjk = has_cjk(st.content + cand.content)
         for ca in clauses_of(cand.content):
