@@ -86,7 +86,9 @@ def deal(scenarios: Sequence[dict[str, Any]], seed: int = 11) -> tuple[list[Hist
                 h.messages.append(Message(f"{sc['id']}:{i}:u", "user", turn["user"], at, session))
                 if turn.get("assistant"):
                     h.messages.append(
-                        Message(f"{sc['id']}:{i}:a", "assistant", turn["assistant"], at + timedelta(seconds=30), session)
+                        Message(
+                            f"{sc['id']}:{i}:a", "assistant", turn["assistant"], at + timedelta(seconds=30), session
+                        )
                     )
         h.messages.sort(key=lambda m: m.at)
         asked = h.messages[-1].at + timedelta(days=1)
@@ -123,9 +125,7 @@ def score(system: System, histories: Sequence[History], asks: Sequence[dict[str,
             row["non_update"] += 1
             keep = _labels(sc, "keep") or _labels(sc, "current")
             row["kept@3"] += rank_of(labels, keep) <= K
-            row["withdrawn"] += any(
-                d["target"] in keep and d["outcome"] == "applied" for d in decisions[h.user]
-            )
+            row["withdrawn"] += any(d["target"] in keep and d["outcome"] == "applied" for d in decisions[h.user])
         else:
             row["past"] += 1
             row["past@3"] += rank_of(labels, _labels(sc, "current")) <= K

@@ -78,8 +78,10 @@ class _Recorder:
         capture_reasoning: bool,
         strict: Callable[[], bool],
         tool_tags: Mapping[str, Sequence[str]] | None = None,
+        reconciler: Any = None,
     ) -> None:
         self.manager = manager
+        self.reconciler = reconciler
         self.recorder = RunRecorder.of(manager)
         self.scope = scope
         self.capture_user_input = capture_user_input
@@ -140,6 +142,7 @@ class _Recorder:
         run.capture = self.recorder.start_run(
             run.scope, run_id, text, name=name, framework="langchain",
             recalled=[x for x in recalled if isinstance(x, str)] if isinstance(recalled, list) else (),
+            reconciler=self.reconciler,
         )  # fmt: skip
 
     def chain_end(self, outputs: Any, run_id: str, outcome: str, error: BaseException | None = None) -> None:
@@ -350,6 +353,7 @@ class _CaptureSetup:
         capture_reasoning: bool = True,
         raise_error: bool = False,
         tool_tags: Mapping[str, Sequence[str]] | None = None,
+        llm: Any = None,
     ) -> None:
         self.manager = manager
         self.raise_error = raise_error
@@ -360,6 +364,7 @@ class _CaptureSetup:
             capture_reasoning=capture_reasoning,
             strict=lambda: self.raise_error,
             tool_tags=tool_tags,
+            reconciler=manager.model_reconciler(llm),
         )
 
 
@@ -404,6 +409,8 @@ class LineageCaptureCallback(_CaptureSetup, BaseCallbackHandler):
         raise_error: Re-raise handler failures (for tests).
         tool_tags: Tags per tool name added to that tool's result memories, so policies can target them (e.g.
             ``{"get_flight_price": ["flight_price"]}`` with a ``freshness("flight_price", 3600)`` policy).
+        llm: The agent's chat model: it judges whether what the user says updates a memory
+            (:meth:`~memlineage.MemoryManager.model_reconciler`); None = the store's reconciler (offline rules).
     """
 
     @override

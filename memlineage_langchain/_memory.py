@@ -91,6 +91,11 @@ class LineageMemory(BaseMemory):
         default=None,
         description="Memory kind of saved turns; None = episodic, or semantic when the value model promotes them.",
     )
+    llm: Any = Field(
+        default=None,
+        description="The agent's chat model, to judge whether what the user says updates a memory "
+        "(MemoryManager.model_reconciler); None = the store's reconciler (the offline rules by default).",
+    )
 
     _pending: dict[tuple[str, str | None, str], list[str]] = PrivateAttr(default_factory=dict)
     _written: list[str] = PrivateAttr(default_factory=list)
@@ -141,8 +146,9 @@ class LineageMemory(BaseMemory):
         if query.strip() and recorder.open_turn(scope, query) is not None:
             return  # LineageCaptureCallback on the same run writes it (once)
         run = recorder.start_run(
-            scope, None, query, name="LineageMemory", framework="langchain", recalled=premises, kind=self.kind
-        )
+            scope, None, query, name="LineageMemory", framework="langchain", recalled=premises, kind=self.kind,
+            reconciler=self.manager.model_reconciler(self.llm),
+        )  # fmt: skip
         if run.user_memory_id:
             self._written.append(run.user_memory_id)
         for step in outputs.get("intermediate_steps") or ():

@@ -114,6 +114,11 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         max_note_tokens: Token budget of that note (header included, tiktoken ``cl100k_base``), ≥ 1; memories are
             added best first while they fit, and a memory longer than what is left is cut with an ellipsis.
             Default 1,000. Only the memories shown become the run's context.
+        model: The chat model that judges whether what the user says updates a memory
+            (:meth:`~memlineage.MemoryManager.model_reconciler`): ``"agent"`` (default) = the agent's own model,
+            learnt from its first model call (the first turn of a middleware's life is judged by the store's rules);
+            a model object; or None = the store's reconciler only. A store opened with ``reconciler=None`` stays
+            without update detection.
 
     Raises:
         InvalidInputError: ``max_note_tokens`` is not a positive int.
@@ -130,8 +135,10 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         include_suspect: bool = False,
         header: str = "Relevant memories (cite the ones you use as [m:<id>]):",
         max_note_tokens: int = 1000,
+        model: Any = "agent",
     ) -> None:
         super().__init__()
+        self.model = model
         if isinstance(max_note_tokens, bool) or not isinstance(max_note_tokens, int) or max_note_tokens < 1:
             msg = f"max_note_tokens must be a positive int, got {max_note_tokens!r}"
             raise InvalidInputError(msg)
@@ -146,6 +153,15 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
     def _scope(self, runtime: Any) -> Scope:
         return require_scope(self.scope or _runtime_scope(runtime), "LineageMiddleware")
 
+    def _reconciler(self) -> Any:
+        """The agent's model as reconciler (see ``model``), or None for the store's own."""
+        model = None if isinstance(self.model, str) else self.model
+        return self.manager.model_reconciler(model)
+
+    def _learn_model(self, request: ModelRequest[Any]) -> None:
+        if self.model == "agent" and getattr(request, "model", None) is not None:
+            self.model = request.model
+
     def _run(self, state: Any, runtime: Any) -> CaptureRun | None:
         """The run recorded for this agent invocation (state and run are keyed by scope and run id)."""
         run_id = state.get("memlineage_run") if isinstance(state, Mapping) else None
@@ -156,8 +172,9 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         lines = fit_to_budget([self.header, *memory_lines(memories)], self.max_note_tokens)
         shown = memories[: max(0, len(lines) - 1)]
         run = self._recorder.start_run(
-            scope, new_id(), text, name="create_agent", framework="langchain", recalled=shown
-        )
+            scope, new_id(), text, name="create_agent", framework="langchain", recalled=shown,
+            reconciler=self._reconciler(),
+        )  # fmt: skip
         notes = "\n".join(lines) if shown else ""
         return {"memlineage_run": run.run_id, "memlineage_notes": notes}
 
@@ -218,6 +235,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any]:
+        self._learn_model(request)
         response = handler(self._with_notes(request))
         self._model_step(request, response)
         return response
@@ -228,6 +246,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
+        self._learn_model(request)
         response = await handler(self._with_notes(request))
         await asyncio.to_thread(self._model_step, request, response)
         return response
@@ -247,6 +266,8 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         if outcome == "error":
             self._recorder.tool_error(run, call_id, text)
         else:
+            if run.reconciler is None:
+                run.reconciler = self._reconciler()  # learnt from the model call that asked for the tool
             self._recorder.tool_end(run, call_id, text)
 
     def _tool_failed(self, run: CaptureRun | None, call_id: str | None, exc: BaseException) -> None:

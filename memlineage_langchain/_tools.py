@@ -75,6 +75,7 @@ def memory_tools(
     *,
     k: int = 5,
     allow_user_origin: bool = True,
+    llm: Any = None,
 ) -> list[BaseTool]:
     """The four memory tools of one scope, for ``create_agent``, ``AgentExecutor`` or any tool-calling model.
 
@@ -90,6 +91,7 @@ def memory_tools(
         k: Default number of search results (1..20).
         allow_user_origin: Let ``origin="user"`` store ``user``-sourced memories (relayed by the agent:
             confidence 0.9, ``metadata.relayed_by="agent"``); ``False`` stores every tool write as ``agent``.
+        llm: The agent's model: it judges whether a ``remember`` updates a memory; None = the store's reconciler.
 
     Returns:
         ``[search_memory, remember, correct_memory, forget_memory]`` as LangChain ``BaseTool``s.
@@ -103,5 +105,5 @@ def memory_tools(
         >>> [t.name for t in tools]
         ['search_memory', 'remember', 'correct_memory', 'forget_memory']
     """
-    toolkit = MemoryTools(manager, scope, k=k, allow_user_origin=allow_user_origin)
+    toolkit = MemoryTools(manager, scope, k=k, allow_user_origin=allow_user_origin, llm=llm)
     return [MemoryTool(toolkit=toolkit, op=op) for op in ("search", "remember", "correct", "forget")]

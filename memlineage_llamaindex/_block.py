@@ -72,6 +72,8 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
         k: Memories recalled per turn.
         session_only: Recall only this session's memories (default: all sessions of the user).
         include_suspect: Also serve ``suspect`` memories, flagged in their marker.
+        llm: The agent's LLM (``agent.llm``): it judges whether what the user says updates a memory
+            (:meth:`~memlineage.MemoryManager.model_reconciler`); None = the store's reconciler.
 
     Raises:
         InvalidInputError: no user id (there is no shared default key).
@@ -90,6 +92,11 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
     k: int = Field(default=5, ge=1, description="Memories recalled per turn.")
     session_only: bool = Field(default=False, description="Recall only memories of this session.")
     include_suspect: bool = Field(default=False, description="Also serve suspect memories, flagged.")
+    llm: Any = Field(
+        default=None,
+        exclude=True,
+        description="The agent's LLM, to judge whether what the user says updates a memory; None = the store's rules.",
+    )
 
     _tokenizer: Any = PrivateAttr(default=None)
     _recorder: RunRecorder = PrivateAttr()
@@ -157,7 +164,10 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
             if message.role == MessageRole.USER and text:
                 if self._recorder.open_turn(scope, text) is None:
                     self._recorder.end_session_turns(scope)  # a new user turn closes the previous one
-                self._recorder.start_run(scope, None, text, name="LineageMemoryBlock", framework="llamaindex")
+                self._recorder.start_run(
+                    scope, None, text, name="LineageMemoryBlock", framework="llamaindex",
+                    reconciler=self.manager.model_reconciler(self.llm),
+                )  # fmt: skip
                 continue
             run = self._recorder.session_run(scope)
             if run is None:

@@ -176,6 +176,7 @@ def lineage_memory(
     session_only: bool = False,
     include_suspect: bool = False,
     priority: int = 1,
+    llm: Any = None,
     **memory_kwargs: Any,
 ) -> LineageMemory:
     """A ready ``Memory`` for ``agent.run(user_msg=..., memory=...)`` with MemLineage as its long-term tier.
@@ -191,6 +192,8 @@ def lineage_memory(
         session_only: Recall only this session's memories (default: all of the user's sessions).
         include_suspect: Also serve ``suspect`` memories, flagged.
         priority: The block's truncation priority (0 = never truncate).
+        llm: The agent's LLM (``agent.llm``): it judges whether what the user says updates a memory
+            (:meth:`~memlineage.MemoryManager.model_reconciler`); None = the store's reconciler (offline rules).
         **memory_kwargs: Passed to ``Memory.from_defaults`` (``token_flush_size``, ``chat_store``,
             ``insert_method``...).
 
@@ -216,6 +219,7 @@ def lineage_memory(
         include_suspect=include_suspect,
         priority=priority,
         accept_short_term_memory=not write_through,
+        llm=llm,
     )
     owned = None
     if not {"chat_store", "async_database_uri", "async_engine"} & set(memory_kwargs):

@@ -107,6 +107,7 @@ def memory_tools(
     *,
     k: int = 5,
     allow_user_origin: bool = True,
+    llm: Any = None,
 ) -> list[FunctionTool]:
     """The four memory tools of one scope as async ``FunctionTool``s for ``FunctionAgent`` / ``ReActAgent``.
 
@@ -120,6 +121,7 @@ def memory_tools(
         k: Default number of search results (1..20).
         allow_user_origin: Let ``origin="user"`` store ``user``-sourced memories (relayed by the agent:
             confidence 0.9, ``metadata.relayed_by="agent"``); ``False`` stores every tool write as ``agent``.
+        llm: The agent's model: it judges whether a ``remember`` updates a memory; None = the store's reconciler.
 
     Returns:
         ``[search_memory, remember, correct_memory, forget_memory]`` (async ``FunctionTool``s).
@@ -132,7 +134,7 @@ def memory_tools(
         >>> [t.metadata.name for t in memory_tools(make_manager(), scope="alice")]
         ['search_memory', 'remember', 'correct_memory', 'forget_memory']
     """
-    toolkit = MemoryTools(manager, scope, k=k, allow_user_origin=allow_user_origin)
+    toolkit = MemoryTools(manager, scope, k=k, allow_user_origin=allow_user_origin, llm=llm)
     ids = _call_ids()
     tools = []
     for op in ("search", "remember", "correct", "forget"):

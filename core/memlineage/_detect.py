@@ -237,7 +237,7 @@ def _statement(ports: _Ports, d: Any, now: datetime) -> Statement | None:
         return None  # agent text, reasoning, consolidation...: never matched by content (no silent overrides)
     return Statement(
         content=content, source=source, slot=d.slot, slot_value=d.slot_value, valid_from=d.valid_from or now,
-        session=d.scope.session_id,
+        session=d.scope.session_id, scope_key=f"{d.scope.user_id}\x1f{d.scope.agent_id or ''}",
     )  # fmt: skip
 
 

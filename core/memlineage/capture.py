@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, normalize_content
+from memlineage.reconcile import Reconciler, using_reconciler
 from memlineage.tools import MEMORY_TOOL_NAMES, marker
 
 __all__ = [
@@ -219,6 +220,8 @@ class CaptureRun:
         activity_id: The run's ``agent_run`` activity.
         user_memory_id: The user turn's memory, once stored.
         user_text: The user turn.
+        reconciler: Decides whether what the run writes updates a memory (the agent's model, see
+            :meth:`~memlineage.MemoryManager.model_reconciler`); None = the store's own.
     """
 
     scope: Scope
@@ -236,6 +239,7 @@ class CaptureRun:
     ended: bool = False
     aliases: set[str] = field(default_factory=set)
     kind: str | None = None
+    reconciler: Reconciler | None = None
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
 
@@ -311,6 +315,7 @@ class RunRecorder:
         framework: str | None = None,
         recalled: Sequence[Memory | str] = (),
         kind: str | None = None,
+        reconciler: Reconciler | None = None,
     ) -> CaptureRun:
         """Start (or join) the run of one user turn: an ``agent_run`` activity and the turn as a ``user`` memory.
 
@@ -325,6 +330,7 @@ class RunRecorder:
             framework: ``"langchain"`` / ``"llamaindex"``, kept in the activity metadata.
             recalled: Memories (or ids) recalled into the run's context.
             kind: Memory kind of what the run writes; ``None`` = the manager's default (the value model's choice).
+            reconciler: Update detection for what the run writes (the agent's model); ``None`` = the store's own.
 
         Returns:
             The run.
@@ -341,13 +347,16 @@ class RunRecorder:
             if run is None:
                 run_id = run_id or new_id()
                 run = CaptureRun(
-                    scope=scope, run_id=run_id, activity_id=new_id(), user_text=text, aliases={run_id}, kind=kind
-                )
+                    scope=scope, run_id=run_id, activity_id=new_id(), user_text=text, aliases={run_id}, kind=kind,
+                    reconciler=reconciler,
+                )  # fmt: skip
                 run.lock.acquire()  # a new run's lock is free; held until its start is recorded
                 self._runs[self._key(scope, run_id)] = run
                 if text:
                     self._turns[self._key(scope, normalize_content(text))] = run
         if joined:
+            if reconciler is not None and run.reconciler is None:
+                run.reconciler = reconciler
             self.recalled(run, recalled)
             return run
         try:
@@ -365,7 +374,10 @@ class RunRecorder:
             Activity(id=run.activity_id, kind="agent_run", name=name, scope=scope, run_id=run_id, metadata=meta)
         )
         if text:
-            mem = self.manager.remember(text, scope=scope, source="user", activity_id=run.activity_id, kind=run.kind)
+            with using_reconciler(run.reconciler):
+                mem = self.manager.remember(
+                    text, scope=scope, source="user", activity_id=run.activity_id, kind=run.kind
+                )
             self._link(run, mem, run.activity_id)
             run.user_memory_id = mem.id
             run.context[mem.id] = mem
@@ -556,11 +568,12 @@ class RunRecorder:
             self.manager.end_activity(call.activity_id, scope=run.scope, metadata={"memory_tool": True})
             return None
         text = tool_result_text(call.name, call.arguments, output)
-        mem = self.manager.remember(
-            text, scope=run.scope, source=f"tool:{call.name}", activity_id=call.activity_id,
-            parent_activity_id=run.activity_id, derived_from=list(call.premises), tags=list(tags), kind=run.kind,
-            metadata={"tool_call_id": call_id, "tool_name": call.name, "arguments": call.arguments},
-        )  # fmt: skip
+        with using_reconciler(run.reconciler):
+            mem = self.manager.remember(
+                text, scope=run.scope, source=f"tool:{call.name}", activity_id=call.activity_id,
+                parent_activity_id=run.activity_id, derived_from=list(call.premises), tags=list(tags), kind=run.kind,
+                metadata={"tool_call_id": call_id, "tool_name": call.name, "arguments": call.arguments},
+            )  # fmt: skip
         self._link(run, mem, call.activity_id)
         self._attribute(run, mem, call.premises, call.activity_id)
         run.results[mem.id] = mem

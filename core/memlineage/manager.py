@@ -30,7 +30,7 @@ from memlineage.ledger import Ledger
 from memlineage.models import DEFAULT_TRUST, as_utc, utcnow
 from memlineage.policy import builtin_policies
 from memlineage.policy._enforce import ensure_engine
-from memlineage.reconcile import Reconciler, RuleReconciler
+from memlineage.reconcile import LLMReconciler, Reconciler, RuleReconciler
 from memlineage.retrieval import CandidateFilter, RetrievalConfig
 from memlineage.services import Parts, Services, wire
 from memlineage.services.index_sync import ConsistencyReport, ledger_loader
@@ -307,11 +307,38 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
                 index.close()
             raise
 
+    def model_reconciler(self, model: Any) -> Reconciler | None:
+        """The reconciler that decides updates with ``model`` for this store (one per model, made on first use).
+
+        The adapters call this with the agent's own model and wrap their writes in
+        :func:`memlineage.reconcile.using_reconciler`, so an agent's corrections are judged by its model: an
+        :class:`~memlineage.reconcile.LLMReconciler` whose fallback is the store's own reconciler (the offline rules
+        by default). Returns None when update detection is off (``reconciler=None``) or ``model`` is None, so an
+        adapter never turns it on.
+
+        Args:
+            model: A LangChain chat model or runnable, a LlamaIndex LLM or a callable ``str -> str``.
+
+        Raises:
+            ConfigurationError: ``model`` is none of these.
+        """
+        if model is None or self.reconciler is None:
+            return None
+        with self._write_mutex:
+            cache: dict[int, tuple[Any, Reconciler]] = self.__dict__.setdefault("_model_reconcilers", {})
+            found = cache.get(id(model))
+            if found is None or found[0] is not model:
+                base = self.reconciler if not isinstance(self.reconciler, LLMReconciler) else RuleReconciler()
+                found = cache[id(model)] = (model, LLMReconciler(model, fallback=base))
+            return found[1]
+
     def close(self) -> None:
         """Release the connection pool and the writer lock. Idempotent."""
         if self._closed:
             return
         self._closed = True
+        for _, made in self.__dict__.get("_model_reconcilers", {}).values():
+            made.close()
         self.services.value.flush()
         self.services.index_sync.close()
         self.ledger.close()

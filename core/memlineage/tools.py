@@ -51,6 +51,7 @@ from memlineage.errors import (
 )
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, short_id
+from memlineage.reconcile import using_reconciler
 
 __all__ = ["ARG_SCHEMAS", "MEMORY_TOOL_NAMES", "TOOL_SPECS", "MemoryToolError", "MemoryTools", "ToolSpec", "marker"]
 
@@ -183,6 +184,8 @@ class MemoryTools:
         allow_user_origin: Let ``origin="user"`` store ``user``-sourced memories; ``False`` stores every tool
             write with source ``agent``.
         kind: Memory kind of tool writes (default ``semantic``: the agent chose to keep it).
+        llm: The agent's model: it judges whether a ``remember`` updates a memory
+            (:meth:`~memlineage.MemoryManager.model_reconciler`); None = the store's reconciler.
 
     Raises:
         InvalidInputError: no or bad scope, ``k`` out of range.
@@ -196,6 +199,7 @@ class MemoryTools:
         k: int = 5,
         allow_user_origin: bool = True,
         kind: str = "semantic",
+        llm: Any = None,
     ) -> None:
         if scope is None:
             msg = "memory tools need a scope (a user id at least); MemLineage never uses a shared pool"
@@ -208,6 +212,7 @@ class MemoryTools:
         self.k = k
         self.allow_user_origin = allow_user_origin
         self.kind = kind
+        self.reconciler = manager.model_reconciler(llm)
         self._shown: OrderedDict[str, str] = OrderedDict()  # short id -> full id, this scope only
 
     # ------------------------------------------------------------------ ids and activities
@@ -311,7 +316,7 @@ class MemoryTools:
         src = _origin(origin, self.allow_user_origin)
         aid = self.activity(TOOL_SPECS["remember"].name, activity_id, {"content": text, "origin": src})
         extra: dict[str, Any] = {"confidence": 0.9, "metadata": {"relayed_by": "agent"}} if src == "user" else {}
-        with _mapped():
+        with _mapped(), using_reconciler(self.reconciler):
             mem = self.manager.remember(
                 text, scope=self.scope, source=src, kind=self.kind, activity_id=aid, force=True, **extra
             )

@@ -136,7 +136,11 @@ def test_a_demoted_memory_points_at_the_newer_one_and_the_trace_says_why(mm: Mem
 
 NON_UPDATES = [
     ("siblings", [(0, "My daughter is 7 years old."), (3, "My son is 10 years old.")], "How old is my daughter?"),
-    ("used-to", [(0, "I live in Minneapolis."), (5, "I used to live in Phoenix, the heat was brutal.")], "Where do I live?"),
+    (
+        "used-to",
+        [(0, "I live in Minneapolis."), (5, "I used to live in Phoenix, the heat was brutal.")],
+        "Where do I live?",
+    ),
     (
         "hypothetical",
         [(0, "I live in Toronto."), (4, "If I moved to Vancouver, how much more would rent be?")],
@@ -150,7 +154,11 @@ NON_UPDATES = [
         "Where do I live?",
     ),
     ("friend", [(0, "I live in Paris."), (6, "My friend just moved to Berlin.")], "Where do I live?"),
-    ("second-pet", [(0, "We have a beagle named Max."), (30, "We also got a kitten named Miso.")], "What is our dog's name?"),
+    (
+        "second-pet",
+        [(0, "We have a beagle named Max."), (30, "We also got a kitten named Miso.")],
+        "What is our dog's name?",
+    ),
     (
         "other-context",
         [(0, "I drink coffee every morning."), (8, "In the evenings I drink chamomile tea.")],
@@ -178,5 +186,10 @@ def test_non_updates_never_withdraw_or_demote_the_fact(
 
 
 def test_a_question_about_the_past_finds_the_older_value(mm: MemoryManager, clock: Clock) -> None:
-    say(mm, clock, "past", [(0, "I live in Denver, near Washington Park."), (40, "We live in Austin now, moved last month.")])
+    say(
+        mm,
+        clock,
+        "past",
+        [(0, "I live in Denver, near Washington Park."), (40, "We live in Austin now, moved last month.")],
+    )
     assert any("Denver" in s for s in ask(mm, clock, "past", "Where did I live before Austin?"))

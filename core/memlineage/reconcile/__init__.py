@@ -31,6 +31,7 @@ Two reconcilers ship:
 from __future__ import annotations
 
 from memlineage.reconcile._compete import Conflict, competes, resolve_conflicts
+from memlineage.reconcile._context import active_reconciler, using_reconciler
 from memlineage.reconcile._llm import LLMReconciler
 from memlineage.reconcile._model import (
     APPLY_CONFIDENCE,
@@ -57,6 +58,7 @@ __all__ = [
     "Reconciler",
     "RuleReconciler",
     "Statement",
+    "active_reconciler",
     "asks_about_past",
     "competes",
     "competing_key",
@@ -67,5 +69,6 @@ __all__ = [
     "resolve_conflicts",
     "slot_of",
     "tool_slot",
+    "using_reconciler",
     "withdraws",
 ]

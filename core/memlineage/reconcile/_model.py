@@ -30,8 +30,8 @@ class Statement(BaseModel):
         slot_value: The value the statement assigns to ``slot`` (detected), or None.
         valid_from: Event time of the statement (UTC).
         session: Session id of the statement, or None.
-        similarities: Cosine similarity of the statement to each candidate by candidate id, in [-1, 1], when the
-            vectors are known (filled by update detection; used by the generic signals).
+        scope_key: Who said it (user and agent), so that a reconciler never puts two users' statements into one
+            model prompt; None when unknown.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -42,6 +42,7 @@ class Statement(BaseModel):
     slot_value: str | None = None
     valid_from: datetime | None = None
     session: str | None = None
+    scope_key: str | None = None
 
 
 class Candidate(BaseModel):

@@ -44,7 +44,7 @@ from memlineage.models import (
     to_epoch,
 )
 from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
-from memlineage.reconcile import Decision, Reconciler
+from memlineage.reconcile import Decision, Reconciler, active_reconciler
 from memlineage.reconcile._text import untouched_clauses
 from memlineage.services._concurrency import content_keys, lock_premises, recheck_targets, settle
 from memlineage.services._rows import LIVE, check_activity_owners, edge_row, event_row, row_scope, write_scope
@@ -318,8 +318,11 @@ class WritePath:
         def check_operation(op: str, mems: Sequence[Memory], scope: Scope, source: Source) -> None:
             self.policy.check_operation(op, mems, scope=scope, source=source)
 
+        reconciler = self.reconciler
+        if reconciler is not None:
+            reconciler = active_reconciler() or reconciler  # an adapter's choice (the agent's model), if any
         return detect_updates(
-            drafts, todo, batch_dups, merges, now, ledger=self.ledger, index=self.index, reconciler=self.reconciler,
+            drafts, todo, batch_dups, merges, now, ledger=self.ledger, index=self.index, reconciler=reconciler,
             check_operation=check_operation,
         )  # fmt: skip
 
