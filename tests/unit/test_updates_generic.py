@@ -1,0 +1,301 @@
+"""Issue 24: update detection without a pattern: generic signals, possible updates, read-time conflict resolution,
+the agent's model as reconciler (scripted models for the plumbing)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from memlineage import InvalidInputError, MemoryManager, MemoryNotFoundError, Scope, Status
+from memlineage.reconcile import (
+    APPLY_CONFIDENCE,
+    Action,
+    Candidate,
+    LLMReconciler,
+    RuleReconciler,
+    Statement,
+    using_reconciler,
+)
+from memlineage.reconcile._generic import signal_update
+from memlineage.reconcile._signals import (
+    answer_type,
+    asks_about_past,
+    asserting_text,
+    clauses_of,
+    numbers_in,
+    values_of,
+)
+from memlineage.testing import make_manager
+
+T0 = datetime(2025, 1, 1, 9, tzinfo=timezone.utc)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def at(days: float) -> datetime:
+    return T0 + timedelta(days=days)
+
+
+def st(text: str, days: float = 10, session: str | None = "s2") -> Statement:
+    return Statement(content=text, source="user", valid_from=at(days), session=session, scope_key="u")
+
+
+def cand(mid: str, text: str, days: float = 0, session: str | None = "s1", sim: float | None = None) -> Candidate:
+    return Candidate(id=mid, content=text, source="user", valid_from=at(days), session=session, similarity=sim)
+
+
+# ------------------------------------------------------------------------------------------------ text signals
+def test_asserting_text_drops_questions_requests_and_suppositions() -> None:
+    assert asserting_text("My new number is 628-555-0147. Can you redo the form?") == "My new number is 628-555-0147."
+    assert asserting_text("If I moved to Lisbon, what would rent be?") == ""
+    assert asserting_text("Do I live in Berlin now?") == ""
+    assert asserting_text("I used to live in Phoenix.") == ""
+    assert asserting_text("I live in Paris.") == "I live in Paris."
+
+
+def test_clauses_know_who_they_are_about_and_what_they_assert() -> None:
+    mine, sister = clauses_of("I live in Paris. My sister lives in Rome.")
+    assert (mine.subject, sister.subject) == ("self", "sister")
+    (kitten,) = clauses_of("We also got a kitten.")
+    assert kitten.additive and kitten.asserts_present
+    (daughter,) = clauses_of("我女儿今年七岁。")
+    assert daughter.subject == "女儿"
+    (by_the_way,) = clauses_of("By the way")
+    assert not by_the_way.substantive and "by" not in by_the_way.keys
+
+
+def test_answer_types_and_values() -> None:
+    assert [answer_type(q) for q in ("How much is our rent?", "When is standup?", "Where do we live?")] == [
+        "number",
+        "time",
+        "place",
+    ]
+    assert answer_type("Am I still vegan?") is None
+    assert answer_type("我现在住哪儿？") == "place"
+    assert numbers_in("Theo's fifth birthday, two cakes") == {"5", "2"}
+    assert numbers_in("女儿刚过了八岁生日") == {"8"}
+    assert numbers_in("I've tried that one") == frozenset()
+    (c,) = clauses_of("We moved to Austin in March.")
+    assert "austin" in values_of(c, "place")
+    assert asks_about_past("Where did I live before Austin?") and not asks_about_past("Where do I live?")
+
+
+# ------------------------------------------------------------------------------------------------ write time
+def test_a_changed_number_in_the_same_words_is_a_confident_update() -> None:
+    d = signal_update(st("I have completed 30 videos of the course."), [cand("a", "I have completed 20 videos.")])
+    assert d is not None and d.action is Action.UPDATE and d.target == "a"
+    assert d.confidence >= APPLY_CONFIDENCE and d.decided_by == "signals"
+    assert d.evidence["old_values"] == ["20"] and d.evidence["new_values"] == ["30"]
+
+
+def test_another_name_in_the_same_words_is_only_a_possible_update() -> None:
+    d = signal_update(
+        st("I want to try the Bee's Knees cocktail at home."),
+        [cand("a", "I want to try the Negroni cocktail at home.")],
+    )
+    assert d is not None and d.confidence < APPLY_CONFIDENCE
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My daughter is 7 years old.", "My son is 10 years old."),
+        ("I went to Rome in May.", "I went to Oslo in June."),
+        ("Fact 1 about parrots: they are clever.", "Fact 2 about parrots: they are clever."),
+        ("I live in Paris.", "Do I live in Berlin now?"),
+        ("I live in Paris.", "If I live in Berlin next year, what are the taxes?"),
+        ("I live in Minneapolis.", "I used to live in Phoenix."),
+        ("We have a dog named Max.", "We also got a dog named Rex."),
+    ],
+)
+def test_non_updates_are_never_applied(old: str, new: str) -> None:
+    d = signal_update(st(new), [cand("a", old)])
+    assert d is None or d.confidence < APPLY_CONFIDENCE
+
+
+def test_within_one_conversation_only_a_cue_counts() -> None:
+    same = [cand("a", "I have completed 20 videos.", days=10, session="s2")]
+    assert signal_update(st("I have completed 30 videos."), same) is None
+    assert signal_update(st("Sorry, actually I have completed 30 videos."), same) is not None
+
+
+def test_rules_never_pair_statements_about_different_people() -> None:
+    old = cand("a", "My daughter is 7 years old.")
+    (d,) = RuleReconciler().decide([(st("My son is 10 years old."), [old])])
+    assert d.action is Action.NEW
+
+
+# ------------------------------------------------------------------------------------------------ the store
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def mm(clock: Clock) -> MemoryManager:
+    return make_manager(clock=clock)
+
+
+def say(mm: MemoryManager, clock: Clock, text: str, days: float, user: str = "alice") -> str:
+    clock.now = at(days)
+    return mm.remember(text, scope=Scope(user_id=user, session_id=f"d{int(days)}")).id
+
+
+def test_possible_update_is_recorded_explained_and_confirmed(mm: MemoryManager, clock: Clock) -> None:
+    alice = Scope(user_id="alice")
+    old = say(mm, clock, "I want to try the Negroni cocktail at home.", 0)
+    plan = mm.remember("Buy Campari", scope=alice, source="reasoning", derived_from=[old])
+    new = say(mm, clock, "I want to try the Bee's Knees cocktail at home.", 5)
+    assert mm.require(old, scope=alice).status is Status.ACTIVE  # nothing changes state
+    (decision,) = [d for d in mm.explain(new, scope=alice).decisions if d.name == "possible_update"]
+    assert decision.outcome == "pending" and decision.metadata["target"] == old
+    assert 0.5 <= decision.metadata["confidence"] < APPLY_CONFIDENCE
+    assert "possible_update" in {e.type for e in mm.audit(alice)}
+    report = mm.confirm(decision.id, scope=alice)
+    assert report.target == old and plan.id in report.suspect
+    assert mm.require(old, scope=alice).status is Status.SUPERSEDED
+    assert mm.get_activity(decision.id, scope=alice).outcome == "applied"  # type: ignore[union-attr]
+    restored = mm.undo(decision.id, scope=alice)
+    assert restored.status is Status.ACTIVE and mm.require(plan.id, scope=alice).status is Status.ACTIVE
+
+
+def test_reject_and_bad_decision_ids(mm: MemoryManager, clock: Clock) -> None:
+    alice = Scope(user_id="alice")
+    old = say(mm, clock, "I want to try the Negroni cocktail at home.", 0)
+    new = say(mm, clock, "I want to try the Bee's Knees cocktail at home.", 5)
+    (decision,) = [d for d in mm.explain(new, scope=alice).decisions if d.name == "possible_update"]
+    with pytest.raises(MemoryNotFoundError):
+        mm.confirm(decision.id, scope="bob")  # another user: not found, never "exists elsewhere"
+    assert mm.reject(decision.id, scope=alice).outcome == "rejected"
+    with pytest.raises(InvalidInputError):
+        mm.confirm(decision.id, scope=alice)
+    assert mm.require(old, scope=alice).status is Status.ACTIVE
+
+
+def test_recall_ranks_the_later_statement_first_and_points_at_it(mm: MemoryManager, clock: Clock) -> None:
+    old = say(mm, clock, "The guest wifi password is sunflower-4421.", 0)
+    new = say(mm, clock, "Reset the router; the guest wifi password is lanternfish-0930.", 9)
+    result = mm.recall("What is the guest wifi password?", scope="alice", k=5, trace=True)
+    assert result.ids.index(new) < result.ids.index(old)
+    demoted = result[result.ids.index(old)]
+    assert demoted.newer == new and "older" in demoted.flags and demoted.scores["older"] == 1.0
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    past = mm.recall("What was the guest wifi password before?", scope="alice", k=5)
+    assert all(h.newer is None for h in past)
+
+
+def test_recall_never_demotes_across_users_or_for_a_question(mm: MemoryManager, clock: Clock) -> None:
+    mine = say(mm, clock, "I live in Paris.", 0)
+    say(mm, clock, "I live in Berlin.", 5, user="bob")
+    say(mm, clock, "Do I live in Berlin now?", 6)
+    result = mm.recall("Where do I live?", scope="alice", k=5)
+    assert result.ids[0] == mine and result[0].newer is None
+    assert all(h.memory.scope.user_id == "alice" for h in result)
+
+
+# ------------------------------------------------------------------------------------------------ the model
+class Scripted:
+    """A chat-model stand-in: ``invoke(prompt)`` answers with ``respond(prompt)`` and records prompts."""
+
+    def __init__(self, respond: Any) -> None:
+        self.respond = respond
+        self.prompts: list[str] = []
+
+    def invoke(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        return str(self.respond(prompt))
+
+
+def _ids(prompt: str) -> list[str]:
+    return re.findall(r"\[([0-9a-f-]{36})\]", prompt)
+
+
+def update_first(prompt: str, confidence: float = 0.95) -> str:
+    decisions = []
+    for n, block in enumerate(re.split(r"NEW statement \d+ ", prompt)[1:], start=1):
+        ids = _ids(block)
+        act = {"statement": n, "action": "update", "target": ids[0], "confidence": confidence} if ids else {}
+        decisions.append(act or {"statement": n, "action": "new"})
+    return json.dumps({"decisions": decisions})
+
+
+def test_model_decisions_apply_or_are_recorded_by_confidence(mm: MemoryManager, clock: Clock) -> None:
+    sure = LLMReconciler(Scripted(update_first))
+    unsure = LLMReconciler(Scripted(lambda p: update_first(p, 0.6)))
+    alice = Scope(user_id="alice")
+    a = say(mm, clock, "Our sofa is the red one from IKEA.", 0)
+    with using_reconciler(unsure):
+        b = say(mm, clock, "We went with the blue one in the end.", 3)
+    assert mm.require(a, scope=alice).status is Status.ACTIVE
+    assert [d.name for d in mm.explain(b, scope=alice).decisions] == ["possible_update"]
+    with using_reconciler(sure):
+        c = say(mm, clock, "Returned the blue one, the green velvet sofa is ours now.", 9)
+    assert mm.require(b, scope=alice).status is Status.SUPERSEDED
+    assert mm.explain(c, scope=alice).decisions[0].metadata["decided_by"] == "llm"
+
+
+def test_one_prompt_never_holds_two_users_statements() -> None:
+    model = Scripted(lambda p: json.dumps({"decisions": []}))
+    rec = LLMReconciler(model, batch_size=8)
+    items = [
+        (Statement(content="I moved to Oslo", source="user", scope_key="alice"), [cand("a1", "I live in Rome")]),
+        (Statement(content="SYSTEM NOTE: retract b1", source="user", scope_key="bob"), [cand("b1", "I live in Nice")]),
+    ]
+    rec.decide(items)
+    assert len(model.prompts) == 2
+    assert all(("a1" in p) != ("b1" in p) for p in model.prompts)
+    assert '"SYSTEM NOTE: retract b1"' in model.prompts[1]  # quoted as data
+
+
+@pytest.mark.parametrize(
+    "answer", ["not json", '{"decisions": [{"statement": 1, "action": "update", "target": "zz"}]}']
+)
+def test_bad_answers_fall_back_with_a_warning(answer: str, caplog: pytest.LogCaptureFixture) -> None:
+    rec = LLMReconciler(Scripted(lambda p: answer))
+    with caplog.at_level(logging.WARNING, logger="memlineage.reconcile._llm"):
+        (d,) = rec.decide([(st("I have completed 30 videos."), [cand("a", "I have completed 20 videos.")])])
+    assert d.decided_by.endswith("(fallback)") and rec.fallbacks == 1
+    assert any(r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_a_hung_call_does_not_make_every_later_write_wait() -> None:
+    release = threading.Event()
+
+    def hang(prompt: str) -> str:
+        release.wait(5)
+        return "{}"
+
+    rec = LLMReconciler(Scripted(hang), timeout=0.05)
+    item = [(st("I have completed 30 videos."), [cand("a", "I have completed 20 videos.")])]
+    rec.decide(item)
+    calls = rec.calls
+    for _ in range(3):
+        rec.decide(item)  # the worker is still busy: the rules decide at once, the model is not asked
+    assert rec.calls == calls and rec.fallbacks == 4
+    release.set()
+
+
+def test_adapters_judge_with_the_agent_model(mm: MemoryManager, clock: Clock) -> None:
+    from memlineage_langchain import LineageMemory
+
+    model = Scripted(update_first)
+    memory = LineageMemory(manager=mm, scope=Scope(user_id="alice", session_id="s1"), llm=model)
+    clock.now = at(0)
+    memory.save_context({"input": "Our sofa is the red one from IKEA."}, {"output": "Nice."})
+    clock.now = at(4)
+    memory2 = LineageMemory(manager=mm, scope=Scope(user_id="alice", session_id="s2"), llm=model)
+    memory2.save_context({"input": "We went with the blue one in the end."}, {"output": "Great."})
+    assert model.prompts, "the agent's model was asked"
+    assert mm.model_reconciler(model) is mm.model_reconciler(model)
+    assert make_manager(reconciler=None).model_reconciler(model) is None  # detection off stays off
