@@ -225,7 +225,7 @@ def update_first(prompt: str, confidence: float = 0.95) -> str:
     decisions = []
     for n, block in enumerate(re.split(r"NEW statement \d+ ", prompt)[1:], start=1):
         ids = _ids(block)
-        act = {"statement": n, "action": "update", "target": ids[0], "confidence": confidence} if ids else {}
+        act = {"statement": n, "action": "update", "target": ids[-1], "confidence": confidence} if ids else {}
         decisions.append(act or {"statement": n, "action": "new"})
     return json.dumps({"decisions": decisions})
 
