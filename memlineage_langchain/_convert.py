@@ -29,6 +29,7 @@ from memlineage.errors import InvalidInputError, InvalidNamespaceError
 from memlineage.history import ChatEntry, ChatTurn
 from memlineage.models import MAX_TAG_CHARS, Memory, Scope, check_id
 from memlineage.retrieval import RecallHit
+from memlineage.tools import recalled_line
 
 logger = logging.getLogger(__name__)
 
@@ -196,18 +197,16 @@ def user_text(inputs: Any, input_key: str | None = None) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------- memories
-def memory_lines(memories: Iterable[Memory]) -> list[str]:
-    """One line per memory: ``- [m:<id>] [source] content`` (suspect ones flagged); the model cites the marker."""
-    lines = []
-    for m in memories:
-        flag = " (suspect)" if m.status.value == "suspect" else ""
-        lines.append(f"- {marker(m.id)} [{m.source}]{flag} {m.content}")
-    return lines
+def memory_lines(hits: Iterable[RecallHit | Memory]) -> list[str]:
+    """One line per recalled memory (:func:`memlineage.tools.recalled_line`): marker, status, source, date, and
+    for a memory a later one restates, a pointer to it; the model cites the marker.
+    """
+    return [recalled_line(h) for h in hits]
 
 
-def format_memories(memories: Iterable[Memory]) -> str:
+def format_memories(hits: Iterable[RecallHit | Memory]) -> str:
     """:func:`memory_lines` joined by newlines."""
-    return "\n".join(memory_lines(memories))
+    return "\n".join(memory_lines(hits))
 
 
 def memory_to_message(memory: Memory) -> BaseMessage:

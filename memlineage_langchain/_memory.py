@@ -13,7 +13,8 @@ from langchain_core.runnables.config import ensure_config
 from memlineage._construct import typed_construction
 from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
-from memlineage.models import Memory, Scope, new_id
+from memlineage.models import Scope, new_id
+from memlineage.retrieval import RecallHit
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from typing_extensions import override
 
@@ -111,13 +112,14 @@ class LineageMemory(BaseMemory):
         found = self.scope or scope_from_mapping(inputs) or scope_from_config(ensure_config())
         return require_scope(found, "LineageMemory")
 
-    def _loaded(self, scope: Scope, query: str, memories: Sequence[Memory]) -> dict[str, Any]:
+    def _loaded(self, scope: Scope, query: str, hits: Sequence[RecallHit]) -> dict[str, Any]:
+        memories = [h.memory for h in hits]
         ids = [m.id for m in memories]
         with self._lock:
             if len(self._pending) >= _MAX_PENDING:
                 self._pending.pop(next(iter(self._pending)))
             self._pending[(scope.user_id, scope.session_id, query)] = ids
-        value: Any = [memory_to_message(m) for m in memories] if self.return_messages else format_memories(memories)
+        value: Any = [memory_to_message(m) for m in memories] if self.return_messages else format_memories(hits)
         return {self.memory_key: value, RECALLED_KEY: ids}
 
     def _empty(self) -> dict[str, Any]:
@@ -176,7 +178,7 @@ class LineageMemory(BaseMemory):
         if not query.strip() or self.k == 0:
             return self._empty()
         result = self.manager.recall(query, scope=scope, k=self.k, include_suspect=self.include_suspect)
-        return self._loaded(scope, query, [h.memory for h in result])
+        return self._loaded(scope, query, list(result))
 
     @override
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -185,7 +187,7 @@ class LineageMemory(BaseMemory):
         if not query.strip() or self.k == 0:
             return self._empty()
         result = await self.manager.arecall(query, scope=scope, k=self.k, include_suspect=self.include_suspect)
-        return self._loaded(scope, query, [h.memory for h in result])
+        return self._loaded(scope, query, list(result))
 
     @override
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from langgraph.types import Command
 from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec
 from memlineage.errors import InvalidInputError
 from memlineage.manager import MemoryManager
-from memlineage.models import Memory, Scope, new_id
+from memlineage.models import Scope, new_id
 from memlineage.window import fit_to_budget
 from typing_extensions import NotRequired, override
 
@@ -168,9 +168,9 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         return self._recorder.run(self._scope(runtime), run_id) if run_id else None
 
     # ------------------------------------------------------------------ turn start / end
-    def _start(self, scope: Scope, text: str, memories: list[Memory]) -> dict[str, Any]:
-        lines = fit_to_budget([self.header, *memory_lines(memories)], self.max_note_tokens)
-        shown = memories[: max(0, len(lines) - 1)]
+    def _start(self, scope: Scope, text: str, hits: list[Any]) -> dict[str, Any]:
+        lines = fit_to_budget([self.header, *memory_lines(hits)], self.max_note_tokens)
+        shown = [h.memory for h in hits[: max(0, len(lines) - 1)]]
         run = self._recorder.start_run(
             scope, new_id(), text, name="create_agent", framework="langchain", recalled=shown,
             reconciler=self._reconciler(),
@@ -185,7 +185,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         if not text.strip():
             return None
         recalled = self.manager.recall(text, scope=scope, k=self.k, include_suspect=self.include_suspect)
-        return self._start(scope, text, [h.memory for h in recalled])
+        return self._start(scope, text, list(recalled))
 
     @override
     async def abefore_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -194,7 +194,7 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         if not text.strip():
             return None
         recalled = await self.manager.arecall(text, scope=scope, k=self.k, include_suspect=self.include_suspect)
-        return await asyncio.to_thread(self._start, scope, text, [h.memory for h in recalled])
+        return await asyncio.to_thread(self._start, scope, text, list(recalled))
 
     def _finish(self, state: LineageState, runtime: Any) -> None:
         run = self._run(state, runtime)

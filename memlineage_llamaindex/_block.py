@@ -30,7 +30,7 @@ __all__ = ["LineageMemoryBlock"]
 
 logger = logging.getLogger(__name__)
 
-_HEADER = "Long-term memories (cite as [m:<id>]; source, date and trust in brackets):"
+_HEADER = "Long-term memories, best first (cite as [m:<id>]; status, who said it and date in brackets):"
 
 #: How many user turns recalled for but not (yet) stored are remembered, per block.
 _MAX_PENDING = 256

@@ -13,8 +13,9 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from memlineage.errors import InvalidInputError
 from memlineage.history import ChatEntry, ChatTurn
-from memlineage.models import Scope, short_id
+from memlineage.models import Scope
 from memlineage.retrieval import RecallHit
+from memlineage.tools import recalled_line
 
 #: Instrument-tag keys that name the scope of a run (see ``instrument_tags`` in
 #: ``llama_index.core.instrumentation.dispatcher``).
@@ -99,16 +100,12 @@ def scope_from_tags(tags: Mapping[str, Any] | None, default: Scope | None) -> Sc
 
 
 def hit_line(hit: RecallHit) -> str:
-    """One recalled memory as a compact line with a citable provenance marker.
+    """One recalled memory as a line with a citable marker (:func:`memlineage.tools.recalled_line`).
 
-    Example: ``- [m:1a2b3c4d tool:get_weather 2025-06-01 trust 0.80] get_weather(city='Paris') -> 18C``.
-    The marker's ``m:<8 hex>`` is the start of the memory id, enough for the model to cite it.
+    Example: ``- [m:1a2b3c4d] (active, tool:get_weather, 2025-06-01) get_weather(city='Paris') -> 18C``; a memory
+    that a later one restates ends its parenthesis with ``older: see [m:<id>]``.
     """
-    mem = hit.memory
-    parts = [f"m:{short_id(mem.id)}", str(mem.source), mem.created_at.date().isoformat(), f"trust {mem.trust:.2f}"]
-    parts.extend(hit.flags)
-    content = " ".join(mem.content.split())
-    return f"- [{' '.join(parts)}] {content}"
+    return recalled_line(hit)
 
 
 def render_hits(hits: Sequence[RecallHit], header: str) -> str:

@@ -53,7 +53,16 @@ from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, short_id
 from memlineage.reconcile import using_reconciler
 
-__all__ = ["ARG_SCHEMAS", "MEMORY_TOOL_NAMES", "TOOL_SPECS", "MemoryToolError", "MemoryTools", "ToolSpec", "marker"]
+__all__ = [
+    "ARG_SCHEMAS",
+    "MEMORY_TOOL_NAMES",
+    "TOOL_SPECS",
+    "MemoryToolError",
+    "MemoryTools",
+    "ToolSpec",
+    "marker",
+    "recalled_line",
+]
 
 #: Longest text a tool accepts (content, query, reason), in characters.
 MAX_TEXT = 4000
@@ -156,6 +165,31 @@ MEMORY_TOOL_NAMES = frozenset(spec.name for spec in TOOL_SPECS.values())
 def marker(memory_id: str) -> str:
     """The citable marker of a memory: ``[m:<short id>]``, the id's last 8 characters (``models.short_id``)."""
     return f"[m:{short_id(memory_id)}]"
+
+
+def recalled_line(hit: Any) -> str:
+    """One recalled memory as the model sees it: marker, status, who said it, date, then the text on one line.
+
+    ``- [m:1a2b3c4d] (active, user, 2025-06-01) I live in Berlin``. A memory a later one of the same speaker restates
+    (read-time conflict resolution) says so and points at it: ``(active, user, 2025-03-01, older: see
+    [m:5e6f7a8b]) I live in Paris``; a suspect one says why it may be wrong; a past version says it was replaced.
+    The text is collapsed to one line, so nothing it holds can pose as another line of the list.
+
+    Args:
+        hit: A :class:`~memlineage.retrieval.RecallHit`, or a :class:`~memlineage.Memory`.
+    """
+    mem = getattr(hit, "memory", hit)
+    status = mem.status.value
+    if status == "suspect":
+        status = "suspect: a premise changed"
+    elif status == "superseded":
+        status = "superseded: an earlier value"
+    when = (mem.valid_from or mem.created_at).date().isoformat()
+    parts = [status, str(mem.source), when]
+    newer = getattr(hit, "newer", None)
+    if newer:
+        parts.append(f"older: see {marker(newer)}")
+    return f"- {marker(mem.id)} ({', '.join(parts)}) {' '.join(mem.content.split())}"
 
 
 def _text(value: Any, what: str, limit: int = MAX_TEXT) -> str:
@@ -299,11 +333,8 @@ class MemoryTools:
             return f"No stored memory matches {text!r}."
         lines = ["Memories, best match first ([m:<id>] (status, source, date) text):"]
         for hit in hits:
-            mem = hit.memory
-            self._note(mem.id)
-            status = "suspect: a premise changed" if mem.status.value == "suspect" else mem.status.value
-            when = (mem.valid_from or mem.created_at).date().isoformat()
-            lines.append(f"- {marker(mem.id)} ({status}, {mem.source}, {when}) {' '.join(mem.content.split())}")
+            self._note(hit.memory.id)
+            lines.append(recalled_line(hit))
         return "\n".join(lines)
 
     def remember(self, content: Any, origin: Any = "agent", *, activity_id: str | None = None) -> str:

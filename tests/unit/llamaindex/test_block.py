@@ -65,7 +65,7 @@ async def test_aget_recalls_within_scope_with_markers(manager: MemoryManager) ->
     text = await alice.aget(question, session_id="a2")
     assert "aisle" in text and "window" not in text
     mem = manager.recall("aisle seats", scope="alice", k=1)[0].memory
-    assert f"[m:{short_id(mem.id)} user " in text
+    assert f"[m:{short_id(mem.id)}] (active, user, " in text
     assert "window" in await bob.aget(question, session_id="b2")
     assert await alice.aget([], session_id="a2") == ""
 
