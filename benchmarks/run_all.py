@@ -299,6 +299,45 @@ def rows_stale() -> Iterator[Row]:
         yield ("stale", figure, value, "; ".join(parts))
 
 
+def rows_updates() -> Iterator[Row]:
+    """Per suite and system: stale / current / kept at k=3, and automatic decisions right / applied."""
+    d, _ = _load("bench_updates.json")
+    systems = _get(d, "systems") or {}
+    if not systems:
+        yield ("updates", "stale / current / kept @3 (suites written by others)", None, "")
+        return
+    for name, s in systems.items():
+        for suite, m in sorted((_get(s, "suites") or {}).items()):
+            if "update" not in m:
+                continue
+            value = (
+                f"stale {m['stale@3']}/{m['update']}, current {m['current@3']}/{m['with_current']}, "
+                f"kept {m['kept@3']}/{m['non_update']}"
+            )
+            notes = [f"past {m['past@3']}/{m['past']}", f"leaks {_get(s, 'leaks')}"]
+            if name.startswith("ml"):
+                notes.append(f"decisions {m.get('applied_right', 0)}/{m.get('applied', 0)} right")
+                notes.append(f"withdrawn non-updates {m['withdrawn']}")
+            yield ("updates", f"{suite}: {name}", value, "; ".join(notes))
+
+
+def rows_longmemeval() -> Iterator[Row]:
+    """Per file and system: a stale turn above the current one, current in the top 3."""
+    d, _ = _load("bench_longmemeval.json")
+    files = _get(d, "files") or {}
+    if not files:
+        yield ("longmemeval", "knowledge-update: stale above current", None, "")
+        return
+    for f, rows in files.items():
+        for name, r in rows.items():
+            value = f"stale>current {r['stale>cur']}/{r['latest']}, current@3 {r['cur@3']}/{r['latest']}"
+            dec = _get(r, "decisions") or {}
+            notes = f"past@5 {r['past@5']}/{r['past']}; split {_get(d, 'split')}"
+            if name.startswith("ml"):
+                notes += f"; decisions on the evidence pair {dec.get('right', 0)}/{dec.get('made', 0)}"
+            yield ("longmemeval", f"{f}: {name}", value, notes)
+
+
 def rows_lineage() -> Iterator[Row]:
     d, _ = _load("bench_lineage.json")
     surfaces = _get(d, "surfaces") or {}
@@ -330,6 +369,8 @@ SECTIONS: list[tuple[str, Callable[[], Iterator[Row]], tuple[str, ...]]] = [
     ("bench_locomo", rows_locomo, ("locomo.json", "bench_locomo.json")),
     ("bench_value_gate", rows_value_gate, ("value_gate.json", "bench_value_gate.json")),
     ("bench_stale", rows_stale, ("bench_stale.json",)),
+    ("bench_updates", rows_updates, ("bench_updates.json",)),
+    ("bench_longmemeval", rows_longmemeval, ("bench_longmemeval.json",)),
     ("bench_lineage", rows_lineage, ("bench_lineage.json",)),
 ]
 
