@@ -314,10 +314,10 @@ def _guard(fn: F) -> F:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(self, *args, **kwargs)
-        except Exception:
+        except Exception as exc:
             if self.raise_error:
                 raise
-            logger.exception("%s.%s failed; the host run continues", type(self).__name__, fn.__name__)
+            self.manager.record_adapter_error(f"{type(self).__name__}.{fn.__name__}", exc, scope=self._recorder.scope)
             return None
 
     return wrapper  # type: ignore[return-value]
@@ -330,10 +330,11 @@ def _aguard(fn: F) -> F:
     async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return await fn(self, *args, **kwargs)
-        except Exception:
+        except Exception as exc:
             if self.raise_error:
                 raise
-            logger.exception("%s.%s failed; the host run continues", type(self).__name__, fn.__name__)
+            where = f"{type(self).__name__}.{fn.__name__}"
+            await asyncio.to_thread(self.manager.record_adapter_error, where, exc, scope=self._recorder.scope)
             return None
 
     return wrapper  # type: ignore[return-value]

@@ -198,8 +198,9 @@ def user_text(inputs: Any, input_key: str | None = None) -> str:
 
 # ---------------------------------------------------------------------------------------------------- memories
 def memory_lines(hits: Iterable[RecallHit | Memory]) -> list[str]:
-    """One line per recalled memory (:func:`memlineage.tools.recalled_line`): marker, status, source, date, and
-    for a memory a later one restates, a pointer to it; the model cites the marker.
+    """One line per recalled memory (:func:`memlineage.tools.recalled_line`); the model cites the marker.
+
+    Each line has the marker, status, source and date and, for a memory a later one restates, a pointer to it.
     """
     return [recalled_line(h) for h in hits]
 

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, get_buffer_string
 from langchain_core.runnables.config import ensure_config
 from memlineage._construct import typed_construction
-from memlineage.capture import RunRecorder, ToolCallSpec
+from memlineage.capture import RunRecorder, ToolCallSpec, ashield, shield
 from memlineage.manager import MemoryManager
-from memlineage.models import Scope, new_id
+from memlineage.models import Memory, Scope, new_id
 from memlineage.retrieval import RecallHit
+from memlineage.window import fit_to_budget
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from typing_extensions import override
 
 from memlineage_langchain._convert import (
     RECALLED_KEY,
     action_text,
-    format_memories,
-    memory_to_message,
+    memory_lines,
     optional_scope,
     require_scope,
     scope_from_config,
@@ -36,17 +38,45 @@ __all__ = ["LineageMemory"]
 logger = logging.getLogger(__name__)
 
 _MAX_PENDING = 1024
+_BLOCK_HEADER = "Recalled memories, best first (quoted; cite as [m:<id>]; status, who said it and date in brackets):"
+
+
+def _turn_messages(mems: Sequence[Memory]) -> list[BaseMessage]:
+    """One stored exchange as chat messages: the user's message, each tool call with its result, the answer."""
+    out: list[BaseMessage] = []
+    for m in mems:
+        kind = m.source.kind.value
+        if kind == "user":
+            out.append(HumanMessage(content=m.content))
+        elif kind == "tool":
+            call_id = str(m.metadata.get("tool_call_id") or m.id)
+            name = str(m.metadata.get("tool_name") or m.source.name or "tool")
+            args = m.metadata.get("arguments")
+            call = {"name": name, "args": args if isinstance(args, dict) else {}, "id": call_id, "type": "tool_call"}
+            out.append(AIMessage(content="", tool_calls=[call]))
+            result = m.content.split(" -> ", 1)[1] if " -> " in m.content else m.content
+            out.append(ToolMessage(content=result, tool_call_id=call_id, name=name))
+        elif kind == "agent" and not m.metadata.get("filler"):
+            out.append(AIMessage(content=m.content))
+    return out
 
 
 @typed_construction
 class LineageMemory(BaseMemory):
-    """Classic LangChain memory with lineage: recall on load, remember with provenance on save.
+    """Classic LangChain memory with lineage: the session's recent turns plus recalled memories, with provenance.
 
-    ``load_memory_variables`` recalls the memories most relevant to the current input within the scope;
-    ``save_context`` stores the input as a ``user`` memory and the output as an ``agent`` memory derived from the
-    user turn and the memories recalled for it; ``intermediate_steps`` (``AgentExecutor(...,
+    ``load_memory_variables`` gives the model two things: **the session's recent turns in order** (at most
+    ``max_turns`` exchanges: the user's message, the turn's tool calls with their results as an AI message with
+    ``tool_calls`` followed by ``ToolMessage``s, and the answer), and **a separate block of recalled memories**,
+    the ones most relevant to the current input across the user's sessions, within ``max_memory_tokens`` (best
+    first; one line each with its ``[m:<id>]`` marker, status, who said it and date; acknowledgements and what the
+    recent turns already show are left out). With ``return_messages=True`` the block is one ``SystemMessage``
+    before the turns; otherwise both are one string. ``save_context`` stores the input as a ``user`` memory and
+    the output as an ``agent`` memory derived from what it rests on; ``intermediate_steps`` (``AgentExecutor(...,
     return_intermediate_steps=True)``) become tool-call activities and ``tool:<name>`` memories. ``clear()``
-    archives this session's memories only (kept in the ledger, never another user's or session's).
+    archives this session's memories only (kept in the ledger, never another user's or session's). A failure of
+    the store never raises into the agent: it is logged, counted (``stats()["adapter_errors"]``) and the turn goes
+    on (an empty load, an unrecorded save).
 
     The scope is the constructor's; else ``user_id`` / ``session_id`` in the chain inputs; else the metadata of
     the enclosing run config (visible when the chain runs inside a runnable or graph; a top-level
@@ -86,6 +116,10 @@ class LineageMemory(BaseMemory):
     input_key: str | None = Field(default=None, description="Input key of the user turn; None = 'input'...")
     output_key: str | None = Field(default=None, description="Output key of the answer; None = 'output'...")
     k: int = Field(default=5, ge=0, description="Number of memories recalled per turn.")
+    max_turns: int = Field(default=6, ge=0, description="Recent exchanges of the session given in order.")
+    max_memory_tokens: int = Field(
+        default=1000, ge=1, description="Token budget of the recalled-memory block (tiktoken cl100k_base)."
+    )
     return_messages: bool = Field(default=False, description="Load chat messages instead of one string.")
     include_suspect: bool = Field(default=False, description="Also recall suspect memories (flagged).")
     kind: str | None = Field(
@@ -113,14 +147,40 @@ class LineageMemory(BaseMemory):
         return require_scope(found, "LineageMemory")
 
     def _loaded(self, scope: Scope, query: str, hits: Sequence[RecallHit]) -> dict[str, Any]:
-        memories = [h.memory for h in hits]
-        ids = [m.id for m in memories]
+        turns, in_turns = self._recent(scope)
+        shown: list[RecallHit] = [
+            h for h in hits if h.memory.id not in in_turns and not h.memory.metadata.get("filler")
+        ]
+        lines = fit_to_budget([_BLOCK_HEADER, *memory_lines(shown)], self.max_memory_tokens) if shown else []
+        shown = shown[: max(0, len(lines) - 1)]
+        # what the model sees, the block and the recent turns, is the turn's context (its possible premises)
+        ids = [h.memory.id for h in shown] + sorted(in_turns - {h.memory.id for h in shown})
         with self._lock:
             if len(self._pending) >= _MAX_PENDING:
                 self._pending.pop(next(iter(self._pending)))
             self._pending[(scope.user_id, scope.session_id, query)] = ids
-        value: Any = [memory_to_message(m) for m in memories] if self.return_messages else format_memories(hits)
+        block = "\n".join(lines)
+        if self.return_messages:
+            value: Any = ([SystemMessage(content=block)] if block else []) + turns
+        else:
+            value = "\n\n".join(x for x in (block, get_buffer_string(turns) if turns else "") if x)
         return {self.memory_key: value, RECALLED_KEY: ids}
+
+    def _recent(self, scope: Scope) -> tuple[list[BaseMessage], set[str]]:
+        """The session's last ``max_turns`` exchanges as messages, in order, and the ids of the memories in them."""
+        if scope.session_id is None or self.max_turns == 0:
+            return [], set()
+        runs: dict[str, list[Memory]] = {}
+        for m in self.manager.find(scope=scope, session_only=True):
+            run = m.lineage.activity_id if m.source.kind.value == "user" else m.lineage.parent_activity_id
+            if run is not None:
+                runs.setdefault(run, []).append(m)
+        messages: list[BaseMessage] = []
+        ids: set[str] = set()
+        for mems in list(runs.values())[-self.max_turns :]:
+            messages.extend(_turn_messages(mems))
+            ids.update(m.id for m in mems)
+        return messages, ids
 
     def _empty(self) -> dict[str, Any]:
         return {self.memory_key: [] if self.return_messages else "", RECALLED_KEY: []}
@@ -175,31 +235,40 @@ class LineageMemory(BaseMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         scope = self._scope(inputs)
         query = user_text(inputs, self.input_key)
-        if not query.strip() or self.k == 0:
-            return self._empty()
-        result = self.manager.recall(query, scope=scope, k=self.k, include_suspect=self.include_suspect)
-        return self._loaded(scope, query, list(result))
+        return shield(
+            self.manager, "LineageMemory.load_memory_variables", self._load, scope, query, default=self._empty(),
+            scope=scope,
+        )  # fmt: skip
+
+    def _load(self, scope: Scope, query: str) -> dict[str, Any]:
+        hits: list[RecallHit] = []
+        if query.strip() and self.k > 0:
+            hits = list(self.manager.recall(query, scope=scope, k=self.k, include_suspect=self.include_suspect))
+        return self._loaded(scope, query, hits)
 
     @override
     async def aload_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         scope = self._scope(inputs)
         query = user_text(inputs, self.input_key)
-        if not query.strip() or self.k == 0:
-            return self._empty()
-        result = await self.manager.arecall(query, scope=scope, k=self.k, include_suspect=self.include_suspect)
-        return self._loaded(scope, query, list(result))
+        load = functools.partial(asyncio.to_thread, self._load, scope, query)
+        return await ashield(  # type: ignore[no-any-return]
+            self.manager, "LineageMemory.aload_memory_variables", load, default=self._empty(), scope=scope
+        )
 
     @override
     def save_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         scope = self._scope(inputs)
         query = user_text(inputs, self.input_key)
-        self._record(scope, query, self._recalled(scope, query, inputs), outputs)
+        premises = self._recalled(scope, query, inputs)
+        shield(self.manager, "LineageMemory.save_context", self._record, scope, query, premises, outputs, scope=scope)
 
     @override
     async def asave_context(self, inputs: dict[str, Any], outputs: dict[str, Any]) -> None:
         scope = self._scope(inputs)
         query = user_text(inputs, self.input_key)
-        await asyncio.to_thread(self._record, scope, query, self._recalled(scope, query, inputs), outputs)
+        premises = self._recalled(scope, query, inputs)
+        record = functools.partial(asyncio.to_thread, self._record, scope, query, premises, outputs)
+        await ashield(self.manager, "LineageMemory.asave_context", record, scope=scope)
 
     def _to_clear(self, scope: Scope) -> list[str]:
         if scope.session_id is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any
@@ -18,7 +19,7 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec
+from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec, ashield, shield
 from memlineage.errors import InvalidInputError
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, new_id
@@ -184,6 +185,9 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         text = last_human_text(state.get("messages", []))
         if not text.strip():
             return None
+        return shield(self.manager, "LineageMiddleware.before_agent", self._begin, scope, text, scope=scope)
+
+    def _begin(self, scope: Scope, text: str) -> dict[str, Any]:
         recalled = self.manager.recall(text, scope=scope, k=self.k, include_suspect=self.include_suspect)
         return self._start(scope, text, list(recalled))
 
@@ -193,8 +197,8 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         text = last_human_text(state.get("messages", []))
         if not text.strip():
             return None
-        recalled = await self.manager.arecall(text, scope=scope, k=self.k, include_suspect=self.include_suspect)
-        return await asyncio.to_thread(self._start, scope, text, list(recalled))
+        begin = functools.partial(asyncio.to_thread, self._begin, scope, text)
+        return await ashield(self.manager, "LineageMiddleware.before_agent", begin, scope=scope)
 
     def _finish(self, state: LineageState, runtime: Any) -> None:
         run = self._run(state, runtime)
@@ -205,12 +209,13 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
 
     @override
     def after_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self._finish(state, runtime)
+        shield(self.manager, "LineageMiddleware.after_agent", self._finish, state, runtime, scope=self.scope)
         return None
 
     @override
     async def aafter_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        await asyncio.to_thread(self._finish, state, runtime)
+        finish = functools.partial(asyncio.to_thread, self._finish, state, runtime)
+        await ashield(self.manager, "LineageMiddleware.after_agent", finish, scope=self.scope)
         return None
 
     # ------------------------------------------------------------------ model calls
@@ -236,8 +241,9 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any]:
         self._learn_model(request)
-        response = handler(self._with_notes(request))
-        self._model_step(request, response)
+        noted = shield(self.manager, "LineageMiddleware.wrap_model_call", self._with_notes, request, default=request)
+        response = handler(noted)
+        shield(self.manager, "LineageMiddleware.wrap_model_call", self._model_step, request, response)
         return response
 
     @override
@@ -247,8 +253,10 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         self._learn_model(request)
-        response = await handler(self._with_notes(request))
-        await asyncio.to_thread(self._model_step, request, response)
+        noted = shield(self.manager, "LineageMiddleware.awrap_model_call", self._with_notes, request, default=request)
+        response = await handler(noted)
+        step = functools.partial(asyncio.to_thread, self._model_step, request, response)
+        await ashield(self.manager, "LineageMiddleware.awrap_model_call", step)
         return response
 
     # ------------------------------------------------------------------ tool calls
@@ -278,13 +286,14 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
     ) -> ToolMessage | Command[Any]:
-        run, call_id = self._tool_start(request)
+        where = "LineageMiddleware.wrap_tool_call"
+        run, call_id = shield(self.manager, where, self._tool_start, request, default=(None, None))
         try:
             result = handler(request)
         except Exception as exc:
-            self._tool_failed(run, call_id, exc)
-            raise
-        self._tool_end(run, call_id, result)
+            shield(self.manager, where, self._tool_failed, run, call_id, exc)
+            raise  # the tool's own error, not memory's: the framework handles it as it would without memory
+        shield(self.manager, where, self._tool_end, run, call_id, result)
         return result
 
     @override
@@ -293,11 +302,15 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        run, call_id = await asyncio.to_thread(self._tool_start, request)
+        where = "LineageMiddleware.awrap_tool_call"
+        start = functools.partial(asyncio.to_thread, self._tool_start, request)
+        run, call_id = await ashield(self.manager, where, start, default=(None, None))
         try:
             result = await handler(request)
         except Exception as exc:
-            await asyncio.to_thread(self._tool_failed, run, call_id, exc)
-            raise
-        await asyncio.to_thread(self._tool_end, run, call_id, result)
+            await ashield(
+                self.manager, where, functools.partial(asyncio.to_thread, self._tool_failed, run, call_id, exc)
+            )
+            raise  # the tool's own error, not memory's
+        await ashield(self.manager, where, functools.partial(asyncio.to_thread, self._tool_end, run, call_id, result))
         return result

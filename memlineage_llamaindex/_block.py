@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -12,7 +13,7 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
 from memlineage._construct import typed_construction
-from memlineage.capture import RunRecorder, ToolCallSpec
+from memlineage.capture import RunRecorder, ToolCallSpec, ashield
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, normalize_content
 from typing_extensions import override
@@ -123,6 +124,12 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
     # ------------------------------------------------------------------ read
     @override
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
+        scope = self.scope_for(block_kwargs.get("session_id"))
+        read = functools.partial(self._recall_block, messages, **block_kwargs)
+        # nothing from memory raises into the agent: a failure is logged, counted and the turn gets no block
+        return await ashield(self.manager, "LineageMemoryBlock.aget", read, default="", scope=scope)  # type: ignore[no-any-return]
+
+    async def _recall_block(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = latest_user_text(messages)
         if not query:
             return ""
@@ -152,7 +159,8 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
     # ------------------------------------------------------------------ write
     @override
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        await asyncio.to_thread(self._put, messages)
+        write = functools.partial(asyncio.to_thread, self._put, messages)
+        await ashield(self.manager, "LineageMemoryBlock.aput", write, scope=self.scope_for(self.session_id))
 
     def _put(self, messages: list[ChatMessage]) -> None:
         """Translate flushed messages into the shared run recorder (one user turn = one run)."""

@@ -37,6 +37,7 @@ matched against), and the block and the capture join one run: each memory is wri
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping
@@ -54,7 +55,7 @@ from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.llms import ChatMessage
 from llama_index.core.workflow import StopEvent
-from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec
+from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec, ashield
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, new_id
 from typing_extensions import override
@@ -172,6 +173,11 @@ async def capture_run(
     run = _Run(run_id=str(getattr(handler, "run_id", None) or new_id()), scope=Scope.coerce(scope))
     recorder = _Recorder(manager)
     started = False
+
+    async def step(fn: Callable[..., Any], *args: Any) -> None:
+        # nothing from memory raises into the agent: a failed step is logged, counted, kept as an event
+        await ashield(manager, "capture_run", functools.partial(asyncio.to_thread, fn, *args), scope=run.scope)
+
     try:
         async for ev in handler.stream_events():
             if on_event is not None:
@@ -182,31 +188,26 @@ async def capture_run(
                 if not started:
                     started = True
                     text = user_msg or await _run_user_msg(handler) or latest_user_text(ev.input)
-                    await asyncio.to_thread(recorder.start_run, run, text, ev.current_agent_name)
+                    await step(recorder.start_run, run, text, ev.current_agent_name)
             elif isinstance(ev, AgentOutput) and started:
                 calls = [ToolCallSpec(t.tool_id, t.tool_name, dict(t.tool_kwargs)) for t in ev.tool_calls]
-                await asyncio.to_thread(recorder.model_step, run, _answer_text(ev), calls, None)
+                await step(recorder.model_step, run, _answer_text(ev), calls, None)
             elif isinstance(ev, ToolCallResult):
-                await asyncio.to_thread(
-                    recorder.end_tool,
-                    run,
-                    ev.tool_id,
-                    ev.tool_name,
-                    ev.tool_kwargs,
-                    _output_text(ev),
+                await step(
+                    recorder.end_tool, run, ev.tool_id, ev.tool_name, ev.tool_kwargs, _output_text(ev),
                     ev.tool_output.is_error,
-                )
+                )  # fmt: skip
             elif isinstance(ev, ToolCall):
-                await asyncio.to_thread(recorder.start_tool, run, ev.tool_id, ev.tool_name, ev.tool_kwargs)
+                await step(recorder.start_tool, run, ev.tool_id, ev.tool_name, ev.tool_kwargs)
             elif isinstance(ev, StopEvent) and started and isinstance(ev.result, AgentOutput):
-                await asyncio.to_thread(recorder.answer, run, _answer_text(ev.result))
+                await step(recorder.answer, run, _answer_text(ev.result))
         result = await handler
         if started and not _answered(run):
-            await asyncio.to_thread(recorder.answer, run, _answer_text(result))
+            await step(recorder.answer, run, _answer_text(result))
     except BaseException as exc:
         if started and not _answered(run):
-            await asyncio.to_thread(recorder.fail, run, f"{type(exc).__name__}: {exc}")
-        raise
+            await step(recorder.fail, run, f"{type(exc).__name__}: {exc}")
+        raise  # the run's own error (the agent's), never memory's
     return result
 
 
@@ -374,10 +375,10 @@ class LineageEventHandler(BaseEventHandler):
     def _guard(self, what: str, fn: Callable[..., None], *args: Any) -> None:
         try:
             fn(*args)
-        except Exception:
-            logger.warning("MemLineage could not record %s", what, exc_info=True)
+        except Exception as exc:
             if self.raise_error:
                 raise
+            self.manager.record_adapter_error(f"LineageEventHandler: {what}", exc, scope=self.scope)
 
     def _run_of(self, span_id: str | None) -> _Run | None:
         seen = 0

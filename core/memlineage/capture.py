@@ -23,6 +23,7 @@ decides the rest:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import re
@@ -43,9 +44,11 @@ __all__ = [
     "CaptureRun",
     "RunRecorder",
     "ToolCallSpec",
+    "ashield",
     "cited_ids",
     "is_filler",
     "marker",
+    "shield",
     "tool_result_text",
 ]
 
@@ -71,6 +74,56 @@ _STOPWORDS = frozenset(
 
 _recorders: weakref.WeakKeyDictionary[Any, RunRecorder] = weakref.WeakKeyDictionary()
 _recorders_lock = threading.Lock()
+
+
+_R = TypeVar("_R")
+
+
+def shield(
+    manager: MemoryManager,
+    surface: str,
+    fn: Callable[..., _R],
+    *args: Any,
+    default: Any = None,
+    scope: Scope | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Run one memory step of a framework hook; what it raises is recorded and the agent goes on.
+
+    Memory never raises into the agent loop: a failure is logged at WARNING, counted per ``surface`` and kept as an
+    ``adapter_error`` event (:meth:`~memlineage.MemoryManager.record_adapter_error`), and ``default`` is returned.
+
+    Args:
+        manager: The store the step writes to.
+        surface: Which hook, e.g. ``"LineageMiddleware.after_agent"``.
+        fn: The step.
+        *args: Its positional arguments.
+        default: What the hook gets instead of the step's result when it fails.
+        scope: Whose run it was (for the event), when known.
+        **kwargs: Its keyword arguments.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
+        manager.record_adapter_error(surface, exc, scope=scope)
+        return default
+
+
+async def ashield(
+    manager: MemoryManager,
+    surface: str,
+    fn: Callable[..., Any],
+    *args: Any,
+    default: Any = None,
+    scope: Scope | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Async :func:`shield`: awaits ``fn(*args, **kwargs)``."""
+    try:
+        return await fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
+        await asyncio.to_thread(manager.record_adapter_error, surface, exc, scope=scope)
+        return default
 
 
 def is_filler(text: str) -> bool:

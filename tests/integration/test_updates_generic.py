@@ -112,10 +112,8 @@ def test_the_current_value_is_served_before_the_stale_one(
 
 
 def test_readme_correction_keeps_the_other_fact_of_the_turn(mm: MemoryManager, clock: Clock) -> None:
-    say(
-        mm, clock, "readme",
-        [(0, "I'm planning a trip to Paris from 3 to 7 May. I'm vegetarian."), (1, "Actually, I'm going to Lyon, not Paris.")],
-    )  # fmt: skip
+    first = "I'm planning a trip to Paris from 3 to 7 May. I'm vegetarian."
+    say(mm, clock, "readme", [(0, first), (1, "Actually, I'm going to Lyon, not Paris.")])
     served = ask(mm, clock, "readme", "Where am I travelling?")
     assert served[0] == "Actually, I'm going to Lyon, not Paris."
     assert any("vegetarian" in s for s in ask(mm, clock, "readme", "Do I have a diet?", k=5))

@@ -226,8 +226,8 @@ def test_a_turn_the_adapter_refuses_is_counted_not_fatal(runner: str) -> None:
     mm.remember_many = refuse  # type: ignore[method-assign]
     r = getattr(bench, runner)(mm, clock, bench.Labeller(USERS))
     try:
-        r.play(uh)
-        assert [e["turn"] for e in r.errors] == [bad] and "refused for the test" in r.errors[0]["error"]
+        r.play(uh)  # the adapter never raises into the agent: the refusal is counted by the store, the play goes on
+        assert r.errors == [] and sum(mm.stats()["adapter_errors"].values()) == 1
         assert len({m.content for m in mm.find(scope=r.scope(uh, bench.ASK_AT))}) > 5  # the other turns were written
     finally:
         r.close()  # closes the manager too

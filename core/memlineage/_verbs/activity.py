@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -20,6 +21,24 @@ class ActivityVerbs:
     """
 
     services: Services
+
+    def record_adapter_error(
+        self, surface: str, error: BaseException, *, scope: Scope | Mapping[str, Any] | str | None = None
+    ) -> None:
+        """Note that a framework hook could not record something (the agent went on): count, log, event.
+
+        Adapters call this instead of raising into the agent loop. The failure is logged at WARNING, counted per
+        surface (``stats()["adapter_errors"]``) and, with a scope, kept as an ``adapter_error`` event of that user
+        (error type and message, never the content being written). Never raises.
+
+        Args:
+            surface: Which hook failed, e.g. ``"LineageMiddleware.after_agent"``.
+            error: What it raised.
+            scope: Whose run it was, when known.
+        """
+        counts: Counter[str] = self.__dict__.setdefault("_adapter_errors", Counter())
+        counts[surface] += 1
+        self.services.activities.record_adapter_error(surface, error, scope=scope)
 
     def record_activity(self, activity: Activity, *, scope: Scope | Mapping[str, Any] | str | None = None) -> Activity:
         """Insert or update an activity (agent run, LLM call, tool call...) owned by a scope.

@@ -267,9 +267,12 @@ class ReadVerbs:
             ``memories``, ``by_status``, ``by_kind``, ``by_source``, ``edges``, ``activities``, ``events``;
             ``index_pending`` (index writes still owed), ``index_exact`` (memories of scopes the exact plan serves,
             held by the ledger and not written to the ANN index) and, store-wide only, ``index_entries`` (entries
-            in the ANN index).
+            in the ANN index); ``adapter_errors``: framework hooks of this process that could not record a step
+            and let the agent go on, by surface (:meth:`record_adapter_error`).
         """
-        return self.services.reads.stats(scope)
+        out = self.services.reads.stats(scope)
+        out["adapter_errors"] = dict(self.__dict__.get("_adapter_errors", {}))
+        return out
 
     def slot_history(self, slot: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
         """Every version that ever held a semantic slot in the scope, oldest first (superseded included)."""

@@ -191,8 +191,10 @@ def competes(
 
 
 def _closeness(hit: Any) -> float:
-    """A hit's closeness to the query in [0, 1]: its cosine to the query when the vector leg found it (not
-    normalised over the candidates, unlike the fused relevance), else its final score.
+    """A hit's closeness to the query in [0, 1].
+
+    Its cosine to the query when the vector leg found it (not normalised over the candidates, unlike the fused
+    relevance), else its final score.
     """
     vector = hit.scores.get("vector")
     if vector is not None and hit.scores.get("vector_rank", 0.0) > 0:

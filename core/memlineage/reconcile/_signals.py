@@ -335,8 +335,10 @@ def values_of_query(query: str, kind: str) -> frozenset[str]:
 
 @lru_cache(maxsize=16384)
 def asserting_text(text: str) -> str:
-    """``text`` without its clauses that assert nothing about the present (questions, requests, suppositions,
-    past states); ``""`` when no clause does. The text itself when every clause asserts (the common case).
+    """``text`` without its clauses that assert nothing about the present.
+
+    Questions, requests, suppositions and past states are left out; ``""`` when no clause asserts anything, the
+    text itself when every clause does (the common case).
 
     Update detection reads only this part: "If I moved to Lisbon, what would rent be?" holds no new residence, and
     "Switched carriers, my new number is 628-555-0147. Can you redo the form?" still holds the new number.

@@ -6,6 +6,7 @@ annotates how each premise of a captured memory was attributed.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,6 +19,8 @@ from memlineage.services._rows import activity_owner, edge_row, event_row, row_a
 from memlineage.services.reads import Reads
 
 __all__ = ["Activities"]
+
+logger = logging.getLogger(__name__)
 
 
 class Activities:
@@ -35,6 +38,24 @@ class Activities:
         self.reads = reads
         self.clock = clock
         self.write_mutex = write_mutex
+
+    def record_adapter_error(
+        self, surface: str, error: BaseException, *, scope: Scope | Mapping[str, Any] | str | None = None
+    ) -> None:
+        """See :meth:`memlineage.MemoryManager.record_adapter_error`."""
+        message = f"{type(error).__name__}: {error}"[:300]
+        logger.warning("MemLineage: %s could not record this step (%s); the agent goes on", surface, message)
+        try:
+            who = Scope.coerce(scope) if scope is not None else None
+            if who is None:
+                return
+            data = {"surface": surface, "error": message}
+            with self.ledger.transaction() as conn:
+                self.ledger.insert_events(
+                    conn, [event_row(to_epoch(self.clock()), "adapter_error", None, None, who.user_id, data)]
+                )
+        except Exception as exc:  # noqa: BLE001 - the store itself may be what failed; the count and log stay
+            logger.warning("MemLineage: could not keep the adapter error as an event either (%s)", type(exc).__name__)
 
     def record_activity(self, activity: Activity, *, scope: Scope | Mapping[str, Any] | str | None = None) -> Activity:
         """See :meth:`memlineage.MemoryManager.record_activity`."""

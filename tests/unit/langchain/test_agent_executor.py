@@ -6,11 +6,12 @@ from typing import Any
 
 import pytest
 from langchain_classic.agents import AgentExecutor, create_tool_calling_agent
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
 from memlineage import InvalidInputError, MemoryManager, Relation, Scope, Status
 from memlineage.models import short_id
+from memlineage.window_tokens import count_tokens
 
 from memlineage_langchain import AsyncLineageCaptureCallback, LineageCaptureCallback, LineageMemory
 
@@ -282,9 +283,45 @@ def test_load_returns_string_by_default(manager, alice):
     assert memory.memory_variables == ["history", "memlineage_recalled"]
     memory.save_context({"input": "I like green tea"}, {"output": "Noted."})
     loaded = memory.load_memory_variables({"input": "green tea"})
-    assert any(", user, " in line and line.endswith(") I like green tea") for line in loaded["history"].splitlines())
+    assert loaded["history"] == "Human: I like green tea"  # this session's turn; the acknowledgement is noise
     tea = manager.find(scope=alice)[0]
-    assert f"[m:{short_id(tea.id)}]" in loaded["history"]  # the citable marker
+    assert tea.id in loaded["memlineage_recalled"]
+    # another session of the user: the fact comes back as a recalled line with its marker, source and date
+    other = LineageMemory(manager=manager, scope=Scope(user_id=alice.user_id, session_id="s-other"))
+    text = other.load_memory_variables({"input": "green tea"})["history"]
+    assert f"[m:{short_id(tea.id)}] (active, user, " in text and text.endswith(") I like green tea")
+    assert "Noted." not in text
+
+
+def test_recent_turns_in_order_and_a_bounded_block(manager, alice):
+    memory = LineageMemory(manager=manager, scope=alice, return_messages=True, max_turns=2, max_memory_tokens=60)
+    said = [
+        "I like green tea with lemon",
+        "My cat is called Miso",
+        "I work in Lyon as a baker",
+        "I play chess on Sundays",
+    ]
+    for i, text in enumerate(said):
+        memory.save_context({"input": text}, {"output": f"Answer {i}"})
+    manager.remember("tea " * 3000, scope=Scope(user_id=alice.user_id, session_id="old"), source="tool:big")
+    messages = memory.load_memory_variables({"input": "tea"})["history"]
+    system, *turns = messages
+    assert isinstance(system, SystemMessage) and system.content.startswith("Recalled memories")
+    assert count_tokens(system.content) <= 62  # a 3,000-word result is cut to the budget (line breaks count one)
+    assert [type(m).__name__ for m in turns] == ["HumanMessage", "AIMessage"] * 2
+    assert [m.content for m in turns] == [said[2], "Answer 2", said[3], "Answer 3"]
+
+
+def test_a_turn_s_tool_calls_stay_inside_it(manager, alice):
+    memory = memory_for(manager, alice)
+    ex = executor(weather_model("Paris", answer="Sunny, pack light."), [get_weather], memory)
+    ex.return_intermediate_steps = True  # the memory sees the turn's tool calls
+    ex.invoke({"input": "Weather in Paris?"})
+    loaded = LineageMemory(manager=manager, scope=alice, return_messages=True).load_memory_variables({"input": "x"})
+    kinds = [type(m).__name__ for m in loaded["history"] if not isinstance(m, SystemMessage)]
+    assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
+    call, result = loaded["history"][-3], loaded["history"][-2]
+    assert call.tool_calls[0]["id"] == result.tool_call_id and "Sunny" in result.content
 
 
 def test_tool_tags_let_policies_target_tool_results(manager, alice):
