@@ -326,13 +326,13 @@ class WritePath:
             check_operation=check_operation,
         )  # fmt: skip
 
-    def _would_cycle(self, memory_id: str, premises: Sequence[str]) -> bool:
+    def _would_cycle(self, memory_id: str, premises: Sequence[str], conn: Connection | None = None) -> bool:
         """Whether adding ``premises`` to ``memory_id`` would make it its own ancestor."""
         if not premises:
             return False
         if memory_id in premises:
             return True
-        return bool(self.ledger.walk([memory_id], direction="descendants").keys() & set(premises))
+        return bool(self.ledger.walk([memory_id], direction="descendants", conn=conn).keys() & set(premises))
 
     def _merge_duplicates(
         self, merges: list[tuple[int, dict[str, Any], Draft]], results: list[Memory | None], now: datetime
@@ -347,7 +347,13 @@ class WritePath:
         with self.ledger.transaction() as conn:
             for i, row, d in merges:
                 current = self.ledger.lock_rows(conn, [row["id"]]).get(row["id"])
-                if current is None or current["status"] not in LIVE:
+                if (
+                    current is None
+                    or current["status"] not in LIVE
+                    or self._would_cycle(row["id"], d.derived_from, conn)
+                ):
+                    # withdrawn meanwhile, or the same words said again on premises that came after it (a request
+                    # repeated later in a conversation): a new memory, never a corroboration that closes a cycle
                     d.decision = None
                     back.append(d)
                     continue
