@@ -14,7 +14,7 @@ from memlineage_langchain._memory import LineageMemory
 from memlineage_langchain._middleware import LineageMiddleware
 from memlineage_langchain._retriever import LineageRetriever
 from memlineage_langchain._store import LineageStore
-from memlineage_langchain._tools import memory_tools
+from memlineage_langchain._tools import memory_tools, tool_error_text
 
 __all__ = [
     "AsyncLineageCaptureCallback",
@@ -25,4 +25,5 @@ __all__ = [
     "LineageRetriever",
     "LineageStore",
     "memory_tools",
+    "tool_error_text",
 ]

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, CallbackManagerForToolRun
 from langchain_core.tools import BaseTool, ToolException
+from memlineage.capture import TOOL_ERROR_PREFIX
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope
 from memlineage.tools import ARG_SCHEMAS, TOOL_SPECS, MemoryToolError, MemoryTools
@@ -107,3 +108,18 @@ def memory_tools(
     """
     toolkit = MemoryTools(manager, scope, k=k, allow_user_origin=allow_user_origin, llm=llm)
     return [MemoryTool(toolkit=toolkit, op=op) for op in ("search", "remember", "correct", "forget")]
+
+
+def tool_error_text(error: Exception) -> str:
+    """``handle_tool_error`` for tools run by a classic ``AgentExecutor``: the model gets the error, memory knows.
+
+    ``AgentExecutor`` hands a handled ``ToolException`` to callbacks as plain text, like a result; the capture could
+    not tell it from one. Pass this instead of ``True`` (``tool.handle_tool_error = tool_error_text``): the model
+    reads ``"Tool error: <message>"`` and the capture records the call with ``outcome="error"`` and stores nothing.
+
+    Example:
+        >>> from langchain_core.tools import ToolException
+        >>> tool_error_text(ToolException("upstream timeout"))
+        'Tool error: upstream timeout'
+    """
+    return f"{TOOL_ERROR_PREFIX}{error}"

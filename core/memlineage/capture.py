@@ -41,6 +41,7 @@ from memlineage.tools import MEMORY_TOOL_NAMES, marker
 
 __all__ = [
     "ATTRIBUTIONS",
+    "TOOL_ERROR_PREFIX",
     "CaptureRun",
     "RunRecorder",
     "ToolCallSpec",
@@ -261,6 +262,13 @@ class _Call:
     arguments: dict[str, Any]
     premises: dict[str, str]
     done: bool = False
+    memory_id: str | None = None  # the result stored for it, if any
+
+
+#: What :func:`memlineage_langchain.tool_error_text` (and any adapter that marks a handled tool error) puts first in
+#: the text the model receives: a framework that hands a handled error to observers as plain text (``AgentExecutor``
+#: with ``handle_tool_error``) still lets the capture tell a failure from a result.
+TOOL_ERROR_PREFIX = "Tool error: "
 
 
 @dataclass
@@ -607,6 +615,9 @@ class RunRecorder:
         Returns:
             The result memory, or ``None`` (empty output, or already recorded).
         """
+        if output.startswith(TOOL_ERROR_PREFIX):  # a handled error handed on as text: an outcome, never a fact
+            self.tool_error(run, tool_call_id, output[len(TOOL_ERROR_PREFIX) :], name=name, arguments=arguments)
+            return None
         call_id = self.tool_start(run, tool_call_id, name or "tool", arguments)
         call = run.calls[call_id]
         if call.done:
@@ -630,6 +641,7 @@ class RunRecorder:
         self._link(run, mem, call.activity_id)
         self._attribute(run, mem, call.premises, call.activity_id)
         run.results[mem.id] = mem
+        call.memory_id = mem.id
         self.manager.end_activity(call.activity_id, scope=run.scope, metadata={"memory_id": mem.id})
         return mem
 
@@ -637,12 +649,22 @@ class RunRecorder:
     def tool_error(
         self, run: CaptureRun, tool_call_id: str | None, error: str, *, name: str | None = None, arguments: Any = None
     ) -> None:
-        """A failed or error-handled tool call: ``outcome="error"`` with the error text; never a memory."""
+        """A failed or error-handled tool call: ``outcome="error"`` with the error text; never a memory.
+
+        When another observer of the same run already stored the call's text as a result (LlamaIndex's memory
+        receives the tool message before the stream event says it failed), that memory is retracted: a failure is
+        an outcome, never a fact.
+        """
         call_id = self.tool_start(run, tool_call_id, name or "tool", arguments)
         call = run.calls[call_id]
-        if call.done:
+        if call.done and call.memory_id is None:
             return
-        call.done = True
+        stored, call.done, call.memory_id = call.memory_id, True, None
+        if stored is not None:
+            run.results.pop(stored, None)
+            self.manager.retract(
+                stored, scope=run.scope, reason="the tool call failed: its text is an error, not a result"
+            )
         self.manager.end_activity(call.activity_id, scope=run.scope, outcome="error", metadata={"error": error})
 
     def call_name(self, run: CaptureRun, tool_call_id: str) -> str | None:

@@ -49,7 +49,7 @@ EXPECTED_ALL = {
     "memlineage.testing": ["FakeEmbedder", "make_manager"],
     "memlineage_langchain": [
         "AsyncLineageCaptureCallback", "LineageCaptureCallback", "LineageChatMessageHistory", "LineageMemory",
-        "LineageMiddleware", "LineageRetriever", "LineageStore", "memory_tools",
+        "LineageMiddleware", "LineageRetriever", "LineageStore", "memory_tools", "tool_error_text",
     ],
     "memlineage_llamaindex": [
         "LineageChatStore", "LineageEventHandler", "LineageMemory", "LineageMemoryBlock", "LineageSpanHandler",

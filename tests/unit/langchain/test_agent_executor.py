@@ -337,3 +337,31 @@ def test_tool_calling_boilerplate_is_not_stored_as_reasoning(manager, alice):
     handler = LineageCaptureCallback(manager, scope=alice, raise_error=True)
     executor(weather_model("Paris"), [get_weather]).invoke({"input": "Weather?"}, config={"callbacks": [handler]})
     assert by_source(manager, alice, "reasoning") == []
+
+
+def test_handled_tool_errors_are_outcomes_not_facts(manager, alice):
+    from memlineage_langchain import tool_error_text
+
+    from .conftest import flaky_api
+
+    flaky = flaky_api.model_copy(update={"handle_tool_error": tool_error_text})
+    handler = LineageCaptureCallback(manager, scope=alice, raise_error=True)
+    model = scripted(tool_calls(("flaky_api", {"query": "Rome"}, "call_f")), AIMessage(content="The API failed."))
+    ex = executor(model, [flaky], memory_for(manager, alice))
+    out = ex.invoke({"input": "Look up Rome"}, config={"callbacks": [handler]})
+    assert out["output"] == "The API failed."
+    assert not by_source(manager, alice, "tool:flaky_api")  # the error text is never stored as a result
+    (failed,) = manager.find_activities(alice, outcome="error")
+    assert "upstream timeout for Rome" in failed.metadata["error"]
+
+
+def test_a_result_stored_before_the_failure_is_known_is_withdrawn(manager, alice):
+    from memlineage.capture import RunRecorder
+
+    rec = RunRecorder.of(manager)
+    run = rec.start_run(alice, "r1", "Look up Rome")
+    stored = rec.tool_end(run, "c1", "Error: upstream timeout", name="lookup", arguments={"q": "Rome"})
+    assert stored is not None  # one observer saw only the tool message's text
+    rec.tool_error(run, "c1", "upstream timeout")  # another one learns that the call failed
+    assert manager.require(stored.id, scope=alice).status.value == "retracted"
+    assert manager.find_activities(alice, outcome="error")

@@ -16,6 +16,7 @@ EXPECTED = [
     "LineageRetriever",
     "LineageStore",
     "memory_tools",
+    "tool_error_text",
 ]
 
 
