@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from memlineage._evidence import is_filler
+from memlineage._evidence import salient as _salient
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, normalize_content
@@ -59,20 +61,6 @@ ATTRIBUTIONS = ("cited", "arguments", "results", "content", "context")
 #: ``[m:1a2b3c4d]`` or ``[m:1a2b3c4d tool:x 2025-01-01 ...]``: the marker a recalled memory is shown with.
 _MARKER = re.compile(r"\[m:([0-9a-fA-F-]{4,36})")
 _MAX_ARGS_CHARS = 200
-_WORD = re.compile(r"[\w'’-]+", re.UNICODE)
-_FILLER_WORDS = frozenset(
-    """noted ok okay sure got it i i'll ill i’ll will remember that this thanks thank you understood great alright
-    all right done yes no problem glad to help happy of course anytime keep in mind sounds good perfect cool fine
-    have saved note made a the and for let me know you're welcome youre welcome""".split()
-)
-_STOPWORDS = frozenset(
-    """the a an and or of to in on at for from by with is are was were be been it its this that these those i you
-    he she we they my your our their me him her us them what which who when where why how do does did have has had
-    will would can could should may might must not no yes as if then than so too very just also about into over
-    under after before there here some any all each more most other such only own same few both again further once
-    please tell show find get give let make need want like know think see look go going book check""".split()
-)
-
 _recorders: weakref.WeakKeyDictionary[Any, RunRecorder] = weakref.WeakKeyDictionary()
 _recorders_lock = threading.Lock()
 
@@ -125,19 +113,6 @@ async def ashield(
     except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
         await asyncio.to_thread(manager.record_adapter_error, surface, exc, scope=scope)
         return default
-
-
-def is_filler(text: str) -> bool:
-    """Whether ``text`` is an acknowledgement or filler that asserts nothing ("Noted. I'll remember that.").
-
-    Args:
-        text: Any text.
-
-    Returns:
-        ``True`` when every word is from a small acknowledgement vocabulary and there are at most 12 words.
-    """
-    words = [w.lower().strip("'’-") for w in _WORD.findall(text)]
-    return bool(words) and len(words) <= 12 and all(w in _FILLER_WORDS for w in words)
 
 
 def cited_ids(text: str, candidates: Iterable[str]) -> list[str]:
@@ -202,16 +177,6 @@ def _contains(text: str, value: str) -> bool:
     """Whether ``value`` occurs in ``text`` as whole words (case-insensitive)."""
     pattern = r"(?<![\w])" + re.escape(value.lower()) + r"(?![\w])"
     return re.search(pattern, text.lower()) is not None
-
-
-def _salient(text: str) -> set[str]:
-    """Distinctive words of a text: numbers, identifiers and words of 4+ letters that are not stopwords."""
-    out = set()
-    for w in _WORD.findall(text):
-        low = w.lower().strip("'’-")
-        if any(ch.isdigit() for ch in low) or (len(low) >= 4 and low not in _STOPWORDS and low not in _FILLER_WORDS):
-            out.add(low)
-    return out
 
 
 def _topic(text: str) -> set[str]:

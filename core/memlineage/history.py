@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from memlineage._evidence import is_filler, salient
 from memlineage.errors import InvalidInputError
 from memlineage.models import Activity, Memory, MemoryKind, Scope, Status, new_id
 
@@ -198,10 +199,18 @@ class ChatHistory:
             user_turn = next((a.metadata["memory_id"] for a in reversed(live) if a.metadata["role"] == "user"), None)
             since = [] if user_turn is None else _tools_after(live, user_turn)
             out: list[ChatTurn] = []
+            earlier: dict[str, Memory] | None = None  # the session's live user and tool messages, read when needed
+            written: dict[str, Memory] = {}  # ... and those of this batch
             for e in entries:
                 premises: list[str] = []
-                if e.role in ("assistant", "tool") and user_turn is not None:
+                if e.role == "assistant" and is_filler(e.text):
+                    premises = []  # an acknowledgement rests on nothing and is nobody's premise
+                elif e.role in ("assistant", "tool") and user_turn is not None:
                     premises = [user_turn, *since] if e.role == "assistant" else [user_turn]
+                    if e.role == "assistant":
+                        if earlier is None:
+                            earlier = self._earlier(live)
+                        premises += self._content_premises(e.text, user_turn, {**earlier, **written})
                 act = self.manager.record_activity(
                     Activity(
                         id=new_id(),
@@ -229,11 +238,37 @@ class ChatHistory:
                 )
                 out.append(ChatTurn(e.role, mem, dict(e.payload), position, act.id))
                 position += 1
+                if e.role in ("user", "tool"):
+                    written[mem.id] = mem
                 if e.role == "user":
                     user_turn, since = mem.id, []
                 elif e.role == "tool":
                     since.append(mem.id)
             return out
+
+    def _earlier(self, live: Sequence[Activity]) -> dict[str, Memory]:
+        """The session's live user and tool messages (the last 200), by memory id."""
+        ids = [str(a.metadata["memory_id"]) for a in live[-200:] if a.metadata.get("role") in ("user", "tool")]
+        found = self.manager.get_many(list(dict.fromkeys(ids)), scope=self.scope)
+        return {m.id: m for m in found if m is not None and m.status.value in ("active", "suspect")}
+
+    @staticmethod
+    def _content_premises(text: str, user_turn: str, earlier: Mapping[str, Memory]) -> list[str]:
+        """Earlier messages an answer rests on by repeating what only they said (the same rule as the capture).
+
+        "In Rome I suggest Albergo Centrale", answering "Suggest a hotel.", rests on "I'm planning a trip to Rome":
+        when that is corrected, the answer turns suspect. Numbers and identifiers first, then distinctive words; the
+        words of the question itself are not evidence.
+        """
+        asked = earlier.get(user_turn)
+        words = salient(text) - (salient(asked.content) if asked is not None else set())
+        pool = [m for mid, m in earlier.items() if mid != user_turn]
+        held = {m.id: salient(m.content) for m in pool}
+        for group in ({w for w in words if any(ch.isdigit() for ch in w)}, words):
+            found = [m.id for m in pool if held[m.id] & group]
+            if found:
+                return found
+        return []
 
     def clear(self, reason: str = "chat history cleared", *, turns: Sequence[ChatTurn] | None = None) -> list[str]:
         """Invalidate the session's history (or only ``turns`` of it): occurrences closed, memories retracted.

@@ -42,3 +42,22 @@ def test_erased_messages_leave_the_history_and_forget_mode_archives() -> None:
     assert history.clear() == [second.memory.id]
     assert mm.require(second.memory.id, scope="alice").status is Status.ARCHIVED
     assert history.turns() == []
+
+
+def test_a_correction_marks_the_answer_that_used_the_fact_not_the_acknowledgement() -> None:
+    mm = make_manager()
+    history = ChatHistory(mm, scope=Scope(user_id="alice", session_id="s1"))
+    plan, ack, ask, answer = history.append(
+        [
+            ChatEntry("user", "I'm planning a trip to Rome in June."),
+            ChatEntry("assistant", "Noted."),
+            ChatEntry("user", "Suggest a hotel."),
+            ChatEntry("assistant", "In Rome I suggest Albergo Centrale."),
+        ]
+    )
+    assert ack.memory.derived_from == ()  # an acknowledgement rests on nothing
+    assert set(answer.memory.derived_from) == {ask.memory.id, plan.memory.id}  # it repeats what the plan said
+    history.append([ChatEntry("user", "Actually, I'm going to Naples, not Rome.")])
+    assert mm.require(plan.memory.id, scope="alice").status is Status.SUPERSEDED
+    assert mm.require(answer.memory.id, scope="alice").status is Status.SUSPECT
+    assert mm.require(ack.memory.id, scope="alice").status is Status.ACTIVE
