@@ -422,6 +422,21 @@ class RunRecorder:
                 continue  # the turn itself, or what this turn already produced
             run.context.setdefault(mem.id, mem)
 
+    def _listed(self, run: CaptureRun, output: str) -> list[Memory]:
+        """The memories a ``search_memory`` listing shows, by their ``[m:<id>]`` markers (the scope's own only)."""
+        keys = [m.group(1) for m in _MARKER.finditer(output)]
+        if not keys:
+            return []
+        live = self.manager.find(scope=Scope(user_id=run.scope.user_id, agent_id=run.scope.agent_id))
+        ids = [x.id for x in live]
+        by_id = {x.id: x for x in live}
+        out = []
+        for key in keys:
+            found = match_short_id(key, ids)
+            if len(found) == 1:
+                out.append(by_id[found[0]])
+        return out
+
     def recalled_for(self, scope: Scope, user_text: str, memories: Sequence[Memory]) -> None:
         """Memories recalled for a user turn whose run may not have started yet (it picks them up when it does)."""
         run = self.open_turn(scope, user_text)
@@ -593,8 +608,10 @@ class RunRecorder:
             return None
         if call.name in MEMORY_TOOL_NAMES:
             # A memory tool's listing is a view of the store, not a new fact: a stored copy would outlive the
-            # correction it precedes. The call stays an activity (what the agent searched, corrected, forgot).
+            # correction it precedes. The call stays an activity (what the agent searched, corrected, forgot), and
+            # what it listed joins the run's context: a tool argument taken from it names it as its premise.
             self.manager.end_activity(call.activity_id, scope=run.scope, metadata={"memory_tool": True})
+            self.recalled(run, self._listed(run, output))
             return None
         text = tool_result_text(call.name, call.arguments, output)
         with using_reconciler(run.reconciler):

@@ -176,3 +176,21 @@ def test_async_twins(mm):
 
     out = asyncio.run(go())
     assert "I play the viola" in out and "cello" not in out
+
+
+def test_a_tool_argument_found_through_search_memory_rests_on_that_memory() -> None:
+    from memlineage.capture import RunRecorder
+
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    home = mm.remember("I live in Berlin", scope=alice, source="user")
+    tools = MemoryTools(mm, alice)
+    rec = RunRecorder.of(mm)
+    run = rec.start_run(alice, "r1", "What's the weather at home?")
+    listing = tools.search("where do I live")
+    rec.tool_end(run, "c1", listing, name="search_memory", arguments={"query": "where do I live"})
+    weather = rec.tool_end(run, "c2", "Berlin: 12C, rain", name="get_weather", arguments={"city": "Berlin"})
+    assert weather is not None and home.id in weather.derived_from
+    mm.remember("I moved to Munich", scope=Scope(user_id="alice", session_id="s2"), source="user")
+    assert mm.require(home.id, scope=alice).status is Status.SUPERSEDED
+    assert mm.require(weather.id, scope=alice).status is Status.SUSPECT
