@@ -289,7 +289,8 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         where = "LineageMiddleware.wrap_tool_call"
         run, call_id = shield(self.manager, where, self._tool_start, request, default=(None, None))
         try:
-            result = handler(request)
+            with self._recorder.in_call(run, call_id):  # the tool's own store writes carry this call's lineage
+                result = handler(request)
         except Exception as exc:
             shield(self.manager, where, self._tool_failed, run, call_id, exc)
             raise  # the tool's own error, not memory's: the framework handles it as it would without memory
@@ -306,7 +307,8 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
         start = functools.partial(asyncio.to_thread, self._tool_start, request)
         run, call_id = await ashield(self.manager, where, start, default=(None, None))
         try:
-            result = await handler(request)
+            with self._recorder.in_call(run, call_id):
+                result = await handler(request)
         except Exception as exc:
             await ashield(
                 self.manager, where, functools.partial(asyncio.to_thread, self._tool_failed, run, call_id, exc)

@@ -221,3 +221,28 @@ def test_every_input_form_langchain_accepts_gives_the_tool_result_its_premise(ma
     assert turn.id in result.derived_from
     report = manager.supersede(turn.id, "Weather in Oslo?", scope=turn.scope)
     assert result.id in report.suspect
+
+
+def _store_memory(manager: Any, scope: Any) -> str:
+    from memlineage_langchain._convert import store_slot
+
+    return manager.find(scope=scope, slot=store_slot(("alice", "prefs"), "latest"))[-1].id
+
+
+def test_store_writes_inside_a_captured_tool_call_carry_its_lineage(manager, alice):
+    store = LineageStore(manager)
+    seat = manager.remember("I prefer an aisle seat", scope=alice, source="user")
+    model = scripted(
+        tool_calls(("save_preference", {"text": "I prefer an aisle seat"}, "call_s")),
+        AIMessage(content="Saved your seat."),
+    )
+    middleware = LineageMiddleware(manager, scope=alice, model=None)
+    agent = create_agent(model, [save_preference], store=store, middleware=[middleware])
+    agent.invoke(ask("Save my seat preference"), config={"metadata": {"user_id": "alice"}})
+    saved = manager.get(_store_memory(manager, alice), scope=alice)
+    assert saved is not None
+    call = manager.get_activity(saved.lineage.activity_id, scope=alice)
+    assert call is not None and call.kind == "tool_call" and call.name == "save_preference"
+    assert seat.id in saved.derived_from  # the memory that supplied the argument
+    report = manager.retract(seat.id, scope=alice)
+    assert saved.id in report.suspect
