@@ -83,8 +83,11 @@ class Director:
         memory_tools: The agent manages its memory with ``remember`` / ``search_memory`` / ``correct_memory``.
     """
 
-    def __init__(self, turn: ScriptTurn, *, memory_tools: bool = False) -> None:
+    def __init__(
+        self, turn: ScriptTurn, evidence: dict[str, list[str]] | None = None, *, memory_tools: bool = False
+    ) -> None:
         self.turn = turn
+        self.evidence = {k: [normalize(e) for e in v if e.strip()] for k, v in (evidence or {}).items()}
         self.memory_tools = memory_tools
         self.log = TurnLog()
         self._done: set[str] = set()
@@ -104,6 +107,10 @@ class Director:
                 out.append((m.group(1), status, source, m.group(3)))
         return out
 
+    def _seen(self, slot: str, text: str) -> bool:
+        """Whether ``text`` shows where the value of ``slot`` comes from (a holding statement, the result)."""
+        return any(e in text for e in self.evidence.get(slot, ()))
+
     def _call(self, name: str, args: dict[str, Any]) -> Reply:
         self.log.calls.append(name)
         return Reply(calls=[(f"{name}-{self.turn.index}-{len(self.log.calls)}", name, args)])
@@ -116,7 +123,7 @@ class Director:
         """The next response, given the prompt as ``(role, text)`` messages."""
         self._steps += 1
         t = self.turn
-        prompt = "\n".join(text for _, text in messages)
+        prompt = normalize("\n".join(text for _, text in messages))
         if self._steps > 6:
             return self._final(t.answer.format(ref=""), "runaway")
         if "domain" in self._done:  # the tools answered: the scripted answer
@@ -128,9 +135,9 @@ class Director:
         if t.is_statement or t.correction is not None:
             return self._final(ACK, "ack")
         if t.cite is not None:
-            return self._cite(prompt)
+            return self._cite(prompt, "\n".join(text for _, text in messages))
         if t.calls:
-            if not all(_contains(prompt, need.value) for need in t.needs):
+            if not all(self._seen(need.slot, prompt) for need in t.needs):
                 return self._final(t.clarify, "clarify")
             self._done.add("domain")
             self.log.calls.extend(c.name for c in t.calls)
@@ -148,7 +155,8 @@ class Director:
         fix = t.correction
         if fix is not None and "correct" not in self._done:
             self._done.add("correct")
-            for marker, status, source, text in self.lines(prompt):  # a live statement still holding the old value
+            lines = self.lines("\n".join(text for _, text in messages))
+            for marker, status, source, text in lines:  # a live statement still holding the old value
                 if status == "active" and source == "user" and _contains(text, fix.old) and not _contains(text, fix.new):
                     return self._call("correct_memory", {"memory_id": f"m:{marker}", "new_content": fix.canonical})
         if fix is not None and "correct" in self._done and "corrected" not in self._done:
@@ -158,16 +166,15 @@ class Director:
                 self.log.extra_holders.append(fix.canonical)
         return None
 
-    def _cite(self, prompt: str) -> Reply:
+    def _cite(self, prompt: str, raw: str) -> Reply:
         t = self.turn
         cite = t.cite
         assert cite is not None
-        found = [x for x in self.lines(prompt) if x[1] == "active" and _contains(x[3], cite.value)]
-        best = [x for x in found if x[2] == cite.source] or found
-        if best:
-            self.log.cited = best[0][0]
-            return self._final(t.answer.format(ref=f" [m:{best[0][0]}]"), "cited")
-        if _contains(prompt, cite.value):
+        found = [x for x in self.lines(raw) if x[1] == "active" and self._seen(cite.slot, normalize(x[3]))]
+        if found:
+            self.log.cited = found[0][0]
+            return self._final(t.answer.format(ref=f" [m:{found[0][0]}]"), "cited")
+        if self._seen(cite.slot, prompt):
             return self._final(t.answer.format(ref=""), "plain")
         return self._final(t.clarify, "unknown")
 
@@ -285,15 +292,15 @@ class Surface:
         self.manager, self.scope, self.script = manager, scope, script
         self.reconcile_calls = 0
 
-    def play(self, turn: ScriptTurn) -> TurnLog:
-        director = Director(turn, memory_tools=self.name == "langchain-memory-tools")
+    def play(self, turn: ScriptTurn, evidence: dict[str, list[str]] | None = None) -> TurnLog:
+        director = Director(turn, evidence, memory_tools=self.name == "langchain-memory-tools")
         try:
             self.run(turn, director)
         except ScriptError:
             raise
         except Exception as exc:  # what reached the caller of the agent
             director.log.exception = f"{type(exc).__name__}: {exc}"[:500]
-            director.log.traceback = traceback.format_exc()[-3000:]  # type: ignore[attr-defined]
+            director.log.traceback = traceback.format_exc()[-3000:]
         return director.log
 
     def run(self, turn: ScriptTurn, director: Director) -> None:
@@ -390,12 +397,14 @@ class LangChainHistory(LangChainSurface):
             messages = [*inputs["history"], HumanMessage(inputs["input"])]
             return agent.invoke({"messages": messages})["messages"][len(messages) :]
 
-        chain = RunnableWithMessageHistory(
-            RunnableLambda(respond),
-            lambda session_id: self.history,
-            input_messages_key="input",
-            history_messages_key="history",
-        )
+        with warnings.catch_warnings():  # deprecated in favour of LangGraph persistence, still what many apps use
+            warnings.simplefilter("ignore", DeprecationWarning)
+            chain = RunnableWithMessageHistory(
+                RunnableLambda(respond),
+                lambda session_id: self.history,
+                input_messages_key="input",
+                history_messages_key="history",
+            )
         chain.invoke({"input": turn.user}, config={"configurable": {"session_id": self.scope.session_id}})
 
 
@@ -535,6 +544,7 @@ class CorrectionResult:
     expected: int
     marked: int
     hit: int
+    late: int
     missed: list[str]
     false: list[str]
 
@@ -635,29 +645,34 @@ def play(surface: str, script: Script, manager: MemoryManager, *, user_id: str =
         for turn in script.turns:
             fix = turn.correction
             if fix is not None:
-                old = {normalize(c) for c in oracle.holders[fix.slot]}
-                cone = oracle.dependents(old)
+                current = {normalize(c) for c in oracle.holders[fix.slot]}
+                stale = {normalize(c) for c in oracle.outdated[fix.slot]}
+                cone = oracle.dependents(current)
+                # what rests on a value replaced earlier: catching it now is late, not wrong (neither hit nor false)
+                neutral_cone = oracle.dependents(stale) | stale | current
                 before = _snapshot(manager, scope)
-            log = driver.play(turn)
+            log = driver.play(turn, oracle.evidence(turn))
             oracle.add_turn(turn, log)
             branches[log.branch or "none"] = branches.get(log.branch or "none", 0) + 1
             if log.exception:
                 exceptions.append({"turn": turn.index, "kind": turn.kind, "user": _short(turn.user),
                                    "error": log.exception,
-                                   "traceback": getattr(log, "traceback", "")[-1200:]})  # fmt: skip
+                                   "traceback": log.traceback[-1200:]})  # fmt: skip
             if fix is None:
                 continue
             after = _snapshot(manager, scope)
-            holders = {i for i, (c, s) in before.items() if c in old and s in LIVE}
+            holders = {i for i, (c, s) in before.items() if c in current and s in LIVE}
             active = {i for i, (_, s) in before.items() if s == "active"}
             expected = {i for i in active if before[i][0] in cone}
+            neutral = {i for i in active if before[i][0] in neutral_cone} - expected
             left = {i for i in active if _status(manager, scope, after, i) != "active"}
-            marked = left - holders
+            marked = left - neutral
             applied = bool(holders) and all(_status(manager, scope, after, h) not in LIVE for h in holders)
             corrections.append(
                 CorrectionResult(
                     turn=turn.index, slot=fix.slot, template=fix.template, applied=applied,
                     expected=len(expected), marked=len(marked), hit=len(marked & expected),
+                    late=len(left & neutral - holders),
                     missed=[_short(before[i][0]) for i in sorted(expected - marked)][:5],
                     false=[f"{_short(before[i][0])} -> {_status(manager, scope, after, i)}"
                            for i in sorted(marked - expected)][:5],

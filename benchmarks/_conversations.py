@@ -606,7 +606,7 @@ class TurnLog:
         answer: The final answer it gave.
         calls: Tool calls it made, by name (memory tools included).
         extra_holders: Contents written by ``correct_memory`` that now hold a slot (memory-tools agents).
-        exception: What reached the caller of the agent, if anything (``Type: message``).
+        exception: What reached the caller of the agent, if anything (``Type: message``), and its traceback.
         cited: The marker it cited.
     """
 
@@ -615,6 +615,7 @@ class TurnLog:
     calls: list[str] = field(default_factory=list)
     extra_holders: list[str] = field(default_factory=list)
     exception: str | None = None
+    traceback: str = ""
     cited: str | None = None
 
 
@@ -629,7 +630,10 @@ class Oracle:
         self.render = render
         self.deps: dict[str, set[str]] = {}
         self.holders: dict[str, list[str]] = {slot: [] for slot in SLOTS}
+        #: Statements that held an earlier value of each slot (replaced by a correction).
+        self.outdated: dict[str, list[str]] = {slot: [] for slot in SLOTS}
         self._results: dict[tuple[int, int], str] = {}
+        self._outputs: dict[tuple[int, int], str] = {}
         self._user: dict[int, str] = {}
 
     def _node(self, content: str | None, deps: Iterable[str] = ()) -> None:
@@ -650,6 +654,19 @@ class Oracle:
         msg = f"unknown premise ref {ref!r}"
         raise ValueError(msg)
 
+    def evidence(self, turn: ScriptTurn) -> dict[str, list[str]]:
+        """Where the model may read each value the turn needs: the statements holding a slot, a result's output.
+
+        The scripted model takes a value only from these (so the oracle knows where it came from); a value it sees
+        only elsewhere (an earlier answer repeating it) does not count, and it asks the user instead.
+        """
+        out: dict[str, list[str]] = {slot: list(self.holders[slot]) for slot in SLOTS}
+        refs = [ref for call in turn.calls for ref in call.premises if ref[0] == "result"]
+        if turn.cite is not None and turn.cite.target[0] == "result":
+            refs.append(turn.cite.target)
+        out["flight"] = [self._outputs[(r[1], r[2])] for r in refs if (r[1], r[2]) in self._outputs]
+        return out
+
     def add_turn(self, turn: ScriptTurn, log: TurnLog) -> None:
         """Record a played turn: its user words, the results it produced and its answer, with their premises."""
         self._user[turn.index] = turn.user
@@ -657,7 +674,9 @@ class Oracle:
         if turn.kind == "fact" and turn.slot is not None:
             self.holders[turn.slot] = [turn.user]
         elif turn.correction is not None:
-            self.holders[turn.correction.slot] = [turn.user, *log.extra_holders]
+            slot = turn.correction.slot
+            self.outdated[slot].extend(self.holders[slot])
+            self.holders[slot] = [turn.user, *log.extra_holders]
         for content in log.extra_holders:
             self._node(content)
         answer_deps: list[str] = []
@@ -670,6 +689,7 @@ class Oracle:
                     continue
                 content = self.render.tool(call)
                 self._results[(turn.index, j)] = content
+                self._outputs[(turn.index, j)] = call.output.strip()
                 self._node(content, deps)
             self._node(self.render.request(turn.calls), request_deps)
             answer_deps = [c for ref in turn.answer_deps for c in self.resolve(ref)]

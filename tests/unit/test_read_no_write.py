@@ -54,6 +54,7 @@ def _policy_strategy() -> st.SearchStrategy[tuple[str, Any]]:
 
 
 def _snapshot(mm: Any) -> dict[str, list[tuple[Any, ...]]]:
+    mm.flush_index()  # Chroma is written behind the ledger commit: its bookkeeping (index_state) settles first
     out: dict[str, list[tuple[Any, ...]]] = {}
     with mm.ledger.read() as conn:
         for table in (memories, edges, supports, activities):

@@ -136,6 +136,7 @@ def test_deep_chain_cascades_transitively(mm, alice):
 def test_impact_is_a_dry_run(mm, alice):
     a = mm.remember("premise", scope=alice)
     b = mm.remember("derived", scope=alice, derived_from=[a.id])
+    mm.flush_index()  # Chroma is written behind the ledger commit: settle it before comparing
     before = mm.stats(alice)
     report = mm.impact(a.id, scope=alice)
     assert report.dry_run and report.suspect == [b.id]
@@ -166,6 +167,7 @@ def test_revalidate(mm, alice):
 def test_cycles_refused(mm, alice):
     a = mm.remember("A holds", scope=alice)
     b = mm.remember("B follows from A", scope=alice, derived_from=[a.id])
+    mm.flush_index()  # Chroma is written behind the ledger commit: settle it before comparing
     before = mm.stats(alice)
     with pytest.raises(LineageCycleError):
         mm.supersede(a.id, "A' holds", scope=alice, derived_from=[b.id])
@@ -323,6 +325,7 @@ def test_metadata_round_trips(mm, alice):
 )
 def test_bad_input_is_typed_and_writes_nothing(mm, alice, kwargs):
     mm.remember("existing", scope=alice)
+    mm.flush_index()  # Chroma is written behind the ledger commit: settle it before comparing
     before = mm.stats()
     args = {"content": "fine text", "scope": alice, **kwargs}
     with pytest.raises(MemLineageError):
@@ -579,6 +582,7 @@ def test_failing_embedder_writes_nothing_even_for_duplicates(alice):
     emb = Broken()
     mm = make_manager(embedder=emb)
     mm.remember("already here", scope=alice)
+    mm.flush_index()
     before = (mm.stats(), [e.type for e in mm.audit(alice)])
     emb.broken = True
     with pytest.raises(StorageError, match="model crashed"):

@@ -161,7 +161,14 @@ def _scalar(value: Any) -> Any:
 
 
 def index_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Flat scalar metadata for a ledger row (None → "" so filters can compare; tags as a list when non-empty)."""
+    """Flat scalar lineage metadata for a ledger row, as Chroma holds it.
+
+    ``user_id``, ``agent_id``, ``session_id``, ``kind``, ``status``, ``source_kind``, ``source_name``, ``trust``
+    and ``value`` (in [0, 1]), ``created_at`` and ``valid_from`` (the event time; epoch seconds), ``activity_id``
+    (``wasGeneratedBy``), ``slot``, ``content_hash`` (SHA-256 of the content), ``premises`` (how many memories it
+    was derived from when written, when known) and ``tags`` (a list, when any). None becomes "" so that filters can
+    compare.
+    """
     meta: dict[str, Any] = {
         "user_id": row["user_id"],
         "agent_id": _scalar(row.get("agent_id")),
@@ -169,12 +176,18 @@ def index_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
         "kind": row["kind"],
         "status": row["status"],
         "source_kind": row["source_kind"],
+        "source_name": _scalar(row.get("source_name")),
+        "trust": float(row.get("trust", 1.0)),
         "created_at": float(row["created_at"]),
         "valid_from": float(row["valid_from"] if row.get("valid_from") is not None else row["created_at"]),
         "value": float(row.get("value", 0.5)),
+        "activity_id": _scalar(row.get("activity_id")),
+        "slot": _scalar(row.get("slot")),
         # Lets MemoryManager.verify() prove that an entry was made from the ledger's current content.
         "content_hash": _scalar(row.get("content_hash")),
     }
+    if row.get("premises") is not None:
+        meta["premises"] = int(row["premises"])
     tags = list(row.get("tags") or ())
     if tags:
         meta["tags"] = tags

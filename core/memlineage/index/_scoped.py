@@ -328,7 +328,8 @@ class ScopedVectorIndex:
         users = list(dict.fromkeys(user_ids))
         if self._plan_counts is not None and self._loader is not None and self.exact_max > 0:
             counts = self._plan_counts(users)
-            return {u: counts[u][0] > self.exact_max or (counts[u][1] > 0 and not rebuild) for u in users}
+            # every memory goes to the wrapped index now: the plan is the scope's size alone
+            return {u: counts[u][0] > self.exact_max for u in users}
         return {u: self.wants_ann(u, rebuild=rebuild) for u in users}
 
     def wants_ann(self, user_id: str, *, rebuild: bool = False) -> bool:
@@ -336,10 +337,9 @@ class ScopedVectorIndex:
 
         False while the scope fits the exact plan (at most ``exact_max`` memories, loaded or counted in the
         ledger; a batch may take it past, and the writer then hands it over); True without a loader, with
-        ``exact_max == 0``, or for a scope past ``exact_max``. With ``plan_counts`` (server mode) also True for a
-        scope that any process has handed to the wrapped index, even if it has shrunk since: its queries may go
-        there in other processes. ``rebuild``: the wrapped index is being rebuilt from empty, so only the size
-        counts.
+        ``exact_max == 0``, or for a scope past ``exact_max``. With ``plan_counts`` (server mode) the ledger's count
+        decides. Every memory reaches the wrapped index in the end (the store of record); this only says whether
+        it must be there before a query can be planned without it. ``rebuild`` is kept for callers.
         """
         if self._loader is None or self.exact_max <= 0:
             return True

@@ -211,6 +211,15 @@ class GraphQueries:
         """How many of one user's indexable rows the ANN index does not hold yet (``exact`` or ``pending``)."""
         return self._count_in_states(user_id, ("exact", "pending"), conn)
 
+    def promote_all_exact(self, conn: Connection) -> int:
+        """Hand every ``exact`` row (stores written when small scopes stayed out of Chroma) to the index sync.
+
+        Returns:
+            The number of rows changed.
+        """
+        done = conn.execute(update(memories).where(memories.c.index_state == "exact").values(index_state="pending"))
+        return int(done.rowcount or 0)
+
     def promote_exact(self, conn: Connection, user_id: str) -> list[str]:
         """Hand one user's ``exact`` rows to the ANN index: they become ``pending`` for the index sync.
 

@@ -26,6 +26,7 @@ from memlineage._indexsync import DeferredIndexSync
 from memlineage.errors import StorageError
 from memlineage.index import index_metadata
 from memlineage.index._base import STAMP_KEY
+from memlineage.index._scoped import IN_ANN
 from memlineage.ledger import Ledger, encode_vector
 from memlineage.ledger._schema import INDEXABLE_STATES, memories
 from memlineage.models import Relation, Status
@@ -167,16 +168,13 @@ class IndexSync:
         return self._deferred.pending > 0
 
     def initial_state(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, str]:
-        """The ``index_state`` new memories of each user are written with: ``exact`` or ``pending``.
+        """The ``index_state`` new memories of each user are written with: always ``pending``.
 
-        ``exact`` when the index plans by scope size and the scope still fits its exact plan (the ANN index is
-        not written, see the module docstring); ``pending`` otherwise. ``rebuild``: for :meth:`reindex`, which
-        empties the ANN index first (only the scope's size counts).
+        Chroma is the vector store of record: every memory is written to it. A scope the exact plan serves gets its
+        new memories into the in-process block at once and into Chroma behind the ledger commit (see
+        :meth:`_apply`). ``rebuild`` is kept for :meth:`reindex`.
         """
-        wants = getattr(self.index, "wants_ann_many", None)
-        if wants is None:
-            return dict.fromkeys(user_ids, "pending")
-        return {u: "pending" if ann else "exact" for u, ann in wants(list(user_ids), rebuild=rebuild).items()}
+        return dict.fromkeys(user_ids, "pending")
 
     def defer(self, ids: Sequence[str]) -> None:
         """Sync ``ids`` on the background thread: status changes of a cascade (see :mod:`memlineage._indexsync`)."""
@@ -257,6 +255,13 @@ class IndexSync:
         if need:
             for r, v in zip(need, self.embedding.embed([r["content"] for r in need])):
                 r["embedding"] = encode_vector(v)
+        if fresh and upserts:
+            # New memories of scopes the exact plan serves: into the in-process legs now (reads see them at once),
+            # into Chroma on the background thread, behind the ledger commit (Chroma's add holds the GIL).
+            later = self._local_first(upserts)
+            if later:
+                upserts = [r for r in upserts if r["id"] not in later]
+                self.defer(sorted(later))
         self._apply_exact(exact, dropped, fresh=fresh)
         if upserts:
             write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
@@ -276,6 +281,21 @@ class IndexSync:
                 if removing:
                     self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
         return removed
+
+    def _local_first(self, rows: Sequence[dict[str, Any]]) -> set[str]:
+        """Put new rows of exact-plan scopes into the in-process legs; return their ids (Chroma is written later)."""
+        wants = getattr(self.index, "wants_ann_many", None)
+        if wants is None or not hasattr(self.index, "put_local"):
+            return set()
+        ann = wants(list(dict.fromkeys(r["user_id"] for r in rows)))
+        local = [r for r in rows if not ann.get(r["user_id"], True)]
+        if not local:
+            return set()
+        metas = [{**_held_metadata(r), IN_ANN: False} for r in local]
+        vectors = [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in local]
+        self._local("put_local", [r["id"] for r in local], vectors, metas, new=True)
+        self.lexical.upsert([r["id"] for r in local], lexical_texts(self.ledger, local), metas)
+        return {r["id"] for r in local}
 
     def _apply_exact(
         self, exact: Sequence[dict[str, Any]], dropped: Sequence[dict[str, Any]], *, fresh: bool = False
@@ -339,6 +359,10 @@ class IndexSync:
         Raises:
             StorageError: the ledger failed (an index failure is quarantined instead).
         """
+        with self.ledger.transaction() as conn:
+            handed = self.ledger.promote_all_exact(conn)  # stores of the exact-only plan: Chroma gets them now
+        if handed:
+            logger.info("index repair: %d memories the exact plan held alone are written to Chroma", handed)
         rows = self.ledger.index_backlog()
         quarantined: list[str] = []
         try:

@@ -541,7 +541,9 @@ class WritePath:
                         ),
                     )  # fmt: skip
             self.ledger.insert_memories(conn, rows)
-            if rows_out is not None:
+            if rows_out is not None:  # for the index write (the same dicts: later status changes show)
+                for r, d in zip(rows, drafts, strict=True):
+                    r["premises"] = len(d.derived_from)  # the premise count Chroma's metadata carries
                 rows_out.extend(rows)
             self.ledger.insert_supports(conn, support_rows)
             self.ledger.insert_edges(conn, edge_rows)
