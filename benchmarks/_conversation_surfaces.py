@@ -47,7 +47,6 @@ from _conversations import (
     normalize,
     transcript_render,
 )
-
 from memlineage import MemoryManager, Scope
 
 warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -157,7 +156,12 @@ class Director:
             self._done.add("correct")
             lines = self.lines("\n".join(text for _, text in messages))
             for marker, status, source, text in lines:  # a live statement still holding the old value
-                if status == "active" and source == "user" and _contains(text, fix.old) and not _contains(text, fix.new):
+                if (
+                    status == "active"
+                    and source == "user"
+                    and _contains(text, fix.old)
+                    and not _contains(text, fix.new)
+                ):
                     return self._call("correct_memory", {"memory_id": f"m:{marker}", "new_content": fix.canonical})
         if fix is not None and "correct" in self._done and "corrected" not in self._done:
             self._done.add("corrected")
@@ -266,7 +270,10 @@ def _lc_tools(script: Script, handle_tool_error: Any = True) -> list[Any]:
 
     return [
         StructuredTool.from_function(
-            func=run, name=name, description=_DESCRIPTIONS[name], args_schema=schema,
+            func=run,
+            name=name,
+            description=_DESCRIPTIONS[name],
+            args_schema=schema,
             handle_tool_error=handle_tool_error,
         )  # fmt: skip
         for name, schema, run in _tool_fns(script, ToolException)
@@ -274,7 +281,7 @@ def _lc_tools(script: Script, handle_tool_error: Any = True) -> list[Any]:
 
 
 def _executor_error_handler() -> Any:
-    """What the README prescribes for tools under ``AgentExecutor``: ``tool_error_text`` (``True`` before it existed)."""
+    """What the README prescribes for tools under ``AgentExecutor``: ``tool_error_text`` (else ``True``)."""
     try:
         from memlineage_langchain import tool_error_text
     except ImportError:  # an older adapter
@@ -336,9 +343,7 @@ class LangChainExecutor(LangChainSurface):
 
         super().__init__(manager, scope, script)
         self.tools = _lc_tools(script, _executor_error_handler())
-        self.memory = LineageMemory(
-            manager=manager, scope=scope, memory_key="chat_history", return_messages=True
-        )
+        self.memory = LineageMemory(manager=manager, scope=scope, memory_key="chat_history", return_messages=True)
         self.capture = LineageCaptureCallback(manager, scope=scope)
         self.prompt = ChatPromptTemplate.from_messages(
             [
@@ -568,6 +573,7 @@ class SurfaceResult:
     failed_calls_stored: int
     reconcile_calls: int
     seconds: float
+    injected: dict[str, int] = field(default_factory=dict)
 
     def precision_recall(self, applied_only: bool = False) -> tuple[float, float]:
         """Micro-averaged lineage precision and recall over the corrections (only the applied ones if asked)."""
@@ -597,6 +603,7 @@ class SurfaceResult:
             "branches": self.branches,
             "failed_calls_stored": self.failed_calls_stored,
             "reconcile_calls": self.reconcile_calls,
+            "injected_store_failures": self.injected,
             "seconds": round(self.seconds, 2),
             "rows": [c.__dict__ for c in self.corrections],
         }
@@ -628,8 +635,14 @@ class _AdapterLog(logging.Handler):
             self.messages.append(_short(text) + (f" | {record.exc_text[-300:]}" if record.exc_text else ""))
 
 
-def play(surface: str, script: Script, manager: MemoryManager, *, user_id: str = "traveller") -> SurfaceResult:
-    """Play ``script`` through ``surface`` on ``manager`` (a fresh store) and score it."""
+def play(
+    surface: str, script: Script, manager: MemoryManager, *, user_id: str = "traveller", faults: bool = False
+) -> SurfaceResult:
+    """Play ``script`` through ``surface`` on ``manager`` (a fresh store) and score it.
+
+    With ``faults``, the store fails every 4th write and 5th recall (:func:`inject_faults`): the lineage figures
+    then mean little, what counts is that no exception reaches the agent's caller.
+    """
     scope = Scope(user_id=user_id, session_id="s1")
     driver = SURFACES[surface](manager, scope, script)
     oracle = Oracle(transcript_render() if driver.transcript else capture_render())
@@ -640,6 +653,7 @@ def play(surface: str, script: Script, manager: MemoryManager, *, user_id: str =
     exceptions: list[dict[str, Any]] = []
     corrections: list[CorrectionResult] = []
     branches: dict[str, int] = {}
+    injected = inject_faults(manager) if faults else {}
     t0 = time.perf_counter()
     try:
         for turn in script.turns:
@@ -688,8 +702,38 @@ def play(surface: str, script: Script, manager: MemoryManager, *, user_id: str =
         surface=surface, turns=len(script.turns), exceptions=exceptions,
         adapter_errors=dict(stats.get("adapter_errors", {})), adapter_error_messages=logs.messages,
         corrections=corrections, branches=branches, failed_calls_stored=failed,
-        reconcile_calls=driver.reconcile_calls, seconds=time.perf_counter() - t0,
+        reconcile_calls=driver.reconcile_calls, seconds=time.perf_counter() - t0, injected=dict(injected),
     )  # fmt: skip
+
+
+def inject_faults(manager: MemoryManager, *, write_every: int = 4, read_every: int = 5) -> dict[str, int]:
+    """Make ``manager`` fail like a sick store: every ``write_every``-th write and ``read_every``-th recall raise.
+
+    Patches the instance's ``remember`` and ``recall`` (their async twins and every adapter go through them) with
+    a :class:`~memlineage.errors.StorageError`. Deterministic. Returns the live counts of injected failures.
+    """
+    from memlineage.errors import StorageError
+
+    counts = {"writes": 0, "reads": 0, "failed_writes": 0, "failed_reads": 0}
+    remember, recall = manager.remember, manager.recall
+
+    def failing_remember(*args: Any, **kwargs: Any) -> Any:
+        counts["writes"] += 1
+        if counts["writes"] % write_every == 0:
+            counts["failed_writes"] += 1
+            raise StorageError("injected: the ledger is unavailable (disk full)")
+        return remember(*args, **kwargs)
+
+    def failing_recall(*args: Any, **kwargs: Any) -> Any:
+        counts["reads"] += 1
+        if counts["reads"] % read_every == 0:
+            counts["failed_reads"] += 1
+            raise StorageError("injected: the index is unavailable")
+        return recall(*args, **kwargs)
+
+    manager.remember = failing_remember  # type: ignore[method-assign]
+    manager.recall = failing_recall  # type: ignore[method-assign]
+    return counts
 
 
 def new_manager(kind: str = "memory", path: str | None = None) -> MemoryManager:

@@ -103,7 +103,10 @@ CORRECTIONS = {
     ),
 }
 WEATHER_ASKS = ("What's the weather like where I'm going next month?", "How's the weather where I'm going next month?")
-FLIGHT_ASKS = ("Find me the cheapest flight to where I'm going next month.", "Search flights to where I'm going next month.")
+FLIGHT_ASKS = (
+    "Find me the cheapest flight to where I'm going next month.",
+    "Search flights to where I'm going next month.",
+)
 CONVERT_ASKS = ("Convert {a} EUR to my home currency.", "How much is {a} EUR in my home currency?")
 PRICE_ASKS = ("How much is that flight in my home currency?", "Convert the flight price to my home currency.")
 HOTEL_ASK = "Book me a hotel where I'm going next month."

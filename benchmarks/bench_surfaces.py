@@ -16,8 +16,12 @@ with scripted models, offline, each on a fresh store with ``open()``'s defaults 
   applied corrections only (the lineage itself, apart from update detection);
 - failed tool calls stored as memories (goal 0), and how often the scripted model could not see a value it needed.
 
+A second, shorter pass (``--fault-turns``, 200 by default) plays the same conversation on a store that fails every
+4th write and 5th recall: the adapters must record those failures and let every turn go on (no exception into the
+agent).
+
 Run: ``.venv/bin/python benchmarks/bench_surfaces.py [--turns 1000] [--seed 1] [--surfaces a,b] [--store memory|open]
-[--details]``. Writes ``benchmarks/results/bench_surfaces.json``.
+[--fault-turns 200] [--jobs N] [--details]``. Writes ``benchmarks/results/bench_surfaces.json``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -52,17 +57,35 @@ def _commit() -> str:
     return out.stdout.strip() or "unknown"
 
 
-def measure(surface: str, turns: int, seed: int, store: str) -> dict[str, Any]:
+def measure(surface: str, turns: int, seed: int, store: str, faults: bool = False) -> dict[str, Any]:
     """Play the generated conversation through one surface; its figures (or the error that stopped the harness)."""
     script = generate(seed, turns)
     with tempfile.TemporaryDirectory(prefix="memlineage-surfaces-") as tmp:
         mm = new_manager(store, tmp)
         try:
-            return play(surface, script, mm).as_dict()
+            return play(surface, script, mm, faults=faults).as_dict()
         except Exception as exc:  # the harness itself failed: report it, go on with the next surface
             return {"error": f"{type(exc).__name__}: {exc}"[:500]}
         finally:
             mm.close()
+
+
+def _measure(task: tuple[str, int, int, str, bool]) -> dict[str, Any]:
+    return measure(*task)
+
+
+def _faulty(res: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a store-failing pass worth keeping."""
+    if "error" in res:
+        return res
+    return {
+        "turns": res["turns"],
+        "injected": {k: v for k, v in res["injected_store_failures"].items() if k.startswith("failed")},
+        "exceptions_into_agent": res["exceptions_into_agent"],
+        "exceptions": [{k: e[k] for k in ("turn", "kind", "error")} for e in res["exceptions"][:5]],
+        "swallowed": sum(res["adapter_errors"].values()),
+        "adapter_errors": res["adapter_errors"],
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--store", choices=("memory", "open"), default="memory",
                     help="in-memory store with open()'s defaults, or MemoryManager.open(tmpdir)")  # fmt: skip
     ap.add_argument("--details", action="store_true", help="print every correction that was not exact")
+    ap.add_argument("--fault-turns", type=int, default=200, help="turns of a second pass on a failing store (0 = skip)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="surfaces played at once (processes)")
     args = ap.parse_args(argv)
     surfaces = [s for s in args.surfaces.split(",") if s]
     script = generate(args.seed, args.turns)
@@ -84,9 +109,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{'P applied':>9} {'R applied':>9} {'failed kept':>11} {'unseen':>6} {'s':>6}"
     )
     print(head)
+    tasks = [(s, args.turns, args.seed, args.store, False) for s in surfaces]
+    if args.fault_turns > 0:
+        tasks += [(s, args.fault_turns, args.seed, args.store, True) for s in surfaces]
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        done = dict(zip(tasks, pool.map(_measure, tasks)))
     out: dict[str, Any] = {}
     for surface in surfaces:
-        res = out[surface] = measure(surface, args.turns, args.seed, args.store)
+        res = out[surface] = done[(surface, args.turns, args.seed, args.store, False)]
+        if args.fault_turns > 0:
+            res["store_failing"] = _faulty(done[(surface, args.fault_turns, args.seed, args.store, True)])
         if "error" in res:
             print(f"{surface:<24} harness error: {res['error']}")
             continue
@@ -99,11 +131,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for e in res["exceptions"][:3]:
             print(f"    exception at turn {e['turn']} ({e['kind']}): {e['error'][:200]}")
+        bad = res.get("store_failing")
+        if bad:
+            print(f"    store failing ({args.fault_turns} turns, {bad.get('injected', {})}): "
+                  f"{bad.get('exceptions_into_agent', bad.get('error'))} exceptions into the agent, "
+                  f"{bad.get('swallowed', 0)} failures recorded by the adapters")  # fmt: skip
+            for e in bad.get("exceptions", [])[:2]:
+                print(f"        exception at turn {e['turn']} ({e['kind']}): {e['error'][:160]}")
         if args.details:
             for row in res["rows"]:
                 if not (row["hit"] == row["expected"] == row["marked"]):
-                    print(f"    turn {row['turn']} {row['template']} applied={row['applied']} "
-                          f"expected={row['expected']} marked={row['marked']} hit={row['hit']} late={row['late']}")  # fmt: skip
+                    counts = " ".join(f"{k}={row[k]}" for k in ("applied", "expected", "marked", "hit", "late"))
+                    print(f"    turn {row['turn']} {row['template']} {counts}")
                     for m in row["missed"][:3]:
                         print(f"        missed: {m}")
                     for f in row["false"][:3]:

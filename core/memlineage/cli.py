@@ -43,7 +43,7 @@ from memlineage.errors import MemLineageError, StoreLockedError
 from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, index_metadata
 from memlineage.ledger import Ledger
 from memlineage.ledger import migrate as migrate_ledger
-from memlineage.manager import DEFAULT_DIR, MemoryManager
+from memlineage.manager import DEFAULT_DIR, MemoryManager, collection_for
 from memlineage.models import SHORT_ID_CHARS, Scope, Status, match_short_id, short_id
 from memlineage.policy import builtin_policies
 from memlineage.settings import MemLineageSettings
@@ -204,7 +204,8 @@ def _reader(settings: Any, *, live: bool) -> Iterator[MemoryManager]:
             ledger = Ledger(f"sqlite:///{_snapshot_ledger(home / 'ledger.db', Path(tmp))}")
             client = None
         if client is not None:
-            index: Any = ChromaIndex(client, settings.collection, owns_client=True)
+            name = settings.collection or collection_for(settings.ledger_url, settings.ledger_schema)
+            index: Any = ChromaIndex(client, name, owns_client=True)
         else:
             index = InMemoryIndex()
         mm = MemoryManager(

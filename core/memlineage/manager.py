@@ -11,6 +11,7 @@ of the write and read paths, see ``docs/architecture.md``); the verbs themselves
 from __future__ import annotations
 
 import functools
+import hashlib
 import inspect
 import os
 import threading
@@ -18,6 +19,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
+
+from sqlalchemy.engine import make_url
 
 from memlineage._store_lock import acquire_lock
 from memlineage._verbs.activity import ActivityVerbs
@@ -198,7 +201,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         chroma_client: Any = None,
         index: VectorIndex | None = None,
         embedder: Any = None,
-        collection: str = "memlineage",
+        collection: str | None = None,
         clock: Callable[[], datetime] | None = None,
         lock_timeout: float = 0.0,
         **kwargs: Any,
@@ -219,7 +222,9 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             chroma_client: A chromadb client to use instead of the embedded ``PersistentClient``.
             index: A ready :class:`~memlineage.index.VectorIndex` (overrides ``chroma_client``).
             embedder: See :class:`MemoryManager`.
-            collection: Chroma collection name.
+            collection: Chroma collection name. Default ``"memlineage"`` in the store directory's own Chroma; on a
+                Chroma server (``chroma_client``) a name derived from the ledger (its URL without credentials and
+                its schema, :func:`collection_for`), so two stores sharing a server never share entries.
             clock: See :class:`MemoryManager`.
             lock_timeout: Seconds to wait for the writer lock (0 = fail at once).
             **kwargs: Passed to the constructor (``policy``, ``value_model``, ``trust_by_source``, ``exact_max``...).
@@ -247,11 +252,10 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         try:
             ledger = Ledger(ledger_url or f"sqlite:///{store / 'ledger.db'}", schema=ledger_schema)
             if index is None:
-                index = (
-                    ChromaIndex(chroma_client, collection)
-                    if chroma_client is not None
-                    else ChromaIndex.persistent(store / "chroma", collection)
-                )
+                if chroma_client is not None:
+                    index = ChromaIndex(chroma_client, collection or collection_for(ledger_url, ledger_schema))
+                else:
+                    index = ChromaIndex.persistent(store / "chroma", collection or DEFAULT_COLLECTION)
             return cls(
                 ledger=ledger,
                 index=index,
@@ -288,7 +292,8 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
 
             # made here, so the index owns it: close() releases its connections
             client = chromadb.HttpClient(host=s.chroma_host, port=s.chroma_port)
-            index = ChromaIndex(client, s.collection, owns_client=True)
+            name = s.collection or collection_for(s.ledger_url, s.ledger_schema)
+            index = ChromaIndex(client, name, owns_client=True)
         embedder = kwargs.pop("embedder", None)
         if embedder is None and s.embedding_model_dir:
             embedder = OnnxMiniLMEmbedder(s.embedding_model_dir)
@@ -356,6 +361,33 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
 
 
 # ====================================================================== helpers
+#: The collection of an embedded store's own Chroma directory.
+DEFAULT_COLLECTION = "memlineage"
+
+
+def collection_for(ledger_url: str | None, schema: str | None = None) -> str:
+    """The Chroma collection of the store whose ledger is ``ledger_url`` (and ``schema``), on a shared server.
+
+    ``memlineage_<12 hex>``: a digest of the URL without its password and of the schema, so that stores sharing a
+    Chroma server (another database, another schema) never share entries, and one store finds its collection again
+    from every process. An embedded ledger (``None``) keeps ``"memlineage"``.
+
+    Example:
+        >>> collection_for("postgresql+psycopg://app:secret@db/mem", "tenant_a") == collection_for(
+        ...     "postgresql+psycopg://app:other@db/mem", "tenant_a"
+        ... )
+        True
+    """
+    if ledger_url is None:
+        return DEFAULT_COLLECTION
+    try:
+        url = make_url(ledger_url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - an unparsable URL fails in Ledger() with its own message
+        url = ledger_url
+    digest = hashlib.sha256(f"{url}\x1f{schema or ''}".encode()).hexdigest()[:12]
+    return f"memlineage_{digest}"
+
+
 def _reconciler(reconciler: Any) -> Reconciler | None:
     """``"rules"`` → the offline :class:`~memlineage.reconcile.RuleReconciler`; None → no update detection."""
     if reconciler is None or isinstance(reconciler, Reconciler):

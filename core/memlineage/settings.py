@@ -26,7 +26,10 @@ class MemLineageSettings(BaseSettings):
     )
     chroma_host: str | None = Field(default=None, description="Chroma server host; unset = embedded Chroma.")
     chroma_port: int = Field(default=8000, description="Chroma server port.")
-    collection: str = Field(default="memlineage", description="Chroma collection name.")
+    collection: str | None = Field(
+        default=None,
+        description="Chroma collection; default 'memlineage' embedded, else one derived from the ledger (server).",
+    )
     embedding_model_dir: Path | None = Field(
         default=None, description="Directory with all-MiniLM-L6-v2's ONNX files (offline use)."
     )

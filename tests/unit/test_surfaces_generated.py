@@ -46,6 +46,7 @@ S = _load("_conversation_surfaces")
 
 SEED = 57  # 40 turns: every kind of turn, four corrections of both facts in four phrasings
 TURNS = 40
+FAULT_TURNS = 20
 
 # ------------------------------------------------------------------------------------------ defects found
 _UPDATE_MISSES = (
@@ -73,6 +74,15 @@ _FAILED_AS_FACT = (
     "recall serves it like a result"
 )
 
+_UNSHIELDED_RAISES = {
+    "llamaindex-chat-store": "LineageChatStore is not shielded: a store failure in add_message (ChatHistory.append -> "
+    "manager.remember) raises StorageError out of ChatMemoryBuffer.put into FunctionAgent.run, and the turn fails"
+}
+_UNSHIELDED_LOST = {
+    "langchain-history": "LineageChatMessageHistory is not shielded: a store failure in add_messages raises; under "
+    "RunnableWithMessageHistory LangChain's RootListenersTracer logs and drops it, so the turn is lost without an "
+    "adapter_error, a count or a MemLineage WARNING"
+}
 _FAILED_KEPT_XFAIL = {"langchain-history": _FAILED_AS_FACT, "llamaindex-chat-store": _FAILED_AS_FACT}
 _APPLIED_XFAIL: dict[str, str] = {
     name: _UPDATE_MISSES for name in S.SURFACES if name != "langchain-memory-tools"
@@ -94,21 +104,31 @@ def _params(xfails: dict[str, str]) -> list[Any]:
     ]
 
 
-@pytest.fixture(scope="module")
-def played() -> Callable[[str], Any]:
-    """The scored result of the generated conversation on one surface (each surface is played once per module)."""
+def _player(turns: int, faults: bool) -> Callable[[str], Any]:
     cache: dict[str, Any] = {}
 
     def get(surface: str) -> Any:
         if surface not in cache:
             mm = S.new_manager()
             try:
-                cache[surface] = S.play(surface, C.generate(SEED, TURNS), mm)
+                cache[surface] = S.play(surface, C.generate(SEED, turns), mm, faults=faults)
             finally:
                 mm.close()
         return cache[surface]
 
     return get
+
+
+@pytest.fixture(scope="module")
+def played() -> Callable[[str], Any]:
+    """The scored result of the generated conversation on one surface (each surface is played once per module)."""
+    return _player(TURNS, faults=False)
+
+
+@pytest.fixture(scope="module")
+def played_on_a_failing_store() -> Callable[[str], Any]:
+    """The same conversation (shorter) on a store that fails every 4th write and 5th recall."""
+    return _player(FAULT_TURNS, faults=True)
 
 
 # ------------------------------------------------------------------------------------------ the generator
@@ -169,6 +189,24 @@ def test_the_oracle_names_where_every_value_came_from() -> None:
 def test_no_exception_reaches_the_agent(played: Callable[[str], Any], surface: str) -> None:
     result = played(surface)
     assert result.exceptions == [], result.exceptions[:3]
+
+
+@pytest.mark.parametrize("surface", _params(_UNSHIELDED_RAISES))
+def test_no_exception_reaches_the_agent_when_the_store_fails(
+    played_on_a_failing_store: Callable[[str], Any], surface: str
+) -> None:
+    result = played_on_a_failing_store(surface)
+    assert result.injected["failed_writes"] > 0  # the store did fail
+    assert result.exceptions == [], [(e["turn"], e["error"]) for e in result.exceptions[:3]]
+
+
+@pytest.mark.parametrize("surface", _params({**_UNSHIELDED_RAISES, **_UNSHIELDED_LOST}))
+def test_a_store_failure_is_recorded_where_memory_swallows_it(
+    played_on_a_failing_store: Callable[[str], Any], surface: str
+) -> None:
+    """What memory lets pass is logged and counted (``stats()["adapter_errors"]``), not lost without a trace."""
+    result = played_on_a_failing_store(surface)
+    assert sum(result.adapter_errors.values()) > 0, result.injected
 
 
 @pytest.mark.parametrize("surface", list(S.SURFACES))

@@ -160,6 +160,11 @@ def _scalar(value: Any) -> Any:
     return "" if value is None else value
 
 
+#: Metadata key under which a writer hands an entry's text to an index that stores documents (Chroma); the index
+#: stores it as the entry's document, never as metadata, and other indexes drop it.
+DOCUMENT_KEY = "_document"
+
+
 def index_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
     """Flat scalar lineage metadata for a ledger row, as Chroma holds it.
 

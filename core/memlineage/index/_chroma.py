@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from memlineage.errors import MissingDependencyError, StorageError
-from memlineage.index._base import IndexFilter, IndexHit
+from memlineage.index._base import DOCUMENT_KEY, IndexFilter, IndexHit
 
 __all__ = ["ChromaIndex"]
 
@@ -195,12 +195,11 @@ class ChromaIndex:
     ) -> None:
         for start in range(0, len(ids), BATCH):
             end = start + BATCH
+            metas = [dict(m) for m in metadatas[start:end]]
+            docs = [m.pop(DOCUMENT_KEY, None) for m in metas]  # the memory's text, as Chroma's document
+            extra: dict[str, Any] = {"documents": docs} if all(isinstance(d, str) for d in docs) else {}
             self._call(
-                what,
-                fn,
-                ids=list(ids[start:end]),
-                embeddings=_matrix(vectors[start:end]),
-                metadatas=[dict(m) for m in metadatas[start:end]],
+                what, fn, ids=list(ids[start:end]), embeddings=_matrix(vectors[start:end]), metadatas=metas, **extra
             )
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from memlineage.index._base import IndexFilter, IndexHit
+from memlineage.index._base import DOCUMENT_KEY, IndexFilter, IndexHit
 
 __all__ = ["InMemoryIndex"]
 
@@ -36,7 +36,7 @@ class InMemoryIndex:
                 arr = np.asarray(v, dtype=np.float32)
                 norm = float(np.linalg.norm(arr)) or 1.0
                 self._vectors[i] = arr / norm
-                self._meta[i] = dict(m)
+                self._meta[i] = {k: v for k, v in m.items() if k != DOCUMENT_KEY}
 
     def add(
         self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]

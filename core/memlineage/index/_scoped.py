@@ -25,7 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from memlineage.index._base import STAMP_KEY, IndexFilter, IndexHit, ScopeTally, index_metadata, ledger_stamp
+from memlineage.index._base import (
+    DOCUMENT_KEY,
+    STAMP_KEY,
+    IndexFilter,
+    IndexHit,
+    ScopeTally,
+    index_metadata,
+    ledger_stamp,
+)
 
 __all__ = ["IN_ANN", "ScopedVectorIndex"]
 
@@ -550,7 +558,7 @@ def _public(metadatas: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any
     """The metadata without the private keys (``_...``: stamp key, IN_ANN) that only the in-memory legs use."""
     if not any(STAMP_KEY in m or IN_ANN in m for m in metadatas):
         return metadatas
-    return [{k: v for k, v in m.items() if not k.startswith("_")} for m in metadatas]
+    return [{k: v for k, v in m.items() if not k.startswith("_") or k == DOCUMENT_KEY} for m in metadatas]
 
 
 def _unit(vector: Any) -> np.ndarray:

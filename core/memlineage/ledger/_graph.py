@@ -211,6 +211,19 @@ class GraphQueries:
         """How many of one user's indexable rows the ANN index does not hold yet (``exact`` or ``pending``)."""
         return self._count_in_states(user_id, ("exact", "pending"), conn)
 
+    def premise_counts(self, ids: Sequence[str], conn: Connection | None = None) -> dict[str, int]:
+        """How many premises each memory rests on (all its support groups), for the index's metadata."""
+        out: dict[str, int] = {}
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                query = (
+                    select(supports.c.memory_id, func.sum(supports.c.premises))
+                    .where(supports.c.memory_id.in_(chunk))
+                    .group_by(supports.c.memory_id)
+                )
+                out.update((mid, int(n or 0)) for mid, n in c.execute(query))
+        return out
+
     def promote_all_exact(self, conn: Connection) -> int:
         """Hand every ``exact`` row (stores written when small scopes stayed out of Chroma) to the index sync.
 

@@ -25,7 +25,7 @@ from sqlalchemy import select
 from memlineage._indexsync import DeferredIndexSync
 from memlineage.errors import StorageError
 from memlineage.index import index_metadata
-from memlineage.index._base import STAMP_KEY
+from memlineage.index._base import DOCUMENT_KEY, STAMP_KEY
 from memlineage.index._scoped import IN_ANN
 from memlineage.ledger import Ledger, encode_vector
 from memlineage.ledger._schema import INDEXABLE_STATES, memories
@@ -231,8 +231,10 @@ class IndexSync:
             pending = [r for r in rows if r["index_state"] in writes]
             if pending:
                 vectors = self.ledger.memory_rows([r["id"] for r in pending])
+                counts = self.ledger.premise_counts([r["id"] for r in pending])
                 for r, full in zip(pending, vectors, strict=True):
                     r["embedding"] = full["embedding"] if full else None
+                    r["premises"] = counts.get(r["id"], 0)
         try:
             return self._apply(rows, fresh=fresh)
         except StorageError as exc:
@@ -268,7 +270,7 @@ class IndexSync:
             write(
                 [r["id"] for r in upserts],
                 [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in upserts],
-                [_held_metadata(r) for r in upserts],
+                [{**_held_metadata(r), DOCUMENT_KEY: r["content"]} for r in upserts],  # Chroma keeps the text
             )
         if stale:
             self.index.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
