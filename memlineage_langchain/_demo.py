@@ -141,7 +141,8 @@ class ScriptedTravelModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
     def _reply(self, messages: list[BaseMessage]) -> AIMessage:
-        results = [m for m in messages if isinstance(m, ToolMessage)]
+        last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+        results = [m for m in messages[last_human + 1 :] if isinstance(m, ToolMessage)]  # this turn's tool results
         if results:
             flight = next((str(m.content) for m in results if "Flight" in str(m.content)), "")
             hotels = next((str(m.content) for m in results if "Hotels" in str(m.content)), "")

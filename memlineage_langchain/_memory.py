@@ -167,11 +167,14 @@ class LineageMemory(BaseMemory):
         return {self.memory_key: value, RECALLED_KEY: ids}
 
     def _recent(self, scope: Scope) -> tuple[list[BaseMessage], set[str]]:
-        """The session's last ``max_turns`` exchanges as messages, in order, and the ids of the memories in them."""
+        """The session's last ``max_turns`` exchanges as messages, in order, and the ids of their active memories."""
         if scope.session_id is None or self.max_turns == 0:
             return [], set()
         runs: dict[str, list[Memory]] = {}
+        active: set[str] = set()
         for m in self.manager.find(scope=scope, session_only=True):
+            if m.status.value == "active":
+                active.add(m.id)
             run = m.lineage.activity_id if m.source.kind.value == "user" else m.lineage.parent_activity_id
             if run is not None:
                 runs.setdefault(run, []).append(m)
@@ -179,7 +182,7 @@ class LineageMemory(BaseMemory):
         ids: set[str] = set()
         for mems in list(runs.values())[-self.max_turns :]:
             messages.extend(_turn_messages(mems))
-            ids.update(m.id for m in mems)
+            ids.update(m.id for m in mems if m.id in active)  # a suspect one is shown, never taken as a premise
         return messages, ids
 
     def _empty(self) -> dict[str, Any]:
