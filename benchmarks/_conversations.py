@@ -8,7 +8,7 @@ Naples, not Rome.") and questions about the past. The same seed gives the same s
 
 Two facts ("slots") carry the conversation: the destination city and the home currency. Every tool argument value
 comes verbatim from the current turn, from the statement that holds a slot's current value, or from an earlier
-tool result, and each :class:`ToolCall` names that source (``premises``); each answer names what it rests on (the
+tool result, and each :class:`Call` names that source (``premises``); each answer names what it rests on (the
 turn's tool results, or the fact a question about the past asks for, which the scripted model cites with its
 ``[m:<id>]`` marker when the marker is in its prompt). A correction names the slot, the old and new value: the
 memories that must turn suspect are exactly the dependents (transitively) of the statements that held the old
@@ -17,8 +17,10 @@ value; every other live memory must stay as it was.
 The oracle is over **memory contents**: the measurement (``_conversation_surfaces.py``) renders each node the way
 a surface stores it (a capture stores a tool result as ``name(arg='v') -> output``, a chat history as the output)
 and maps it to the memories holding those words (repeated words are one memory, as the store merges them).
-:class:`Oracle` builds that graph turn by turn from the script and what the scripted model actually did (it only
-uses values it can see in its prompt, else it asks or says it does not know, and then the answer rests on nothing).
+:class:`Oracle` builds that graph turn by turn from the script and what the scripted model actually did: it takes a
+value only from the statement or tool result holding it when that is in its prompt (:meth:`Oracle.evidence`), else
+it asks or says it does not know, and then the answer rests on nothing. :meth:`Oracle.expectation` says what a
+correction must mark suspect.
 
 Everything here is plain Python (no framework import), so tests and benchmarks can share it.
 """
@@ -43,8 +45,13 @@ __all__ = [
     "Render",
     "Script",
     "ScriptTurn",
+    "TurnLog",
+    "World",
+    "capture_render",
     "generate",
     "normalize",
+    "summary",
+    "transcript_render",
 ]
 
 # ---------------------------------------------------------------------------------------------- vocabulary
@@ -700,6 +707,20 @@ class Oracle:
             answer_deps = [c for ref in turn.answer_deps for c in self.resolve(ref)]
         if log.answer and log.answer != ACK:
             self._node(log.answer, answer_deps)
+
+    def expectation(self, slot: str) -> tuple[set[str], set[str], set[str]]:
+        """What a correction of ``slot`` must do, now (call it before the correction turn is added).
+
+        Returns:
+            ``(corrected, suspect, late)``: the statements holding the value being replaced (they must be
+            superseded), the contents that rest on them (every live one must turn suspect; every other live memory
+            must stay active), and what rests on values replaced by earlier corrections (a surface that missed
+            those may catch them now: late, neither required nor wrong).
+        """
+        corrected = {normalize(c) for c in self.holders[slot]}
+        stale = {normalize(c) for c in self.outdated[slot]}
+        suspect = self.dependents(corrected)
+        return corrected, suspect, (self.dependents(stale) | stale) - suspect - corrected
 
     def dependents(self, contents: Iterable[str]) -> set[str]:
         """Every content that rests on ``contents``, directly or not (``contents`` themselves left out)."""

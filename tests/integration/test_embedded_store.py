@@ -60,7 +60,8 @@ def test_persistent_store_survives_reopen(tmp_path, embedder):
     with MemoryManager.open(tmp_path / "store", embedder=embedder) as mm:
         assert mm.require(rec.id, scope=alice).status is Status.SUSPECT
         assert mm.recall("where do I live", scope=alice, include_suspect=True, k=2).ids == [rec.id]
-        assert (mm.index.count(), mm.stats()["index_exact"]) == (0, 2)  # a small scope: held for the exact plan
+        assert (mm.index.count(), mm.stats()["index_exact"]) == (2, 0)  # Chroma holds them; the block is a cache
+        assert mm.index.plan("alice") == "exact"
         assert mm.explain(rec.id, scope=alice).ancestors[0].id == city.id
 
 
@@ -108,16 +109,18 @@ def test_default_path_is_documented(monkeypatch, tmp_path):
     assert os.environ["MEMLINEAGE_HOME"].endswith("home")
 
 
-def test_reindex_keeps_small_scopes_out_of_chroma(tmp_path):
-    """Embedded mode follows a scope's size from its own writes; a rebuild must not count its memories twice."""
+def test_reindex_puts_small_scopes_back_into_chroma(tmp_path):
+    """Chroma holds every memory whatever the read plan; a rebuild must not count a scope's memories twice."""
     from memlineage.testing import FakeEmbedder
 
     with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder(), exact_max=10) as mm:
         alice = Scope(user_id="alice")
         for i in range(6):
             mm.remember(f"note {i} about kiwis", scope=alice)
-        assert (mm.stats("alice")["index_exact"], mm.stats()["index_entries"]) == (6, 0)
+        mm.flush_index()
+        assert (mm.stats("alice")["index_exact"], mm.stats()["index_entries"]) == (0, 6)
         assert mm.reindex() == 6
         mm.flush_index()
-        assert (mm.stats("alice")["index_exact"], mm.stats()["index_entries"]) == (6, 0)
+        assert (mm.stats("alice")["index_exact"], mm.stats()["index_entries"]) == (0, 6)
+        assert mm.index.plan("alice") == "exact" and mm.recall("note 4 about kiwis", scope=alice, k=1)
         assert mm.verify().ok
