@@ -77,6 +77,9 @@ class Director:
 
     Args:
         turn: The script turn.
+        evidence: Per value the turn needs (slot name, or ``"flight"``), the texts it may be read from (the
+            statements holding it, the tool output): the model uses the value only when one of them is in its
+            prompt, and cites a recalled line only when it holds one (:meth:`Oracle.evidence`).
         memory_tools: The agent manages its memory with ``remember`` / ``search_memory`` / ``correct_memory``.
     """
 

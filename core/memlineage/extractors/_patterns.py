@@ -107,6 +107,7 @@ class LanguageTable:
     people: tuple[re.Pattern[str], ...] = ()
     self_subject: tuple[re.Pattern[str], ...] = ()
     answer_types: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    event_query: tuple[re.Pattern[str], ...] = ()
 
     def any_of(self, *fields: str) -> AnyOf:
         """The patterns of the named pattern fields as one matcher, built once per table and tuple of fields.
@@ -184,6 +185,7 @@ def _load(language: str) -> LanguageTable:
         past_query=_compile(data.get("past_query"), f"{language}:past_query"),
         people=_compile(data.get("people"), f"{language}:people"),
         self_subject=_compile(data.get("self_subject"), f"{language}:self_subject"),
+        event_query=_compile(data.get("event_query"), f"{language}:event_query"),
         answer_types=tuple(
             (str(name), _compile([pattern], f"{language}:answer_types")[0])
             for name, pattern in (data.get("answer_types") or {}).items()

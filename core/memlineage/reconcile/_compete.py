@@ -15,7 +15,10 @@ What never competes: a clause that does not state the present (a question, a req
 7" / "my son is 10"), an older clause that answers more of the query than the newer one ("how old is my daughter?"),
 a newer statement from a source that may not update the older (an agent never outranks what the user said; a
 tool's result only an earlier result of the same tool for the same arguments). A query about the past ("where did
-I live before?", "what was the first quote?") leaves the order as relevance made it, so the older memory is found.
+I live before?", "what was the first quote?") leaves the order as relevance made it, so the older memory is found;
+memories that are a transcript of named speakers (``[8 May 2023] Caroline: ...``, a conversation between other
+people kept as memory) are dialogue, reordered by recorded possible updates only; and for a question about what
+happened ("When did I go…?", ``event_query`` cues) two events never compete.
 """
 
 from __future__ import annotations
@@ -27,15 +30,17 @@ from typing import Any
 
 import numpy as np
 
-from memlineage.extractors._patterns import has_cjk
+from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import transcript_speaker
 from memlineage.models import Memory, SourceKind
 from memlineage.reconcile._signals import (
     answer_type,
+    asks_about_events,
     asks_about_past,
     clause_similarity,
     focus,
     key_terms,
+    numbers_in,
     query_terms,
     values_of,
     values_of_query,
@@ -43,10 +48,12 @@ from memlineage.reconcile._signals import (
 
 __all__ = ["Conflict", "competes", "resolve_conflicts"]
 
-#: Clause similarity at or above which two statements of one speaker answer a query in the same way.
+#: Clause similarity at or above which two statements of one speaker answer a query in the same way (with a changed
+#: value), and at or above which they restate each other (without one).
 COMPETE_SIMILARITY = 0.3
+RESTATED = 0.6
 #: Cosine similarity of the two memories' vectors at or above which they answer a query in the same way although
-#: their words differ ("Rent is $1,850 a month" / "the renewal: $2,040 starting next month").
+#: their words differ ("Our beagle Biscuit is 9" / "We adopted a retired greyhound named Comet").
 COMPETE_COSINE = 0.5
 
 
@@ -88,6 +95,10 @@ def _may_outrank(newer: Memory, older: Memory) -> bool:
     return False
 
 
+def _is_event(text: str) -> bool:
+    return tables_for(text)[0].is_event(text)
+
+
 def _one_conversation(a: Memory, b: Memory) -> bool:
     """Same session; or, without session ids, written within an hour of each other."""
     if a.scope.session_id is not None or b.scope.session_id is not None:
@@ -110,10 +121,10 @@ def competes(
         query: The recall query.
         older: The earlier memory (by event time).
         newer: The later memory.
-        cosine: Cosine similarity of the two memories' vectors in [-1, 1], when known: close meaning counts
-            like shared words (at :data:`COMPETE_COSINE`), when the newer one is about as relevant to the query.
+        cosine: Cosine similarity of the two memories' vectors in [-1, 1], when known: close meaning counts like
+            shared words (at :data:`COMPETE_COSINE`, or 0.3 when the older one weighed options).
         relevance: ``(older, newer)`` closeness to the query in [0, 1] (cosine), when known; the newer one must
-            reach half the older one's for closeness in meaning to count, a fifth for a changed value.
+            reach a fifth of the older one's for a changed value, half for closeness in meaning.
         linked: Update detection recorded ``newer`` as a possible update of ``older``: they compete when the
             clauses pass every check but similarity.
 
@@ -128,9 +139,12 @@ def competes(
         return None
     wanted = query_terms(query)
     kind = answer_type(query)
+    cue = tables_for(newer.content)[0].is_correction(newer.content)
+    events = asks_about_events(query)
     best: tuple[float, Any, Any] | None = None
     eligible = False  # some pair of clauses passed every check but similarity
     settles = False  # the older clause weighed options ("leaning toward the red one"), the newer one states
+    same_subject = False  # some eligible pair names the same subject on both sides
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
     for cb in focus(newer.content, wanted):
         if not cb.asserts_present or cb.additive or not cb.substantive:
@@ -150,7 +164,14 @@ def competes(
                 # no entity, number or date changed, and the newer clause leaves out a word of the query the older
                 # one answers: another context ("tea in the evening" for "what do I drink in the morning?")
                 continue
+            if (
+                events
+                and not cue
+                and (tables_for(ca.text)[0].is_event(ca.text) or tables_for(cb.text)[0].is_event(cb.text))
+            ):
+                continue  # asked what happened: two events are two events
             eligible = True
+            same_subject = same_subject or (ca.subject is not None and ca.subject == cb.subject)
             if kind is not None and other_value is None:
                 # the values the question names itself ("How old is Theo?") are not its answer
                 asked = wanted | {k.casefold() for k in values_of_query(query, kind)}
@@ -176,14 +197,17 @@ def competes(
                 return f"a later statement of the same speaker gives another {kind}: {old_v} → {new_v}", round(
                     float(score), 3
                 )
-        relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
-        if settles and eligible and not cjk and cosine is not None and cosine >= 0.3:
-            return "a later statement of the same speaker settles an option weighed before", round(float(cosine), 3)
-        if eligible and relevant and cosine is not None and cosine >= COMPETE_COSINE and not cjk:
-            return "a later statement of the same speaker is close in meaning", round(float(cosine), 3)
+        if eligible and not cjk and cosine is not None:  # the English embedder says nothing about Chinese text
+            if settles and cosine >= 0.3:
+                return "a later statement of the same speaker settles an option weighed before", round(cosine, 3)
+            relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
+            if relevant and cosine >= COMPETE_COSINE and same_subject:
+                return "a later statement of the same speaker is close in meaning", round(cosine, 3)
         return None
     sim, ca, cb = best
     changed = sorted((cb.keys - ca.keys) | (ca.keys - cb.keys))
+    if not changed and numbers_in(ca.text) == numbers_in(cb.text) and sim < RESTATED:
+        return None  # the same topic, no value changed: two facts about it, both may hold
     reason = "a later statement of the same speaker says the same about it"
     if changed:
         reason += f" with {'/'.join(changed[:4])[:60]} changed"
@@ -239,6 +263,8 @@ def resolve_conflicts(
         for j in order[pos + 1 :]:
             a, b = hits[i].memory, hits[j].memory
             decision = links.get((a.id, b.id))
+            if decision is None and transcript_speaker(a.content) is not None:
+                continue  # a transcript of named speakers' talk: dialogue, reordered by recorded decisions only
             va, vb = unit.get(a.id), unit.get(b.id)
             cosine = float(va @ vb) if va is not None and vb is not None and va.shape == vb.shape else None
             rel = (_closeness(hits[i]), _closeness(hits[j]))

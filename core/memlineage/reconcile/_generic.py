@@ -4,8 +4,8 @@ The rule tables catch the wordings they list. Everything else is compared on sig
 (:mod:`memlineage.reconcile._signals`): the clauses of the new statement that assert the present are aligned with the
 clauses of each earlier statement of the same speaker, and a pair is an update when
 
-- they are about the same subject (the speaker, or the same other person; "my daughter is 7" / "my son is 10" never
-  pair up),
+- they are about the same known subject (the speaker, or the same other person; "my daughter is 7" / "my son is
+  10" never pair up, and "Wow, Caroline, that sounds awesome!" is about no one),
 - they say the same about it (word similarity of the clauses, or the statements' cosine similarity),
 - a value changed: each names an entity, number or date the other does not ("54 cm" → "56 cm", "Shopify" →
   "Datadog"),
@@ -61,8 +61,8 @@ def _score(ca: Clause, cb: Clause, cosine: float | None, *, cue: bool, event: bo
         score = 0.9 if numeric and stated else 0.7
     elif words >= CLOSE_WORDS:
         score = 0.7
-    elif cosine is not None and cosine >= CLOSE_MEANING and not cjk:
-        score = 0.6
+    elif cue and cosine is not None and cosine >= CLOSE_MEANING and not cjk:
+        score = 0.6  # other words, close meaning: only a correction cue makes it a possible update
     else:
         return 0.0
     if cue:
@@ -121,8 +121,8 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> Decision | None:
             if ca.question or ca.hypothetical or ca.past:
                 continue
             for cb in new_clauses:
-                if ca.subject is not None and cb.subject is not None and ca.subject != cb.subject:
-                    continue
+                if ca.subject is None or cb.subject is None or ca.subject != cb.subject:
+                    continue  # a statement about a known subject on both sides ("Wow, Caroline!" states nothing)
                 if not (ca.substantive and cb.substantive):
                     continue
                 changed = _changed(ca, cb)

@@ -28,6 +28,7 @@ __all__ = [
     "answer_type",
     "asserting_text",
     "asks_about_past",
+    "asks_about_speaker",
     "clause_similarity",
     "clauses_of",
     "focus",
@@ -179,6 +180,21 @@ def query_terms(query: str) -> frozenset[str]:
             continue
         out.add(t)
     return frozenset(out)
+
+
+@lru_cache(maxsize=4096)
+def asks_about_events(query: str) -> bool:
+    """Whether a query asks what happened or would happen ("When did…", "What would…") rather than what holds now."""
+    return any(p.search(query) for p in tables_for(query)[0].event_query)
+
+
+_ASKER = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|we|we're|our|us)\b|我|咱", re.IGNORECASE)
+
+
+@lru_cache(maxsize=4096)
+def asks_about_speaker(query: str) -> bool:
+    """Whether a query asks about the asker ("Where do I live?", "我住哪儿？") rather than about someone else."""
+    return bool(_ASKER.search(query))
 
 
 @lru_cache(maxsize=4096)
