@@ -123,6 +123,7 @@ _HOLDER = textwrap.dedent(
     store, ready, stop = map(Path, sys.argv[1:4])
     with MemoryManager.open(store) as mm:
         mm.remember("written while the app runs: Porto day trip", scope="alice", source="user")
+        mm.flush_index()  # its Chroma write (behind the ledger commit) is done: the app writes nothing more
         ready.write_text("ok")
         deadline = time.time() + 120
         while not stop.exists() and time.time() < deadline:
