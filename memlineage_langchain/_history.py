@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
+from memlineage.capture import shield
 from memlineage.history import ChatHistory
 from memlineage.models import Scope
 from typing_extensions import override
@@ -70,7 +72,11 @@ class LineageChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The session's messages, oldest first (the last ``max_messages`` when set)."""
-        return [turn_to_message(t) for t in self.history.turns(self.max_messages)]
+        turns = shield(
+            self.history.manager, "LineageChatMessageHistory.messages", self.history.turns, self.max_messages,
+            default=[], scope=self.history.scope,
+        )  # fmt: skip
+        return [turn_to_message(t) for t in turns]
 
     @override
     async def aget_messages(self) -> list[BaseMessage]:
@@ -78,11 +84,14 @@ class LineageChatMessageHistory(BaseChatMessageHistory):
 
     @override
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        self.history.append([message_to_entry(m) for m in messages])
+        entries = [message_to_entry(m) for m in messages]  # bad input raises here, before anything is written
+        # a store failure never breaks the chain: recorded (stats()["adapter_errors"], an event), the turn goes on
+        shield(self.history.manager, "LineageChatMessageHistory.add_messages", self.history.append, entries,
+               scope=self.history.scope)  # fmt: skip
 
     @override
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        await self.history.aappend([message_to_entry(m) for m in messages])
+        await asyncio.to_thread(self.add_messages, messages)
 
     @override
     def clear(self) -> None:

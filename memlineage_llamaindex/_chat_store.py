@@ -9,6 +9,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from memlineage._construct import typed_construction
+from memlineage.capture import shield
 from memlineage.errors import InvalidInputError
 from memlineage.history import MESSAGE_ACTIVITY, ChatHistory
 from memlineage.models import Scope
@@ -91,7 +92,9 @@ class LineageChatStore(BaseChatStore):
 
     @override
     def get_messages(self, key: str) -> list[ChatMessage]:
-        return [turn_to_message(t) for t in self.history(key).turns()]
+        history = self.history(key)
+        turns = shield(self.manager, "LineageChatStore.get_messages", history.turns, default=[], scope=history.scope)
+        return [turn_to_message(t) for t in turns]
 
     @override
     def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
@@ -99,7 +102,9 @@ class LineageChatStore(BaseChatStore):
         if idx is not None and idx != len(history.turns()):
             msg = f"a MemLineage chat history is append-only; add_message(idx={idx}) can only append at the end"
             raise InvalidInputError(msg)
-        history.append([message_to_entry(message)])
+        entry = message_to_entry(message)  # bad input raises here, before anything is written
+        # a store failure never raises into the agent (ChatMemoryBuffer.put runs inside agent.run): recorded instead
+        shield(self.manager, "LineageChatStore.add_message", history.append, [entry], scope=history.scope)
 
     @override
     def delete_messages(self, key: str) -> list[ChatMessage] | None:

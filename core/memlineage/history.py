@@ -233,6 +233,11 @@ class ChatHistory:
                 )
                 if mem.lineage.activity_id != act.id:  # merged into an earlier memory with the same words
                     self.manager.link(mem.id, act.id, scope=self.scope)
+                if e.role == "tool" and _failed(e.payload):
+                    # the history keeps the message; its text is an error, never a fact: the memory is withdrawn
+                    self.manager.retract(
+                        mem.id, scope=self.scope, reason="the tool call failed: an outcome, not a fact"
+                    )
                 act = self.manager.end_activity(
                     act.id, scope=self.scope, outcome="success", metadata={"memory_id": mem.id}
                 )
@@ -330,6 +335,13 @@ class ChatHistory:
     ) -> list[str]:
         """Async :meth:`clear`."""
         return await asyncio.to_thread(self.clear, reason, turns=turns)
+
+
+def _failed(payload: Mapping[str, Any]) -> bool:
+    """Whether a tool message's framework data says the call failed (LangChain ``status="error"``, ``is_error``)."""
+    data = payload.get("data")
+    fields: Mapping[str, Any] = data if isinstance(data, Mapping) else payload
+    return bool(fields.get("status") == "error" or fields.get("is_error") or payload.get("is_error"))
 
 
 def _tools_after(occurrences: Sequence[Activity], user_memory: str) -> list[str]:
