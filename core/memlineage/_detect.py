@@ -20,7 +20,7 @@ import numpy as np
 from sqlalchemy import Connection, Select, bindparam, select
 
 from memlineage.errors import PolicyViolationError
-from memlineage.extractors._patterns import has_cjk
+from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.index import IndexFilter, VectorIndex
 from memlineage.ledger import Ledger, row_to_memory
 from memlineage.ledger._schema import activities, memories
@@ -38,7 +38,7 @@ from memlineage.reconcile import (
     tool_slot,
     withdraws,
 )
-from memlineage.reconcile._signals import asserting_text
+from memlineage.reconcile._signals import asserting_text, clauses_of
 
 __all__ = ["detect_updates"]
 
@@ -110,6 +110,8 @@ def detect_updates(
     # where a cue, replacement, withdrawal or number could revise a statement without a slot.
     broad = bool(getattr(reconciler, "wants_neighbours", False))
     recent_always = bool(getattr(reconciler, "wants_recent", False))
+    # a model judges meaning whatever the wording; generic signals need a statement about a known subject
+    any_subject = bool(getattr(reconciler, "judges_meaning", False))
     position = {id(d): i for i, d in enumerate(drafts)}
     ids = {id(d): d.extra_rows.setdefault("id", new_id()) for d in todo}
     pending: list[tuple[Any, Statement, list[Candidate]]] = []
@@ -120,8 +122,9 @@ def detect_updates(
         same_scope = earlier.setdefault((d.scope.user_id, d.scope.agent_id), _Earlier())
         if st is not None and d.supersedes is None:
             cands = _candidates(
-                ports, d, st, same_scope, ids, now, broad=broad, recent_always=recent_always, reads=reads
-            )
+                ports, d, st, same_scope, ids, now, broad=broad, recent_always=recent_always, reads=reads,
+                any_subject=any_subject,
+            )  # fmt: skip
             if cands:
                 pending.append((d, st, cands))
         same_scope.append(d)
@@ -270,6 +273,7 @@ def _candidates(
     broad: bool = False,
     recent_always: bool = False,
     reads: _Reads | None = None,
+    any_subject: bool = False,
 ) -> list[Candidate]:
     """Live memories of the draft's scope the statement may update: slot holders, neighbours, recent statements.
 
@@ -280,8 +284,13 @@ def _candidates(
     cjk = has_cjk(st.content)
     # Nearest statements by vector only when something in the statement could revise a slot-less one
     # (a correction cue, a replacement, a withdrawal, a number of the speaker's state): plain records pay none.
-    revises = user_statement and (broad or may_revise(st.content))
-    recent = user_statement and (recent_always or cjk or withdraws(st.content))
+    # Generic signals (reconcile._generic) compare statements about a known subject only: a record about no one
+    # ("note 7 about topic 3") pays for no candidate read unless a rule could use it.
+    personal = user_statement and (
+        any_subject or any(c.subject is not None and c.asserts_present for c in clauses_of(st.content))
+    )
+    revises = user_statement and ((broad and personal) or may_revise(st.content))
+    recent = user_statement and ((recent_always and personal) or cjk or withdraws(st.content))
     if not (st.slot or revises or recent):
         # a plain record reads nothing: no connection is opened and no query is built for it (bulk ingest)
         return _batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk)
@@ -311,7 +320,10 @@ def _candidates(
             similarity = {i: similarity[i] for i in nearest}
             rows = {i: r for i, r in rows.items() if i in read or i in similarity}
     lacking = [i for i in rows if i not in similarity]
-    if lacking and d.embedding is not None and getattr(ports.ledger, "vectors", None) is not None:
+    # Only a correction cue lets closeness in meaning alone make a possible update (reconcile._generic): the other
+    # candidates' vectors are read for such statements only (a read of their blobs per statement costs ingest 10x).
+    cue = user_statement and tables_for(st.content)[0].is_correction(st.content)
+    if cue and lacking and d.embedding is not None and getattr(ports.ledger, "vectors", None) is not None:
         # generic signals weigh closeness in meaning: the cosine of every candidate, not only the nearest
         mine = np.asarray(d.embedding, dtype=np.float32)
         norm = float(np.linalg.norm(mine)) or 1.0

@@ -100,6 +100,8 @@ class LLMReconciler:
     wants_neighbours = True
     #: ... and its most recent statements.
     wants_recent = True
+    #: It judges meaning: every user statement gets candidates, whoever it is about.
+    judges_meaning = True
 
     def __init__(
         self, model: Any, *, fallback: Reconciler | None = None, timeout: float = 20.0, batch_size: int = 8
