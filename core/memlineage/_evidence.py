@@ -7,8 +7,12 @@ every surface attributes premises by the same rule.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["is_filler", "salient"]
+from memlineage.models import Memory
+
+__all__ = ["argument_values", "contains", "is_filler", "is_filler_memory", "salient", "topic"]
 
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
 _FILLER_WORDS = frozenset(
@@ -46,3 +50,45 @@ def salient(text: str) -> set[str]:
         if any(ch.isdigit() for ch in low) or (len(low) >= 4 and low not in _STOPWORDS and low not in _FILLER_WORDS):
             out.add(low)
     return out
+
+
+def argument_values(arguments: Any) -> list[str]:
+    """The leaf values of tool arguments that can be traced to a memory (strings of 2+ characters, numbers)."""
+    out: list[str] = []
+    if isinstance(arguments, Mapping):
+        for v in arguments.values():
+            out.extend(argument_values(v))
+    elif isinstance(arguments, (list, tuple)):
+        for v in arguments:
+            out.extend(argument_values(v))
+    elif isinstance(arguments, bool) or arguments is None:
+        pass
+    elif isinstance(arguments, (int, float)):
+        out.append(str(arguments))
+    elif isinstance(arguments, str) and len(arguments.strip()) >= 2:
+        out.append(arguments.strip())
+    return out
+
+
+def contains(text: str, value: str) -> bool:
+    """Whether ``value`` occurs in ``text`` as whole words (case-insensitive)."""
+    pattern = r"(?<![\w])" + re.escape(value.lower()) + r"(?![\w])"
+    return re.search(pattern, text.lower()) is not None
+
+
+def topic(text: str) -> set[str]:
+    """Topic words of a text: salient words split at underscores, a plural ``s`` dropped.
+
+    ``search_flights`` and "flight" share the topic word ``flight``.
+    """
+    out = set()
+    for w in salient(text):
+        for part in w.split("_"):
+            if len(part) >= 4 and not any(ch.isdigit() for ch in part):
+                out.add(part[:-1] if part.endswith("s") and len(part) > 4 else part)
+    return out
+
+
+def is_filler_memory(mem: Memory) -> bool:
+    """Whether a stored memory is an acknowledgement (marked when written, or an agent's filler text)."""
+    return bool(mem.metadata.get("filler")) or (mem.source.kind.value == "agent" and is_filler(mem.content))

@@ -23,7 +23,6 @@ decides the rest:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import functools
@@ -35,8 +34,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from memlineage._evidence import argument_values as _values
+from memlineage._evidence import contains as _contains
 from memlineage._evidence import is_filler
+from memlineage._evidence import is_filler_memory as _is_filler_memory
 from memlineage._evidence import salient as _salient
+from memlineage._evidence import topic as _topic
+from memlineage._shield import ashield, shield
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, normalize_content
@@ -71,56 +75,6 @@ _CURRENT_CALL: contextvars.ContextVar[tuple[CaptureRun, str] | None] = contextva
 
 _recorders: weakref.WeakKeyDictionary[Any, RunRecorder] = weakref.WeakKeyDictionary()
 _recorders_lock = threading.Lock()
-
-
-_R = TypeVar("_R")
-
-
-def shield(
-    manager: MemoryManager,
-    surface: str,
-    fn: Callable[..., _R],
-    *args: Any,
-    default: Any = None,
-    scope: Scope | None = None,
-    **kwargs: Any,
-) -> Any:
-    """Run one memory step of a framework hook; what it raises is recorded and the agent goes on.
-
-    Memory never raises into the agent loop: a failure is logged at WARNING, counted per ``surface`` and kept as an
-    ``adapter_error`` event (:meth:`~memlineage.MemoryManager.record_adapter_error`), and ``default`` is returned.
-
-    Args:
-        manager: The store the step writes to.
-        surface: Which hook, e.g. ``"LineageMiddleware.after_agent"``.
-        fn: The step.
-        *args: Its positional arguments.
-        default: What the hook gets instead of the step's result when it fails.
-        scope: Whose run it was (for the event), when known.
-        **kwargs: Its keyword arguments.
-    """
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
-        manager.record_adapter_error(surface, exc, scope=scope)
-        return default
-
-
-async def ashield(
-    manager: MemoryManager,
-    surface: str,
-    fn: Callable[..., Any],
-    *args: Any,
-    default: Any = None,
-    scope: Scope | None = None,
-    **kwargs: Any,
-) -> Any:
-    """Async :func:`shield`: awaits ``fn(*args, **kwargs)``."""
-    try:
-        return await fn(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
-        await asyncio.to_thread(manager.record_adapter_error, surface, exc, scope=scope)
-        return default
 
 
 def cited_ids(text: str, candidates: Iterable[str]) -> list[str]:
@@ -161,43 +115,6 @@ def _arguments(value: Any) -> dict[str, Any]:
             return {"input": value} if value else {}
         return _json_safe(parsed) if isinstance(parsed, dict) else {"input": value}
     return {} if value is None else {"input": _json_safe(value)}
-
-
-def _values(arguments: Any) -> list[str]:
-    """The leaf values of tool arguments that can be traced to a memory (strings of 2+ characters, numbers)."""
-    out: list[str] = []
-    if isinstance(arguments, Mapping):
-        for v in arguments.values():
-            out.extend(_values(v))
-    elif isinstance(arguments, (list, tuple)):
-        for v in arguments:
-            out.extend(_values(v))
-    elif isinstance(arguments, bool) or arguments is None:
-        pass
-    elif isinstance(arguments, (int, float)):
-        out.append(str(arguments))
-    elif isinstance(arguments, str) and len(arguments.strip()) >= 2:
-        out.append(arguments.strip())
-    return out
-
-
-def _contains(text: str, value: str) -> bool:
-    """Whether ``value`` occurs in ``text`` as whole words (case-insensitive)."""
-    pattern = r"(?<![\w])" + re.escape(value.lower()) + r"(?![\w])"
-    return re.search(pattern, text.lower()) is not None
-
-
-def _topic(text: str) -> set[str]:
-    """Topic words of a text: salient words split at underscores, a plural ``s`` dropped.
-
-    ``search_flights`` and "flight" share the topic word ``flight``.
-    """
-    out = set()
-    for w in _salient(text):
-        for part in w.split("_"):
-            if len(part) >= 4 and not any(ch.isdigit() for ch in part):
-                out.add(part[:-1] if part.endswith("s") and len(part) > 4 else part)
-    return out
 
 
 def _holders(pool: Sequence[Memory], values: Iterable[str], holds: Callable[[Memory, str], bool]) -> list[str]:
@@ -780,7 +697,3 @@ class RunRecorder:
         own = {p: a for p, a in premises.items() if p in mem.derived_from}
         if own:
             self.manager.services.activities.set_attribution(mem.id, own, scope=run.scope, activity_id=activity_id)
-
-
-def _is_filler_memory(mem: Memory) -> bool:
-    return bool(mem.metadata.get("filler")) or (mem.source.kind.value == "agent" and is_filler(mem.content))

@@ -16,7 +16,6 @@ from contextlib import contextmanager, nullcontext
 from functools import cache
 from typing import Any
 
-import numpy as np
 from sqlalchemy import (
     Connection,
     Engine,
@@ -534,47 +533,6 @@ class Ledger(GraphQueries, Locks):
                 query = select(edges).where(edges.c.src.in_(chunk)).order_by(edges.c.id)
                 out.extend(dict(r) for r in c.execute(query).mappings())
         return out
-
-    def vectors(self, ids: Sequence[str], conn: Connection | None = None) -> dict[str, np.ndarray]:
-        """The stored vectors of ``ids`` as float32 arrays (memories without one are left out)."""
-        out: dict[str, np.ndarray] = {}
-        with self._maybe(conn) as c:
-            for chunk in _chunks(list(dict.fromkeys(ids))):
-                query = select(embeddings.c.memory_id, embeddings.c.embedding).where(embeddings.c.memory_id.in_(chunk))
-                for mid, blob in c.execute(query):
-                    out[mid] = np.frombuffer(blob, dtype="<f4")
-        return out
-
-    def possible_updates(
-        self, user_id: str, ids: Sequence[str], conn: Connection | None = None
-    ) -> dict[tuple[str, str], str]:
-        """Pending possible updates among ``ids``: ``{(older_id, newer_id): decision_id}`` of one user.
-
-        A possible update is an ``update_detection`` activity named ``possible_update`` with outcome ``pending``
-        that ``used`` both memories (its metadata names the ``target`` and the ``statement``).
-        """
-        wanted = list(dict.fromkeys(ids))
-        if len(wanted) < 2:
-            return {}
-        out: dict[tuple[str, str], str] = {}
-        with self._maybe(conn) as c:
-            for chunk in _chunks(wanted):
-                query = (
-                    select(activities.c.id, activities.c.meta)
-                    .join(edges, edges.c.src == activities.c.id)
-                    .where(
-                        edges.c.dst.in_(chunk), edges.c.relation == "used", activities.c.user_id == user_id,
-                        activities.c.kind == "update_detection", activities.c.name == "possible_update",
-                        activities.c.outcome == "pending",
-                    )
-                )  # fmt: skip
-                for act_id, meta in c.execute(query):
-                    meta = meta or {}
-                    target, statement = meta.get("target"), meta.get("statement")
-                    if isinstance(target, str) and isinstance(statement, str):
-                        out[(target, statement)] = act_id
-        keep = set(wanted)
-        return {pair: act for pair, act in out.items() if pair[0] in keep and pair[1] in keep}
 
     def edges_into(self, ids: Sequence[str], relation: str, conn: Connection | None = None) -> list[dict[str, Any]]:
         """Every edge of ``relation`` whose ``dst`` is in ``ids`` (e.g. the activities that ``used`` a memory)."""

@@ -604,11 +604,9 @@ class WritePath:
         return act
 
     def _record_possible(self, conn: Connection, d: Draft, decision: Decision, memory_id: str, now: datetime) -> str:
-        """Record a possible update (a confidence below the apply threshold); return the decision id.
+        """Record a possible update: a pending ``possible_update`` decision that ``used`` both, and an event.
 
-        An ``update_detection`` activity named ``possible_update`` with outcome ``pending`` that ``used`` both
-        statements, and a ``possible_update`` event on the older one. Nothing changes status; recall ranks the newer
-        statement first while it is pending, and :meth:`memlineage.MemoryManager.confirm` / ``reject`` settle it.
+        Nothing changes status; recall ranks the newer first; ``confirm`` / ``reject`` settle it. Returns its id.
         """
         assert decision.target is not None
         act = new_id()

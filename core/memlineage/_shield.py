@@ -1,0 +1,65 @@
+"""Running a framework hook's memory step so that nothing it raises reaches the agent (issue 25).
+
+Re-exported by :mod:`memlineage.capture`, where the adapters import it from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from memlineage.manager import MemoryManager
+    from memlineage.models import Scope
+
+__all__ = ["ashield", "shield"]
+
+_R = TypeVar("_R")
+
+
+def shield(
+    manager: MemoryManager,
+    surface: str,
+    fn: Callable[..., _R],
+    *args: Any,
+    default: Any = None,
+    scope: Scope | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Run one memory step of a framework hook; what it raises is recorded and the agent goes on.
+
+    Memory never raises into the agent loop: a failure is logged at WARNING, counted per ``surface`` and kept as an
+    ``adapter_error`` event (:meth:`~memlineage.MemoryManager.record_adapter_error`), and ``default`` is returned.
+
+    Args:
+        manager: The store the step writes to.
+        surface: Which hook, e.g. ``"LineageMiddleware.after_agent"``.
+        fn: The step.
+        *args: Its positional arguments.
+        default: What the hook gets instead of the step's result when it fails.
+        scope: Whose run it was (for the event), when known.
+        **kwargs: Its keyword arguments.
+    """
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
+        manager.record_adapter_error(surface, exc, scope=scope)
+        return default
+
+
+async def ashield(
+    manager: MemoryManager,
+    surface: str,
+    fn: Callable[..., Any],
+    *args: Any,
+    default: Any = None,
+    scope: Scope | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Async :func:`shield`: awaits ``fn(*args, **kwargs)``."""
+    try:
+        return await fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
+        await asyncio.to_thread(manager.record_adapter_error, surface, exc, scope=scope)
+        return default
