@@ -451,7 +451,12 @@ def message_to_entry(message: BaseMessage) -> ChatEntry:
         calls = getattr(message, "tool_calls", None) or []
         described = ", ".join(f"{c['name']}({json.dumps(c.get('args', {}), ensure_ascii=False)})" for c in calls)
         text = f"called {described}" if described else f"({message.type} message without text)"
-    return ChatEntry(role=role, text=text, name=getattr(message, "name", None), payload=payload)  # type: ignore[arg-type]
+    calls = {c["id"]: c.get("args", {}) for c in getattr(message, "tool_calls", None) or [] if c.get("id")}
+    call_id = getattr(message, "tool_call_id", None) if role == "tool" else None
+    return ChatEntry(
+        role=role,  # type: ignore[arg-type]
+        text=text, name=getattr(message, "name", None), payload=payload, calls=calls, call_id=call_id or None,
+    )  # fmt: skip
 
 
 def turn_to_message(turn: ChatTurn) -> BaseMessage:

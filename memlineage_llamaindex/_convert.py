@@ -170,7 +170,13 @@ def message_to_entry(message: ChatMessage) -> ChatEntry:
         )
         text = f"called {described}" if described else f"({message.role.value} message without text)"
     name = message.additional_kwargs.get("name") or message.additional_kwargs.get("tool_name")
-    return ChatEntry(role=_ROLE_OF.get(message.role, "system"), text=text, name=name, payload=payload)  # type: ignore[arg-type]
+    role = _ROLE_OF.get(message.role, "system")
+    requested = {i: kw for i, (_, kw) in tool_calls_of(message).items()} if role == "assistant" else {}
+    call_id = message.additional_kwargs.get("tool_call_id") if role == "tool" else None
+    return ChatEntry(
+        role=role,  # type: ignore[arg-type]
+        text=text, name=name, payload=payload, calls=requested, call_id=str(call_id) if call_id else None,
+    )  # fmt: skip
 
 
 def turn_to_message(turn: ChatTurn) -> ChatMessage:

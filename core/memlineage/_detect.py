@@ -391,7 +391,7 @@ class _Reads:
     def scope_rows(
         self, user: str, agent: str | None, *, slot: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
-        """Live rows of the scope holding ``slot``, or its ``limit`` most recent live rows (read once per call)."""
+        """Live rows of the scope holding ``slot``, or its ``limit`` newest live user statements (read once a call)."""
         key = (user, agent, slot, limit)
         found = self._known.get(key)
         if found is None:
@@ -434,7 +434,10 @@ def _scope_query(shape: str, agent_null: bool, limit: int | None) -> Select[Any]
         return query.where(*mine, memories.c.slot == bindparam("slot"))
     if shape == "ids":
         return query.where(*mine, memories.c.id.in_(bindparam("ids", expanding=True)))
-    return query.where(*mine).order_by(memories.c.recorded_at.desc()).limit(limit)
+    # the recent read serves user statements, which only revise user statements: tool results and answers in a
+    # chat do not crowd them out of the window
+    user_said = memories.c.source_kind == SourceKind.USER.value
+    return query.where(*mine, user_said).order_by(memories.c.recorded_at.desc()).limit(limit)
 
 
 class _Earlier:

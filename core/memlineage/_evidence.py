@@ -7,14 +7,26 @@ every surface attributes premises by the same rule.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from memlineage.models import Memory
 
-__all__ = ["argument_values", "contains", "is_filler", "is_filler_memory", "salient", "topic"]
+__all__ = [
+    "argument_values",
+    "asks",
+    "contains",
+    "content_premises",
+    "holders",
+    "is_filler",
+    "is_filler_memory",
+    "salient",
+    "topic",
+]
 
 _WORD = re.compile(r"[\w'’-]+", re.UNICODE)
+_ARG_NAME = re.compile(r"\b\w+=(?=[\s'\"\d\[{(-])")
+_ASKS = re.compile(r"[?？]")
 _FILLER_WORDS = frozenset(
     """noted ok okay sure got it i i'll ill i’ll will remember that this thanks thank you understood great alright
     all right done yes no problem glad to help happy of course anytime keep in mind sounds good perfect cool fine
@@ -43,11 +55,16 @@ def is_filler(text: str) -> bool:
 
 
 def salient(text: str) -> set[str]:
-    """Distinctive words of a text: numbers, identifiers and words of 4+ letters that are not stopwords."""
+    """Distinctive words of a text: numbers, identifiers, codes (``CHF``, ``NYC``) and 4+ letter non-stopwords."""
     out = set()
     for w in _WORD.findall(text):
         low = w.lower().strip("'’-")
-        if any(ch.isdigit() for ch in low) or (len(low) >= 4 and low not in _STOPWORDS and low not in _FILLER_WORDS):
+        code = len(w) >= 2 and w.isupper() and w.isalpha() and low not in _STOPWORDS and w != "OK"
+        if (
+            any(ch.isdigit() for ch in low)
+            or code
+            or (len(low) >= 4 and low not in _STOPWORDS and low not in _FILLER_WORDS)
+        ):
             out.add(low)
     return out
 
@@ -92,3 +109,66 @@ def topic(text: str) -> set[str]:
 def is_filler_memory(mem: Memory) -> bool:
     """Whether a stored memory is an acknowledgement (marked when written, or an agent's filler text)."""
     return bool(mem.metadata.get("filler")) or (mem.source.kind.value == "agent" and is_filler(mem.content))
+
+
+def holders(pool: Sequence[Memory], values: Iterable[str], holds: Callable[[Memory, str], bool]) -> list[str]:
+    """For each value, the ids of the most original memories holding it: the user's words, else a tool result.
+
+    Else any holder: an answer or a tool argument repeating a value rests on what the user said or the tool found.
+
+    Args:
+        pool: Candidate memories.
+        values: Values looked for, in order.
+        holds: Whether a memory holds a value (e.g. :func:`contains` on its content).
+
+    Returns:
+        Memory ids, each once, in the order found.
+    """
+    found: list[str] = []
+    for value in values:
+        having = [m for m in pool if holds(m, value)]
+        for kinds in (("user",), ("tool",), None):
+            chosen = [m.id for m in having if kinds is None or m.source.kind.value in kinds]
+            if chosen:
+                found.extend(i for i in chosen if i not in found)
+                break
+    return found
+
+
+def content_premises(text: str, asked: str, pool: Sequence[Memory]) -> list[str]:
+    """The memories of ``pool`` a text rests on by repeating what only they said (the ``"content"`` rule).
+
+    The distinctive words of ``text`` that the question ``asked`` did not say are evidence; numbers and identifiers
+    first, then words (the first class with a holder decides). When several memories hold a word, those about what
+    the exchange is about (sharing its topic words) win; without a difference, the most original holder does (see
+    :func:`holders`).
+
+    Args:
+        text: An answer.
+        asked: The user's turn it answers (its words are not evidence); may be empty.
+        pool: Memories it may rest on (the user turn itself left out by the caller).
+
+    Returns:
+        Memory ids, possibly empty.
+    """
+    words = salient(text) - salient(asked)
+    # a tool result's argument names ("city=") are the tool's vocabulary, not something it said
+    held = {m.id: salient(_ARG_NAME.sub(" ", m.content) if m.source.kind.value == "tool" else m.content) for m in pool}
+    about_turn = topic(f"{text} {asked}")
+    for group in ({w for w in words if any(ch.isdigit() for ch in w)}, words):
+        found: list[str] = []
+        for word in sorted(group):
+            having = [m for m in pool if word in held[m.id]]
+            about = {m.id: len((topic(m.content) - topic(word)) & about_turn) for m in having}
+            best = max(about.values(), default=0)
+            if best > 0:
+                having = [m for m in having if about[m.id] == best]
+            found.extend(i for i in holders(having, [word], lambda m, w: True) if i not in found)
+        if found:
+            return found
+    return []
+
+
+def asks(text: str) -> bool:
+    """Whether a text asks something back (a question mark anywhere): a clarifying reply rests on no memory."""
+    return bool(_ASKS.search(text))

@@ -15,7 +15,8 @@ decides the rest:
   derives from exactly those memories (``"cited"``); a tool call derives from the memories and user turns that
   supply its argument values (``"arguments"``); an answer derives from the run's tool results (``"results"``) or
   from the memories whose distinctive words it repeats (``"content"``); only when nothing can be attributed does it
-  fall back to the run's context (``"context"``). Acknowledgements and filler ("Noted. I'll remember that.") have
+  fall back to the context memories about the topic it adds to the user's turn, else to the user turn alone
+  (``"context"``). Acknowledgements and filler ("Noted. I'll remember that.") have
   no premises and are never premises.
 - **One run, many observers.** Runs are keyed by scope and framework run id and, while open, by the user turn, so
   a memory component and a capture callback attached to the same run record it once.
@@ -35,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from memlineage._evidence import argument_values as _values
+from memlineage._evidence import asks, content_premises, is_filler
 from memlineage._evidence import contains as _contains
-from memlineage._evidence import is_filler
+from memlineage._evidence import holders as _holders
 from memlineage._evidence import is_filler_memory as _is_filler_memory
-from memlineage._evidence import salient as _salient
 from memlineage._evidence import topic as _topic
 from memlineage._shield import ashield, shield
 from memlineage.errors import MemLineageError
@@ -115,22 +116,6 @@ def _arguments(value: Any) -> dict[str, Any]:
             return {"input": value} if value else {}
         return _json_safe(parsed) if isinstance(parsed, dict) else {"input": value}
     return {} if value is None else {"input": _json_safe(value)}
-
-
-def _holders(pool: Sequence[Memory], values: Iterable[str], holds: Callable[[Memory, str], bool]) -> list[str]:
-    """For each value, the most original memories holding it: what the user said, else a tool result, else any.
-
-    (An answer repeating a value rests on the user's words or the tool result, which are the premises to keep.)
-    """
-    found: list[str] = []
-    for value in values:
-        holders = [m for m in pool if holds(m, value)]
-        for kinds in (("user",), ("tool",), None):
-            chosen = [m.id for m in holders if kinds is None or m.source.kind.value in kinds]
-            if chosen:
-                found.extend(i for i in chosen if i not in found)
-                break
-    return found
 
 
 @dataclass(frozen=True)
@@ -656,27 +641,26 @@ class RunRecorder:
             return dict.fromkeys(cited, "cited")
         if run.results:
             return dict.fromkeys(run.results, "results")
-        words = _salient(text)
-        if run.user_text:
-            words -= _salient(run.user_text)  # what the question itself said is not evidence
         pool = [m for m in run.context.values() if m.id != run.user_memory_id]
-        salient = {m.id: _salient(m.content) for m in pool}
-        topic = _topic(f"{text} {run.user_text}")
-        # Numbers and identifiers are stronger evidence than words; the first class with a holder decides.
-        for group in ({w for w in words if any(ch.isdigit() for ch in w)}, words):
-            found: list[str] = []
-            for word in sorted(group):
-                holders = [m for m in pool if word in salient[m.id]]
-                # Several memories hold the value: the ones about what the turn is about (sharing its topic
-                # words) win; without a difference, the most original holder (user, then tool) does.
-                about = {m.id: len((_topic(m.content) - _topic(word)) & topic) for m in holders}
-                best = max(about.values(), default=0)
-                if best > 0:
-                    holders = [m for m in holders if about[m.id] == best]
-                found.extend(i for i in _holders(holders, [word], lambda m, w: True) if i not in found)
-            if found:
-                return dict.fromkeys(found, "content")
-        return dict.fromkeys(self._context_ids(run), "context")
+        found = content_premises(text, run.user_text or "", pool)
+        if found:
+            return dict.fromkeys(found, "content")
+        return self._fallback_premises(run, text)
+
+    def _fallback_premises(self, run: CaptureRun, text: str) -> dict[str, str]:
+        """Premises of a text that repeats no memory's distinctive words nor cites one (``"context"``).
+
+        The context memories about what the text adds to the user's turn (topic words of the text that the turn
+        did not say) are its premises; without one, or when the text asks back ("Which city are you going to?"),
+        only the user turn is: "I haven't searched for a flight yet" rests on the question that asked, not on every
+        memory recalled into the prompt.
+        """
+        extra = set() if asks(text) else _topic(text) - _topic(run.user_text or "")
+        pool = [m for m in run.context.values() if m.id != run.user_memory_id and not _is_filler_memory(m)]
+        found = [m.id for m in pool if extra & _topic(m.content)] if extra else []
+        if not found and run.user_memory_id:
+            found = [run.user_memory_id]
+        return dict.fromkeys(found, "context")
 
     # ------------------------------------------------------------------ helpers
     def _citable(self, run: CaptureRun) -> list[str]:

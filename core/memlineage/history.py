@@ -7,8 +7,11 @@ which stays in the memory, so erasure reaches it). Keeping occurrences apart fro
 say "yes" twice: the manager merges exact duplicates into one memory (``seen_again``), and the second occurrence
 is linked to it instead of vanishing.
 
-Lineage: an assistant message derives from the user turn it answers and the tool results received since; a tool
-result derives from that user turn. Correcting a user turn therefore makes the answers built on it ``suspect``.
+Lineage (the capture recorder's premise rule): a tool result derives from the earlier messages that hold its call's
+argument values (the user's statement that named the city, a tool result that gave the amount), else from the user
+turn that asked; an assistant message derives from that user turn, the tool results received since and the earlier
+messages whose distinctive words it repeats; an acknowledgement rests on nothing. Correcting a statement therefore
+makes the results and answers built on it ``suspect``.
 
 ``clear()`` is an invalidation, never a hard delete: it closes the session's occurrences (outcome ``cleared``) and
 retracts their memories (or archives them with ``on_clear="forget"``), under one ``chat_clear`` activity, except
@@ -18,12 +21,13 @@ memories another session still holds; the ledger keeps every version and event.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from memlineage._evidence import is_filler, salient
+from memlineage._evidence import argument_values, contains, content_premises, holders, is_filler
 from memlineage.errors import InvalidInputError
 from memlineage.models import Activity, Memory, MemoryKind, Scope, Status, new_id
 
@@ -47,12 +51,17 @@ class ChatEntry:
             the calls, and its original content in ``payload``).
         name: For ``"tool"``: the tool name (the memory's source is ``tool:<name>``).
         payload: JSON-like framework data that rebuilds the message (type, tool calls, ids...), without the text.
+        calls: For ``"assistant"``: the tool calls it requested, ``{tool_call_id: arguments}`` (arguments as the
+            tool receives them); their values name the premises of the results.
+        call_id: For ``"tool"``: the id of the call this message answers.
     """
 
     role: Role
     text: str
     name: str | None = None
     payload: Mapping[str, Any] = field(default_factory=dict)
+    calls: Mapping[str, Any] = field(default_factory=dict)
+    call_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,6 +207,9 @@ class ChatHistory:
             live = [a for a in past if a.outcome != "cleared"]
             user_turn = next((a.metadata["memory_id"] for a in reversed(live) if a.metadata["role"] == "user"), None)
             since = [] if user_turn is None else _tools_after(live, user_turn)
+            asked: dict[str, Any] = {}  # tool call id -> its arguments, from the session's assistant messages
+            for a in live:
+                asked.update(a.metadata.get("calls") or {})
             out: list[ChatTurn] = []
             earlier: dict[str, Memory] | None = None  # the session's live user and tool messages, read when needed
             written: dict[str, Memory] = {}  # ... and those of this batch
@@ -205,20 +217,34 @@ class ChatHistory:
                 premises: list[str] = []
                 if e.role == "assistant" and is_filler(e.text):
                     premises = []  # an acknowledgement rests on nothing and is nobody's premise
+                elif e.role == "tool" and e.call_id is not None and e.call_id in asked:
+                    if earlier is None:
+                        earlier = self._earlier(live)
+                    premises = self._argument_premises(asked[e.call_id], {**earlier, **written})
+                    if not premises and user_turn is not None:
+                        premises = [user_turn]
+                elif e.role == "assistant" and e.calls:
+                    # a message requesting tool calls rests on what supplied their arguments, like the results
+                    if earlier is None:
+                        earlier = self._earlier(live)
+                    pool = {**earlier, **written}
+                    premises = [p for args in e.calls.values() for p in self._argument_premises(args, pool)]
+                    if user_turn is not None:
+                        premises = [user_turn, *since, *premises]
                 elif e.role in ("assistant", "tool") and user_turn is not None:
                     premises = [user_turn, *since] if e.role == "assistant" else [user_turn]
                     if e.role == "assistant":
                         if earlier is None:
                             earlier = self._earlier(live)
                         premises += self._content_premises(e.text, user_turn, {**earlier, **written})
+                meta: dict[str, Any] = {"role": e.role, "position": position, "message": dict(e.payload)}
+                if e.calls:
+                    meta["calls"] = json.loads(json.dumps({str(k): v for k, v in e.calls.items()}, default=str))
+                    asked.update(meta["calls"])
+                if e.call_id is not None:
+                    meta["call_id"] = e.call_id
                 act = self.manager.record_activity(
-                    Activity(
-                        id=new_id(),
-                        kind=MESSAGE_ACTIVITY,
-                        name=e.role,
-                        scope=self.scope,
-                        metadata={"role": e.role, "position": position, "message": dict(e.payload)},
-                    )
+                    Activity(id=new_id(), kind=MESSAGE_ACTIVITY, name=e.role, scope=self.scope, metadata=meta)
                 )
                 source = f"tool:{e.name or 'tool'}" if e.role == "tool" else _SOURCE[e.role]
                 mem = self.manager.remember(
@@ -258,22 +284,20 @@ class ChatHistory:
         return {m.id: m for m in found if m is not None and m.status.value in ("active", "suspect")}
 
     @staticmethod
+    def _argument_premises(arguments: Any, earlier: Mapping[str, Memory]) -> list[str]:
+        """Earlier user and tool messages that hold the call's argument values (the capture's ``arguments`` rule)."""
+        return holders(list(earlier.values()), argument_values(arguments), lambda m, v: contains(m.content, v))
+
+    @staticmethod
     def _content_premises(text: str, user_turn: str, earlier: Mapping[str, Memory]) -> list[str]:
         """Earlier messages an answer rests on by repeating what only they said (the same rule as the capture).
 
         "In Rome I suggest Albergo Centrale", answering "Suggest a hotel.", rests on "I'm planning a trip to Rome":
-        when that is corrected, the answer turns suspect. Numbers and identifiers first, then distinctive words; the
-        words of the question itself are not evidence.
+        when that is corrected, the answer turns suspect (:func:`memlineage._evidence.content_premises`).
         """
         asked = earlier.get(user_turn)
-        words = salient(text) - (salient(asked.content) if asked is not None else set())
         pool = [m for mid, m in earlier.items() if mid != user_turn]
-        held = {m.id: salient(m.content) for m in pool}
-        for group in ({w for w in words if any(ch.isdigit() for ch in w)}, words):
-            found = [m.id for m in pool if held[m.id] & group]
-            if found:
-                return found
-        return []
+        return content_premises(text, asked.content if asked is not None else "", pool)
 
     def clear(self, reason: str = "chat history cleared", *, turns: Sequence[ChatTurn] | None = None) -> list[str]:
         """Invalidate the session's history (or only ``turns`` of it): occurrences closed, memories retracted.

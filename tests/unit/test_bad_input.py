@@ -266,6 +266,7 @@ def test_cycles_are_refused(store: tuple[MemoryManager, dict[str, str]]) -> None
     assert again.id != ids["fact"]
     assert ids["concl"] not in {m.id for m in mm.ancestors(ids["fact"], scope=ALICE)}
     assert again.id not in {m.id for m in mm.ancestors(again.id, scope=ALICE)}
+    mm.flush_index()  # settle its deferred index write before the snapshots below
     # A new version of a memory cannot derive from the memory's own descendants.
     refused(
         mm,

@@ -173,3 +173,29 @@ def test_interleaved_runs_of_two_users_with_the_same_ids_stay_apart(mm, alice, b
     assert paris.derived_from == (a.user_memory_id,) and oslo.derived_from == (b.user_memory_id,)
     (mine,) = mm.find_activities(alice, tool_call_id="call_1")
     assert mine.metadata["arguments"] == {"city": "Paris"} and mine.outcome == "success"
+
+
+def test_an_answer_with_no_evidence_rests_on_its_question_not_on_the_whole_context(mm, alice):
+    trip = mm.remember("I'm planning a trip to Rome in June.", scope=alice, source="user")
+    currency = mm.remember("My home currency is CHF.", scope=alice, source="user")
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Have you found me a flight?", recalled=[trip, currency])
+    nothing = rec.answer(run, "I haven't searched for one yet.")
+    rec.end_run(run)
+    run = rec.start_run(alice, "r2", "Book me a hotel there.", recalled=[trip, currency])
+    asks = rec.answer(run, "Which dates would you like? I can't see them in my notes.")
+    rec.end_run(run)
+    run = rec.start_run(alice, "r3", "What's my home currency?", recalled=[trip, currency])
+    code = rec.answer(run, "It is CHF.")  # a three-letter code is a distinctive word
+    rec.end_run(run)
+    assert nothing is not None and asks is not None and code is not None
+    assert set(nothing.derived_from) == {rec_user(mm, alice, "Have you found me a flight?")}
+    assert set(asks.derived_from) == {rec_user(mm, alice, "Book me a hotel there.")}
+    assert _attr(mm, code.id) == {currency.id: "content"}
+    report = mm.supersede(trip.id, "I'm planning a trip to Naples in June.", scope=alice, source="user")
+    assert not {nothing.id, asks.id, code.id} & set(report.suspect)
+
+
+def rec_user(mm, scope, text):
+    (found,) = [m.id for m in mm.find(scope=scope) if m.content == text]
+    return found

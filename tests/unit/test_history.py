@@ -61,3 +61,49 @@ def test_a_correction_marks_the_answer_that_used_the_fact_not_the_acknowledgemen
     assert mm.require(plan.memory.id, scope="alice").status is Status.SUPERSEDED
     assert mm.require(answer.memory.id, scope="alice").status is Status.SUSPECT
     assert mm.require(ack.memory.id, scope="alice").status is Status.ACTIVE
+
+
+def test_a_tool_result_rests_on_the_message_that_supplied_its_argument() -> None:
+    """Not on the user turn that asked: the statement that named the city is the premise, the request is not."""
+    mm = make_manager()
+    history = ChatHistory(mm, scope=Scope(user_id="alice", session_id="s1"))
+    plan, _, ask, call, weather, answer = history.append(
+        [
+            ChatEntry("user", "I'm planning a trip to Rome in June."),
+            ChatEntry("assistant", "Noted."),
+            ChatEntry("user", "How's the weather where I'm going?"),
+            ChatEntry("assistant", "called get_weather", calls={"c1": {"city": "Rome"}}),
+            ChatEntry("tool", "21C and sunny", name="get_weather", call_id="c1"),
+            ChatEntry("assistant", "It's 21C and sunny there."),
+        ]
+    )
+    assert set(weather.memory.derived_from) == {plan.memory.id}
+    assert plan.memory.id in call.memory.derived_from
+    assert weather.memory.id in answer.memory.derived_from
+    # the next batch still knows the call's arguments (kept with the message occurrence)
+    (late,) = history.append([ChatEntry("tool", "Rain later", name="get_weather", call_id="c1")])
+    assert set(late.memory.derived_from) == {plan.memory.id}
+    history.append([ChatEntry("user", "Sorry, I meant Naples, not Rome.")])
+    for turn in (weather, call, answer, late):
+        assert mm.require(turn.memory.id, scope="alice").status is Status.SUSPECT
+    assert mm.require(ask.memory.id, scope="alice").status is Status.ACTIVE
+
+
+def test_an_answer_repeating_a_number_rests_on_the_result_about_its_topic() -> None:
+    mm = make_manager()
+    history = ChatHistory(mm, scope=Scope(user_id="alice", session_id="s1"))
+    turns = history.append(
+        [
+            ChatEntry("user", "Find me a flight."),
+            ChatEntry("assistant", "called search_flights", calls={"c1": {"city": "Oslo"}}),
+            ChatEntry("tool", "search_flights(city='Oslo') -> SK100 at 519 EUR", name="search_flights", call_id="c1"),
+            ChatEntry("user", "Convert 519 EUR to my home currency."),
+            ChatEntry("assistant", "called convert", calls={"c2": {"amount": "519", "to": "CHF"}}),
+            ChatEntry("tool", "convert(amount='519', to='CHF') -> 519 EUR = 498 CHF", name="convert", call_id="c2"),
+            ChatEntry("user", "What was the cheapest flight you found?"),
+            ChatEntry("assistant", "The cheapest flight was SK100 at 519 EUR."),
+        ]
+    )
+    flight, conversion, answer = turns[2], turns[5], turns[7]
+    assert flight.memory.id in answer.memory.derived_from
+    assert conversion.memory.id not in answer.memory.derived_from

@@ -168,7 +168,10 @@ def test_candidate_reads_render_the_sql_of_statements_built_per_draft(dialect: o
     built = {
         ("slot", None): select(*_COLUMNS).where(*mine, memories.c.slot == "user.residence"),
         ("ids", None): select(*_COLUMNS).where(*mine, memories.c.id.in_(["a", "b"])),
-        ("recent", 50): select(*_COLUMNS).where(*mine).order_by(memories.c.recorded_at.desc()).limit(50),
+        ("recent", 50): select(*_COLUMNS)
+        .where(*mine, memories.c.source_kind == "user")
+        .order_by(memories.c.recorded_at.desc())
+        .limit(50),
     }
     for (shape, limit), query in built.items():
         assert sql(_scope_query(shape, agent is None, limit)) == sql(query)

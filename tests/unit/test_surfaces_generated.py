@@ -49,31 +49,6 @@ TURNS = 40
 FAULT_TURNS = 20
 
 # ------------------------------------------------------------------------------------------ defects found
-_UPDATE_MISSES = (
-    "update detection (core rules) misses a correction phrasing: 'Actually, my home currency is <new>, not <old>.' "
-    "after 'My home currency is <old>.' is stored as a plain statement (the old statement and all built on it stay "
-    "active; under LineageMiddleware it supersedes the request 'Convert 60 EUR to my home currency.' instead); the "
-    "next correction ('Actually, my home currency is KZT.') then replaces the stale first statement and leaves the "
-    "previous correction active. Longer runs add 'Sorry, I meant Naples, not Rome.' (never recognised) and "
-    "'Correction: my home currency is X now.' (supersedes a 'Convert N EUR to my home currency.' request)"
-)
-_CONTEXT_FALLBACK = (
-    "an answer with no tool result, no [m:] marker and no distinctive word shared with a memory falls back to "
-    "'context' attribution (every memory of the run's context becomes its premise): 'I haven't searched for a "
-    "flight for this trip yet.' and 'Sorry, the hotel booking service is down...' (after a failed call) rest on "
-    "nothing in the oracle, and 'Your home currency is CHF.' rests on the currency statement only (3-letter codes "
-    "are not 'salient', so the content rule misses it), yet all turn suspect when the destination is corrected"
-)
-_REQUEST_SUPERSEDED = (
-    "; and update detection takes a request for a statement of the slot: the currency correction supersedes "
-    "'Convert 60 EUR to my home currency.' (and what rests on it) besides the statement"
-)
-_POSITIONAL_HISTORY = (
-    "chat-history lineage is positional: a tool result derives from the user turn that asked for it, an answer from "
-    "that turn and its results, never from the earlier statement that supplied the city or currency; correcting "
-    "the statement leaves the weather, flights, conversions and answers built on it active"
-)
-
 _FAILED_AS_FACT = (
     "the chat histories keep a failed tool call's error text as a tool:<name> memory ('Booking service unavailable "
     "(HTTP 503)', from LangChain's ToolMessage(status='error') or LlamaIndex's tool message of a failed call), so "
@@ -84,17 +59,11 @@ _UNSHIELDED_RAISES: dict[str, str] = {}  # both chat stores are shielded now
 _UNSHIELDED_LOST: dict[str, str] = {}
 # LlamaIndex drops a failed call's is_error before the chat store sees the tool message: nothing marks it failed
 _FAILED_KEPT_XFAIL = {"llamaindex-chat-store": _FAILED_AS_FACT}
-_APPLIED_XFAIL: dict[str, str] = {
-    name: _UPDATE_MISSES for name in S.SURFACES if name != "langchain-memory-tools"
-}  # the memory-tools agent fixes a missed update itself with correct_memory
-_LINEAGE_XFAIL: dict[str, str] = {
-    "langchain-executor": _CONTEXT_FALLBACK,
-    "langchain-middleware": _CONTEXT_FALLBACK,
-    "langchain-memory-tools": _CONTEXT_FALLBACK + _REQUEST_SUPERSEDED,
-    "llamaindex-agent": _CONTEXT_FALLBACK,
-    "langchain-history": _POSITIONAL_HISTORY,
-    "llamaindex-chat-store": _POSITIONAL_HISTORY,
-}
+# Fixed: the correction phrasings the core rules missed ("..., not <old>", "I meant X, not Y"), requests taken for
+# statements, a user statement revising the agent's answer, 'context' attribution of unattributable answers, and
+# positional chat-history lineage. Their cases stay below as plain assertions.
+_APPLIED_XFAIL: dict[str, str] = {}
+_LINEAGE_XFAIL: dict[str, str] = {}
 
 
 def _params(xfails: dict[str, str]) -> list[Any]:

@@ -299,3 +299,70 @@ def test_adapters_judge_with_the_agent_model(mm: MemoryManager, clock: Clock) ->
     assert model.prompts, "the agent's model was asked"
     assert mm.model_reconciler(model) is mm.model_reconciler(model)
     assert make_manager(reconciler=None).model_reconciler(model) is None  # detection off stays off
+
+
+# ------------------------------------------------------------------------------------------------ contrasts, requests
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My home currency is CHF.", "Actually, my home currency is KZT, not CHF."),
+        ("I'm planning a trip to Rome in June.", "Sorry, I meant Naples, not Rome."),
+        ("I'm planning a trip to Rome in June.", "I'm going to Naples, not to Rome."),
+        ("我的本币是瑞士法郎。", "我的本币是坚戈，不是瑞士法郎。"),
+    ],
+)
+def test_a_contrast_naming_the_old_value_replaces_it(old: str, new: str) -> None:
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    first = mm.remember(old, scope=alice)
+    mm.remember(new, scope=alice)
+    assert mm.require(first.id, scope=alice).status is Status.SUPERSEDED
+
+
+@pytest.mark.parametrize(
+    "new",
+    ["The hotel is near the station, not far from the beach.", "It's fine, not bad.", "I do not like Rome in August."],
+)
+def test_a_not_that_names_no_replaced_value_replaces_nothing(new: str) -> None:
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    first = mm.remember("I'm planning a trip to Rome, near the beach.", scope=alice)
+    mm.remember(new, scope=alice)
+    assert mm.require(first.id, scope=alice).status is Status.ACTIVE
+
+
+def test_requests_and_the_agents_words_are_never_what_a_user_statement_revises() -> None:
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    stated = mm.remember("My home currency is CHF.", scope=alice)
+    request = mm.remember("Convert 60 EUR to my home currency.", scope=alice)
+    answer = mm.remember("Your home currency is CHF.", scope=alice, source="agent", derived_from=[stated.id])
+    mm.remember("Correction: my home currency is KZT now.", scope=alice)
+    assert mm.require(stated.id, scope=alice).status is Status.SUPERSEDED
+    assert mm.require(request.id, scope=alice).status is Status.ACTIVE
+    assert mm.require(answer.id, scope=alice).status is Status.SUSPECT  # by lineage, not replaced by the user
+
+
+def test_a_chat_full_of_tool_results_does_not_hide_the_statement_a_correction_revises() -> None:
+    """The recent-statements read counts the user's statements, not every message since."""
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    stated = mm.remember("My home currency is CHF.", scope=alice)
+    for n in range(80):
+        mm.remember(f"In your home currency, {n} EUR is {n * 2} CHF.", scope=alice, source="agent")
+        mm.remember(f"convert(amount='{n}') -> {n} EUR = {n * 2} CHF", scope=alice, source="tool:convert")
+    mm.remember("Actually, my home currency is THB.", scope=alice)
+    assert mm.require(stated.id, scope=alice).status is Status.SUPERSEDED
+
+
+def test_the_recent_statements_read_counts_user_statements_only() -> None:
+    from memlineage._detect import _Reads
+
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    said = [mm.remember(f"I visited museum number {n}.", scope=alice).id for n in range(3)]
+    for n in range(10):
+        mm.remember(f"get_museum(n={n}) -> open", scope=alice, source="tool:get_museum")
+    with _Reads(mm.ledger) as reads:
+        rows = reads.scope_rows("alice", None, limit=3)
+    assert {r["id"] for r in rows} == set(said)

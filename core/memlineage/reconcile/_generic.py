@@ -28,7 +28,7 @@ from memlineage.extractors._rules import strip_transcript_prefix, transcript_spe
 from memlineage.reconcile._model import Action, Candidate, Decision, Statement
 from memlineage.reconcile._signals import Clause, clause_similarity, clauses_of, numbers_in
 from memlineage.reconcile._text import _naive
-from memlineage.retrieval import is_question
+from memlineage.retrieval import is_request
 
 __all__ = ["signal_update"]
 
@@ -110,7 +110,7 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> Decision | None:
     for cand in cands:
         if cand.source.split(":", 1)[0] != kind or transcript_speaker(cand.content) != who:
             continue
-        if is_question(cand.content):
+        if is_request(cand.content):
             continue
         if st.valid_from and cand.valid_from and _naive(cand.valid_from) > _naive(st.valid_from):
             continue  # an earlier statement said later never replaces a later one

@@ -23,7 +23,7 @@ from memlineage.reconcile._text import (
     _profile,
     _without_cues,
 )
-from memlineage.retrieval import is_question
+from memlineage.retrieval import is_request
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -250,11 +250,14 @@ class RuleReconciler:
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
     ) -> Decision | None:
         best: tuple[float, Candidate, list[str], list[str]] | None = None
+        kind, who = st.source.split(":", 1)[0], transcript_speaker(st.content)
         for c in cands:
+            if not _own_statement(c, kind, who):
+                continue  # one revises one's own statements; an answer built on them turns suspect by lineage
             if st.slot and c.slot and c.slot != st.slot:
                 continue  # both name their attribute, and they differ
-            if _other_subjects(st.content, c.content) or is_question(c.content):
-                continue  # "my daughter is 7" / "my son is 10": two people, two facts; a question states nothing
+            if _other_subjects(st.content, c.content):
+                continue  # "my daughter is 7" / "my son is 10": two people, two facts
             change = _key_change(st.content, c.content)
             # same words (Jaccard), or close in meaning by vector with some words shared
             close = c.similarity is not None and c.similarity >= NEAR_SIMILARITY and change is not None
@@ -319,11 +322,11 @@ _STATE_CHANGE = re.compile(r"no\s+longer|any\s?more|不再|已经不", re.IGNORE
 
 
 def _own_statement(c: Candidate, source_kind: str, speaker: str | None) -> bool:
-    """Whether a candidate is a statement (not a question) by the same source kind and speaker."""
+    """Whether a candidate is a statement (not a question or request) by the same source kind and speaker."""
     return (
         c.source.split(":", 1)[0] == source_kind
         and transcript_speaker(c.content) == speaker
-        and not is_question(c.content)
+        and not is_request(c.content)
     )
 
 

@@ -202,7 +202,8 @@ _TIME_WORDS = re.compile(
 )
 _NOT_ENTITIES = frozenset(
     "i i'm i've i'd i'll my we our the a an it this that these those sorry correction actually please yes no oh ok "
-    "and but so now from update hey hi well also just still then there here what when where which who how".split()
+    "and but so now from update hey hi well also just still then there here what when where which who how "
+    "you your you're he she his her they their them its let".split()
 )
 
 
