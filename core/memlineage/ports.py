@@ -128,6 +128,7 @@ class PolicyGate(Protocol):
         query: str,
         trace: Trace,
         budget: float | None = None,
+        history: bool = False,
     ) -> list[tuple[Memory, float]]:
         """Read policies on scored candidates before the top-k cut."""
         ...

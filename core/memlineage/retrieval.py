@@ -415,8 +415,12 @@ def hybrid_recall(
             elif m.status.value not in statuses:
                 trace.excluded.append(Exclusion(f.id, f"status {m.status.value}", None, "guard"))
             elif m.expires_at is not None and m.expires_at <= now:
-                expired.append(m.id)
-                trace.excluded.append(Exclusion(f.id, "expired: ttl elapsed", None, "ttl"))
+                if m.status.value != "expired":
+                    expired.append(m.id)
+                if "expired" in statuses:  # a question about the past: served, flagged by the read policies
+                    live.append((f, m))
+                else:
+                    trace.excluded.append(Exclusion(f.id, "expired: ttl elapsed", None, "ttl"))
             else:
                 live.append((f, m))
         if expired and expire is not None:

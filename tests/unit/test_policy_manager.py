@@ -308,3 +308,33 @@ async def test_async_admin_recall_and_recall_with_budget(mm) -> None:
     result = await mm.aadmin_recall("sailing", scope=bob, actor="ops", reason="audit")
     assert result.ids == [note.id]
     assert (await mm.arecall("sailing", scope=bob, budget=0.0)).ids == [note.id]
+
+
+def test_expired_tool_results_stay_answerable_as_history_not_for_decisions() -> None:
+    """Expiry is about decisions, not history: yesterday's recommendation is still found, flagged."""
+    from datetime import datetime, timezone
+
+    clock_now = [datetime(2026, 5, 1, 9, tzinfo=timezone.utc)]
+    mm = make_manager(policy=builtin_policies(), clock=lambda: clock_now[0])
+    alice = Scope(user_id="alice")
+    hotel = mm.remember(
+        "search_hotels(city='Rome') -> Albergo Centrale, 120 EUR a night", scope=alice, source="tool:search_hotels"
+    )
+    answer = mm.remember(
+        "I recommend the Albergo Centrale in Rome at 120 EUR a night.",
+        scope=alice,
+        source="agent",
+        derived_from=[hotel.id],
+    )
+    assert hotel.expires_at is not None  # the built-in tool TTL (24 h)
+    clock_now[0] += timedelta(days=2)
+    plain = mm.recall("hotel recommendation in Rome", scope=alice, k=5)
+    assert {h.memory.id for h in plain.hits} == set()  # expired, and what rests on it is suspect
+    past = mm.recall("Which hotel did you recommend yesterday?", scope=alice, k=5)
+    found = {h.memory.id: h.memory.status for h in past.hits}
+    assert found == {hotel.id: Status.EXPIRED, answer.id: Status.SUSPECT}
+    flags = {h.memory.id: h.flags for h in past.hits}
+    assert "expired" in flags[hotel.id] and "suspect" in flags[answer.id]
+    decision = mm.recall("Which hotel did you recommend yesterday?", scope=alice, k=5, purpose="decision")
+    assert decision.hits == []
+    assert mm.require(hotel.id, scope=alice).status is Status.EXPIRED  # the read changed nothing back

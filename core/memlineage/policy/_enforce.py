@@ -66,7 +66,8 @@ def annotate_hits(hits: Sequence[RecallHit], trace: Trace) -> list[RecallHit]:
     """Attach the decisions in ``trace`` to recall hits, set their flags and swap in refreshed memories.
 
     Flags: ``suspect`` (status suspect or downgraded by a policy), ``stale`` (a refresh was skipped within the
-    caller's budget), ``refreshed`` (served the refreshed memory instead of the stale one).
+    caller's budget), ``refreshed`` (served the refreshed memory instead of the stale one), ``expired`` (past its
+    TTL, served as history to a question about the past).
     """
     by_memory: dict[str, list[Decision]] = {}
     for d in trace.decisions:
@@ -83,7 +84,9 @@ def annotate_hits(hits: Sequence[RecallHit], trace: Trace) -> list[RecallHit]:
                 flags.append("refreshed")
             if d.effect is Effect.DOWNGRADE:
                 flags.append("suspect")
-            if d.warning:
+            if d.effect is Effect.MARK_EXPIRED and not d.withheld:
+                flags.append("expired")  # served to a question about the past, as history
+            elif d.warning:
                 flags.append("stale")
         if memory is not hit.memory and memory.status is not Status.SUSPECT and "suspect" in flags:
             flags = [f for f in flags if f != "suspect"]
@@ -192,6 +195,7 @@ class PolicyGate:
         query: str,
         trace: Trace,
         budget: float | None = None,
+        history: bool = False,
     ) -> list[tuple[Memory, float]]:
         """Apply read policies to scored candidates before the top-k cut; record decisions and state changes.
 
@@ -204,7 +208,8 @@ class PolicyGate:
         is returned under its stale version (the retrieval pipeline keeps candidates by id) and swapped in by
         :func:`annotate_hits`. Candidates already decided earlier in the same recall (the pipeline re-runs this
         hook
-        when it fetches more candidates) reuse that decision, so hooks run and events are written once.
+        when it fetches more candidates) reuse that decision, so hooks run and events are written once. A
+        ``history`` read (a question about the past) is served expired memories flagged instead of withheld.
         """
         engine = self.engine
         if engine is None or not candidates:
@@ -220,7 +225,9 @@ class PolicyGate:
             verdict[mid] = terminal[-1] if terminal else None
         if new:
             now = self.clock()
-            request = PolicyRequest(operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget)
+            request = PolicyRequest(
+                operation=Operation.READ, scope=scope, purpose=purpose, query=query, budget=budget, history=history
+            )
             outcome = engine.filter_read(new, request, now=now, premise_status=self._premise_lookup())
             decisions = outcome.all_decisions()
             trace.decisions.extend(decisions)

@@ -459,6 +459,13 @@ class PolicyEngine:
                 served = None
                 if terminal.effect is Effect.MARK_EXPIRED:
                     out.expire.append(memory.id)
+                    if request.history and request.purpose != "decision":
+                        # expiry is about decisions, not history: what was said or found stays answerable
+                        warning = f"expired ({terminal.reason}): served as history, not for decisions"
+                        terminal = terminal.model_copy(update={"withheld": False, "warning": warning})
+                        decisions[-1] = terminal
+                        served = memory
+                        out.flagged.add(memory.id)
             if served is None:
                 assert terminal is not None
                 out.withheld.append((memory, terminal))

@@ -65,6 +65,11 @@ class PolicyRequest(BaseModel):
         default=None, ge=0.0, description="Refresh budget in policy cost units, >= 0; None = unlimited."
     )
     promote: bool = Field(default=False, description="The caller promotes a tool result to long-term memory.")
+    history: bool = Field(
+        default=False,
+        description="The read asks about the past ('what did you recommend yesterday?'): an expired memory is "
+        "served flagged as history instead of withheld (never for purpose 'decision').",
+    )
     admin: AdminGrant | None = Field(default=None, description="Audited cross-scope grant (admin calls only).")
     attributes: dict[str, Any] = Field(default_factory=dict, description="Extra request fields for conditions.")
 

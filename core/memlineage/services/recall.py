@@ -96,9 +96,13 @@ class Recall:
         statuses = [Status.ACTIVE.value]
         if include_suspect and purpose != "decision":
             statuses.append(Status.SUSPECT.value)
-        if purpose != "decision" and asks_about_past(query):
-            # "Where did I live before Austin?": earlier versions answer it (served flagged "superseded")
-            statuses.append(Status.SUPERSEDED.value)
+        history = purpose != "decision" and asks_about_past(query)
+        if history:
+            # "Where did I live before Austin?", "What did you recommend yesterday?": earlier versions, expired
+            # tool results and what was built on them answer it (served flagged with their status)
+            statuses.extend(
+                s.value for s in (Status.SUPERSEDED, Status.EXPIRED, Status.SUSPECT) if s.value not in statuses
+            )
         where = IndexFilter(
             user_id=scope.user_id,
             agent_id=scope.agent_id,
@@ -127,7 +131,7 @@ class Recall:
             config=self.retrieval,
             candidate_filter=self.read_filter,
             read_filter=lambda c: self.policy.filter_read(
-                c, scope=scope, purpose=purpose, query=query, trace=tr, budget=budget
+                c, scope=scope, purpose=purpose, query=query, trace=tr, budget=budget, history=history
             ),
             expire=self.cascade.expire,
             value_of=self.value.value_of(),
