@@ -366,3 +366,36 @@ def test_the_recent_statements_read_counts_user_statements_only() -> None:
     with _Reads(mm.ledger) as reads:
         rows = reads.scope_rows("alice", None, limit=3)
     assert {r["id"] for r in rows} == set(said)
+
+
+# ---------------------------------------------------------------------------------------- what a correction keeps
+@pytest.mark.parametrize(
+    ("old", "new", "kept"),
+    [
+        (
+            "I'm planning a trip to Rome from 10 to 14 June.",
+            "Actually, I'm going to Naples.",
+            ["I'm planning a trip from 10 to 14 June."],
+        ),
+        (
+            "I'm planning a trip to Rome from 10 to 14 June. I prefer aisle seats.",
+            "Actually, I'm going to Naples, not Rome.",
+            ["I'm planning a trip from 10 to 14 June. I prefer aisle seats."],
+        ),
+        ("My flight to Lisbon is on 3 June.", "Sorry, I meant Porto, not Lisbon.", ["My flight is on 3 June."]),
+        # the correction gives the other detail anew too: nothing of the old clause stands
+        ("I'm planning a trip to Rome in June.", "Actually, I'm going to Naples in July.", []),
+        ("I live in Paris.", "Actually I moved to Munich.", []),
+    ],
+)
+def test_a_correction_keeps_the_details_it_did_not_correct(old: str, new: str, kept: list[str]) -> None:
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    first = mm.remember(old, scope=alice, trust=0.8)
+    fix = mm.remember(new, scope=alice)
+    assert mm.require(first.id, scope=alice).status is Status.SUPERSEDED
+    carried = [m for m in mm.find(scope=alice) if m.id not in (first.id, fix.id)]
+    assert [m.content for m in carried] == kept
+    for m in carried:
+        assert m.metadata["carried_over_from"] == first.id
+        assert m.lineage.trust == 0.8  # never more than the statement it came from

@@ -122,32 +122,95 @@ def clauses(text: str) -> list[str]:
     return [p.strip() for p in parts if p and p.strip()]
 
 
-def untouched_clauses(old: str, new: str, *, slot: str | None = None, withdrawn: str | None = None) -> str | None:
+def untouched_clauses(
+    old: str, new: str, *, slot: str | None = None, withdrawn: str | None = None, replaced: str | None = None
+) -> str | None:
     """What of the statement ``old`` still stands after ``new`` updates or withdraws one fact in it.
 
     A clause is touched when it holds ``slot`` (the attribute the update replaces), names the ``withdrawn`` or
     replaced words, or, when neither identifies a clause, shares a content word with ``new``. The untouched clauses
-    are returned as one statement (with ``old``'s transcript prefix), in their order.
+    stand as they were. With ``replaced`` (an update, not a withdrawal), a touched clause also keeps its other
+    details without the one value the update replaced: "I'm planning a trip to Rome from 10 to 14 June." corrected
+    by "Actually, I'm going to Naples." keeps "I'm planning a trip from 10 to 14 June." (see :func:`_kept_details`).
+    The result is one statement (with ``old``'s transcript prefix), its parts in their order.
+
+    Args:
+        old: The statement updated or withdrawn.
+        new: The statement that does it.
+        slot: The attribute the update replaces, if known.
+        withdrawn: Words the statement withdraws or replaces (from the decision's evidence).
+        replaced: For an update: the replaced value when the decision names it, else ``""`` (then the value of the
+            touched clause that the update's new value stands for is found by kind: a name for a name, a number or
+            date for a number or date). ``None`` for a withdrawal: a touched clause goes whole.
 
     Returns:
-        The untouched clauses, or None when ``old`` is one clause, or when the correction touches every clause or
-        none that can be told apart (then the whole statement is what was corrected).
+        The parts that still stand, or None when nothing stands apart from what was corrected (one clause and no
+        detail left, every clause touched, or none that can be told apart).
     """
     body = strip_transcript_prefix(old)
     prefix = old[: len(old) - len(body)]
     parts = clauses(body)
-    if len(parts) < 2:
-        return None
-    named = content_terms(withdrawn) if withdrawn else set()
-    flags = [
-        (slot is not None and slot_of(prefix + part)[0] == slot) or bool(named & content_terms(part)) for part in parts
+    flags = [True] * len(parts)
+    if len(parts) > 1:
+        named = content_terms(withdrawn) if withdrawn else set()
+        flags = [
+            (slot is not None and slot_of(prefix + part)[0] == slot) or bool(named & content_terms(part))
+            for part in parts
+        ]
+        if not any(flags):
+            said = content_terms(strip_transcript_prefix(new))
+            flags = [bool(said & content_terms(part)) for part in parts]
+        if not any(flags):
+            return None
+    kept = [
+        _as_sentence(part) if not hit else (_kept_details(part, new, replaced) if replaced is not None else None)
+        for part, hit in zip(parts, flags, strict=True)
     ]
-    if not any(flags):
-        said = content_terms(strip_transcript_prefix(new))
-        flags = [bool(said & content_terms(part)) for part in parts]
-    if all(flags) or not any(flags):
+    if not any(kept):
         return None
-    return prefix + " ".join(_as_sentence(part) for part, hit in zip(parts, flags, strict=True) if not hit)
+    return prefix + " ".join(k for k in kept if k)
+
+
+def _kept_details(clause: str, new: str, replaced: str) -> str | None:
+    """``clause`` without the one value ``new`` replaces, when other details (names, numbers, dates) remain.
+
+    None when the replaced value cannot be told (none, or several of the new value's kind), when no other detail
+    is left, or when ``new`` restates them (then the correction holds them itself).
+    """
+    table = tables_for(new)[0]
+    k_new = _key_tokens(_without_cues(strip_transcript_prefix(new), table))
+    k_old = _key_tokens(clause)
+    if replaced:
+        gone = _key_tokens(replaced) & k_old or {t for t in content_terms(replaced) if t in k_old}
+    else:
+        added = k_new - k_old
+        kinds = {_is_number_or_date(k) for k in added}
+        if len(kinds) != 1:
+            return None
+        gone = {k for k in k_old - k_new if _is_number_or_date(k) in kinds}
+    if len(gone) != 1:
+        return None
+    (value,) = gone
+    rest = k_old - gone - k_new
+    # a detail of a kind the correction also gives anew was corrected too ("Naples in July" for "Rome in June")
+    new_kinds = [_is_number_or_date(k) for k in k_new - k_old]
+    if _is_number_or_date(value) in new_kinds:
+        new_kinds.remove(_is_number_or_date(value))
+    if not rest or any(_is_number_or_date(k) in new_kinds for k in rest):
+        return None
+    dropped = re.sub(
+        r"(?:\b(?:to|in|at|for|from|with|of|the|a|an)\s+)*(?<!\w)" + re.escape(value) + r"(?!\w)",
+        "",
+        clause,
+        count=1,
+        flags=re.IGNORECASE,
+    )
+    dropped = re.sub(r"\s+([,.;!?])", r"\1", re.sub(r"\s{2,}", " ", dropped)).strip()
+    return _as_sentence(dropped) if dropped and dropped != clause else None
+
+
+def _is_number_or_date(key: str) -> bool:
+    return bool(_NUMBER.fullmatch(key) or _TIME_WORDS.fullmatch(key))
 
 
 def _as_sentence(clause: str) -> str:
