@@ -386,6 +386,13 @@ def test_the_recent_statements_read_counts_user_statements_only() -> None:
         # the correction gives the other detail anew too: nothing of the old clause stands
         ("I'm planning a trip to Rome in June.", "Actually, I'm going to Naples in July.", []),
         ("I live in Paris.", "Actually I moved to Munich.", []),
+        # a cue and the value an earlier contrast ruled out are no details
+        ("Actually, I'm going to Prague, not Bordeaux.", "Actually, I'm going to Rotterdam, not Prague.", []),
+        (
+            "Actually, I'm going to Prague from 3 to 7 May, not Bordeaux.",
+            "Sorry, I meant Venice, not Prague.",
+            ["I'm going from 3 to 7 May."],
+        ),
     ],
 )
 def test_a_correction_keeps_the_details_it_did_not_correct(old: str, new: str, kept: list[str]) -> None:

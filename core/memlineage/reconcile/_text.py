@@ -163,12 +163,19 @@ def untouched_clauses(
         if not any(flags):
             return None
     kept = [
-        _as_sentence(part) if not hit else (_kept_details(part, new, replaced) if replaced is not None else None)
+        (_as_sentence(part) if _says_something(part) else None)
+        if not hit
+        else (_kept_details(part, new, replaced) if replaced is not None else None)
         for part, hit in zip(parts, flags, strict=True)
     ]
     if not any(kept):
         return None
     return prefix + " ".join(k for k in kept if k)
+
+
+def _says_something(clause: str) -> bool:
+    """Whether a clause holds a content word besides cues ("Actually," alone says nothing)."""
+    return bool(content_terms(_without_cues(clause, tables_for(clause)[0])))
 
 
 def _kept_details(clause: str, new: str, replaced: str) -> str | None:
@@ -179,6 +186,9 @@ def _kept_details(clause: str, new: str, replaced: str) -> str | None:
     """
     table = tables_for(new)[0]
     k_new = _key_tokens(_without_cues(strip_transcript_prefix(new), table))
+    # the old clause's own cues and the value it negated ("Actually, ... Prague, not Bordeaux") are no details
+    clause = _CONTRAST.sub("", _without_cues(clause, tables_for(clause)[0]))
+    clause = re.sub(r"^[\s,.;:!?，。；：！？]+", "", re.sub(r"\s{2,}", " ", clause)).strip()
     k_old = _key_tokens(clause)
     if replaced:
         gone = _key_tokens(replaced) & k_old or {t for t in content_terms(replaced) if t in k_old}
@@ -207,6 +217,13 @@ def _kept_details(clause: str, new: str, replaced: str) -> str | None:
     )
     dropped = re.sub(r"\s+([,.;!?])", r"\1", re.sub(r"\s{2,}", " ", dropped)).strip()
     return _as_sentence(dropped) if dropped and dropped != clause else None
+
+
+#: A contrast naming the value it rules out: ", not Bordeaux", " but not fish", "，不是波尔多".
+_CONTRAST = re.compile(
+    r"(?:,\s*(?:and\s+|but\s+)?|\s+(?:and|but)\s+)not\s+[^,.;:!?]+|[，,]?\s*(?:而)?不是[^，。！？；]+",
+    re.IGNORECASE,
+)
 
 
 def _is_number_or_date(key: str) -> bool:
