@@ -190,6 +190,10 @@ class RetrievalConfig:
         older_weight: Multiplier in [0, 1] on the score of a memory that a later memory of the same speaker
             restates for the query (read-time conflict resolution, :mod:`memlineage.reconcile`); it also ranks
             below that memory. 1 = reorder only. Default 0.5.
+        answer_weight: For a question that asks for a kind of value (a place, a time, a number, a name), a memory
+            that asserts a value of that kind the question does not name itself has its score multiplied by
+            ``1 + answer_weight`` (capped at 1): the statement that answers outranks the earlier questions and
+            requests worded like the query. In [0, 1]; 0 = off. Default 0.3.
     """
 
     fusion: str = "weighted"
@@ -203,6 +207,7 @@ class RetrievalConfig:
     contiguity: float = 0.3
     request_weight: float = 0.6
     older_weight: float = 0.5
+    answer_weight: float = 0.3
 
     def __post_init__(self) -> None:
         if self.fusion not in ("rrf", "weighted"):
@@ -211,7 +216,7 @@ class RetrievalConfig:
         if self.rrf_k <= 0 or self.candidates < 1 or self.recency_half_life_s <= 0:
             msg = "rrf_k, candidates and recency_half_life_s must be positive"
             raise ConfigurationError(msg)
-        for name in ("value_weight", "recency_weight", "contiguity", "request_weight", "older_weight"):
+        for name in ("value_weight", "recency_weight", "contiguity", "request_weight", "older_weight", "answer_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 msg = f"{name} must be in [0, 1], got {getattr(self, name)}"
                 raise ConfigurationError(msg)

@@ -30,6 +30,7 @@ from memlineage.reconcile._signals import (
     numbers_in,
     values_of,
 )
+from memlineage.retrieval import RetrievalConfig
 from memlineage.testing import make_manager
 
 T0 = datetime(2025, 1, 1, 9, tzinfo=timezone.utc)
@@ -406,3 +407,24 @@ def test_a_correction_keeps_the_details_it_did_not_correct(old: str, new: str, k
     for m in carried:
         assert m.metadata["carried_over_from"] == first.id
         assert m.lineage.trust == 0.8  # never more than the statement it came from
+
+
+def test_the_statement_that_answers_outranks_requests_worded_like_the_query(mm: MemoryManager, clock: Clock) -> None:
+    """Earlier requests echo the query's words; the statement gives the value it asks for (a place here)."""
+    going = say(mm, clock, "I'm going to Rotterdam next month for the harbour festival.", 0)
+    for n, text in enumerate(
+        ["Book me a hotel where I'm going next month.", "Give me the full city guide for where I'm going next month."]
+    ):
+        say(mm, clock, text, 1 + n)
+    query = "Where am I going next month?"
+    result = mm.recall(query, scope="alice", k=3)
+    assert result.ids[0] == going and result[0].scores["answer"] == 0.3
+    assert all("answer" not in h.scores for h in result[1:])
+    off = make_manager(clock=clock, retrieval=RetrievalConfig(answer_weight=0.0))
+    for m in mm.find(scope="alice"):
+        off.remember(m.content, scope=m.scope, valid_from=m.valid_from)
+    plain = off.recall(query, scope="alice", k=3)
+    assert all("answer" not in h.scores for h in plain)
+    assert plain[0].memory.content.startswith("Book me")  # without the boost the request's words win
+    past = mm.recall("Where was I going before?", scope="alice", k=5)  # a history read is not re-ranked
+    assert all("answer" not in h.scores for h in past)

@@ -379,3 +379,23 @@ def asserting_text(text: str) -> str:
 def key_terms(clause: Clause) -> frozenset[str]:
     """A clause's key tokens as query terms (stemmed like :func:`query_terms`), to see whether a query names them."""
     return frozenset(t for k in clause.keys for t in tokenize(k, dates=False))
+
+
+@lru_cache(maxsize=16384)
+def gives_answer(text: str, query: str) -> bool:
+    """Whether ``text`` asserts a value of the kind ``query`` asks for that the query does not name itself.
+
+    "Actually, I'm going to Rotterdam, not Prague." gives a place for "What's the weather where I'm going?"; the
+    earlier request "Check the weather where I'm going next month." gives none (it asserts nothing).
+
+    Example:
+        >>> gives_answer("I moved to Lisbon in May.", "Where do I live now?")
+        True
+        >>> gives_answer("Find me a flat where I live.", "Where do I live now?")
+        False
+    """
+    kind = answer_type(query)
+    if kind is None:
+        return False
+    named = values_of_query(query, kind)
+    return any(values_of(c, kind) - named for c in clauses_of(text) if c.asserts_present)

@@ -6,6 +6,7 @@ store's gates and records the use of what it serves.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -19,8 +20,15 @@ from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
 from memlineage.models import Memory, MemoryKind, Relation, Scope, Status, check_text, normalize_tags, to_epoch
 from memlineage.ports import Clock, LexicalIndex, PolicyGate, ValueGate, VectorIndex
-from memlineage.reconcile import asks_about_past, newest_first, resolve_conflicts
-from memlineage.retrieval import CandidateFilter, RecallResult, RetrievalConfig, Trace, hybrid_recall
+from memlineage.reconcile import asks_about_past, gives_answer, newest_first, resolve_conflicts
+from memlineage.retrieval import (
+    CandidateFilter,
+    RecallHit,
+    RecallResult,
+    RetrievalConfig,
+    Trace,
+    hybrid_recall,
+)
 from memlineage.services._checks import check_read_args, kind_values
 from memlineage.services._rows import edge_row
 from memlineage.services.cascade import Cascade
@@ -138,6 +146,8 @@ class Recall:
         )
         hits = self.policy.annotate(hits, tr)
         hits = self.value.rerank(hits, now)
+        if self.retrieval.answer_weight > 0 and not history:
+            hits = answers_first(hits, query, self.retrieval.answer_weight)
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         # two live values of one attribute, or two statements of one speaker that answer the query the same way:
         # the later event ranks first and the earlier is demoted (among the hits that can reach the top k)
@@ -170,3 +180,18 @@ class Recall:
         except StorageError as exc:
             # Usage bookkeeping must never fail a read (e.g. a PostgreSQL deadlock with a concurrent cascade).
             logger.warning("could not record the use of %d memories: %s", len(ids), exc)
+
+
+def answers_first(hits: list[RecallHit], query: str, weight: float) -> list[RecallHit]:
+    """Hits that assert a value of the kind ``query`` asks for, their score times ``1 + weight`` (at most 1).
+
+    "Actually, I'm going to Rotterdam." gives a place for "What's the weather where I'm going?"; the earlier requests
+    worded like the query ("Book me a hotel where I'm going next month.") give none. The boost is recorded as
+    ``scores["answer"]``; a question that asks for no kind of value leaves every hit as it is.
+    """
+    out = []
+    for h in hits:
+        if gives_answer(h.memory.content, query):
+            h = dataclasses.replace(h, score=min(1.0, h.score * (1.0 + weight)), scores={**h.scores, "answer": weight})
+        out.append(h)
+    return out
