@@ -104,6 +104,7 @@ class LanguageTable:
     past_markers: tuple[re.Pattern[str], ...] = ()
     additive: tuple[re.Pattern[str], ...] = ()
     past_query: tuple[re.Pattern[str], ...] = ()
+    history_query: tuple[re.Pattern[str], ...] = ()
     people: tuple[re.Pattern[str], ...] = ()
     self_subject: tuple[re.Pattern[str], ...] = ()
     answer_types: tuple[tuple[str, re.Pattern[str]], ...] = ()
@@ -183,6 +184,7 @@ def _load(language: str) -> LanguageTable:
         past_markers=_compile(data.get("past_markers"), f"{language}:past_markers"),
         additive=_compile(data.get("additive"), f"{language}:additive"),
         past_query=_compile(data.get("past_query"), f"{language}:past_query"),
+        history_query=_compile(data.get("history_query"), f"{language}:history_query"),
         people=_compile(data.get("people"), f"{language}:people"),
         self_subject=_compile(data.get("self_subject"), f"{language}:self_subject"),
         event_query=_compile(data.get("event_query"), f"{language}:event_query"),

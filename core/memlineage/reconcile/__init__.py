@@ -44,7 +44,7 @@ from memlineage.reconcile._model import (
 )
 from memlineage.reconcile._rules import RuleReconciler
 from memlineage.reconcile._serve import competing_key, near_duplicates, newest_first
-from memlineage.reconcile._signals import asks_about_past, gives_answer
+from memlineage.reconcile._signals import asks_about_history, asks_about_past, gives_answer
 from memlineage.reconcile._text import may_revise, may_update, slot_of, tool_slot, withdraws
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "RuleReconciler",
     "Statement",
     "active_reconciler",
+    "asks_about_history",
     "asks_about_past",
     "competes",
     "gives_answer",

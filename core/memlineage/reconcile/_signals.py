@@ -203,6 +203,14 @@ def asks_about_past(query: str) -> bool:
     return any(_any(t.past_query, query) for t in tables_for(query)[:1])
 
 
+def asks_about_history(query: str) -> bool:
+    """Whether a query asks what was said or found on an earlier day ("what did you recommend yesterday?", 上次).
+
+    Such a read is served expired tool results and what was built on them, flagged (expiry is about decisions).
+    """
+    return any(_any(t.history_query, query) for t in tables_for(query)[:1])
+
+
 def focus(text: str, wanted: frozenset[str]) -> tuple[Clause, ...]:
     """The clauses of ``text`` that share the most ``wanted`` terms (all clauses when none shares any).
 

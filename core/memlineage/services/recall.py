@@ -20,7 +20,13 @@ from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
 from memlineage.models import Memory, MemoryKind, Relation, Scope, Status, check_text, normalize_tags, to_epoch
 from memlineage.ports import Clock, LexicalIndex, PolicyGate, ValueGate, VectorIndex
-from memlineage.reconcile import asks_about_past, gives_answer, newest_first, resolve_conflicts
+from memlineage.reconcile import (
+    asks_about_history,
+    asks_about_past,
+    gives_answer,
+    newest_first,
+    resolve_conflicts,
+)
 from memlineage.retrieval import (
     CandidateFilter,
     RecallHit,
@@ -104,13 +110,14 @@ class Recall:
         statuses = [Status.ACTIVE.value]
         if include_suspect and purpose != "decision":
             statuses.append(Status.SUSPECT.value)
-        history = purpose != "decision" and asks_about_past(query)
+        past = purpose != "decision" and asks_about_past(query)
+        if past:
+            # "Where did I live before Austin?": earlier versions answer it (served flagged "superseded")
+            statuses.append(Status.SUPERSEDED.value)
+        history = purpose != "decision" and (past or asks_about_history(query))
         if history:
-            # "Where did I live before Austin?", "What did you recommend yesterday?": earlier versions, expired
-            # tool results and what was built on them answer it (served flagged with their status)
-            statuses.extend(
-                s.value for s in (Status.SUPERSEDED, Status.EXPIRED, Status.SUSPECT) if s.value not in statuses
-            )
+            # "What did you recommend yesterday?": expired tool results and what was built on them answer it
+            statuses.extend(s.value for s in (Status.EXPIRED, Status.SUSPECT) if s.value not in statuses)
         where = IndexFilter(
             user_id=scope.user_id,
             agent_id=scope.agent_id,
@@ -146,7 +153,7 @@ class Recall:
         )
         hits = self.policy.annotate(hits, tr)
         hits = self.value.rerank(hits, now)
-        if self.retrieval.answer_weight > 0 and not history:
+        if self.retrieval.answer_weight > 0 and not past:
             hits = answers_first(hits, query, self.retrieval.answer_weight)
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         # two live values of one attribute, or two statements of one speaker that answer the query the same way:
