@@ -18,7 +18,17 @@ from memlineage.errors import StorageError
 from memlineage.index import IndexFilter
 from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
-from memlineage.models import Memory, MemoryKind, Relation, Scope, Status, check_text, normalize_tags, to_epoch
+from memlineage.models import (
+    Memory,
+    MemoryKind,
+    Relation,
+    Scope,
+    SourceKind,
+    Status,
+    check_text,
+    normalize_tags,
+    to_epoch,
+)
 from memlineage.ports import Clock, LexicalIndex, PolicyGate, ValueGate, VectorIndex
 from memlineage.reconcile import (
     asks_about_history,
@@ -190,15 +200,16 @@ class Recall:
 
 
 def answers_first(hits: list[RecallHit], query: str, weight: float) -> list[RecallHit]:
-    """Hits that assert a value of the kind ``query`` asks for, their score times ``1 + weight`` (at most 1).
+    """User statements that assert a value of the kind ``query`` asks for, their score times ``1 + weight`` (≤ 1).
 
     "Actually, I'm going to Rotterdam." gives a place for "What's the weather where I'm going?"; the earlier requests
     worded like the query ("Book me a hotel where I'm going next month.") give none. The boost is recorded as
-    ``scores["answer"]``; a question that asks for no kind of value leaves every hit as it is.
+    ``scores["answer"]``; a question that asks for no kind of value leaves every hit as it is. Only what the user
+    said is boosted: an assistant's reply or a tool result repeats values (often several) without stating them.
     """
     out = []
     for h in hits:
-        if gives_answer(h.memory.content, query):
+        if h.memory.source.kind is SourceKind.USER and gives_answer(h.memory.content, query):
             h = dataclasses.replace(h, score=min(1.0, h.score * (1.0 + weight)), scores={**h.scores, "answer": weight})
         out.append(h)
     return out
