@@ -115,7 +115,10 @@ def test_readme_correction_keeps_the_other_fact_of_the_turn(mm: MemoryManager, c
     first = "I'm planning a trip to Paris from 3 to 7 May. I'm vegetarian."
     say(mm, clock, "readme", [(0, first), (1, "Actually, I'm going to Lyon, not Paris.")])
     served = ask(mm, clock, "readme", "Where am I travelling?")
-    assert served[0] == "Actually, I'm going to Lyon, not Paris."
+    # the correction and the trip's dates it did not correct (carried over without the old city) lead; Paris is gone
+    assert "Actually, I'm going to Lyon, not Paris." in served[:2]
+    assert "I'm planning a trip from 3 to 7 May. I'm vegetarian." in served[:2]
+    assert not any("Paris" in s and "Lyon" not in s for s in served)
     assert any("vegetarian" in s for s in ask(mm, clock, "readme", "Do I have a diet?", k=5))
 
 

@@ -384,6 +384,12 @@ def test_the_recent_statements_read_counts_user_statements_only() -> None:
             ["I'm planning a trip from 10 to 14 June. I prefer aisle seats."],
         ),
         ("My flight to Lisbon is on 3 June.", "Sorry, I meant Porto, not Lisbon.", ["My flight is on 3 June."]),
+        # the old statement's slot (user.diet, from its second clause) is not what the correction changed
+        (
+            "I'm planning a trip to Paris from 3 to 7 May. I'm vegetarian.",
+            "Actually, I'm going to Lyon, not Paris.",
+            ["I'm planning a trip from 3 to 7 May. I'm vegetarian."],
+        ),
         # the correction gives the other detail anew too: nothing of the old clause stands
         ("I'm planning a trip to Rome in June.", "Actually, I'm going to Naples in July.", []),
         ("I live in Paris.", "Actually I moved to Munich.", []),

@@ -149,7 +149,8 @@ class WritePath:
             evidence = d.decision.evidence
             update = d.decision.action is Action.UPDATE
             rest = untouched_clauses(
-                row["content"], d.content, slot=evidence.get("slot") or row["slot"],
+                # the old statement's own slot names what was corrected only when the new statement holds it too
+                row["content"], d.content, slot=evidence.get("slot") or (row["slot"] if d.slot == row["slot"] else None),
                 withdrawn=evidence.get("withdrawn") or evidence.get("replaced"),
                 replaced=str(evidence.get("replaced") or evidence.get("old_value") or "") if update else None,
             )  # fmt: skip
