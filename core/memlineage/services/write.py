@@ -148,9 +148,10 @@ class WritePath:
                 continue
             evidence = d.decision.evidence
             update = d.decision.action is Action.UPDATE
+            # the old statement's own slot names what was corrected only when the new statement holds it too
+            slot = evidence.get("slot") or (row["slot"] if d.slot == row["slot"] else None)
             rest = untouched_clauses(
-                # the old statement's own slot names what was corrected only when the new statement holds it too
-                row["content"], d.content, slot=evidence.get("slot") or (row["slot"] if d.slot == row["slot"] else None),
+                row["content"], d.content, slot=slot,
                 withdrawn=evidence.get("withdrawn") or evidence.get("replaced"),
                 replaced=str(evidence.get("replaced") or evidence.get("old_value") or "") if update else None,
             )  # fmt: skip
