@@ -762,3 +762,32 @@ def test_reads_are_reads_and_recall_leaves_a_trace_for_what_it_expires():
     status = mm.ledger.memory_rows([quote.id])[0]["status"]
     expired_events = [e for e in mm.audit(alice, types=["expired"]) if e["memory_id"] == quote.id]
     assert status == Status.ACTIVE.value or expired_events, "recall changed a status without an audit event"
+
+
+def test_the_same_text_is_embedded_once_and_a_failure_is_not_kept() -> None:
+    from memlineage.errors import StorageError
+    from memlineage.services.embedding import CACHED_VECTORS, Embedding
+    from memlineage.testing import FakeEmbedder
+
+    calls: list[list[str]] = []
+    fail = [False]
+
+    class Counting(FakeEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            calls.append(list(texts))
+            if fail[0]:
+                raise RuntimeError("model down")
+            return super().embed(texts)
+
+    emb = Embedding(Counting())
+    first = emb.embed(["Find me a flight to Lyon.", "Find me a flight to Lyon."])
+    again = emb.embed(["Find me a flight to Lyon.", "I live in Paris."])
+    assert first[0] == first[1] == again[0]
+    assert calls == [["Find me a flight to Lyon."], ["I live in Paris."]]  # duplicates and repeats embedded once
+    fail[0] = True
+    with pytest.raises(StorageError):
+        emb.embed(["a new text"])
+    fail[0] = False
+    assert emb.embed(["a new text"]) and calls[-1] == ["a new text"]  # the failure was not cached
+    emb.embed([f"text {i}" for i in range(CACHED_VECTORS + 5)])
+    assert len(emb._cache) == CACHED_VECTORS

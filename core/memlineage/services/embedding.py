@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,8 +15,16 @@ from memlineage.ports import Embedder
 __all__ = ["Embedding"]
 
 
+#: Vectors of the most recent distinct texts kept in process: an agent turn embeds the user's message for the
+#: recall and again for the memory of the turn (and a repeated request is the same text again).
+CACHED_VECTORS = 256
+
+
 class Embedding:
     """Calls the embedder and checks what comes back; remembers the vector size (``dims``).
+
+    The vectors of the last :data:`CACHED_VECTORS` distinct texts are reused (keyed by a 128-bit BLAKE2b digest of
+    the text, so the cache holds no text); an embedder failure is never cached.
 
     Args:
         embedder: The embedder port.
@@ -22,6 +33,8 @@ class Embedding:
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self.dims: int | None = None  # the embedder's vector size, learnt from its first output
+        self._cache: OrderedDict[bytes, list[float]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in input order.
@@ -30,6 +43,26 @@ class Embedding:
             StorageError: the embedder failed or returned the wrong number of vectors.
             MemLineageError: the embedder's own typed error (e.g. model files missing).
         """
+        keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        with self._lock:
+            known = {k: self._cache[k] for k in keys if k in self._cache}
+            for k in known:
+                self._cache.move_to_end(k)
+        todo: dict[bytes, str] = {}
+        for k, t in zip(keys, texts, strict=True):
+            if k not in known:
+                todo.setdefault(k, t)
+        if todo:
+            fresh = self._embed(list(todo.values()))
+            known.update(zip(todo, fresh, strict=True))
+            with self._lock:
+                for k, v in zip(todo, fresh, strict=True):
+                    self._cache[k] = v
+                while len(self._cache) > CACHED_VECTORS:
+                    self._cache.popitem(last=False)
+        return [list(known[k]) for k in keys]
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
         try:
             vectors = self.embedder.embed(list(texts))
         except MemLineageError:
