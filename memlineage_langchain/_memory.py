@@ -61,6 +61,11 @@ def _turn_messages(mems: Sequence[Memory]) -> list[BaseMessage]:
     return out
 
 
+#: Memories one exchange writes at most, for the read of the recent turns (user message, a model step's text, tool
+#: results, the answer); a turn with more tool calls shows its latest ones.
+_PER_TURN = 12
+
+
 @typed_construction
 class LineageMemory(BaseMemory):
     """Classic LangChain memory with lineage: the session's recent turns plus recalled memories, with provenance.
@@ -172,7 +177,8 @@ class LineageMemory(BaseMemory):
             return [], set()
         runs: dict[str, list[Memory]] = {}
         active: set[str] = set()
-        for m in self.manager.find(scope=scope, session_only=True):
+        # a turn writes a few memories (the user's message, tool results, the answer): read only the newest ones
+        for m in self.manager.find(scope=scope, session_only=True, newest=_PER_TURN * self.max_turns):
             if m.status.value == "active":
                 active.add(m.id)
             run = m.lineage.activity_id if m.source.kind.value == "user" else m.lineage.parent_activity_id

@@ -324,8 +324,10 @@ class RunRecorder:
     @_per_run
     def recalled(self, run: CaptureRun, memories: Sequence[Memory | str]) -> None:
         """Add memories recalled into the run's context (what its markers can cite). Filler is left out."""
+        ids = [item for item in memories if isinstance(item, str)]
+        loaded = dict(zip(ids, self.manager.get_many(ids, scope=run.scope))) if ids else {}  # one read, not N
         for item in memories:
-            mem = self.manager.get(item, scope=run.scope) if isinstance(item, str) else item
+            mem = loaded.get(item) if isinstance(item, str) else item
             if mem is None or not run.scope.contains(mem.scope) or _is_filler_memory(mem):
                 continue
             if mem.id == run.user_memory_id or (run.user_memory_id and run.user_memory_id in mem.derived_from):

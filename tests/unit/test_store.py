@@ -791,3 +791,17 @@ def test_the_same_text_is_embedded_once_and_a_failure_is_not_kept() -> None:
     assert emb.embed(["a new text"]) and calls[-1] == ["a new text"]  # the failure was not cached
     emb.embed([f"text {i}" for i in range(CACHED_VECTORS + 5)])
     assert len(emb._cache) == CACHED_VECTORS
+
+
+def test_find_newest_lists_only_the_last_matches_oldest_first() -> None:
+    from memlineage import InvalidInputError, Scope
+    from memlineage.testing import make_manager
+
+    mm = make_manager()
+    s = Scope(user_id="alice", session_id="s1")
+    ids = [mm.remember(f"note number {i} about the garden", scope=s).id for i in range(6)]
+    assert [m.id for m in mm.find(scope=s, session_only=True, newest=2)] == ids[-2:]
+    assert [m.id for m in mm.find(scope=s, newest=10)] == ids
+    assert mm.find(scope=s, newest=0) == []
+    with pytest.raises(InvalidInputError):
+        mm.find(scope=s, newest=-1)

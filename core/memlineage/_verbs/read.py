@@ -64,6 +64,7 @@ class ReadVerbs:
         session_only: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        newest: int | None = None,
     ) -> list[Memory]:
         """Live memories in ``scope`` matching exact criteria, oldest first; no query, no ranking, no reinforcement.
 
@@ -79,9 +80,11 @@ class ReadVerbs:
             session_only: Only memories written in ``scope.session_id``.
             limit: At most this many (``None`` = all).
             offset: Skip this many first.
+            newest: Only the last this many of the matches (after ``offset`` / ``limit``), still oldest first: a
+                session's recent turns without loading the whole session.
 
         Raises:
-            InvalidInputError: bad scope, kinds, limit or offset.
+            InvalidInputError: bad scope, kinds, limit, offset or newest.
         """
         return self.services.reads.find(
             scope=scope,
@@ -92,6 +95,7 @@ class ReadVerbs:
             session_only=session_only,
             limit=limit,
             offset=offset,
+            newest=newest,
         )
 
     async def afind(self, **kwargs: Any) -> list[Memory]:

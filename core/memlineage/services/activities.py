@@ -15,7 +15,7 @@ from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViola
 from memlineage.ledger import Ledger
 from memlineage.models import Activity, Relation, Scope, from_epoch, normalize_metadata, to_epoch
 from memlineage.ports import Clock
-from memlineage.services._rows import activity_owner, edge_row, event_row, row_activity
+from memlineage.services._rows import activity_owner, edge_row, event_row, row_activity, row_scope
 from memlineage.services.reads import Reads
 
 __all__ = ["Activities"]
@@ -224,7 +224,14 @@ class Activities:
     def set_attribution(
         self, memory_id: str, premises: Mapping[str, str], *, scope: Scope, activity_id: str | None = None
     ) -> None:
-        """Annotate the wasDerivedFrom edges of a memory with how each premise was attributed (capture only)."""
-        self.reads.require(memory_id, scope=scope)
+        """Annotate the wasDerivedFrom edges of a memory with how each premise was attributed (capture only).
+
+        Raises:
+            MemoryNotFoundError: no such memory in ``scope``.
+        """
+        row = self.ledger.memory_rows([memory_id], embedding=False)[0]  # the scope check only: no lineage read
+        if row is None or not scope.contains(row_scope(row)):
+            msg = f"no memory {memory_id!r} in this scope; check the id and the scope's user_id"
+            raise MemoryNotFoundError(msg)
         with self.write_mutex, self.ledger.transaction() as conn:
             self.ledger.set_attribution(conn, memory_id, premises, activity_id)

@@ -80,10 +80,11 @@ class Reads:
         session_only: bool = False,
         limit: int | None = None,
         offset: int = 0,
+        newest: int | None = None,
     ) -> list[Memory]:
         """See :meth:`memlineage.MemoryManager.find`."""
         scope = Scope.coerce(scope)
-        for name, value in (("limit", limit), ("offset", offset)):
+        for name, value in (("limit", limit), ("offset", offset), ("newest", newest)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                 msg = f"{name} must be a non-negative int, got {value!r}"
                 raise InvalidInputError(msg)
@@ -105,6 +106,8 @@ class Reads:
         with self.ledger.read() as conn:
             ids = [r[0] for r in conn.execute(query) if wanted_tags <= set(r[1] or ())]
         ids = ids[offset:] if limit is None else ids[offset : offset + limit]
+        if newest is not None:
+            ids = ids[len(ids) - newest :] if newest else []
         return [m for m in self.ledger.memories(ids) if m is not None]
 
     def slots(
