@@ -799,7 +799,14 @@ def test_find_newest_lists_only_the_last_matches_oldest_first() -> None:
 
     mm = make_manager()
     s = Scope(user_id="alice", session_id="s1")
-    texts = ["I like jazz.", "My dog is called Rex.", "I work at a bakery.", "Lisbon is lovely.", "Tea, no sugar.", "I run."]
+    texts = [
+        "I like jazz.",
+        "My dog is called Rex.",
+        "I work at a bakery.",
+        "Lisbon is lovely.",
+        "Tea, no sugar.",
+        "I run.",
+    ]
     ids = [mm.remember(t, scope=s, force=True).id for t in texts]
     assert [m.id for m in mm.find(scope=s, session_only=True, newest=2)] == ids[-2:]
     assert [m.id for m in mm.find(scope=s, newest=10)] == ids

@@ -107,7 +107,7 @@ class Reads:
             ids = [r[0] for r in conn.execute(query) if wanted_tags <= set(r[1] or ())]
         ids = ids[offset:] if limit is None else ids[offset : offset + limit]
         if newest is not None:
-            ids = ids[len(ids) - newest :] if newest else []
+            ids = ids[max(0, len(ids) - newest) :] if newest else []
         return [m for m in self.ledger.memories(ids) if m is not None]
 
     def slots(
