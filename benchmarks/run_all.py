@@ -360,6 +360,42 @@ def rows_lineage() -> Iterator[Row]:
         )
 
 
+def rows_surfaces() -> Iterator[Row]:
+    d, _ = _load("bench_surfaces.json")
+    surfaces = _get(d, "surfaces") or {}
+    if not surfaces:
+        yield ("surfaces", "exceptions into the agent / lineage precision / recall", None, "")
+        return
+    for name, s in surfaces.items():
+        if "error" in s:
+            yield ("surfaces", name, None, str(s["error"])[:60])
+            continue
+        yield (
+            "surfaces",
+            f"{name}: exceptions / precision / recall",
+            f"{s.get('exceptions_into_agent')} / {_num(s.get('precision'), '{:.2f}')} / "
+            f"{_num(s.get('recall'), '{:.2f}')}",
+            f"{s.get('turns')} turns; corrections applied {s.get('corrections_applied')}/{s.get('corrections')}; "
+            f"failed calls stored {s.get('failed_calls_stored')}",
+        )
+
+
+def rows_turn() -> Iterator[Row]:
+    d, _ = _load("bench_turn.json")
+    rows = _get(d, "rows") or []
+    if not rows:
+        yield ("turn", "memory work per agent turn / raw Chroma turn", None, "")
+        return
+    load = _get(d, "load_average")
+    for r in rows:
+        yield (
+            "turn",
+            f"{r['surface']}: memory work per turn vs raw Chroma (goal <= 1.5)",
+            f"{r['ratio']:.2f}x",
+            f"{r['memory_work_ms']:.0f} ms vs {r['raw_chroma_turn_ms']:.0f} ms; load {load[0]:.1f}" if load else "",
+        )
+
+
 #: Which script feeds which rows (the script name decides "not run" and "earlier run" notes).
 SECTIONS: list[tuple[str, Callable[[], Iterator[Row]], tuple[str, ...]]] = [
     ("bench_store", rows_store, ("bench_store.json", "store.json")),
@@ -372,6 +408,8 @@ SECTIONS: list[tuple[str, Callable[[], Iterator[Row]], tuple[str, ...]]] = [
     ("bench_updates", rows_updates, ("bench_updates.json",)),
     ("bench_longmemeval", rows_longmemeval, ("bench_longmemeval.json",)),
     ("bench_lineage", rows_lineage, ("bench_lineage.json",)),
+    ("bench_surfaces", rows_surfaces, ("bench_surfaces.json",)),
+    ("bench_turn", rows_turn, ("bench_turn.json",)),
 ]
 
 
