@@ -435,3 +435,35 @@ def test_tool_results_are_replaced_whole() -> None:
     mm.remember("Paris: rain. Lyon: rain.", scope=S, source="tool:weather", metadata={"arguments": {"d": 1}})
     assert [m for m in mm.find(scope=S) if "carried_over_from" in m.metadata] == []
     assert mm.require(old.id, scope=S).status is Status.SUPERSEDED  # the same tool and arguments: a new result
+
+
+def test_llm_reconciler_pauses_a_model_that_cannot_do_the_task(caplog: pytest.LogCaptureFixture) -> None:
+    """Three unusable answers in a row: the rules decide the next batches without a model call, then it is retried."""
+    from memlineage.reconcile._llm import PAUSE_BATCHES, UNUSABLE_IN_A_ROW
+
+    said = ["I'm sorry, I can only help with travel."]
+
+    class Model:
+        calls = 0
+
+        def invoke(self, prompt: str) -> str:
+            return said[0]
+
+    reconciler = LLMReconciler(Model())
+    batch = [
+        (
+            Statement(content="I moved to Lyon", source="user"),
+            [Candidate(id="m1", content="I live in Paris", source="user")],
+        )
+    ]
+    with caplog.at_level("WARNING", logger="memlineage"):
+        for _ in range(UNUSABLE_IN_A_ROW + PAUSE_BATCHES):
+            (decision,) = reconciler.decide(batch)
+            assert decision.decided_by == "rules(fallback)"
+    assert reconciler.calls == UNUSABLE_IN_A_ROW  # paused after the third
+    assert sum("unusable answers in a row" in r.getMessage() for r in caplog.records) == 1
+    reconciler.decide(batch)
+    assert reconciler.calls == UNUSABLE_IN_A_ROW + 1  # tried again after the pause
+    said[0] = json.dumps({"decisions": [{"statement": 1, "action": "new"}]})
+    (decision,) = reconciler.decide(batch)
+    assert decision.decided_by == "llm" and reconciler._unusable == 0

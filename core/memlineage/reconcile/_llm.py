@@ -57,6 +57,12 @@ class _LLMAnswer(BaseModel):
     decisions: list[_LLMDecision]
 
 
+#: Unusable answers in a row (failed call, invalid JSON) after which the model is not asked for a while.
+UNUSABLE_IN_A_ROW = 3
+#: Batches the rules decide alone after that, before the model is tried again.
+PAUSE_BATCHES = 50
+
+
 class LLMReconciler:
     """Update detection by an LLM, validated, batched per user, with a timeout and a fallback to the rules.
 
@@ -77,7 +83,10 @@ class LLMReconciler:
     JSON, fails validation or times out, gets the fallback reconciler's decision (``decided_by="rules(fallback)"``);
     each fallback is logged at WARNING and counted (``fallbacks``). While an earlier call that timed out is still
     running, the model is not asked again (every write would otherwise wait out the timeout): the rules decide, and
-    the model is tried again once that call has ended. An ``update`` / ``contradict`` the model is less sure of than
+    the model is tried again once that call has ended. After :data:`UNUSABLE_IN_A_ROW` unusable answers in a row
+    (failed call, invalid JSON: a model that cannot do the task) the rules decide the next :data:`PAUSE_BATCHES`
+    batches without asking it (logged once), then the model is tried again. An ``update`` / ``contradict`` the
+    model is less sure of than
     :data:`~memlineage.reconcile.APPLY_CONFIDENCE` is recorded as a possible update instead of being applied.
 
     Cost: at most ``ceil(statements with candidates / batch_size)`` calls per write batch (a turn writes one user
@@ -123,6 +132,8 @@ class LLMReconciler:
         self.fallbacks = 0
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlineage-llm")
         self._hung: concurrent.futures.Future[Any] | None = None
+        self._unusable = 0  # unusable answers in a row
+        self._paused = 0  # batches left that the rules decide without asking the model
 
     def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
         """One decision per statement: the model's where valid, the fallback's otherwise."""
@@ -150,6 +161,9 @@ class LLMReconciler:
                 logger.warning("LLM reconciler: an earlier call is still running; the rules decide %d", len(batch))
                 return {}
             self._hung = None
+        if self._paused > 0:
+            self._paused -= 1
+            return {}
         blocks = []
         for n, (st, cands) in enumerate(batch, start=1):
             lines = [
@@ -170,12 +184,13 @@ class LLMReconciler:
             return {}
         except Exception as exc:  # a failing model must never break the write path
             logger.warning("LLM reconciler call failed (%s); using the rules", type(exc).__name__)
-            return {}
+            return self._unusable_answer()
         try:
             parsed = _LLMAnswer.model_validate(_json_object(answer))
         except (ValueError, ValidationError) as exc:
             logger.warning("LLM reconciler answer invalid (%s); using the rules", str(exc).splitlines()[0][:200])
-            return {}
+            return self._unusable_answer()
+        self._unusable = 0
         out: dict[int, Decision] = {}
         for d in parsed.decisions:
             if not 1 <= d.statement <= len(batch) or d.statement in out:
@@ -195,6 +210,16 @@ class LLMReconciler:
                 confidence=d.confidence,
             )
         return out
+
+    def _unusable_answer(self) -> dict[int, Decision]:
+        self._unusable += 1
+        if self._unusable >= UNUSABLE_IN_A_ROW:
+            self._unusable, self._paused = 0, PAUSE_BATCHES
+            logger.warning(
+                "LLM reconciler: %d unusable answers in a row; the rules decide the next %d batches without the model",
+                UNUSABLE_IN_A_ROW, PAUSE_BATCHES,
+            )  # fmt: skip
+        return {}
 
     def close(self) -> None:
         """Stop the worker thread (a call still running is abandoned)."""
