@@ -198,6 +198,9 @@ class ChatHistory:
             if not isinstance(e, ChatEntry) or e.role not in ("user", "assistant", "tool", "system"):
                 msg = f"chat entries must be ChatEntry with role user/assistant/tool/system, got {e!r}"
                 raise InvalidInputError(msg)
+            if not isinstance(e.calls, Mapping) or not (e.call_id is None or isinstance(e.call_id, str)):
+                msg = f"a chat entry's calls must be a mapping of call id to arguments and call_id a str: {e!r}"
+                raise InvalidInputError(msg)
             if not isinstance(e.text, str) or not e.text.strip():
                 msg = f"a chat message needs text for its memory (describe tool calls when there is none): {e!r}"
                 raise InvalidInputError(msg)

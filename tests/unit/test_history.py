@@ -107,3 +107,15 @@ def test_an_answer_repeating_a_number_rests_on_the_result_about_its_topic() -> N
     flight, conversion, answer = turns[2], turns[5], turns[7]
     assert flight.memory.id in answer.memory.derived_from
     assert conversion.memory.id not in answer.memory.derived_from
+
+
+def test_malformed_call_fields_are_refused_before_anything_is_written() -> None:
+    mm = make_manager()
+    history = ChatHistory(mm, scope=Scope(user_id="alice", session_id="s1"))
+    for bad in (
+        ChatEntry("assistant", "called x", calls=[("c1", {})]),  # type: ignore[arg-type]
+        ChatEntry("tool", "ok", name="x", call_id=7),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(InvalidInputError):
+            history.append([ChatEntry("user", "hello there"), bad])
+    assert history.turns() == []
