@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from memlineage.errors import ConfigurationError
-from memlineage.models import Memory
+from memlineage.models import Memory, Status
 
 __all__ = [
     "CandidateFilter",
@@ -420,9 +420,9 @@ def hybrid_recall(
             elif m.status.value not in statuses:
                 trace.excluded.append(Exclusion(f.id, f"status {m.status.value}", None, "guard"))
             elif m.expires_at is not None and m.expires_at <= now:
-                if m.status.value != "expired":
+                if m.status is not Status.EXPIRED:
                     expired.append(m.id)
-                if "expired" in statuses:  # a question about the past: served, flagged by the read policies
+                if Status.EXPIRED.value in statuses:  # a question about the past: served, flagged by policies
                     live.append((f, m))
                 else:
                     trace.excluded.append(Exclusion(f.id, "expired: ttl elapsed", None, "ttl"))

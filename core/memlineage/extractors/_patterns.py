@@ -105,6 +105,7 @@ class LanguageTable:
     additive: tuple[re.Pattern[str], ...] = ()
     past_query: tuple[re.Pattern[str], ...] = ()
     history_query: tuple[re.Pattern[str], ...] = ()
+    contrast: tuple[re.Pattern[str], ...] = ()
     people: tuple[re.Pattern[str], ...] = ()
     self_subject: tuple[re.Pattern[str], ...] = ()
     answer_types: tuple[tuple[str, re.Pattern[str]], ...] = ()
@@ -185,6 +186,7 @@ def _load(language: str) -> LanguageTable:
         additive=_compile(data.get("additive"), f"{language}:additive"),
         past_query=_compile(data.get("past_query"), f"{language}:past_query"),
         history_query=_compile(data.get("history_query"), f"{language}:history_query"),
+        contrast=_compile(data.get("contrast"), f"{language}:contrast"),
         people=_compile(data.get("people"), f"{language}:people"),
         self_subject=_compile(data.get("self_subject"), f"{language}:self_subject"),
         event_query=_compile(data.get("event_query"), f"{language}:event_query"),

@@ -187,7 +187,10 @@ def _kept_details(clause: str, new: str, replaced: str) -> str | None:
     table = tables_for(new)[0]
     k_new = _key_tokens(_without_cues(strip_transcript_prefix(new), table))
     # the old clause's own cues and the value it negated ("Actually, ... Prague, not Bordeaux") are no details
-    clause = _CONTRAST.sub("", _without_cues(clause, tables_for(clause)[0]))
+    own = tables_for(clause)[0]
+    clause = _without_cues(clause, own)
+    for pattern in own.contrast:
+        clause = pattern.sub("", clause)
     clause = re.sub(r"^[\s,.;:!?，。；：！？]+", "", re.sub(r"\s{2,}", " ", clause)).strip()
     k_old = _key_tokens(clause)
     if replaced:
@@ -217,13 +220,6 @@ def _kept_details(clause: str, new: str, replaced: str) -> str | None:
     )
     dropped = re.sub(r"\s+([,.;!?])", r"\1", re.sub(r"\s{2,}", " ", dropped)).strip()
     return _as_sentence(dropped) if dropped and dropped != clause else None
-
-
-#: A contrast naming the value it rules out: ", not Bordeaux", " but not fish", "，不是波尔多".
-_CONTRAST = re.compile(
-    r"(?:,\s*(?:and\s+|but\s+)?|\s+(?:and|but)\s+)not\s+[^,.;:!?]+|[，,]?\s*(?:而)?不是[^，。！？；]+",
-    re.IGNORECASE,
-)
 
 
 def _is_number_or_date(key: str) -> bool:
@@ -328,7 +324,7 @@ def _profile(text: str) -> tuple[bool, bool, bool, frozenset[str], frozenset[str
     body = strip_transcript_prefix(text)
     base = _without_cues(body, table)
     keys = _key_tokens(base)
-    numeric = {k for k in keys if _NUMBER.fullmatch(k) or _TIME_WORDS.fullmatch(k)}
+    numeric = {k for k in keys if _is_number_or_date(k)}
     return (
         table.is_event(body),
         table.is_correction(body),

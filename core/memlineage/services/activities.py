@@ -15,7 +15,7 @@ from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViola
 from memlineage.ledger import Ledger
 from memlineage.models import Activity, Relation, Scope, from_epoch, normalize_metadata, to_epoch
 from memlineage.ports import Clock
-from memlineage.services._rows import activity_owner, edge_row, event_row, row_activity, row_scope
+from memlineage.services._rows import activity_owner, edge_row, event_row, row_activity
 from memlineage.services.reads import Reads
 
 __all__ = ["Activities"]
@@ -229,9 +229,6 @@ class Activities:
         Raises:
             MemoryNotFoundError: no such memory in ``scope``.
         """
-        row = self.ledger.memory_rows([memory_id], embedding=False)[0]  # the scope check only: no lineage read
-        if row is None or not scope.contains(row_scope(row)):
-            msg = f"no memory {memory_id!r} in this scope; check the id and the scope's user_id"
-            raise MemoryNotFoundError(msg)
+        self.reads.require_in_scope(memory_id, scope=scope)  # the scope only: no lineage read
         with self.write_mutex, self.ledger.transaction() as conn:
             self.ledger.set_attribution(conn, memory_id, premises, activity_id)

@@ -30,7 +30,7 @@ from memlineage.models import (
 )
 from memlineage.ports import Clock, VectorIndex
 from memlineage.services._checks import MAX_LIMIT, id_tuple, kind_values
-from memlineage.services._rows import LIVE, event_row, row_activity
+from memlineage.services._rows import LIVE, event_row, row_activity, row_scope
 
 __all__ = ["Reads"]
 
@@ -65,9 +65,18 @@ class Reads:
         """See :meth:`memlineage.MemoryManager.require`."""
         mem = self.get(memory_id, scope=scope)
         if mem is None:
-            msg = f"no memory {memory_id!r} in this scope; check the id and the scope's user_id"
-            raise MemoryNotFoundError(msg)
+            raise _not_found(memory_id)
         return mem
+
+    def require_in_scope(self, memory_id: str, *, scope: Scope) -> None:
+        """Like :meth:`require` without loading the memory's lineage: only its row's scope is checked.
+
+        Raises:
+            MemoryNotFoundError: no such memory in ``scope``.
+        """
+        row = self.ledger.memory_rows([memory_id], embedding=False)[0]
+        if row is None or not scope.contains(row_scope(row)):
+            raise _not_found(memory_id)
 
     def find(
         self,
@@ -278,3 +287,7 @@ class Reads:
         if user is None:
             out["index_entries"] = self.index.count()
         return out
+
+
+def _not_found(memory_id: str) -> MemoryNotFoundError:
+    return MemoryNotFoundError(f"no memory {memory_id!r} in this scope; check the id and the scope's user_id")
