@@ -228,3 +228,33 @@ def test_a_stamp_that_differs_reloads_the_user() -> None:
     assert idx.query("canoe", 5, w) == [] and loads["n"] == 2
     ledger["u"][0] = doc("a0", "blue tent", 7, "suspect")  # a status change made elsewhere
     assert idx.query("tent", 5, w) == [] and loads["n"] == 3
+
+
+def test_users_queried_least_recently_are_evicted_beyond_max_docs_and_reload() -> None:
+    """Issue 27: the keyword index holds at most ``max_docs`` documents; an evicted user reads back on query."""
+    from memlineage import ConfigurationError
+
+    ledger = {
+        u: [(f"{u}{i}", f"{u} note number {i} about kayaks", {"status": "active"}) for i in range(6)] for u in "abc"
+    }
+    loads: list[str] = []
+
+    def loader(user: str) -> list[tuple[str, str, dict[str, object]]]:
+        loads.append(user)
+        return list(ledger.get(user, []))
+
+    idx = LexicalIndex(loader=loader, max_docs=10)
+    for u in "abc":
+        hits = idx.query("kayaks", 10, IndexFilter(user_id=u, statuses=("active",)))
+        assert {h.id for h in hits} == {f"{u}{i}" for i in range(6)}
+        assert idx.count() <= 10  # never more than one user's 6 plus what fits
+    assert loads == ["a", "b", "c"] and "a0" not in idx.ids()  # "a" was the least recently queried
+    hits = idx.query("kayaks", 10, IndexFilter(user_id="a", statuses=("active",)))
+    assert len(hits) == 6 and loads[-1] == "a"  # read back through the loader, same answer
+    idx.upsert(["c9"], ["c late kayaks"], [{"user_id": "c", "status": "active"}])  # a write for an evicted user is
+    assert "c9" not in idx.ids()  # left to the loader, which the ledger backs
+    with pytest.raises(ConfigurationError):
+        LexicalIndex(max_docs=0)
+    unbounded = LexicalIndex(max_docs=1)  # without a loader nothing is evicted: nothing could bring it back
+    unbounded.upsert(["x", "y"], ["one", "two"], [{"user_id": "u"}, {"user_id": "v"}])
+    assert unbounded.count() == 2

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -19,6 +21,7 @@ from memlineage.extractors import (
     is_forcing_directive,
 )
 from memlineage.models import Lineage, Memory, Scope, SourceKind
+from memlineage.testing import make_manager
 from memlineage.value import (
     BufferedItem,
     ReinforcementBatch,
@@ -391,6 +394,31 @@ class TestLLMExtractor:
         assert vm.assess("I want an aisle seat").extractor == "llm"
         assert vm.assess("I want an aisle seat").extractor == "llm"
         assert ext.calls == 3
+
+    def test_a_hung_model_does_not_make_every_later_write_wait(self):
+        """Issue 27: one hung call times out; while it still runs, later texts fall back without asking again."""
+        release, asked = threading.Event(), []
+
+        def hang(prompt: str) -> str:
+            asked.append(prompt)
+            release.wait(5)
+            return VALID
+
+        ext = LLMExtractor(hang, timeout=0.05)
+        with make_manager(value_model=ValueModel(ext)) as mm:
+            for n in range(4):
+                mm.remember(f"I collect stamps from country number {n}", scope=Scope(user_id="u"))
+        assert len(asked) == 1 and ext.fallbacks == 4  # the model was asked once, not four times
+        release.set()
+        for _ in range(100):
+            if not ext._call.busy:
+                break
+            time.sleep(0.01)
+        assert ext.extract("I prefer aisle seats").extractor == "llm" and len(asked) == 2  # asked again once free
+
+    def test_timeout_out_of_range_is_refused(self):
+        with pytest.raises(ConfigurationError):
+            LLMExtractor(lambda p: VALID, timeout=0)
 
     def test_llamaindex_mock_llm_echo_falls_back(self):
         from llama_index.core.llms import MockLLM

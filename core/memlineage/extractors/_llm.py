@@ -16,6 +16,7 @@ bad model output.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import re
@@ -27,7 +28,7 @@ from memlineage.errors import ConfigurationError
 from memlineage.extractors._base import FeatureExtractor, GoalRelation, InfoType, MemoryFeatures
 from memlineage.extractors._rules import RuleBasedExtractor, is_forcing_directive
 
-__all__ = ["LLMExtractor", "LLMFeatureOutput", "call_model", "check_model"]
+__all__ = ["BoundedModel", "LLMExtractor", "LLMFeatureOutput", "ModelUnavailableError", "call_model", "check_model"]
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +102,67 @@ def call_model(model: Any, prompt: str) -> str:
     raise ConfigurationError(msg)
 
 
+class ModelUnavailableError(Exception):
+    """A bounded model call gave no answer: it timed out, or an earlier call that timed out still runs."""
+
+
+class BoundedModel:
+    """One model called with a time limit, never queuing a call behind one that hangs.
+
+    Every model call on the write path goes through one of these: a call waits at most ``timeout`` seconds; while a
+    call that timed out is still running, later calls are refused at once instead of each waiting out the limit (a
+    hung model would otherwise slow every write by ``timeout``). The call runs on one worker thread; an abandoned
+    call finishes (or not) in the background.
+
+    Args:
+        model: LangChain chat model / runnable, LlamaIndex LLM or callable ``str -> str`` (see :func:`call_model`).
+        timeout: Seconds to wait for one answer, > 0.
+        name: Thread-name prefix, for debugging.
+
+    Raises:
+        ConfigurationError: unsupported model, or ``timeout`` not > 0.
+    """
+
+    def __init__(self, model: Any, *, timeout: float, name: str = "memlineage-llm") -> None:
+        check_model(model)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+            msg = f"timeout must be > 0 seconds, got {timeout!r}"
+            raise ConfigurationError(msg)
+        self.model = model
+        self.timeout = float(timeout)
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._hung: concurrent.futures.Future[str] | None = None
+
+    @property
+    def busy(self) -> bool:
+        """Whether a call that timed out is still running (the next call would be refused)."""
+        if self._hung is not None and self._hung.done():
+            self._hung = None
+        return self._hung is not None
+
+    def __call__(self, prompt: str) -> str:
+        """The model's answer to ``prompt``.
+
+        Raises:
+            ModelUnavailableError: no answer within ``timeout``, or an earlier call still hangs.
+            Exception: whatever the model's own call raised.
+        """
+        if self.busy:
+            msg = "an earlier model call that timed out is still running"
+            raise ModelUnavailableError(msg)
+        future = self._pool.submit(call_model, self.model, prompt)
+        try:
+            return future.result(timeout=self.timeout)
+        except concurrent.futures.TimeoutError:
+            self._hung = future
+            msg = f"no answer within {self.timeout:.1f} s"
+            raise ModelUnavailableError(msg) from None
+
+    def close(self) -> None:
+        """Stop the worker thread (a call still running is abandoned)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
 def check_model(model: Any) -> None:
     """Refuse a model :func:`call_model` cannot call.
 
@@ -149,15 +211,19 @@ class LLMExtractor:
         fallback: Extractor used when the model output is invalid twice or the call fails; default
             :class:`RuleBasedExtractor`.
         max_retries: Extra attempts after an invalid answer, in [0, 3]; default 1 (the issue's "retry once").
+        timeout: Seconds to wait for one model answer, > 0 (default 20). A call that times out falls back to the
+            rules, and while it still runs later texts fall back at once instead of waiting again.
 
     Raises:
-        ConfigurationError: ``model`` has no supported interface or ``max_retries`` is out of range.
+        ConfigurationError: ``model`` has no supported interface, or ``max_retries`` / ``timeout`` is out of range.
     """
 
     name = "llm"
 
-    def __init__(self, model: Any, *, fallback: FeatureExtractor | None = None, max_retries: int = 1) -> None:
-        check_model(model)
+    def __init__(
+        self, model: Any, *, fallback: FeatureExtractor | None = None, max_retries: int = 1, timeout: float = 20.0
+    ) -> None:
+        self._call = BoundedModel(model, timeout=timeout, name="memlineage-llm-features")
         if not 0 <= max_retries <= 3:
             msg = f"max_retries must be in [0, 3], got {max_retries}"
             raise ConfigurationError(msg)
@@ -182,8 +248,8 @@ class LLMExtractor:
         for attempt in range(self.max_retries + 1):
             try:
                 self.calls += 1
-                answer = call_model(self.model, prompt)
-            except Exception as exc:  # a failing model must not break the write path
+                answer = self._call(prompt)
+            except Exception as exc:  # a failing or hung model must not break or stall the write path
                 logger.warning("LLM feature extraction call failed (%s); falling back to rules", exc)
                 break
             try:

@@ -172,18 +172,20 @@ _ENTITY_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"(?:周|星期|礼拜)[一二三四五六日天]"
         ),
     ),
-    ("amount", re.compile(r"[$€£¥￥]\s?\d[\d,]*(?:\.\d+)?(?:\s?[kKmM]\b)?")),
+    ("amount", re.compile(r"[$€£¥￥]\s?\d[\d,]{0,24}(?:\.\d{1,8})?(?:\s?[kKmM]\b)?")),
     (
         "amount",
         re.compile(
-            r"\b\d[\d,]*(?:\.\d+)?\s?(?:dollars?|usd|eur|euros?|rmb|yuan|gbp|%|percent|kg|km|"
+            r"\b\d[\d,]{0,24}(?:\.\d{1,8})?\s?(?:dollars?|usd|eur|euros?|rmb|yuan|gbp|%|percent|kg|km|"
             r"miles?|hours?|minutes?|mins?|nights?|days?)\b",
             re.I,
         ),
     ),
     (
         "amount",
-        re.compile(r"\d[\d,]*(?:\.\d+)?\s?(?:元|块钱?|万元?|美元|人民币|英镑|欧元|公里|公斤|%|小时|分钟|天|晚)"),
+        re.compile(
+            r"(?<![\d,.])\d[\d,]{0,24}(?:\.\d{1,8})?\s?(?:元|块钱?|万元?|美元|人民币|英镑|欧元|公里|公斤|%|小时|分钟|天|晚)"
+        ),
     ),
     (
         "product",
@@ -196,13 +198,13 @@ _NAME_AFTER = re.compile(r"\b(?:my name is|i am called|i'm called|call me|named)
 
 def _entities(text: str) -> tuple[str, ...]:
     found: list[str] = []
-    spans: list[tuple[int, int]] = []
+    covered = bytearray(len(text) + 1)  # characters inside an earlier match: linear, whatever the match count
     for label, pattern in _ENTITY_PATTERNS:
         for match in pattern.finditer(text):
             start, end = match.span()
-            if any(s <= start < e or s < end <= e for s, e in spans):
+            if covered[start] or covered[max(start, end - 1)]:
                 continue  # already covered by an earlier, more specific pattern
-            spans.append((start, end))
+            covered[start:end] = b"\x01" * (end - start)
             found.append(f"{label}:{match.group(0).strip()}")
     for match in _NAME_AFTER.finditer(text):
         found.append(f"name:{match.group(1)}")
@@ -325,6 +327,8 @@ def detect_slot(text: str) -> tuple[str | None, str | None]:
         for rule in table.slots:
             for pattern in rule.patterns:
                 for match in pattern.finditer(text):
+                    if "{" not in rule.key and any(p.match(text, match.start()) for p in table.people):
+                        continue  # "我姐姐刚搬到柏林": a fixed user slot, said of another person
                     slot, value = _fill(rule, match, table)
                     if slot is not None:
                         return slot, value

@@ -34,6 +34,7 @@ import math
 import re
 import threading
 import unicodedata
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -41,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from memlineage.errors import MissingDependencyError
+from memlineage.errors import ConfigurationError, MissingDependencyError
 from memlineage.index._base import IndexFilter, ScopeTally, ledger_stamp
 
 __all__ = ["LexicalHit", "LexicalIndex", "date_tokens", "tokenize"]
@@ -406,6 +407,11 @@ class LexicalIndex:
             mode), whose writes never pass through this object.
         k1: BM25 term-frequency saturation, > 0; default 1.2.
         b: BM25 length normalisation, in [0, 1]; default 0.75.
+        max_docs: With ``loader``: most documents held over all users, >= 1 (default 250,000, about 1.7 GB at the
+            ~7 KB a short memory's postings take; the vector blocks' ``cache_vectors`` default). Beyond it the users
+            queried least recently are dropped and read again through ``loader`` on their next query; the user
+            being queried or written is kept even when it alone is larger. Without a loader nothing is evicted
+            (nothing could bring it back).
 
     Example:
         >>> from memlineage.index._base import IndexFilter
@@ -422,8 +428,14 @@ class LexicalIndex:
         stamp: Callable[[str], tuple[int, int, int]] | None = None,
         k1: float = 1.2,
         b: float = 0.75,
+        max_docs: int = 250_000,
     ) -> None:
-        self._users: dict[str, _UserIndex] = {}
+        if isinstance(max_docs, bool) or not isinstance(max_docs, int) or max_docs < 1:
+            msg = f"max_docs must be an int >= 1, got {max_docs!r}"
+            raise ConfigurationError(msg)
+        self.max_docs = max_docs
+        #: Users in least-recently-used order (first = next to evict).
+        self._users: OrderedDict[str, _UserIndex] = OrderedDict()
         self._owner: dict[str, str] = {}
         self._loader = loader
         self._stamp = stamp if loader is not None else None
@@ -472,6 +484,8 @@ class LexicalIndex:
                     tokens.extend(date_tokens(when))
                 self._users.setdefault(user, _UserIndex()).add(mid, tokens, meta)
                 self._owner[mid] = user
+            if ids:
+                self._evict(keep=str(metadatas[-1]["user_id"]) if metadatas else None)
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into existing documents (e.g. a status change); unknown ids are skipped."""
@@ -535,7 +549,18 @@ class LexicalIndex:
         ui = self._users.get(user)
         if ui is None or not ui.docs:
             return None
+        self._users.move_to_end(user)
+        self._evict(keep=user)
         return ui
+
+    def _evict(self, keep: str | None) -> None:
+        """Drop the least recently used users beyond ``max_docs`` documents (only what ``loader`` can reload)."""
+        if self._loader is None or len(self._owner) <= self.max_docs:
+            return
+        for user in [u for u in self._users if u != keep]:
+            if len(self._owner) <= self.max_docs:
+                break
+            self.invalidate(user)
 
     def query(self, text: str, k: int, where: IndexFilter) -> list[LexicalHit]:
         """Top-``k`` documents of ``where.user_id`` by BM25 score, among those passing ``where``.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import logging
 from collections.abc import Sequence
@@ -11,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memlineage.errors import ConfigurationError
-from memlineage.extractors._llm import _json_object, call_model, check_model
+from memlineage.extractors._llm import BoundedModel, ModelUnavailableError, _json_object
 from memlineage.reconcile._model import Action, Candidate, Decision, Reconciler, Statement
 from memlineage.reconcile._rules import RuleReconciler
 
@@ -115,10 +114,7 @@ class LLMReconciler:
     def __init__(
         self, model: Any, *, fallback: Reconciler | None = None, timeout: float = 20.0, batch_size: int = 8
     ) -> None:
-        check_model(model)
-        if not timeout > 0:
-            msg = f"timeout must be > 0 seconds, got {timeout!r}"
-            raise ConfigurationError(msg)
+        self._call = BoundedModel(model, timeout=timeout, name="memlineage-llm-reconcile")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             msg = f"batch_size must be an int >= 1, got {batch_size!r}"
             raise ConfigurationError(msg)
@@ -130,8 +126,6 @@ class LLMReconciler:
         self.calls = 0
         self.prompt_chars = 0
         self.fallbacks = 0
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlineage-llm")
-        self._hung: concurrent.futures.Future[Any] | None = None
         self._unusable = 0  # unusable answers in a row
         self._paused = 0  # batches left that the rules decide without asking the model
 
@@ -156,11 +150,9 @@ class LLMReconciler:
         return out
 
     def _ask(self, batch: Sequence[tuple[Statement, Sequence[Candidate]]]) -> dict[int, Decision]:
-        if self._hung is not None:
-            if not self._hung.done():
-                logger.warning("LLM reconciler: an earlier call is still running; the rules decide %d", len(batch))
-                return {}
-            self._hung = None
+        if self._call.busy:
+            logger.warning("LLM reconciler: an earlier call is still running; the rules decide %d", len(batch))
+            return {}
         if self._paused > 0:
             self._paused -= 1
             return {}
@@ -175,12 +167,10 @@ class LLMReconciler:
         prompt = _PROMPT.format(items="\n\n".join(blocks))
         self.calls += 1
         self.prompt_chars += len(prompt)
-        future = self._pool.submit(call_model, self.model, prompt)
         try:
-            answer = future.result(timeout=self.timeout)
-        except concurrent.futures.TimeoutError:
-            self._hung = future
-            logger.warning("LLM reconciler: no answer within %.1f s; using the rules", self.timeout)
+            answer = self._call(prompt)
+        except ModelUnavailableError as exc:
+            logger.warning("LLM reconciler: %s; using the rules", exc)
             return {}
         except Exception as exc:  # a failing model must never break the write path
             logger.warning("LLM reconciler call failed (%s); using the rules", type(exc).__name__)
@@ -223,4 +213,4 @@ class LLMReconciler:
 
     def close(self) -> None:
         """Stop the worker thread (a call still running is abandoned)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._call.close()

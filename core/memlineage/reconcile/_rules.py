@@ -15,7 +15,7 @@ from memlineage.extractors._rules import (
 )
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._model import Action, Candidate, Decision, Statement
-from memlineage.reconcile._signals import clauses_of
+from memlineage.reconcile._signals import asserting_text, clauses_of
 from memlineage.reconcile._text import (
     _naive,
     _norm_value,
@@ -114,6 +114,10 @@ class RuleReconciler:
     def _decide_one(self, st: Statement, cands: list[Candidate]) -> Decision:
         if not cands:
             return Decision(reason="no live memory it could update")
+        asserted = asserting_text(st.content)  # the write path passes this already; other callers may not
+        if not asserted.strip():
+            return Decision(reason="asserts nothing about the present (a question, request or supposition)")
+        st = st if asserted == st.content else st.model_copy(update={"content": asserted})
         table = tables_for(st.content)[0]
         text = strip_transcript_prefix(st.content)
         cue = table.cue(text)
@@ -229,10 +233,13 @@ class RuleReconciler:
             for n, c in enumerate(cands):
                 if not _own_statement(c, source_kind, speaker):
                     continue  # one withdraws one's own statements; what derives from them turns suspect
-                body = content_terms(strip_transcript_prefix(c.content))
+                plain = strip_transcript_prefix(c.content)
+                body = content_terms(plain)
                 share = _overlap(wanted, body)
                 if share < threshold or _negated(c.content) is not None:
                     continue
+                if verb == "denies" and _qualifies(wanted - body, plain):
+                    continue  # "I don't eat fish on Fridays" narrows "I eat meat and fish"; it does not deny it
                 key = (len(wanted & body), share, _naive(c.valid_from), n)
                 if best is None or key > best[:4]:
                     best = (*key, c, obj, pattern.pattern)
@@ -319,6 +326,26 @@ def _other_subjects(a: str, b: str) -> bool:
 
 #: Negations that state a change ("no longer", "anymore", 不再): one word of the old fact is enough.
 _STATE_CHANGE = re.compile(r"no\s+longer|any\s?more|不再|已经不", re.IGNORECASE)
+
+
+#: Words a negation adds that only say the fact changed ("… any longer", "… these days"), not how far it holds.
+_CHANGE_TERMS = frozenset({"longer", "anymore", "more", "now", "day", "these", "nowadays", "现在", "已经"})
+#: Characters that CJK bigrams straddle without adding a word (aspect and mood particles).
+_PARTICLES = frozenset("了的过吗呢吧啦啊呀")
+
+
+def _qualifies(missing: set[str], old: str) -> bool:
+    """Whether words of a negated fact the old statement lacks restrict it (a time, a place, a condition).
+
+    A negation that names more than the old statement held ("not on Fridays", "周末不") denies only part of it, so it
+    is no withdrawal. Change words and particles do not count; a CJK bigram counts when one of its characters is new.
+    """
+    for term in missing - _CHANGE_TERMS:
+        if term.isascii():
+            return True
+        if any(ch not in old and ch not in _PARTICLES for ch in term):
+            return True
+    return False
 
 
 def _own_statement(c: Candidate, source_kind: str, speaker: str | None) -> bool:
