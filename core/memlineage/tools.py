@@ -12,16 +12,21 @@ checks, result text and error messages live here, so both frameworks behave the 
   paraphrase, stored with source ``agent`` (trust 0.7); ``origin="user"`` means the user said it in this
   conversation, stored with source ``user`` but confidence 0.9 and ``metadata.relayed_by="agent"``: it is the
   model's word that the user said it, not a verbatim capture of the user's turn (which the memory adapters store
-  themselves). ``allow_user_origin=False`` makes every tool write ``agent``-sourced.
+  themselves). ``allow_user_origin=False`` makes every tool act as the agent: writes are ``agent``-sourced, and
+  ``correct_memory`` / ``forget_memory`` ask as the agent, so write protection refuses both on what the user
+  asserted.
 - ``correct_memory(memory_id, new_content, origin)``: :meth:`~memlineage.MemoryManager.supersede` by id with the
   new words (default origin ``user``: corrections normally relay the user); the old version stays in the ledger as
   ``superseded`` and everything derived from it becomes ``suspect``.
-- ``forget_memory(memory_id, reason)``: :meth:`~memlineage.MemoryManager.retract` with the reason; never a hard
-  delete; dependents become ``suspect``.
+- ``forget_memory(memory_id, reason)``: :meth:`~memlineage.MemoryManager.retract` with the reason, asked as the
+  user (relayed) or, with ``allow_user_origin=False``, as the agent; never a hard delete; dependents become
+  ``suspect``.
 
-Every write carries the tool call's activity (``activity_id``, e.g. the LangChain tool run id): when a capture
-callback recorded that activity the memory is ``wasGeneratedBy`` it; otherwise the tools record a ``tool_call``
-activity of their own with the arguments. Bad input, unknown ids and another user's ids raise
+Every write carries the tool call's activity (``activity_id``, e.g. the LangChain tool run id or the model's tool
+call id): when a capture callback recorded that call in this scope the memory is ``wasGeneratedBy`` it; otherwise
+the tools record a ``tool_call`` activity of their own with a new MemLineage id, the framework's id kept as its
+``tool_call_id``. Framework ids are therefore per scope: the same call id used in two users' runs is two
+activities, and never blocks the other user's tools. Bad input, unknown ids and another user's ids raise
 :class:`MemoryToolError` with a short message for the model, write nothing and never reveal whether an id exists
 in another scope.
 
@@ -215,8 +220,9 @@ class MemoryTools:
         manager: The memory store.
         scope: Whose memory the tools read and write; required (a ``Scope``, mapping or user id).
         k: Default number of ``search_memory`` results (1..20).
-        allow_user_origin: Let ``origin="user"`` store ``user``-sourced memories; ``False`` stores every tool
-            write with source ``agent``.
+        allow_user_origin: Let ``origin="user"`` store ``user``-sourced memories; ``False`` makes every tool act
+            as the agent (writes with source ``agent``; corrections and withdrawals asked as ``agent``, so write
+            protection refuses them on user-asserted memories).
         kind: Memory kind of tool writes (default ``semantic``: the agent chose to keep it).
         llm: The agent's model: it judges whether a ``remember`` updates a memory
             (:meth:`~memlineage.MemoryManager.model_reconciler`); None = the store's reconciler.
@@ -298,21 +304,37 @@ class MemoryTools:
         return by_prev.get(mem.id)
 
     def activity(self, tool: str, activity_id: str | None, arguments: Mapping[str, Any]) -> str:
-        """The id of the tool call's activity: the framework's (recorded when nobody has yet) or a new one."""
-        if activity_id:
-            # the call a capture recorded (its framework ids are attributes of MemLineage's own activity)
-            found = self.manager.find_activities(
-                self.scope, tool_call_id=str(activity_id)
-            ) or self.manager.find_activities(self.scope, run_id=str(activity_id))
-            if found:
-                return found[-1].id
-        aid = str(activity_id) if activity_id else new_id()
-        if self.manager.get_activity(aid, scope=self.scope) is None:
+        """The id of the tool call's activity in this scope: the one recorded for the framework's id, or a new one.
+
+        A framework's id (a tool run id, the model's tool call id) is looked up in this scope only: as the
+        ``tool_call_id`` or ``run_id`` a capture recorded, or as the id of an activity of this scope. When none is
+        found, a ``tool_call`` activity with a new MemLineage id is recorded and the framework's id becomes its
+        ``tool_call_id``: the same id in another scope (a model that numbers its calls ``call_0``, ``call_1``...)
+        is another activity, and nothing about it is revealed here.
+
+        Raises:
+            MemoryToolError: the activity could not be recorded (nothing was written).
+        """
+        key = str(activity_id) if activity_id else None
+        with _mapped():
+            if key:
+                # the call a capture recorded (its framework ids are attributes of MemLineage's own activity)
+                found = self.manager.find_activities(self.scope, tool_call_id=key) or self.manager.find_activities(
+                    self.scope, run_id=key
+                )
+                if found:
+                    return found[-1].id
+                own = self.manager.get_activity(key, scope=self.scope)  # recorded by the application in this scope
+                if own is not None:
+                    return own.id
             args = {k: (v[:500] if isinstance(v, str) else v) for k, v in arguments.items()}
-            self.manager.record_activity(
-                Activity(id=aid, kind="tool_call", name=tool, scope=self.scope, metadata={"input": args})
-            )
-        return aid
+            act = self.manager.record_activity(
+                Activity(
+                    id=new_id(), kind="tool_call", name=tool, scope=self.scope, tool_call_id=key,
+                    metadata={"input": args},
+                )
+            )  # fmt: skip
+        return act.id
 
     # ------------------------------------------------------------------ the tools
     def search(self, query: Any, k: Any = None, *, activity_id: str | None = None) -> str:
@@ -391,7 +413,10 @@ class MemoryTools:
         with _mapped():
             # retract() records its own invalidation activity (passing ``aid`` would overwrite the tool call's
             # activity with kind "invalidation"); the tool call is linked as having used the withdrawn memory
-            report = self.manager.retract(mem.id, scope=self.scope, reason=f"forget_memory: {why}")
+            # the same source as a correction's: the user's request relayed, or the agent's own when tool writes
+            # may not speak for the user (write protection then refuses withdrawing what the user asserted)
+            source = "user" if self.allow_user_origin else "agent"
+            report = self.manager.retract(mem.id, scope=self.scope, reason=f"forget_memory: {why}", source=source)
             self.manager.link(mem.id, aid, "used", scope=self.scope)
         return f"Withdrew {marker(mem.id)} ({why}); it stays in the history." + _suspects(report.suspect)
 
