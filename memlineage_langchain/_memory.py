@@ -10,26 +10,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage, get_buffer_string
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config
 from memlineage._construct import typed_construction
 from memlineage.capture import RunRecorder, ToolCallSpec, ashield, shield
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, new_id
 from memlineage.retrieval import RecallHit
-from memlineage.window import fit_to_budget
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from typing_extensions import override
 
 from memlineage_langchain._convert import (
     RECALLED_KEY,
     action_text,
-    memory_lines,
+    memory_note,
     optional_scope,
     require_scope,
     scope_from_config,
     scope_from_mapping,
     text_of,
+    transcript,
     user_text,
 )
 
@@ -38,7 +38,7 @@ __all__ = ["LineageMemory"]
 logger = logging.getLogger(__name__)
 
 _MAX_PENDING = 1024
-_BLOCK_HEADER = "Recalled memories, best first (quoted; cite as [m:<id>]; status, who said it and date in brackets):"
+_BLOCK_HEADER = "Recalled memories, best first (cite as [m:<id>]):"
 
 
 def _turn_messages(mems: Sequence[Memory]) -> list[BaseMessage]:
@@ -74,10 +74,14 @@ class LineageMemory(BaseMemory):
     ``max_turns`` exchanges: the user's message, the turn's tool calls with their results as an AI message with
     ``tool_calls`` followed by ``ToolMessage``s, and the answer), and **a separate block of recalled memories**,
     the ones most relevant to the current input across the user's sessions, within ``max_memory_tokens`` (best
-    first; one line each with its ``[m:<id>]`` marker, status, who said it and date; acknowledgements and what the
-    recent turns already show are left out). With ``return_messages=True`` the block is one ``SystemMessage``
-    before the turns; otherwise both are one string. ``save_context`` stores the input as a ``user`` memory and
-    the output as an ``agent`` memory derived from what it rests on; ``intermediate_steps`` (``AgentExecutor(...,
+    first; acknowledgements and what the recent turns already show are left out), delimited as data: a header, a
+    note that the lines are quoted data, then between ``<recalled_memories>`` tags one line each with its
+    ``[m:<id>]`` marker, status, who said it and date, and the text as one quoted string, so that a tool result
+    can never pose as the user's or the system's words. With ``return_messages=True`` the block is one
+    ``HumanMessage`` before the turns (never a ``SystemMessage``: what it holds is not the system's word);
+    otherwise both are one string, each recent message one line that says who said it, its text quoted.
+    ``save_context`` stores the input as a ``user`` memory and the output as an ``agent`` memory derived from what it
+    rests on; ``intermediate_steps`` (``AgentExecutor(...,
     return_intermediate_steps=True)``) become tool-call activities and ``tool:<name>`` memories. ``clear()``
     archives this session's memories only (kept in the ledger, never another user's or session's). A failure of
     the store never raises into the agent: it is logged, counted (``stats()["adapter_errors"]``) and the turn goes
@@ -156,19 +160,19 @@ class LineageMemory(BaseMemory):
         shown: list[RecallHit] = [
             h for h in hits if h.memory.id not in in_turns and not h.memory.metadata.get("filler")
         ]
-        lines = fit_to_budget([_BLOCK_HEADER, *memory_lines(shown)], self.max_memory_tokens) if shown else []
-        shown = shown[: max(0, len(lines) - 1)]
+        block, count = memory_note(_BLOCK_HEADER, shown, self.max_memory_tokens)
+        shown = shown[:count]
         # what the model sees, the block and the recent turns, is the turn's context (its possible premises)
         ids = [h.memory.id for h in shown] + sorted(in_turns - {h.memory.id for h in shown})
         with self._lock:
             if len(self._pending) >= _MAX_PENDING:
                 self._pending.pop(next(iter(self._pending)))
             self._pending[(scope.user_id, scope.session_id, query)] = ids
-        block = "\n".join(lines)
         if self.return_messages:
-            value: Any = ([SystemMessage(content=block)] if block else []) + turns
+            # the block is data, never the system's voice: a human-side message that says what it holds
+            value: Any = ([HumanMessage(content=block)] if block else []) + turns
         else:
-            value = "\n\n".join(x for x in (block, get_buffer_string(turns) if turns else "") if x)
+            value = "\n\n".join(x for x in (block, transcript(turns)) if x)
         return {self.memory_key: value, RECALLED_KEY: ids}
 
     def _recent(self, scope: Scope) -> tuple[list[BaseMessage], set[str]]:

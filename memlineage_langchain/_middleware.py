@@ -23,13 +23,12 @@ from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec, ashield, s
 from memlineage.errors import InvalidInputError
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, new_id
-from memlineage.window import fit_to_budget
 from typing_extensions import NotRequired, override
 
 from memlineage_langchain._convert import (
     final_ai_text,
     last_human_text,
-    memory_lines,
+    memory_note,
     require_scope,
     scope_from_config,
     scope_from_mapping,
@@ -82,9 +81,11 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
 
     - ``before_agent``: recalls the memories relevant to the user's last message and starts the run (the message
       becomes a ``user`` memory).
-    - ``wrap_model_call``: appends the recalled memories, each with its citable ``[m:<id>]`` marker, to the system
-      message (the message history is untouched); the model's tool calls and the text sent with them are
-      recorded.
+    - ``wrap_model_call``: appends the recalled memories to the system message as one delimited data block
+      (``<recalled_memories>`` ... ``</recalled_memories>``, after the header and a note that the lines are quoted
+      data): one line each with its citable ``[m:<id>]`` marker, status, who said it and date, and the text as one
+      quoted string, so a tool result can never pose as the user's or the system's words (the message history is
+      untouched); the model's tool calls and the text sent with them are recorded.
     - ``wrap_tool_call``: the tool result becomes a ``tool:<name>`` memory derived from what supplied the call's
       arguments; an error (``ToolMessage(status="error")`` or raised) closes the call with ``outcome="error"``
       and is never stored as a memory; raised errors propagate.
@@ -170,14 +171,13 @@ class LineageMiddleware(AgentMiddleware[LineageState, Any, Any]):
 
     # ------------------------------------------------------------------ turn start / end
     def _start(self, scope: Scope, text: str, hits: list[Any]) -> dict[str, Any]:
-        lines = fit_to_budget([self.header, *memory_lines(hits)], self.max_note_tokens)
-        shown = [h.memory for h in hits[: max(0, len(lines) - 1)]]
+        note, count = memory_note(self.header, hits, self.max_note_tokens)
+        shown = [h.memory for h in hits[:count]]
         run = self._recorder.start_run(
             scope, new_id(), text, name="create_agent", framework="langchain", recalled=shown,
             reconciler=self._reconciler(),
         )  # fmt: skip
-        notes = "\n".join(lines) if shown else ""
-        return {"memlineage_run": run.run_id, "memlineage_notes": notes}
+        return {"memlineage_run": run.run_id, "memlineage_notes": note}
 
     @override
     def before_agent(self, state: LineageState, runtime: Runtime[Any]) -> dict[str, Any] | None:

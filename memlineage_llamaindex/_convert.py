@@ -144,13 +144,16 @@ _ROLE_OF = {
     MessageRole.SYSTEM: "system",
     MessageRole.DEVELOPER: "system",
 }
+#: Confidence of a message whose role is not known: stored as a tool result of that role at the lowest trust.
+UNKNOWN_ROLE_CONFIDENCE = 0.5
 
 
 def message_to_entry(message: ChatMessage) -> ChatEntry:
     """A history entry for a LlamaIndex message: its text for the memory, the rest as payload.
 
     The payload keeps the role, non-text blocks (tool calls) and ``additional_kwargs``. A message that only calls
-    tools is remembered as ``called name({...})``.
+    tools is remembered as ``called name({...})``. A role outside the known ones is stored as a tool result named
+    ``role:<role>`` at the lowest trust, never as the user's or the system's words.
 
     Raises:
         InvalidInputError: not a ``ChatMessage``.
@@ -170,12 +173,16 @@ def message_to_entry(message: ChatMessage) -> ChatEntry:
         )
         text = f"called {described}" if described else f"({message.role.value} message without text)"
     name = message.additional_kwargs.get("name") or message.additional_kwargs.get("tool_name")
-    role = _ROLE_OF.get(message.role, "system")
+    role = _ROLE_OF.get(message.role)
+    confidence = 1.0
+    if role is None:  # a role this mapping does not know is never the user's or the system's words
+        role, name, confidence = "tool", name or f"role:{message.role}", UNKNOWN_ROLE_CONFIDENCE
     requested = {i: kw for i, (_, kw) in tool_calls_of(message).items()} if role == "assistant" else {}
     call_id = message.additional_kwargs.get("tool_call_id") if role == "tool" else None
     return ChatEntry(
         role=role,  # type: ignore[arg-type]
         text=text, name=name, payload=payload, calls=requested, call_id=str(call_id) if call_id else None,
+        confidence=confidence,
     )  # fmt: skip
 
 

@@ -120,7 +120,8 @@ def memory_tools(
         scope: Whose memory the tools manage (a ``Scope``, mapping or user id); required.
         k: Default number of search results (1..20).
         allow_user_origin: Let ``origin="user"`` store ``user``-sourced memories (relayed by the agent:
-            confidence 0.9, ``metadata.relayed_by="agent"``); ``False`` stores every tool write as ``agent``.
+            confidence 0.9, ``metadata.relayed_by="agent"``); ``False`` makes every tool act as the agent (writes
+            stored as ``agent``; ``correct_memory`` and ``forget_memory`` refused on what the user asserted).
         llm: The agent's model: it judges whether a ``remember`` updates a memory; None = the store's reconciler.
 
     Returns:

@@ -8,6 +8,7 @@ for the decisions and the rules behind them.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
@@ -240,8 +241,13 @@ def _statement(ports: _Ports, d: Any, now: datetime) -> Statement | None:
         return None  # agent text, reasoning, consolidation...: never matched by content (no silent overrides)
     return Statement(
         content=content, source=source, slot=d.slot, slot_value=d.slot_value, valid_from=d.valid_from or now,
-        session=d.scope.session_id, scope_key=f"{d.scope.user_id}\x1f{d.scope.agent_id or ''}",
+        session=d.scope.session_id, scope_key=_scope_key(d.scope.user_id, d.scope.agent_id),
     )  # fmt: skip
+
+
+def _scope_key(user_id: str, agent_id: str | None) -> str:
+    """The key of a user and agent for reconcilers (:attr:`Statement.scope_key`), unambiguous for any ids."""
+    return json.dumps([user_id, agent_id], ensure_ascii=False)
 
 
 def _tool_arguments(ports: _Ports, d: Any) -> Any:
@@ -358,6 +364,7 @@ def _candidates(
                 valid_from=from_epoch(r["valid_from"] or r["recorded_at"]),
                 similarity=similarity.get(r["id"]),
                 session=r["session_id"],
+                scope_key=_scope_key(r["user_id"], r["agent_id"]),
             )
         )
     out.extend(_batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk))
@@ -562,6 +569,7 @@ def _batch_candidates(
                 slot_value=e.slot_value,
                 valid_from=e.valid_from or now,
                 similarity=sim,
+                scope_key=st.scope_key,
             )
         )
     return out

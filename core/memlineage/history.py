@@ -54,6 +54,8 @@ class ChatEntry:
         calls: For ``"assistant"``: the tool calls it requested, ``{tool_call_id: arguments}`` (arguments as the
             tool receives them); their values name the premises of the results.
         call_id: For ``"tool"``: the id of the call this message answers.
+        confidence: How sure it is that the message is what its role says, in [0, 1] (default 1); the memory's
+            trust is its source's times this (an adapter lowers it for a message of unknown role).
     """
 
     role: Role
@@ -62,6 +64,7 @@ class ChatEntry:
     payload: Mapping[str, Any] = field(default_factory=dict)
     calls: Mapping[str, Any] = field(default_factory=dict)
     call_id: str | None = None
+    confidence: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -190,8 +193,8 @@ class ChatHistory:
         """Store messages in order; returns their turns.
 
         Raises:
-            InvalidInputError: an entry has an unknown role or empty text (nothing of the batch is written before
-                the check).
+            InvalidInputError: an entry has an unknown role, empty text or a confidence outside [0, 1] (nothing of
+                the batch is written before the check).
         """
         entries = list(entries)
         for e in entries:
@@ -203,6 +206,10 @@ class ChatHistory:
                 raise InvalidInputError(msg)
             if not isinstance(e.text, str) or not e.text.strip():
                 msg = f"a chat message needs text for its memory (describe tool calls when there is none): {e!r}"
+                raise InvalidInputError(msg)
+            conf = e.confidence
+            if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
+                msg = f"a chat entry's confidence must be a number in [0, 1]: {e!r}"
                 raise InvalidInputError(msg)
         with self._lock:
             past = self._occurrences(include_cleared=True)
@@ -257,6 +264,7 @@ class ChatHistory:
                     kind=self.kind,
                     derived_from=list(dict.fromkeys(premises)),
                     activity_id=act.id,
+                    confidence=e.confidence,
                     metadata={"chat_session": self.scope.session_id, "position": position},
                     force=True,  # a transcript keeps every message, whatever a value model thinks of it
                 )

@@ -171,6 +171,21 @@ class TestManagerConsolidate:
         (premise,) = mm.ancestors(mem.id, scope=S1)
         assert premise.content == "ok cool" and premise.status is Status.ACTIVE and premise.id != buffered.id
 
+    def test_a_cited_buffered_tool_result_keeps_its_source_and_the_prompt_says_who_said_what(self, mm):
+        buffered = mm.remember("ok cool", scope=S1, source="tool:web")
+        assert buffered.kind is MemoryKind.WORKING
+        prompts: list[str] = []
+
+        def summarizer(prompt: str) -> str:
+            prompts.append(prompt)
+            return "The web page said ok cool [m1]"
+
+        (mem,) = mm.consolidate(S1, summarizer=summarizer).memories
+        (premise,) = mm.ancestors(mem.id, scope=S1)
+        assert str(premise.source) == "tool:web" and premise.trust < 1.0
+        assert mem.trust <= premise.trust
+        assert '[m1] (tool:web) "ok cool"' in prompts[0]
+
     def test_superseding_a_cited_statement_makes_summary_suspect(self, mm):
         self._session(mm)
         result = mm.consolidate(S1)

@@ -467,3 +467,86 @@ def test_llm_reconciler_pauses_a_model_that_cannot_do_the_task(caplog: pytest.Lo
     said[0] = json.dumps({"decisions": [{"statement": 1, "action": "new"}]})
     (decision,) = reconciler.decide(batch)
     assert decision.decided_by == "llm" and reconciler._unusable == 0
+
+
+# ------------------------------------------------------------------------------------------------ carry-over trust
+def test_a_carried_over_clause_keeps_the_statements_trust_and_premises() -> None:
+    mm = make_manager()
+    web = mm.remember("travel site: Paris trips are cheap this spring", scope=S, source="tool:web")
+    relayed = mm.remember(
+        "I'm planning a trip to Paris. I prefer aisle seats.", scope=S, source="user", derived_from=[web.id],
+        confidence=0.9,
+    )  # fmt: skip
+    mm.remember("Actually, I'm going to Lyon", scope=S)
+    (carried,) = [m for m in mm.find(scope=S) if m.metadata.get("carried_over_from") == relayed.id]
+    assert carried.trust == pytest.approx(relayed.trust) and carried.trust < 1.0
+    assert carried.lineage.confidence == pytest.approx(0.9)
+    assert carried.derived_from == (web.id,)  # what the statement rested on
+    report = mm.retract(web.id, scope=S)
+    assert carried.id in report.suspect
+    assert mm.require(carried.id, scope=S).status is Status.SUSPECT
+
+
+def _scripted_updates(pairs: list[tuple[str, str]]) -> Any:
+    """A chat-model stand-in that updates the candidate holding ``old`` for a statement holding ``new``."""
+    import re
+
+    def answer(prompt: str) -> str:
+        out = []
+        for n, block in enumerate(re.split(r"NEW statement \d+ ", prompt)[1:], start=1):
+            head, _, rest = block.partition("EXISTING:")
+            found = re.findall(r"\[([0-9a-f-]{36})\] \([^)]*\) (.*)", rest)
+            target = next((i for i, text in found for new, old in pairs if new in head and old in text), None)
+            act = {"statement": n, "action": "update", "target": target, "confidence": 0.99}
+            out.append(act if target else {"statement": n, "action": "new"})
+        return json.dumps({"decisions": out})
+
+    return answer
+
+
+def test_a_carried_over_clause_never_replaces_a_later_memory_and_undo_restores_everything() -> None:
+    model = _scripted_updates([("Munich", "Berlin"), ("555-1234", "555-9999")])
+    mm = make_manager(reconciler=LLMReconciler(model))
+    first = mm.remember("I live in Berlin. My phone number is 555-1234.", scope=S)
+    later = mm.remember("My phone number is 555-9999.", scope=S)
+    fix = mm.remember("Actually I live in Munich now.", scope=S)
+    (carried,) = [m for m in mm.find(scope=S) if m.metadata.get("carried_over_from") == first.id]
+    assert carried.content == "My phone number is 555-1234."
+    assert statuses(mm, first.id, later.id) == [Status.SUPERSEDED, Status.ACTIVE]
+    (decision,) = mm.explain(fix.id, scope=S).decisions
+    # a store written before carried-over clauses skipped detection: a clause the decision generated replaced a
+    # later memory; undoing the decision undoes that too
+    stray = mm.remember("My phone number is 555-1234 again.", scope=S, activity_id=decision.id)
+    assert statuses(mm, later.id) == [Status.SUPERSEDED]
+    mm.undo(decision.id, scope=S)
+    assert statuses(mm, first.id, later.id, carried.id, stray.id) == [
+        Status.ACTIVE, Status.ACTIVE, Status.RETRACTED, Status.RETRACTED,
+    ]  # fmt: skip
+
+
+def test_undo_keeps_suspect_what_still_rests_on_a_withdrawn_premise() -> None:
+    mm = make_manager()
+    web = mm.remember("Berlin weather: sunny all week", scope=S, source="tool:web")
+    home = mm.remember("I live in Berlin", scope=S, derived_from=[web.id])
+    forecast = mm.remember("the user's home is in the sun", scope=S, source="tool:web")
+    plan = mm.remember("Pack sunglasses for home", scope=S, source="agent", derived_from=[home.id, forecast.id])
+    fix = mm.remember("Actually I live in Munich now.", scope=S)
+    (decision,) = mm.explain(fix.id, scope=S).decisions
+    assert statuses(mm, home.id, plan.id) == [Status.SUPERSEDED, Status.SUSPECT]
+    mm.retract(forecast.id, scope=S)
+    mm.retract(web.id, scope=S)
+    restored = mm.undo(decision.id, scope=S)
+    # the decision's own withdrawal is undone, but each still rests on a premise withdrawn since
+    assert restored.status is Status.SUSPECT
+    assert statuses(mm, plan.id) == [Status.SUSPECT]
+
+
+def test_undo_reactivates_what_every_premise_supports_again() -> None:
+    mm = make_manager()
+    home = mm.remember("I live in Berlin", scope=S)
+    forecast = mm.remember("Berlin weather: sunny all week", scope=S, source="tool:web")
+    plan = mm.remember("Pack sunglasses for home", scope=S, source="agent", derived_from=[home.id, forecast.id])
+    fix = mm.remember("Actually I live in Munich now.", scope=S)
+    (decision,) = mm.explain(fix.id, scope=S).decisions
+    assert mm.undo(decision.id, scope=S).status is Status.ACTIVE
+    assert statuses(mm, plan.id) == [Status.ACTIVE]

@@ -237,9 +237,12 @@ class WriteVerbs:
 
         The memory the decision superseded or retracted is active again, every memory that the decision's cascade
         made suspect and that is still suspect is active again, and the decision activity's outcome becomes
-        ``undone``. For an undone ``update`` the two statements are taken to be about different attributes: the
-        restored memory gives up its slot, the newer one keeps it. Decision ids are in ``explain(...).decisions``
-        and in the ``audit`` events.
+        ``undone``; what the decision generated (the clauses of the old statement it carried over) is retracted, and
+        any decision such a clause made is undone with it. A memory comes back active only while one of its support
+        groups has every premise active: one that still rests on a premise withdrawn since stays (or, the restored
+        memory itself, becomes) ``suspect``. For an undone ``update`` the two statements are taken to be about
+        different attributes: the restored memory gives up its slot, the newer one keeps it. Decision ids are in
+        ``explain(...).decisions`` and in the ``audit`` events.
 
         Args:
             decision_id: Id of the ``update_detection`` activity.

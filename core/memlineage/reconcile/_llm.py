@@ -40,6 +40,11 @@ Answer with ONE JSON object and nothing else:
 with exactly one decision per statement number."""
 
 
+def _same_scope(st: Statement, cand: Candidate) -> bool:
+    """Whether a candidate may be shown with (and targeted by) the statement: same scope, or a scope not known."""
+    return cand.scope_key is None or cand.scope_key == st.scope_key
+
+
 class _LLMDecision(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -131,11 +136,15 @@ class LLMReconciler:
 
     def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
         """One decision per statement: the model's where valid, the fallback's otherwise."""
+        # Only candidates of the statement's own scope are ever shown or accepted as targets (a caller that mixes
+        # scopes gets the others dropped), and one prompt holds the statements of one scope: a statement of unknown
+        # scope is asked alone.
+        items = [(st, [c for c in cands if _same_scope(st, c)]) for st, cands in items]
         out = self.fallback.decide(items)
-        by_scope: dict[str | None, list[int]] = {}
+        by_scope: dict[tuple[str | None, int], list[int]] = {}
         for i, (st, cands) in enumerate(items):
             if cands:
-                by_scope.setdefault(st.scope_key, []).append(i)
+                by_scope.setdefault((st.scope_key, -1) if st.scope_key is not None else (None, i), []).append(i)
         for asked in by_scope.values():
             for start in range(0, len(asked), self.batch_size):
                 batch = asked[start : start + self.batch_size]

@@ -31,7 +31,7 @@ class Statement(BaseModel):
         valid_from: Event time of the statement (UTC).
         session: Session id of the statement, or None.
         scope_key: Who said it (user and agent), so that a reconciler never puts two users' statements into one
-            model prompt; None when unknown.
+            model prompt; None when unknown (such a statement gets a prompt of its own).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -57,6 +57,8 @@ class Candidate(BaseModel):
         valid_from: Its event time (UTC).
         similarity: Cosine similarity to the statement in [-1, 1], higher = closer; None when not known.
         session: Its session id, or None.
+        scope_key: Whose memory it is (user and agent, as :attr:`Statement.scope_key`); a reconciler never shows
+            or targets a candidate whose key differs from its statement's. None when unknown.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -69,6 +71,7 @@ class Candidate(BaseModel):
     valid_from: datetime | None = None
     similarity: float | None = None
     session: str | None = None
+    scope_key: str | None = None
 
 
 class Decision(BaseModel):

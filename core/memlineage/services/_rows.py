@@ -61,7 +61,7 @@ def check_activity_owners(rows: Sequence[Mapping[str, Any]], drafts: Sequence[An
     for d in drafts:
         owner = owners.get(d.activity_id or "")
         if owner is not None and owner != d.scope.user_id:
-            msg = f"activity {d.activity_id!r} belongs to another user; record your own activity"
+            msg = f"activity {d.activity_id!r} is not an activity of this scope; record one of this scope"
             raise ScopeViolationError(msg)
 
 

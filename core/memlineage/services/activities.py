@@ -68,7 +68,10 @@ class Activities:
         with self.ledger.transaction() as conn:
             row = self.ledger.activity_rows([activity.id], conn)[0]
             if row is not None and row["user_id"] != owner.user_id:
-                msg = f"activity id {activity.id!r} is taken by another user's activity; use a new id"
+                msg = (
+                    f"activity id {activity.id!r} cannot be recorded in this scope (activity ids are unique in a "
+                    "store); use a new id"
+                )
                 raise ScopeViolationError(msg)
             if activity.tool_call_id is not None and activity.run_id is not None:
                 same = self.ledger.find_activity_rows(
@@ -207,7 +210,7 @@ class Activities:
         if act is None:
             row = self.ledger.activity_rows([activity_id])[0]
             if row is not None and row["user_id"] not in (None, mem.scope.user_id):
-                msg = f"activity {activity_id!r} belongs to another user"
+                msg = f"activity {activity_id!r} is not an activity of this scope"
                 raise ScopeViolationError(msg)
             msg = f"no activity {activity_id!r} in this scope; record_activity() it first"
             raise MemoryNotFoundError(msg)

@@ -75,7 +75,9 @@ class Consolidation:
             and m.lineage.source_kind is not SourceKind.CONSOLIDATION
         ]
         buffered = self.value.buffered(sscope)
-        messages = [SourceMessage(m.id, m.content) for m in stored] + [SourceMessage(b.id, b.content) for b in buffered]
+        messages = [SourceMessage(m.id, m.content, source=str(m.source)) for m in stored] + [
+            SourceMessage(b.id, b.content, source=b.source) for b in buffered
+        ]
         result = summarize_session(summarizer, messages, require_overlap=require_overlap)
         if not result.accepted:
             return result
@@ -86,7 +88,8 @@ class Consolidation:
         if by_buffer:
             saved = self.writes.remember_many(
                 [
-                    {"content": b.content, "scope": b.scope, "source": "user", "kind": "episodic", "force": True}
+                    # who said it, as buffered (a tool result is never persisted as the user's words)
+                    {"content": b.content, "scope": b.scope, "source": b.source, "kind": "episodic", "force": True}
                     for b in by_buffer.values()
                 ]
             )

@@ -63,6 +63,7 @@ class Draft:
     auto_kind: bool = False  # no kind given: episodic, or semantic when the value model promotes it
     strict: bool = False  # supersede(): the named memory must still be current when written (else ConflictError)
     possible: list[Decision] = field(default_factory=list)  # update detection: possible updates to record
+    carried_over: bool = False  # a clause a correction kept: written as it was, never run through update detection
 
     def to_memory(self, now: datetime, *, previous: Mapping[str, Any] | None = None) -> Memory:
         """The memory this draft becomes when written at ``now`` (``previous``: the ledger row it supersedes)."""

@@ -155,44 +155,117 @@ class Lifecycle:
             msg = f"memory {target!r} is {mem.status.value} now, not {expected.value}; it changed since the decision"
             raise InvalidInputError(msg)
         now = self.clock()
-        t = to_epoch(now)
         with self.ledger.transaction() as conn:
-            marked = conn.execute(
-                select(events.c.memory_id).where(events.c.activity_id == decision_id, events.c.type == "suspect")
-            ).all()
-            statuses = self.ledger.statuses([m[0] for m in marked if m[0]], conn)
-            restored = sorted(m for m, st in statuses.items() if st == Status.SUSPECT.value)
-            values: dict[str, Any] = {"status": Status.ACTIVE.value, "invalidated_at": None, "index_state": "stale"}
-            if expected is Status.SUPERSEDED:
-                values["slot"] = None
-            self.ledger.update_memories(conn, [target], values)
-            # What the decision generated (the untouched clauses it carried over) goes with it: the target is whole
-            # again.
-            carried = [
-                r[0]
-                for r in conn.execute(
-                    select(memories.c.id).where(
-                        memories.c.activity_id == decision_id,
-                        memories.c.user_id == scope.user_id,
-                        memories.c.status.in_(LIVE),
-                    )
-                )
-            ]
-            for mid in carried:
-                self.cascade.invalidate(conn, mid, Status.RETRACTED, now, reason=reason)
-            if restored:
-                self.ledger.update_memories(conn, restored, {"status": Status.ACTIVE.value, "index_state": "stale"})
-            data = {"reason": reason, "decision": decision_id}
-            self.ledger.insert_events(
-                conn,
-                [event_row(t, "decision_undone", target, decision_id, scope.user_id, data)]
-                + [event_row(t, "revalidated", m, decision_id, scope.user_id, data) for m in restored],
-            )
-            self.ledger.upsert_activity(
-                conn, row_activity(row).model_copy(update={"outcome": "undone", "metadata": {**meta, "undo": reason}})
-            )
-        self.syncer.sync([target, *restored, *carried])
+            touched = self._undo_in(conn, row, scope, reason, now)
+        self.syncer.sync(touched)
         return self.reads.require(target, scope=scope)
+
+    def _undo_in(self, conn: Connection, row: Mapping[str, Any], scope: Scope, reason: str, now: Any) -> list[str]:
+        """Undo one applied decision in ``conn``; return the ids whose status changed (for the index sync).
+
+        Everything the decision withdrew comes back where it is still supported: its target, and what its cascade
+        made suspect. What the decision generated (the clauses it carried over) is withdrawn, after the decisions
+        those clauses made themselves are undone in turn. A memory is active again only while one of its support
+        groups has every premise active (or it has none); otherwise it stays (or, for the target, becomes) suspect.
+        """
+        decision_id = str(row["id"])
+        meta = dict(row["meta"] or {})
+        target = str(meta.get("target"))
+        t = to_epoch(now)
+        marked = conn.execute(
+            select(events.c.memory_id).where(events.c.activity_id == decision_id, events.c.type == "suspect")
+        ).all()
+        statuses = self.ledger.statuses([m[0] for m in marked if m[0]], conn)
+        candidates = sorted(m for m, st in statuses.items() if st == Status.SUSPECT.value)
+        values: dict[str, Any] = {"status": Status.ACTIVE.value, "invalidated_at": None, "index_state": "stale"}
+        if row["name"] == Action.UPDATE.value:
+            values["slot"] = None
+        self.ledger.update_memories(conn, [target], values)
+        touched = [target]
+        # What the decision generated (the untouched clauses it carried over) goes with it: the target is whole
+        # again. The decisions those clauses made (stores written before carried-over clauses skipped detection)
+        # are undone first.
+        carried = [
+            r[0]
+            for r in conn.execute(
+                select(memories.c.id).where(
+                    memories.c.activity_id == decision_id,
+                    memories.c.user_id == scope.user_id,
+                    memories.c.status.in_(LIVE),
+                )
+            )
+        ]
+        for sub in self._decisions_made_by(conn, carried, scope):
+            touched += self._undo_in(conn, sub, scope, reason, now)
+        for mid in carried:
+            self.cascade.invalidate(conn, mid, Status.RETRACTED, now, reason=reason)
+        touched += carried
+        supported = self._supported(conn, [target, *candidates])
+        if target not in supported:  # a premise of its own was withdrawn meanwhile
+            self.ledger.update_memories(conn, [target], {"status": Status.SUSPECT.value, "index_state": "stale"})
+        restored = [m for m in candidates if m in supported]
+        if restored:
+            self.ledger.update_memories(conn, restored, {"status": Status.ACTIVE.value, "index_state": "stale"})
+        data = {"reason": reason, "decision": decision_id}
+        self.ledger.insert_events(
+            conn,
+            [event_row(t, "decision_undone", target, decision_id, scope.user_id, data)]
+            + [event_row(t, "revalidated", m, decision_id, scope.user_id, data) for m in restored],
+        )
+        self.ledger.upsert_activity(
+            conn, row_activity(row).model_copy(update={"outcome": "undone", "metadata": {**meta, "undo": reason}})
+        )
+        return touched + restored
+
+    def _decisions_made_by(self, conn: Connection, statements: Sequence[str], scope: Scope) -> list[Any]:
+        """The applied update / contradict decisions whose statement is one of ``statements``, target intact."""
+        if not statements:
+            return []
+        used = {e["src"] for e in self.ledger.edges_into(statements, Relation.USED.value, conn)}
+        out = []
+        for row in self.ledger.activity_rows(sorted(used), conn, user_id=scope.user_id):
+            if row is None or row["kind"] != "update_detection" or row["outcome"] != "applied":
+                continue
+            meta = dict(row["meta"] or {})
+            if row["name"] not in (Action.UPDATE.value, Action.CONTRADICT.value) or meta.get("statement") not in (
+                set(statements)
+            ):
+                continue
+            expected = Status.SUPERSEDED if row["name"] == Action.UPDATE.value else Status.RETRACTED
+            if self.ledger.statuses([str(meta.get("target"))], conn).get(str(meta.get("target"))) == expected.value:
+                out.append(row)
+        return out
+
+    def _supported(self, conn: Connection, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` would be active: one support group with every premise active, or no premises at all.
+
+        ``ids`` are about to be active together, so a premise among them counts as active when it is supported
+        itself (decided to a fixed point).
+        """
+        groups = self.ledger.support_groups(ids, conn)
+        by_group: dict[str, dict[int, list[str]]] = {}
+        for derived, premise, group in self.ledger.derivation_edges(ids, conn):
+            by_group.setdefault(derived, {}).setdefault(group, []).append(premise)
+        premises = {p for g in by_group.values() for ps in g.values() for p in ps}
+        statuses = self.ledger.statuses(sorted(premises), conn)
+        pending = set(ids)
+        ok: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for mid in sorted(pending - ok):
+                sets = by_group.get(mid, {})
+                group_ids = set(groups.get(mid, {})) | set(sets)
+                if not group_ids or any(
+                    all(
+                        p in ok or (p not in pending and statuses.get(p) == Status.ACTIVE.value)
+                        for p in sets.get(g, [])
+                    )
+                    for g in group_ids
+                ):
+                    ok.add(mid)
+                    changed = True
+        return ok
 
     def _possible(self, decision_id: str, scope: Scope) -> dict[str, Any]:
         """The pending possible update ``decision_id`` of the scope's user (raises when there is none)."""

@@ -191,8 +191,11 @@ class Recall:
                     .where(memories.c.id.in_(ids))
                     .values(use_count=memories.c.use_count + 1, last_used_at=t)
                 )
-                if activity_id:
-                    user = mems[0].scope.user_id
+                user = mems[0].scope.user_id
+                # an activity id is the reader's own: another user's activity of the same id gets no edge into this
+                # user's memories (a read neither fails nor tells that the id is taken)
+                owner = self.ledger.activity_rows([activity_id], conn)[0] if activity_id else None
+                if activity_id and (owner is None or owner["user_id"] in (None, user)):
                     self.ledger.insert_edges(conn, [edge_row(activity_id, m.id, Relation.USED, t, user) for m in mems])
         except StorageError as exc:
             # Usage bookkeeping must never fail a read (e.g. a PostgreSQL deadlock with a concurrent cascade).
