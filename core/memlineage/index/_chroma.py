@@ -89,13 +89,7 @@ class ChromaIndex:
         self.collection_name = collection
         self._owns_client = owns_client  # persistent() sets it too: close() releases the client then
         self._path: Path | None = None  # directory of an embedded client (persistent()), for purge_log()
-        try:
-            self._col = client.get_or_create_collection(
-                collection, embedding_function=None, metadata={"hnsw:space": "cosine"}
-            )
-        except Exception as exc:
-            msg = f"cannot open Chroma collection {collection!r}: {exc}"
-            raise StorageError(msg) from exc
+        self._col = self._open()
 
     @classmethod
     def persistent(cls, path: str | Path, collection: str = "memlineage") -> ChromaIndex:
@@ -166,29 +160,49 @@ class ChromaIndex:
 
         return cls(chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False)), collection)
 
-    def _call(self, what: str, fn: Any, /, **kwargs: Any) -> Any:
+    def _call(self, what: str, method: str, /, **kwargs: Any) -> Any:
+        """Call ``method`` of the collection; reopen it once by name when Chroma no longer knows its id.
+
+        Another process sharing the collection may have dropped and recreated it (``reindex``): the handle held
+        here then names a collection id that does not exist any more, and the collection of the same name is the
+        one to use.
+        """
+        for attempt in (1, 2):
+            try:
+                return getattr(self._col, method)(**kwargs)
+            except Exception as exc:
+                if attempt == 1 and _collection_gone(exc):
+                    logger.info("Chroma collection %s was recreated elsewhere; reopening it", self.collection_name)
+                    self._col = self._open()
+                    continue
+                msg = f"Chroma {what} failed: {exc}"
+                raise StorageError(msg) from exc
+        raise AssertionError  # pragma: no cover - the loop returns or raises
+
+    def _open(self) -> Any:
         try:
-            return fn(**kwargs)
+            return self.client.get_or_create_collection(
+                self.collection_name, embedding_function=None, metadata={"hnsw:space": "cosine"}
+            )
         except Exception as exc:
-            msg = f"Chroma {what} failed: {exc}"
+            msg = f"cannot open Chroma collection {self.collection_name!r}: {exc}"
             raise StorageError(msg) from exc
 
     def upsert(
         self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
     ) -> None:
         """Insert or replace entries (batched)."""
-        self._write("upsert", self._col.upsert, ids, vectors, metadatas)
+        self._write("upsert", ids, vectors, metadatas)
 
     def add(
         self, ids: Sequence[str], vectors: Sequence[Sequence[float]], metadatas: Sequence[Mapping[str, Any]]
     ) -> None:
         """Insert entries known to be new (about twice as fast as :meth:`upsert` in Chroma)."""
-        self._write("add", self._col.add, ids, vectors, metadatas)
+        self._write("add", ids, vectors, metadatas)
 
     def _write(
         self,
         what: str,
-        fn: Any,
         ids: Sequence[str],
         vectors: Sequence[Sequence[float]],
         metadatas: Sequence[Mapping[str, Any]],
@@ -199,7 +213,7 @@ class ChromaIndex:
             docs = [m.pop(DOCUMENT_KEY, None) for m in metas]  # the memory's text, as Chroma's document
             extra: dict[str, Any] = {"documents": docs} if all(isinstance(d, str) for d in docs) else {}
             self._call(
-                what, fn, ids=list(ids[start:end]), embeddings=_matrix(vectors[start:end]), metadatas=metas, **extra
+                what, what, ids=list(ids[start:end]), embeddings=_matrix(vectors[start:end]), metadatas=metas, **extra
             )
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
@@ -209,7 +223,7 @@ class ChromaIndex:
         pairs = [(i, dict(m)) for i, m in zip(ids, metadatas)]
         for start in range(0, len(pairs), BATCH):
             chunk = pairs[start : start + BATCH]
-            self._call("update", self._col.update, ids=[i for i, _ in chunk], metadatas=[m for _, m in chunk])
+            self._call("update", "update", ids=[i for i, _ in chunk], metadatas=[m for _, m in chunk])
 
     def delete(self, ids: Sequence[str]) -> int:
         """Delete entries; an empty ``ids`` is a no-op returning 0 (never an empty list to Chroma)."""
@@ -220,14 +234,14 @@ class ChromaIndex:
             return 0
         todo = sorted(present)
         for start in range(0, len(todo), BATCH):
-            self._call("delete", self._col.delete, ids=todo[start : start + BATCH])
+            self._call("delete", "delete", ids=todo[start : start + BATCH])
         return len(todo)
 
     def _present(self, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), BATCH):
-            res = self._call("get", self._col.get, ids=unique[start : start + BATCH], include=[])
+            res = self._call("get", "get", ids=unique[start : start + BATCH], include=[])
             found.update(res["ids"])
         return found
 
@@ -237,7 +251,7 @@ class ChromaIndex:
             return []
         res = self._call(
             "query",
-            self._col.query,
+            "query",
             query_embeddings=[list(map(float, vector))],
             n_results=k,
             where=chroma_where(where),
@@ -254,7 +268,7 @@ class ChromaIndex:
         found: dict[str, dict[str, Any]] = {}
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), BATCH):
-            res = self._call("get", self._col.get, ids=unique[start : start + BATCH], include=["metadatas"])
+            res = self._call("get", "get", ids=unique[start : start + BATCH], include=["metadatas"])
             found.update({i: dict(m or {}) for i, m in zip(res["ids"], res["metadatas"] or [])})
         return [found.get(i) for i in ids]
 
@@ -262,7 +276,7 @@ class ChromaIndex:
         """Stored vectors per id in input order, ``None`` where absent."""
         if not ids:
             return []
-        res = self._call("get", self._col.get, ids=list(dict.fromkeys(ids)), include=["embeddings"])
+        res = self._call("get", "get", ids=list(dict.fromkeys(ids)), include=["embeddings"])
         found = {i: list(map(float, e)) for i, e in zip(res["ids"], res["embeddings"])}
         return [found.get(i) for i in ids]
 
@@ -271,7 +285,7 @@ class ChromaIndex:
         out: set[str] = set()
         offset = 0
         while True:
-            res = self._call("get", self._col.get, include=[], limit=BATCH, offset=offset)
+            res = self._call("get", "get", include=[], limit=BATCH, offset=offset)
             out.update(res["ids"])
             if len(res["ids"]) < BATCH:
                 return out
@@ -279,7 +293,7 @@ class ChromaIndex:
 
     def count(self) -> int:
         """Number of entries."""
-        return int(self._call("count", self._col.count))
+        return int(self._call("count", "count"))
 
     def reset(self) -> None:
         """Drop and recreate the collection."""
@@ -287,13 +301,14 @@ class ChromaIndex:
             self.client.delete_collection(self.collection_name)
         except Exception:  # noqa: BLE001 - absent collection is fine
             logger.debug("collection %s did not exist", self.collection_name)
-        self._col = self._call(
-            "create",
-            self.client.get_or_create_collection,
-            name=self.collection_name,
-            embedding_function=None,
-            metadata={"hnsw:space": "cosine"},
-        )
+        self._col = self._open()
+
+
+def _collection_gone(exc: BaseException) -> bool:
+    """Whether Chroma refused a call because the collection id it was given no longer exists."""
+    return type(exc).__name__ in {"NotFoundError", "InvalidCollectionException"} or (
+        "does not exist" in str(exc) and "ollection" in str(exc)
+    )
 
 
 def close_client(client: Any) -> None:
