@@ -113,7 +113,19 @@ class WritePath:
         if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
             msg = "remember_many() takes a list of dicts with remember()'s keyword arguments"
             raise InvalidInputError(msg)
-        drafts = [self.drafts.draft(**check_item(item)) for item in items]
+        return self._remember_items([check_item(item) for item in items])
+
+    def _remember_items(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """:meth:`remember_many` of checked items; an ``expires_at`` key sets a draft's deadline as it is."""
+        drafts = []
+        for item in items:
+            args = dict(item)
+            has_deadline = "expires_at" in args
+            deadline = args.pop("expires_at", None)
+            d = self.drafts.draft(**args)
+            if has_deadline and args.get("ttl") is None:
+                d.expires_at = deadline
+            drafts.append(d)
         if not drafts:
             return []
         now = self.clock()
@@ -162,6 +174,7 @@ class WritePath:
                     "content": rest, "scope": row_scope(row), "source": "user", "kind": row["kind"],
                     "trust": row["trust"],  # what the statement was worth, never more
                     "tags": list(row["tags"] or ()), "valid_from": from_epoch(row["valid_from"]),
+                    "expires_at": from_epoch(row["expires_at"]),  # the statement's deadline, not a fresh one
                     "activity_id": d.decision_activity,
                     "metadata": {
                         **dict(row["meta"] or {}), "carried_over_from": row["id"], "decision": d.decision_activity,
@@ -171,7 +184,7 @@ class WritePath:
         if not items:
             return
         try:
-            self.remember_many(items)
+            self._remember_items(items)
         except MemLineageError as exc:
             logger.warning("update detection: could not keep the untouched part of a corrected statement: %s", exc)
 
@@ -663,6 +676,8 @@ class WritePath:
             **kwargs,
         }
         d = self.drafts.draft(content=new_content, scope=write_scope(scope, old.scope), source=source, **params)
+        if kwargs.get("ttl") is None:
+            d.expires_at = old.expires_at  # a correction keeps the old version's deadline, as its tags and metadata
         self.policy.check_operation("update", [old], scope=scope, source=d.source)
         with self.ledger.read() as conn:
             self.check_premises([d], conn)
