@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+from llama_index.core.bridge.pydantic import BaseModel
 from memlineage.errors import InvalidInputError
 from memlineage.history import ChatEntry, ChatTurn, payload_to_json
 from memlineage.models import Scope, check_text
@@ -165,6 +166,8 @@ def message_to_entry(message: ChatMessage) -> ChatEntry:
         msg = f"chat store messages must be llama_index ChatMessage objects, got {type(message).__name__}"
         raise InvalidInputError(msg)
     payload = payload_to_json(message.model_dump())
+    # LlamaIndex serialises bytes in additional_kwargs as base64 text: kept as bytes here, they come back as bytes
+    payload["additional_kwargs"] = payload_to_json(_plain(message.additional_kwargs))
     blocks = [b for b in payload.get("blocks") or [] if isinstance(b, dict)]
     texts = [str(b.get("text") or "") for b in blocks if b.get("block_type") == "text"]
     text = "\n".join(texts)
@@ -193,6 +196,17 @@ def message_to_entry(message: ChatMessage) -> ChatEntry:
         text=text, name=str(name) if name else None, payload=payload, calls=requested,
         call_id=str(call_id) if call_id else None,
     )  # fmt: skip
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with pydantic models as their dicts (as LlamaIndex dumps them), bytes left as bytes."""
+    if isinstance(value, BaseModel):
+        return _plain(value.model_dump())
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _storable(text: str) -> bool:
