@@ -135,7 +135,14 @@ class LineageChatStore(BaseChatStore):
     def get_keys(self) -> list[str]:
         scope = Scope(user_id=self.user_id, agent_id=self.agent_id)
         acts = self.manager.activities(scope, kinds=[MESSAGE_ACTIVITY])
-        live = [a.scope.session_id for a in acts if a.outcome != "cleared" and a.scope and a.scope.session_id]
+        live = [
+            a.scope.session_id
+            for a in acts
+            if "memory_id" in a.metadata  # a finished occurrence (not one of a failed batch, nor redacted)
+            and a.outcome not in ("cleared", "failed")
+            and a.scope
+            and a.scope.session_id
+        ]
         return list(dict.fromkeys(live))
 
     # -- async twins (R6: the sync implementation offloaded to a thread)

@@ -13,6 +13,12 @@ turn that asked; an assistant message derives from that user turn, the tool resu
 messages whose distinctive words it repeats; an acknowledgement rests on nothing. Correcting a statement therefore
 makes the results and answers built on it ``suspect``.
 
+``turns()`` returns every message exactly as appended: when the manager merges a restatement into an earlier memory
+("i live in paris." into "I live in Paris."), the occurrence keeps the words as said (erasing the memory scrubs the
+occurrences too). One writer holds a session at a time (every ``ChatHistory`` of the session in this process, and
+other processes through a database lock on PostgreSQL): a batch takes consecutive positions, is checked whole before
+anything is written, and its turns appear together or, when a write fails midway, not at all.
+
 ``clear()`` is an invalidation, never a hard delete: it closes the session's occurrences (outcome ``cleared``) and
 retracts their memories (or archives them with ``on_clear="forget"``), under one ``chat_clear`` activity, except
 memories another session still holds; the ledger keeps every version and event.
@@ -27,7 +33,7 @@ import logging
 import math
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -293,7 +299,7 @@ class ChatHistory:
         Raises:
             InvalidInputError: the first bad entry.
         """
-        if isinstance(entries, (str, bytes, ChatEntry)) or not isinstance(entries, (Sequence, Iterator)):
+        if isinstance(entries, (str, bytes, ChatEntry, Mapping)) or not isinstance(entries, Iterable):
             msg = f"append() takes a list of ChatEntry, got {type(entries).__name__}"
             raise InvalidInputError(msg)
         out = []
@@ -567,6 +573,10 @@ class ChatHistory:
     ) -> list[str]:
         """Async :meth:`clear`."""
         return await asyncio.to_thread(self.clear, reason, turns=turns)
+
+    async def areplace(self, entries: Sequence[ChatEntry], reason: str = "chat history replaced") -> list[ChatTurn]:
+        """Async :meth:`replace`."""
+        return await asyncio.to_thread(self.replace, entries, reason)
 
 
 def _failed(payload: Mapping[str, Any]) -> bool:
