@@ -189,9 +189,8 @@ class LineageStore(BaseStore):
             lineage = {"activity_id": activity_id, "derived_from": [p for p in premises if old is None or p != old.id]}
         content = item_content(op.namespace, op.key, op.value, fields)
         metadata = item_metadata(op.namespace, op.key, op.value, created)
-        if old is not None and content_hash(old.content) == content_hash(content):
-            if memory_to_item(old).value == op.value:
-                return  # the same value again: nothing to store
+        same_text = old is not None and content_hash(old.content) == content_hash(content)
+        if old is not None and same_text and memory_to_item(old).value != op.value:
             # Only fields outside ``index=`` changed (or only case / spacing): the embedded text is the same, so
             # remember() would take it for a duplicate; put replaces the value, so the item gets a new version.
             self.manager.supersede(
