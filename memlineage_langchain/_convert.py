@@ -25,7 +25,7 @@ from langchain_core.messages import (
 )
 from langgraph.store.base import Item, SearchItem
 from memlineage.errors import InvalidInputError, InvalidNamespaceError
-from memlineage.history import ChatEntry, ChatTurn
+from memlineage.history import ChatEntry, ChatTurn, payload_to_json
 from memlineage.models import MAX_TAG_CHARS, Memory, Scope, check_id
 from memlineage.retrieval import RecallHit
 from memlineage.tools import (
@@ -502,7 +502,7 @@ def message_to_entry(message: BaseMessage) -> ChatEntry:
         if role is None:
             role, name, confidence = "tool", name or f"role:{said or 'unknown'}", UNKNOWN_ROLE_CONFIDENCE
     text = text_of(message)
-    payload = json.loads(json.dumps(message_to_dict(message), ensure_ascii=False, default=str))
+    payload = payload_to_json(message_to_dict(message))  # bytes (an image, audio) kept exactly
     if text.strip() and text == message.content:
         payload["data"].pop("content", None)  # the memory holds it (and erasure reaches it there)
     if not text.strip():

@@ -24,8 +24,12 @@ class LineageChatMessageHistory(BaseChatMessageHistory):
     Every message is a memory in the user's scope (``user``, ``agent``, ``tool:<name>`` or ``system`` source, with
     the session id): recall finds it, ``explain`` shows that an answer derives from the question it answered (and
     the tool results of the turn), and correcting a question makes the answers built on it ``suspect``. Repeated
-    messages ("yes", "yes") stay two messages. ``clear()`` is an invalidation, never a hard delete (see
-    :class:`memlineage.history.ChatHistory`). Content comes back as text; tool calls, ids and metadata are kept.
+    messages ("yes", "yes") stay two messages, and every message comes back exactly as added (content blocks,
+    bytes, tool calls, ids and metadata), also when its words merged into an earlier memory. Several history
+    objects (or threads, or processes on a PostgreSQL store) may write one session: each ``add_messages`` batch
+    takes consecutive positions and is stored whole or not at all. ``clear()`` is an invalidation, never a hard
+    delete (see :class:`memlineage.history.ChatHistory`). Reading and adding never raise a store failure into the
+    chain (it is recorded: ``stats()["adapter_errors"]``).
 
     Setup:
         ``pip install "memlineage[langchain]"``.
@@ -50,7 +54,8 @@ class LineageChatMessageHistory(BaseChatMessageHistory):
         manager: A :class:`~memlineage.MemoryManager`.
         scope: The user's scope: a ``Scope``, a mapping or a user id string.
         session_id: The session (overrides ``scope.session_id``); required one way or the other.
-        max_messages: Return only the last N messages (>= 0) from :attr:`messages`; default all.
+        max_messages: Return only the last N messages (>= 0) from :attr:`messages`; default all. The window
+            never starts with a ``ToolMessage`` whose ``AIMessage`` tool call was cut off (it is left out too).
         on_clear: ``"retract"`` (default) or ``"forget"`` (archive), see :class:`~memlineage.history.ChatHistory`.
 
     Raises:
@@ -80,7 +85,7 @@ class LineageChatMessageHistory(BaseChatMessageHistory):
 
     @override
     async def aget_messages(self) -> list[BaseMessage]:
-        return [turn_to_message(t) for t in await self.history.aturns(self.max_messages)]
+        return await asyncio.to_thread(lambda: self.messages)
 
     @override
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:

@@ -23,7 +23,7 @@ from langgraph.store.base import (
 from memlineage.capture import RunRecorder
 from memlineage.errors import InvalidInputError, InvalidNamespaceError
 from memlineage.manager import MemoryManager
-from memlineage.models import Memory, Scope
+from memlineage.models import Memory, Scope, content_hash
 from typing_extensions import override
 
 from memlineage_langchain._convert import (
@@ -54,7 +54,8 @@ class LineageStore(BaseStore):
       users never see each other's items. A namespace too short to name a user raises ``InvalidNamespaceError``.
     - ``(namespace, key)`` is a semantic slot, so ``put`` of an existing key supersedes the previous version
       (``wasRevisionOf``; memories derived from it become suspect) and keeps the item's ``created_at``;
-      re-putting an identical value is a no-op.
+      re-putting an identical value is a no-op. ``put`` replaces the whole value, also when only fields outside
+      ``index=`` change (the embedded text stays the same; the item still gets a new version).
     - ``delete`` (``PutOp(value=None)``) retracts the current version: ``get`` returns ``None`` afterwards but the
       ledger keeps the version with a ``wasInvalidatedBy`` edge. Nothing is ever hard-deleted.
     - ``search`` with a query uses MemLineage recall (scope- and status-filtered, policies applied); ``score`` is
@@ -186,14 +187,25 @@ class LineageStore(BaseStore):
         if call is not None:
             activity_id, premises = call
             lineage = {"activity_id": activity_id, "derived_from": [p for p in premises if old is None or p != old.id]}
+        content = item_content(op.namespace, op.key, op.value, fields)
+        metadata = item_metadata(op.namespace, op.key, op.value, created)
+        same_text = old is not None and content_hash(old.content) == content_hash(content)
+        if old is not None and same_text and memory_to_item(old).value != op.value:
+            # Only fields outside ``index=`` changed (or only case / spacing): the embedded text is the same, so
+            # remember() would take it for a duplicate; put replaces the value, so the item gets a new version.
+            self.manager.supersede(
+                old.id, content, scope=scope, source=self.source, kind=self.kind,
+                tags=namespace_tags(op.namespace), metadata=metadata, **lineage,
+            )  # fmt: skip
+            return
         self.manager.remember(
-            item_content(op.namespace, op.key, op.value, fields),
+            content,
             scope=scope,
             source=self.source,
             kind=self.kind,
             slot=store_slot(op.namespace, op.key),
             tags=namespace_tags(op.namespace),
-            metadata=item_metadata(op.namespace, op.key, op.value, created),
+            metadata=metadata,
             **lineage,
         )
 

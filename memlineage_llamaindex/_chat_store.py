@@ -27,10 +27,13 @@ class LineageChatStore(BaseChatStore):
     Every message is a memory in the user's scope with the session id (``user``, ``agent``, ``tool:<name>`` or
     ``system`` source): recall finds it, an answer derives from the question it answered and the tool results of
     the turn, and repeated messages stay separate messages. Deleting is an invalidation, never a hard delete
-    (``delete_messages`` retracts the session's memories, or archives them with ``on_clear="forget"``;
-    ``set_messages`` invalidates the old messages, then appends); see :class:`memlineage.history.ChatHistory`.
-    Text comes back from the memory; roles, tool calls and ``additional_kwargs`` are kept; the history is
-    append-only, so ``add_message(..., idx=...)`` only accepts the end.
+    (``delete_messages`` retracts the session's memories, or archives them with ``on_clear="forget"``);
+    ``set_messages`` keeps the messages the new history starts with unchanged (setting the same history again
+    changes nothing) and invalidates only those after the first difference, then appends the rest, all checked
+    before anything changes (:meth:`memlineage.history.ChatHistory.replace`). Messages come back as they were put:
+    blocks in order, text from the memory, bytes (images) exact, roles, tool calls and ``additional_kwargs``; the
+    history is append-only, so ``add_message(..., idx=...)`` only accepts the end. A store failure while an agent
+    reads or writes (``get_messages``, ``add_message``, ``set_messages``) is recorded, never raised into the agent.
 
     Setup:
         ``pip install "memlineage[llamaindex]"``.
@@ -85,10 +88,10 @@ class LineageChatStore(BaseChatStore):
 
     @override
     def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
-        entries = [message_to_entry(m) for m in messages]  # validate before invalidating anything
+        entries = [message_to_entry(m) for m in messages]  # bad input raises here, before anything changes
         history = self.history(key)
-        history.clear(reason="chat history replaced")
-        history.append(entries)
+        # agent.run(chat_history=...) sets the history inside the agent: a store failure is recorded, not raised
+        shield(self.manager, "LineageChatStore.set_messages", history.replace, entries, scope=history.scope)
 
     @override
     def get_messages(self, key: str) -> list[ChatMessage]:
@@ -132,7 +135,14 @@ class LineageChatStore(BaseChatStore):
     def get_keys(self) -> list[str]:
         scope = Scope(user_id=self.user_id, agent_id=self.agent_id)
         acts = self.manager.activities(scope, kinds=[MESSAGE_ACTIVITY])
-        live = [a.scope.session_id for a in acts if a.outcome != "cleared" and a.scope and a.scope.session_id]
+        live = [
+            a.scope.session_id
+            for a in acts
+            if "memory_id" in a.metadata  # a finished occurrence (not one of a failed batch, nor redacted)
+            and a.outcome not in ("cleared", "failed")
+            and a.scope
+            and a.scope.session_id
+        ]
         return list(dict.fromkeys(live))
 
     # -- async twins (R6: the sync implementation offloaded to a thread)

@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+from llama_index.core.bridge.pydantic import BaseModel
 from memlineage.errors import InvalidInputError
-from memlineage.history import ChatEntry, ChatTurn
-from memlineage.models import Scope
+from memlineage.history import ChatEntry, ChatTurn, payload_to_json
+from memlineage.models import Scope, check_text
 from memlineage.retrieval import RecallHit
 from memlineage.tools import recalled_line
 
@@ -148,12 +149,19 @@ _ROLE_OF = {
 UNKNOWN_ROLE_CONFIDENCE = 0.5
 
 
+#: Key of the text blocks kept in a chat turn's payload: the ``[start, end]`` of their text in the memory's text.
+_TEXT_SPAN = "memlineage_text"
+
+
 def message_to_entry(message: ChatMessage) -> ChatEntry:
     """A history entry for a LlamaIndex message: its text for the memory, the rest as payload.
 
-    The payload keeps the role, non-text blocks (tool calls) and ``additional_kwargs``. A message that only calls
-    tools is remembered as ``called name({...})``. A role outside the known ones is stored as a tool result named
-    ``role:<role>`` at the lowest trust, never as the user's or the system's words.
+    The memory's text is the message's text blocks joined by newlines; the payload keeps every block in order
+    (a text block as the place of its text in the memory's, so erasure reaches the text), the role and
+    ``additional_kwargs``, bytes included (an image's data comes back exactly). A message without text, or that
+    only calls tools, is remembered as ``called name({...})`` and keeps its blocks whole. A role outside the known
+    ones is stored as a tool result named ``role:<role>`` at the lowest trust, never as the user's or the system's
+    words.
 
     Raises:
         InvalidInputError: not a ``ChatMessage``.
@@ -161,11 +169,22 @@ def message_to_entry(message: ChatMessage) -> ChatEntry:
     if not isinstance(message, ChatMessage):
         msg = f"chat store messages must be llama_index ChatMessage objects, got {type(message).__name__}"
         raise InvalidInputError(msg)
-    text = message_text(message)
-    payload = json_safe(message.model_dump())
-    if text:  # the memory holds the text (erasure reaches it there); the payload keeps the other blocks
-        payload["blocks"] = [b for b in payload.get("blocks", []) if b.get("block_type") != "text"]
-        payload["text_from_memory"] = True
+    payload = payload_to_json(message.model_dump())
+    # LlamaIndex serialises bytes in additional_kwargs as base64 text: kept as bytes here, they come back as bytes
+    payload["additional_kwargs"] = payload_to_json(_plain(message.additional_kwargs))
+    blocks = [b for b in payload.get("blocks") or [] if isinstance(b, dict)]
+    texts = [str(b.get("text") or "") for b in blocks if b.get("block_type") == "text"]
+    text = "\n".join(texts)
+    if texts and _storable(text):  # the memory holds the text; each text block keeps its place
+        kept, start = [], 0
+        for b in blocks:
+            if b.get("block_type") == "text":
+                size = len(str(b.get("text") or ""))
+                kept.append({**{k: v for k, v in b.items() if k != "text"}, _TEXT_SPAN: [start, start + size]})
+                start += size + 1
+            else:
+                kept.append(b)
+        payload["blocks"] = kept
     else:
         calls = tool_calls_of(message)
         described = ", ".join(
@@ -181,18 +200,46 @@ def message_to_entry(message: ChatMessage) -> ChatEntry:
     call_id = message.additional_kwargs.get("tool_call_id") if role == "tool" else None
     return ChatEntry(
         role=role,  # type: ignore[arg-type]
-        text=text, name=name, payload=payload, calls=requested, call_id=str(call_id) if call_id else None,
-        confidence=confidence,
+        text=text, name=str(name) if name else None, payload=payload, calls=requested,
+        call_id=str(call_id) if call_id else None, confidence=confidence,
     )  # fmt: skip
 
 
+def _plain(value: Any) -> Any:
+    """``value`` with pydantic models as their dicts (as LlamaIndex dumps them), bytes left as bytes."""
+    if isinstance(value, BaseModel):
+        return _plain(value.model_dump())
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _storable(text: str) -> bool:
+    try:
+        check_text(text)
+    except InvalidInputError:
+        return False
+    return True
+
+
 def turn_to_message(turn: ChatTurn) -> ChatMessage:
-    """The LlamaIndex message a history turn holds (text from the memory unless the payload kept the original)."""
+    """The LlamaIndex message a history turn holds: its blocks in order, text from the memory, bytes exact."""
     payload = dict(turn.payload)
     if "role" not in payload:  # written through another framework
         return ChatMessage(
             role={"user": "user", "assistant": "assistant", "tool": "tool"}.get(turn.role, "system"), content=turn.text
         )
-    if payload.pop("text_from_memory", False):
+    if payload.pop("text_from_memory", False):  # written before text blocks kept their place: the text first
         payload["blocks"] = [{"block_type": "text", "text": turn.text}, *payload.get("blocks", [])]
+    else:
+        payload["blocks"] = [_block(b, turn.text) for b in payload.get("blocks") or []]
     return ChatMessage.model_validate(payload)
+
+
+def _block(block: Any, text: str) -> Any:
+    span = block.get(_TEXT_SPAN) if isinstance(block, Mapping) else None
+    if not (isinstance(span, list) and len(span) == 2 and all(isinstance(i, int) for i in span)):
+        return block
+    return {**{k: v for k, v in block.items() if k != _TEXT_SPAN}, "text": text[span[0] : span[1]]}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import logging
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -27,15 +29,20 @@ logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 
-def _run_sync(coro: Coroutine[Any, Any, _T], name: str) -> _T:
-    """Run ``coro`` on a fresh event loop; refuse (never nest) when a loop is already running here."""
+def _run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
+    """Run ``coro`` to completion from synchronous code, also when an event loop is running in this thread.
+
+    Without a running loop: on a fresh loop (``asyncio.run``). Inside one (a notebook, an async web handler, a
+    chat engine's sync ``chat_history`` called from async code): on a fresh loop in a worker thread, with this
+    context's variables, while the caller waits; never a nested loop. Exceptions propagate as raised.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    coro.close()
-    msg = f"LineageMemory.{name}() was called inside a running event loop; use `await memory.a{name}(...)` instead"
-    raise MemLineageError(msg)
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlineage-sync") as pool:
+        return pool.submit(ctx.run, asyncio.run, coro).result()
 
 
 @typed_construction
@@ -46,8 +53,9 @@ class LineageMemory(Memory):
     message put into the memory is also stored in MemLineage at once (so a short session that never overflows
     its queue is still remembered), and the block ignores flushes of messages it already has. With
     ``write_through=False`` only flushed messages reach MemLineage, as with any other memory block.
-    The synchronous methods run on a fresh event loop and refuse to run inside a running one (no nested
-    loops).
+    The synchronous methods run on a fresh event loop, in a worker thread when an event loop is already running
+    (never a nested loop), so ``get()``, ``get_all()``, ``reset()`` and the rest also work from async code.
+    Putting no messages (``put_messages([])``) does nothing.
 
     Setup:
         ``pip install "memlineage[llamaindex]"``.
@@ -75,8 +83,8 @@ class LineageMemory(Memory):
             await engine.dispose()
 
     def close(self) -> None:
-        """Synchronous :meth:`aclose` (refused inside a running event loop)."""
-        _run_sync(self.aclose(), "close")
+        """Synchronous :meth:`aclose`."""
+        _run_sync(self.aclose())
 
     def __enter__(self) -> Self:
         return self
@@ -129,35 +137,38 @@ class LineageMemory(Memory):
 
     @override
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        messages = list(messages)
+        if not messages:  # LlamaIndex's SQL chat store would insert an empty row set (an IntegrityError)
+            return
         await super().aput_messages(messages)
-        await self._write_through(list(messages))
+        await self._write_through(messages)
 
     # ---- sync wrappers: a fresh loop, never a nested one ----
     @override
     def get(  # type: ignore[override]
         self, input: str | ChatMessage | None = None, **block_kwargs: Any
     ) -> list[ChatMessage]:
-        return _run_sync(self.aget(input=input, **block_kwargs), "get")
+        return _run_sync(self.aget(input=input, **block_kwargs))
 
     @override
     def get_all(self, status: MessageStatus | None = None) -> list[ChatMessage]:
-        return _run_sync(self.aget_all(status=status), "get_all")
+        return _run_sync(self.aget_all(status=status))
 
     @override
     def put(self, message: ChatMessage) -> None:
-        _run_sync(self.aput(message), "put")
+        _run_sync(self.aput(message))
 
     @override
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        _run_sync(self.aput_messages(messages), "put_messages")
+        _run_sync(self.aput_messages(messages))
 
     @override
     def set(self, messages: list[ChatMessage]) -> None:
-        _run_sync(self.aset(messages), "set")
+        _run_sync(self.aset(messages))
 
     @override
     def reset(self) -> None:
-        _run_sync(self.areset(), "reset")
+        _run_sync(self.areset())
 
 
 #: LlamaIndex's default chat store for ``Memory`` (``SQLAlchemyChatStore``): SQLite in memory through aiosqlite.

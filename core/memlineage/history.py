@@ -13,6 +13,12 @@ turn that asked; an assistant message derives from that user turn, the tool resu
 messages whose distinctive words it repeats; an acknowledgement rests on nothing. Correcting a statement therefore
 makes the results and answers built on it ``suspect``.
 
+``turns()`` returns every message exactly as appended: when the manager merges a restatement into an earlier memory
+("i live in paris." into "I live in Paris."), the occurrence keeps the words as said (erasing the memory scrubs the
+occurrences too). One writer holds a session at a time (every ``ChatHistory`` of the session in this process, and
+other processes through a database lock on PostgreSQL): a batch takes consecutive positions, is checked whole before
+anything is written, and its turns appear together or, when a write fails midway, not at all.
+
 ``clear()`` is an invalidation, never a hard delete: it closes the session's occurrences (outcome ``cleared``) and
 retracts their memories (or archives them with ``on_clear="forget"``), under one ``chat_clear`` activity, except
 memories another session still holds; the ledger keeps every version and event.
@@ -21,17 +27,34 @@ memories another session still holds; the ledger keeps every version and event.
 from __future__ import annotations
 
 import asyncio
-import json
+import base64
+import binascii
+import logging
+import math
 import threading
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memlineage._evidence import argument_values, contains, content_premises, holders, is_filler
 from memlineage.errors import InvalidInputError
-from memlineage.models import Activity, Memory, MemoryKind, Scope, Status, new_id
+from memlineage.models import (
+    Activity,
+    Memory,
+    MemoryKind,
+    Scope,
+    Source,
+    Status,
+    check_text,
+    new_id,
+    normalize_metadata,
+)
 
-__all__ = ["ChatEntry", "ChatHistory", "ChatTurn"]
+__all__ = ["ChatEntry", "ChatHistory", "ChatTurn", "payload_from_json", "payload_to_json"]
+
+logger = logging.getLogger(__name__)
 
 Role = Literal["user", "assistant", "tool", "system"]
 
@@ -39,6 +62,60 @@ _SOURCE = {"user": "user", "assistant": "agent", "system": "system"}
 
 #: Activity kind of one message occurrence.
 MESSAGE_ACTIVITY = "chat_message"
+
+#: Key under which :func:`payload_to_json` keeps bytes (base64); the reserved metadata prefix, so never a user key.
+_BYTES_KEY = "_ml_bytes"
+
+
+def payload_to_json(value: Any) -> Any:
+    """A JSON-safe copy of framework message data that :func:`payload_from_json` turns back into the original.
+
+    Bytes (an image's data, an audio clip) are kept exactly, as base64 under a reserved key; tuples become lists;
+    mapping keys become strings; a float that JSON cannot hold (NaN, infinity) and any other object become their
+    ``str`` (the framework rebuilds what it can from it).
+    """
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {_BYTES_KEY: base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, Mapping):
+        return {str(k): payload_to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [payload_to_json(v) for v in value]
+    return str(value)
+
+
+def payload_from_json(value: Any) -> Any:
+    """The framework data :func:`payload_to_json` encoded (bytes restored)."""
+    if isinstance(value, Mapping):
+        if len(value) == 1 and isinstance(value.get(_BYTES_KEY), str):
+            try:
+                return base64.b64decode(value[_BYTES_KEY], validate=True)
+            except (binascii.Error, ValueError):
+                return dict(value)
+        return {k: payload_from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [payload_from_json(v) for v in value]
+    return value
+
+
+# One lock per (store, session) in this process, shared by every ChatHistory object of that session.
+_SESSION_LOCKS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str | None, str | None], threading.RLock]] = (
+    weakref.WeakKeyDictionary()
+)
+_SESSION_LOCKS_GUARD = threading.Lock()
+
+
+def _session_lock(manager: Any, scope: Scope) -> threading.RLock:
+    key = (scope.user_id, scope.agent_id, scope.session_id)
+    with _SESSION_LOCKS_GUARD:
+        try:
+            locks = _SESSION_LOCKS.setdefault(manager, {})
+        except TypeError:  # a manager that cannot be weakly referenced: a lock of its own, kept on nothing shared
+            return threading.RLock()
+        return locks.setdefault(key, threading.RLock())
 
 
 @dataclass(frozen=True)
@@ -77,6 +154,9 @@ class ChatTurn:
         payload: The framework data given at append time.
         position: 0-based position in the session (positions of cleared turns are not reused).
         activity_id: The ``chat_message`` activity of this occurrence.
+        wording: The words as said, when the memory holding them has other words (a restatement merged into an
+            earlier memory: "i live in paris" into "I live in Paris."); ``None`` when the memory's content is
+            exactly what was said.
     """
 
     role: Role
@@ -84,11 +164,12 @@ class ChatTurn:
     payload: Mapping[str, Any]
     position: int
     activity_id: str
+    wording: str | None = None
 
     @property
     def text(self) -> str:
-        """The message text (the memory's content; erased memories never appear as turns)."""
-        return self.memory.content
+        """The message text exactly as appended (erased memories never appear as turns)."""
+        return self.wording if self.wording is not None else self.memory.content
 
 
 class ChatHistory:
@@ -148,14 +229,29 @@ class ChatHistory:
         self.scope = base
         self.on_clear = on_clear
         self.kind = MemoryKind(kind)
-        self._lock = threading.Lock()
+        self._lock = _session_lock(manager, base)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold the session: one writer at a time.
+
+        In this process all ChatHistory objects of the session share one lock; on a store whose ledger takes
+        database locks (PostgreSQL), a lock on the session holds across processes too.
+        """
+        ledger = getattr(self.manager, "ledger", None)
+        guard = getattr(ledger, "guard", None)
+        key = ("chat_session", self.scope.user_id, self.scope.agent_id or "", self.scope.session_id or "")
+        with self._lock, guard([key]) if callable(guard) else nullcontext():
+            yield
 
     # ------------------------------------------------------------------ reads
     def turns(self, last: int | None = None) -> list[ChatTurn]:
         """The session's messages, oldest first (cleared and erased ones left out).
 
         Args:
-            last: Only the last N turns (>= 0); default all.
+            last: Only the last N turns (>= 0); default all. The window never starts with a tool result: a
+                result whose call (the assistant message that requested it) falls outside the window is left out
+                too, so the window can hold fewer than N turns.
 
         Raises:
             InvalidInputError: ``last`` is negative.
@@ -170,39 +266,55 @@ class ChatHistory:
             ChatTurn(
                 role=a.metadata["role"],
                 memory=by_id[a.metadata["memory_id"]],
-                payload=a.metadata.get("message") or {},
+                payload=payload_from_json(a.metadata.get("message") or {}),
                 position=int(a.metadata["position"]),
                 activity_id=a.id,
+                wording=a.metadata.get("text") if isinstance(a.metadata.get("text"), str) else None,
             )
             for a in occurrences
             if a.metadata["memory_id"] in by_id and by_id[a.metadata["memory_id"]].status is not Status.ERASED
         ]
         if last is None:
             return out
-        return out[len(out) - last :] if last else []
+        window = out[len(out) - last :] if last else []
+        while window and window[0].role == "tool":  # its call is outside the window: a dangling result
+            window = window[1:]
+        return window
 
-    def _occurrences(self, *, include_cleared: bool = False) -> list[Activity]:
-        acts = self.manager.activities(self.scope, kinds=[MESSAGE_ACTIVITY])
+    def _activities(self) -> list[Activity]:
+        return self.manager.activities(self.scope, kinds=[MESSAGE_ACTIVITY])
+
+    def _occurrences(self, acts: Sequence[Activity] | None = None, *, include_cleared: bool = False) -> list[Activity]:
+        acts = self._activities() if acts is None else acts
         live = [
-            a for a in acts if "memory_id" in a.metadata and (include_cleared or a.outcome != "cleared")
-        ]  # a redacted (erased) session keeps no metadata
+            a
+            for a in acts
+            if "memory_id" in a.metadata  # a redacted (erased) occurrence keeps no memory id; nor an unfinished one
+            and a.outcome != "failed"
+            and (include_cleared or a.outcome != "cleared")
+        ]
         return sorted(live, key=lambda a: (int(a.metadata.get("position", 0)), a.started_at))
 
     # ------------------------------------------------------------------ writes
-    def append(self, entries: Sequence[ChatEntry]) -> list[ChatTurn]:
-        """Store messages in order; returns their turns.
+    def _checked(self, entries: Sequence[ChatEntry]) -> list[tuple[ChatEntry, str, dict[str, Any]]]:
+        """Validate a whole batch before anything is written: ``(entry, source, occurrence metadata)`` each.
 
         Raises:
-            InvalidInputError: an entry has an unknown role, empty text or a confidence outside [0, 1] (nothing of
-                the batch is written before the check).
+            InvalidInputError: the first bad entry.
         """
-        entries = list(entries)
-        for e in entries:
+        if isinstance(entries, (str, bytes, ChatEntry, Mapping)) or not isinstance(entries, Iterable):
+            msg = f"append() takes a list of ChatEntry, got {type(entries).__name__}"
+            raise InvalidInputError(msg)
+        out = []
+        for e in list(entries):
             if not isinstance(e, ChatEntry) or e.role not in ("user", "assistant", "tool", "system"):
                 msg = f"chat entries must be ChatEntry with role user/assistant/tool/system, got {e!r}"
                 raise InvalidInputError(msg)
             if not isinstance(e.calls, Mapping) or not (e.call_id is None or isinstance(e.call_id, str)):
                 msg = f"a chat entry's calls must be a mapping of call id to arguments and call_id a str: {e!r}"
+                raise InvalidInputError(msg)
+            if not isinstance(e.payload, Mapping):
+                msg = f"a chat entry's payload must be a mapping: {e!r}"
                 raise InvalidInputError(msg)
             if not isinstance(e.text, str) or not e.text.strip():
                 msg = f"a chat message needs text for its memory (describe tool calls when there is none): {e!r}"
@@ -211,19 +323,55 @@ class ChatHistory:
             if isinstance(conf, bool) or not isinstance(conf, (int, float)) or not 0.0 <= conf <= 1.0:
                 msg = f"a chat entry's confidence must be a number in [0, 1]: {e!r}"
                 raise InvalidInputError(msg)
-        with self._lock:
-            past = self._occurrences(include_cleared=True)
-            position = 1 + max((int(a.metadata.get("position", -1)) for a in past), default=-1)
-            live = [a for a in past if a.outcome != "cleared"]
-            user_turn = next((a.metadata["memory_id"] for a in reversed(live) if a.metadata["role"] == "user"), None)
-            since = [] if user_turn is None else _tools_after(live, user_turn)
-            asked: dict[str, Any] = {}  # tool call id -> its arguments, from the session's assistant messages
-            for a in live:
-                asked.update(a.metadata.get("calls") or {})
-            out: list[ChatTurn] = []
-            earlier: dict[str, Memory] | None = None  # the session's live user and tool messages, read when needed
-            written: dict[str, Memory] = {}  # ... and those of this batch
-            for e in entries:
+            check_text(e.text, "a chat message's text")  # what remember() would refuse, refused before any write
+            source = f"tool:{e.name or 'tool'}" if e.role == "tool" else _SOURCE[e.role]
+            Source.parse(source)
+            meta: dict[str, Any] = {"role": e.role, "position": 0, "message": payload_to_json(e.payload)}
+            if e.calls:
+                meta["calls"] = payload_to_json({str(k): v for k, v in e.calls.items()})
+            if e.call_id is not None:
+                meta["call_id"] = e.call_id
+            out.append((e, source, meta))
+        return out
+
+    def append(self, entries: Sequence[ChatEntry]) -> list[ChatTurn]:
+        """Store messages in order; returns their turns.
+
+        The batch is all or nothing: every entry is checked before anything is written, its turns take
+        consecutive positions (another writer of the session waits: a lock shared by every ``ChatHistory`` of the
+        session in this process, and a database lock across processes on PostgreSQL), and they appear together.
+        When a write fails midway, the memories the batch created are retracted and none of its turns appear.
+        ``turns()`` returns each message exactly as appended, also when its memory merged into an earlier one
+        with other words.
+
+        Raises:
+            InvalidInputError: a bad entry (unknown role, empty or unstorable text, bad calls or payload); nothing
+                of the batch is written.
+        """
+        checked = self._checked(entries)
+        if not checked:
+            return []
+        with self._locked():
+            return self._append_locked(checked)
+
+    def _append_locked(self, checked: Sequence[tuple[ChatEntry, str, dict[str, Any]]]) -> list[ChatTurn]:
+        acts = self._activities()
+        # positions are never reused: unfinished, failed, cleared and redacted occurrences keep theirs
+        position = 1 + max((int(a.metadata["position"]) for a in acts if "position" in a.metadata), default=-1)
+        live = self._occurrences(acts)
+        user_turn = next((a.metadata["memory_id"] for a in reversed(live) if a.metadata["role"] == "user"), None)
+        since = [] if user_turn is None else _tools_after(live, user_turn)
+        asked: dict[str, Any] = {}  # tool call id -> its arguments, from the session's assistant messages
+        for a in live:
+            asked.update(a.metadata.get("calls") or {})
+        out: list[ChatTurn] = []
+        earlier: dict[str, Memory] | None = None  # the session's live user and tool messages, read when needed
+        written: dict[str, Memory] = {}  # ... and those of this batch
+        started: list[Activity] = []  # the batch's occurrences, unpublished until every message is stored
+        finals: list[dict[str, Any]] = []
+        created: list[str] = []  # memories this batch created (withdrawn if the batch fails)
+        try:
+            for e, source, meta in checked:
                 premises: list[str] = []
                 if e.role == "assistant" and is_filler(e.text):
                     premises = []  # an acknowledgement rests on nothing and is nobody's premise
@@ -247,16 +395,13 @@ class ChatHistory:
                         if earlier is None:
                             earlier = self._earlier(live)
                         premises += self._content_premises(e.text, user_turn, {**earlier, **written})
-                meta: dict[str, Any] = {"role": e.role, "position": position, "message": dict(e.payload)}
-                if e.calls:
-                    meta["calls"] = json.loads(json.dumps({str(k): v for k, v in e.calls.items()}, default=str))
+                meta = {**meta, "position": position}
+                if "calls" in meta:
                     asked.update(meta["calls"])
-                if e.call_id is not None:
-                    meta["call_id"] = e.call_id
                 act = self.manager.record_activity(
                     Activity(id=new_id(), kind=MESSAGE_ACTIVITY, name=e.role, scope=self.scope, metadata=meta)
                 )
-                source = f"tool:{e.name or 'tool'}" if e.role == "tool" else _SOURCE[e.role]
+                started.append(act)
                 mem = self.manager.remember(
                     e.text,
                     scope=self.scope,
@@ -268,17 +413,21 @@ class ChatHistory:
                     metadata={"chat_session": self.scope.session_id, "position": position},
                     force=True,  # a transcript keeps every message, whatever a value model thinks of it
                 )
-                if mem.lineage.activity_id != act.id:  # merged into an earlier memory with the same words
+                if mem.lineage.activity_id != act.id:  # merged into an earlier memory (same or restated words)
                     self.manager.link(mem.id, act.id, scope=self.scope)
+                else:
+                    created.append(mem.id)
                 if e.role == "tool" and _failed(e.payload):
                     # the history keeps the message; its text is an error, never a fact: the memory is withdrawn
                     self.manager.retract(
                         mem.id, scope=self.scope, reason="the tool call failed: an outcome, not a fact"
                     )
-                act = self.manager.end_activity(
-                    act.id, scope=self.scope, outcome="success", metadata={"memory_id": mem.id}
-                )
-                out.append(ChatTurn(e.role, mem, dict(e.payload), position, act.id))
+                final: dict[str, Any] = {"memory_id": mem.id}
+                wording = None if mem.content == e.text else e.text
+                if wording is not None:  # the history returns what was said, not the earlier memory's words
+                    final["text"] = wording
+                finals.append(final)
+                out.append(ChatTurn(e.role, mem, dict(e.payload), position, act.id, wording))
                 position += 1
                 if e.role in ("user", "tool"):
                     written[mem.id] = mem
@@ -286,7 +435,68 @@ class ChatHistory:
                     user_turn, since = mem.id, []
                 elif e.role == "tool":
                     since.append(mem.id)
-            return out
+            self._end_all(started, "success", finals)
+        except BaseException:
+            self._withdraw(started, created)
+            raise
+        return out
+
+    def _end_all(self, acts: Sequence[Activity], outcome: str, finals: Sequence[Mapping[str, Any]]) -> None:
+        """End occurrences together, in one ledger transaction (all of them or none)."""
+        ledger = getattr(self.manager, "ledger", None)
+        if ledger is None or not callable(getattr(ledger, "upsert_activity", None)):
+            for act, final in zip(acts, finals, strict=True):
+                self.manager.end_activity(act.id, scope=self.scope, outcome=outcome, metadata=final)
+            return
+        now = self.manager.clock()
+        ended = [
+            act.model_copy(
+                update={"ended_at": now, "outcome": outcome, "metadata": {**act.metadata, **normalize_metadata(final)}}
+            )
+            for act, final in zip(acts, finals, strict=True)
+        ]
+        with ledger.transaction() as conn:
+            for act in ended:
+                ledger.upsert_activity(conn, act)
+
+    def _withdraw(self, started: Sequence[Activity], created: Sequence[str]) -> None:
+        """Undo what a failed batch wrote (best effort): its occurrences fail, the memories it created are retracted."""
+        for act in started:
+            try:
+                self.manager.end_activity(act.id, scope=self.scope, outcome="failed")
+            except Exception as exc:  # noqa: BLE001 - the original error is what the caller sees
+                logger.warning("chat history: could not close an occurrence of a failed batch: %s", exc)
+        for mid in created:
+            try:
+                mem = self.manager.get(mid, scope=self.scope)
+                if mem is not None and mem.status in (Status.ACTIVE, Status.SUSPECT):
+                    self.manager.retract(mid, scope=self.scope, reason="chat append failed: the batch was withdrawn")
+            except Exception as exc:  # noqa: BLE001 - the original error is what the caller sees
+                logger.warning("chat history: could not withdraw a message of a failed batch: %s", exc)
+
+    def replace(self, entries: Sequence[ChatEntry], reason: str = "chat history replaced") -> list[ChatTurn]:
+        """Make the session's history ``entries``: what it already holds stays, only the rest changes.
+
+        The longest common beginning (same role, text and payload, in order) is kept as it is: nothing retracted,
+        nothing re-stored, so setting the same history again is a no-op. The turns after it are cleared (see
+        :meth:`clear`) and the remaining entries appended, under one hold of the session.
+
+        Returns:
+            The session's turns afterwards.
+
+        Raises:
+            InvalidInputError: a bad entry; nothing changes (checked before anything is cleared).
+        """
+        checked = self._checked(entries)
+        with self._locked():
+            current = self.turns()
+            keep = 0
+            while keep < min(len(current), len(checked)) and _same(current[keep], checked[keep][0]):
+                keep += 1
+            if keep < len(current):
+                self._clear_locked(reason, current[keep:])
+            new = self._append_locked(checked[keep:]) if keep < len(checked) else []
+            return [*current[:keep], *new]
 
     def _earlier(self, live: Sequence[Activity]) -> dict[str, Memory]:
         """The session's live user and tool messages (the last 200), by memory id."""
@@ -321,40 +531,41 @@ class ChatHistory:
         Returns:
             Ids of the memories retracted or archived.
         """
-        with self._lock:
-            live = self._occurrences()
-            if turns is not None:
-                chosen = {t.activity_id for t in turns}
-                live = [a for a in live if a.id in chosen]
-            if not live:
-                return []
-            clearing = self.manager.record_activity(
-                Activity(kind="chat_clear", name=self.on_clear, scope=self.scope, metadata={"reason": reason})
-            )
-            for a in live:
-                self.manager.end_activity(
-                    a.id, scope=self.scope, outcome="cleared", metadata={"cleared_by": clearing.id}
-                )
-            ids = list(dict.fromkeys(a.metadata["memory_id"] for a in live))
-            user = Scope(user_id=self.scope.user_id, agent_id=self.scope.agent_id)
-            closing = {a.id for a in live}
-            elsewhere = {  # words said again elsewhere (another session, or a turn that stays) stay valid
-                a.metadata.get("memory_id")
-                for a in self.manager.activities(user, kinds=[MESSAGE_ACTIVITY])
-                if a.outcome != "cleared" and a.id not in closing
-            }
-            done: list[str] = []
-            for mem in self.manager.get_many(ids, scope=self.scope):
-                if mem is None or mem.id in elsewhere:
-                    continue
-                if mem.status in (Status.ACTIVE, Status.SUSPECT):
-                    if self.on_clear == "forget":
-                        self.manager.forget(mem.id, scope=self.scope, reason=reason)
-                    else:
-                        self.manager.retract(mem.id, scope=self.scope, reason=reason, activity_id=clearing.id)
-                    done.append(mem.id)
-            self.manager.end_activity(clearing.id, scope=self.scope, outcome="success", metadata={"invalidated": done})
-            return done
+        with self._locked():
+            return self._clear_locked(reason, turns)
+
+    def _clear_locked(self, reason: str, turns: Sequence[ChatTurn] | None) -> list[str]:
+        live = self._occurrences()
+        if turns is not None:
+            chosen = {t.activity_id for t in turns}
+            live = [a for a in live if a.id in chosen]
+        if not live:
+            return []
+        clearing = self.manager.record_activity(
+            Activity(kind="chat_clear", name=self.on_clear, scope=self.scope, metadata={"reason": reason})
+        )
+        # the occurrences close together (one transaction): a reader never sees half a clear
+        self._end_all(live, "cleared", [{"cleared_by": clearing.id}] * len(live))
+        ids = list(dict.fromkeys(a.metadata["memory_id"] for a in live))
+        user = Scope(user_id=self.scope.user_id, agent_id=self.scope.agent_id)
+        closing = {a.id for a in live}
+        elsewhere = {  # words said again elsewhere (another session, or a turn that stays) stay valid
+            a.metadata.get("memory_id")
+            for a in self.manager.activities(user, kinds=[MESSAGE_ACTIVITY])
+            if a.outcome not in ("cleared", "failed") and a.id not in closing
+        }
+        done: list[str] = []
+        for mem in self.manager.get_many(ids, scope=self.scope):
+            if mem is None or mem.id in elsewhere:
+                continue
+            if mem.status in (Status.ACTIVE, Status.SUSPECT):
+                if self.on_clear == "forget":
+                    self.manager.forget(mem.id, scope=self.scope, reason=reason)
+                else:
+                    self.manager.retract(mem.id, scope=self.scope, reason=reason, activity_id=clearing.id)
+                done.append(mem.id)
+        self.manager.end_activity(clearing.id, scope=self.scope, outcome="success", metadata={"invalidated": done})
+        return done
 
     # ------------------------------------------------------------------ async twins (R6)
     async def aturns(self, last: int | None = None) -> list[ChatTurn]:
@@ -370,6 +581,10 @@ class ChatHistory:
     ) -> list[str]:
         """Async :meth:`clear`."""
         return await asyncio.to_thread(self.clear, reason, turns=turns)
+
+    async def areplace(self, entries: Sequence[ChatEntry], reason: str = "chat history replaced") -> list[ChatTurn]:
+        """Async :meth:`replace`."""
+        return await asyncio.to_thread(self.replace, entries, reason)
 
 
 def _failed(payload: Mapping[str, Any]) -> bool:
@@ -388,3 +603,12 @@ def _tools_after(occurrences: Sequence[Activity], user_memory: str) -> list[str]
         if a.metadata["role"] == "tool":
             out.append(a.metadata["memory_id"])
     return out[::-1]
+
+
+def _same(turn: ChatTurn, entry: ChatEntry) -> bool:
+    """Whether a stored turn is the message ``entry`` describes (role, exact text and framework data)."""
+    return (
+        turn.role == entry.role
+        and turn.text == entry.text
+        and payload_to_json(turn.payload) == payload_to_json(entry.payload)
+    )

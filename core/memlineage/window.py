@@ -45,7 +45,7 @@ from typing import Any
 from memlineage.errors import ConfigurationError, ContextOverflowError, InvalidInputError, MemLineageError
 from memlineage.models import Scope, new_id
 from memlineage.window_chat import ChatMessage, HistoryBackend, ToolCall
-from memlineage.window_tokens import DEFAULT_ENCODING, count_tokens, fit_to_budget, get_encoding
+from memlineage.window_tokens import DEFAULT_ENCODING, count_tokens, decode_prefix, fit_to_budget, get_encoding
 
 __all__ = [
     "ChatMessage",
@@ -506,7 +506,7 @@ class WorkingMemory:
                 if len(toks) <= cap:
                     out.append(m)
                 else:
-                    text = self._encoding.decode(toks[:cap]) + marker(cap, len(toks))
+                    text = decode_prefix(self._encoding, toks, cap) + marker(cap, len(toks))
                     out.append(m.model_copy(update={"content": text}))
             return out
 

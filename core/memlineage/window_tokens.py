@@ -5,6 +5,7 @@ Re-exported by :mod:`memlineage.window`.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import logging
 import os
@@ -110,6 +111,18 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return len(get_encoding(encoding).encode_ordinary(text))
 
 
+def decode_prefix(enc: tiktoken.Encoding, tokens: Sequence[int], n: int) -> str:
+    """The text of the first ``n`` tokens, cut at a character boundary (never a U+FFFD replacement character).
+
+    A token can hold part of a character's UTF-8 bytes (CJK, emoji): the bytes of an incomplete last character
+    are left out, so the text may hold slightly fewer than ``n`` tokens, never more.
+    """
+    if n <= 0:
+        return ""
+    data = enc.decode_bytes(list(tokens[:n]))
+    return codecs.getincrementaldecoder("utf-8")(errors="strict").decode(data, final=False)
+
+
 def fit_to_budget(lines: Sequence[str], max_tokens: int, encoding: str = DEFAULT_ENCODING) -> list[str]:
     """The leading lines that fit ``max_tokens`` together (one token per line break), in order.
 
@@ -140,6 +153,6 @@ def fit_to_budget(lines: Sequence[str], max_tokens: int, encoding: str = DEFAULT
             continue
         room = left - (2 if out else 1)  # the line break and the ellipsis
         if room >= 4:
-            out.append(enc.decode(tokens[:room]).rstrip() + "…")
+            out.append(decode_prefix(enc, tokens, room).rstrip() + "…")
         break
     return out

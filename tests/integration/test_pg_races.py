@@ -466,3 +466,21 @@ def test_four_processes_keep_every_invariant(pg_schema: PgSchema) -> None:
         assert violations == dict.fromkeys(violations, 0), violations
     finally:
         mm.close()
+
+
+def test_two_stores_appending_to_one_chat_session_never_interleave(managers: Sequence[MemoryManager]) -> None:
+    """Two processes' histories of one session (own managers, shared PostgreSQL): unique positions, whole batches."""
+    from memlineage.history import ChatEntry, ChatHistory
+
+    histories = [ChatHistory(mm, scope="alice", session_id="trip") for mm in managers]
+
+    def writer(w: int) -> Callable[[int], Any]:
+        return lambda r: histories[w].append(
+            [ChatEntry("user", f"question {w}.{r}"), ChatEntry("assistant", f"answer {w}.{r}")]
+        )
+
+    race(6, writer(0), writer(1))
+    turns = histories[0].turns()
+    assert [t.position for t in turns] == list(range(24))
+    for q, a in zip(turns[::2], turns[1::2]):
+        assert (q.role, a.role) == ("user", "assistant") and a.text == q.text.replace("question", "answer")

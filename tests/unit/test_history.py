@@ -119,3 +119,149 @@ def test_malformed_call_fields_are_refused_before_anything_is_written() -> None:
         with pytest.raises(InvalidInputError):
             history.append([ChatEntry("user", "hello there"), bad])
     assert history.turns() == []
+
+
+# ---------------------------------------------------------------------------------------------------- hardening (h27)
+def test_a_restatement_comes_back_as_said_though_it_merges_into_the_earlier_memory() -> None:
+    mm = make_manager()
+    history = ChatHistory(mm, scope="alice", session_id="s1")
+    said = ["I live in Paris.", "Noted.", "i live in   paris.", "I live in Paris!", "I'm living in Paris."]
+    for i, text in enumerate(said):
+        history.append([ChatEntry("assistant" if i == 1 else "user", text)])
+    turns = history.turns()
+    assert [t.text for t in turns] == said
+    assert turns[2].memory.id == turns[0].memory.id  # merged underneath: one memory, two occurrences
+    assert ChatHistory(mm, scope="alice", session_id="s1").turns(last=1)[0].text == said[-1]
+
+
+def test_erasing_a_memory_scrubs_every_occurrence_of_its_words() -> None:
+    mm = make_manager()
+    history = ChatHistory(mm, scope="alice", session_id="s1")
+    first, again = history.append(
+        [ChatEntry("user", "My passport is X123.", payload={"raw": "X123"}), ChatEntry("user", "my passport is x123.")]
+    )
+    assert again.memory.id == first.memory.id and again.text == "my passport is x123."
+    mm.erase(first.memory.id, scope="alice")
+    assert history.turns() == []
+    kept = [a.metadata for a in mm.activities("alice", kinds=["chat_message"])]
+    assert kept == [{"redacted": True, "position": 0}, {"redacted": True, "position": 1}]
+    (later,) = history.append([ChatEntry("user", "hello")])
+    assert later.position == 2  # positions are never reused
+
+
+def test_two_histories_of_one_session_never_interleave() -> None:
+    import threading
+
+    mm = make_manager()
+    writers = [ChatHistory(mm, scope="alice", session_id="s1") for _ in range(4)]
+    start = threading.Barrier(len(writers))
+    errors: list[BaseException] = []
+
+    def write(n: int, history: ChatHistory) -> None:
+        try:
+            start.wait()
+            for k in range(3):
+                history.append([ChatEntry("user", f"question {n}.{k}"), ChatEntry("assistant", f"answer {n}.{k}")])
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(n, h)) for n, h in enumerate(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    turns = writers[0].turns()
+    assert [t.position for t in turns] == list(range(24))
+    for q, a in zip(turns[::2], turns[1::2]):  # every answer right after its own question
+        assert (q.role, a.role) == ("user", "assistant")
+        assert a.text == q.text.replace("question", "answer")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ChatEntry("user", "a lone surrogate \ud800 here"),
+        ChatEntry("tool", "result", name="bad\x00name"),
+        ChatEntry("user", "ok", payload=["not", "a", "mapping"]),  # type: ignore[arg-type]
+    ],
+)
+def test_a_bad_entry_in_the_middle_writes_nothing(bad: ChatEntry) -> None:
+    mm = make_manager()
+    history = ChatHistory(mm, scope="alice", session_id="s1")
+    with pytest.raises(InvalidInputError):
+        history.append([ChatEntry("user", "first"), bad, ChatEntry("user", "third")])
+    assert history.turns() == [] and mm.find(scope="alice") == []
+
+
+def test_a_write_failing_midway_leaves_no_turn_and_withdraws_what_it_stored(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlineage import StorageError
+
+    mm = make_manager()
+    history = ChatHistory(mm, scope="alice", session_id="s1")
+    history.append([ChatEntry("user", "kept before")])
+    real = mm.remember
+    seen: list[str] = []
+
+    def failing(content: str, **kwargs: object) -> object:
+        seen.append(content)
+        if len(seen) == 2:
+            raise StorageError("disk full")
+        return real(content, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(mm, "remember", failing)
+    with pytest.raises(StorageError):
+        history.append([ChatEntry("user", "Hotel Lumière at 120 EUR."), ChatEntry("assistant", "Booked it.")])
+    monkeypatch.undo()
+    assert [t.text for t in history.turns()] == ["kept before"]
+    assert [m.content for m in mm.find(scope="alice")] == ["kept before"]  # the stored half is withdrawn
+    (after,) = history.append([ChatEntry("user", "next")])
+    assert after.position == 3  # the failed batch's positions are not reused
+
+
+def test_replace_keeps_the_unchanged_beginning_untouched() -> None:
+    mm = make_manager()
+    history = ChatHistory(mm, scope="alice", session_id="s1")
+    old = [
+        ChatEntry("user", "I'm planning a trip to Rome."),
+        ChatEntry("assistant", "In Rome I suggest the Colosseum."),
+    ]
+    first = history.append(old)
+    answer = mm.remember(
+        "Rome tickets cost 18 EUR", scope="alice", source="reasoning", derived_from=[first[0].memory.id]
+    )
+    assert [t.activity_id for t in history.replace(old)] == [t.activity_id for t in first]  # the same: a no-op
+    after = history.replace([*old, ChatEntry("user", "Thanks!")])
+    assert [t.activity_id for t in after[:2]] == [t.activity_id for t in first] and after[2].text == "Thanks!"
+    assert mm.require(first[0].memory.id, scope="alice").status is Status.ACTIVE
+    assert mm.require(answer.id, scope="alice").status is Status.ACTIVE
+    changed = history.replace([old[0], ChatEntry("assistant", "Rome is lovely in June.")])
+    assert [t.text for t in changed] == ["I'm planning a trip to Rome.", "Rome is lovely in June."]
+    assert [t.text for t in history.turns()] == [t.text for t in changed]
+    assert mm.require(first[1].memory.id, scope="alice").status is Status.RETRACTED
+    with pytest.raises(InvalidInputError):
+        history.replace([ChatEntry("user", "new start"), ChatEntry("user", "\ud800")])
+    assert [t.text for t in history.turns()] == [t.text for t in changed]  # a bad history changes nothing
+
+
+def test_a_window_never_starts_with_a_result_whose_call_is_cut_off() -> None:
+    history = ChatHistory(make_manager(), scope="alice", session_id="s1")
+    history.append(
+        [
+            ChatEntry("user", "Weather in Rome and Paris?"),
+            ChatEntry("assistant", "called get_weather twice", calls={"c1": {"city": "Rome"}, "c2": {"city": "Paris"}}),
+            ChatEntry("tool", "Rome: 21C", name="get_weather", call_id="c1"),
+            ChatEntry("tool", "Paris: 18C", name="get_weather", call_id="c2"),
+            ChatEntry("assistant", "Rome 21C, Paris 18C."),
+        ]
+    )
+    assert [t.role for t in history.turns(last=2)] == ["assistant"]
+    assert [t.role for t in history.turns(last=3)] == ["assistant"]
+    assert [t.role for t in history.turns(last=4)] == ["assistant", "tool", "tool", "assistant"]
+
+
+def test_payload_bytes_come_back_exactly() -> None:
+    history = ChatHistory(make_manager(), scope="alice", session_id="s1")
+    data = {"image": bytes(range(256)), "nested": [{"clip": b"\x00\xff"}], "n": 1.5}
+    history.append([ChatEntry("user", "look at this", payload=data)])
+    assert history.turns()[0].payload == data

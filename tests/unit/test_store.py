@@ -436,6 +436,33 @@ def test_ttl_expiry(alice):
     assert mm.require(plan.id, scope=alice).status is Status.SUSPECT
 
 
+def test_a_correction_keeps_the_deadline_as_it_keeps_tags_and_metadata(alice):
+    now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
+    mm = make_manager(clock=lambda: now[0])
+    code = mm.remember("Gate code is 4411", scope=alice, tags=["door"], metadata={"site": "HQ"}, ttl=3600)
+    now[0] += timedelta(minutes=10)
+    fixed = mm.supersede(code.id, "Gate code is 4412", scope=alice).memory
+    assert fixed is not None and (fixed.tags, fixed.metadata) == (code.tags, code.metadata)
+    assert fixed.expires_at == code.expires_at
+    revised = mm.revise(fixed.id, "Gate code is 4413", scope=alice)
+    assert revised.expires_at == code.expires_at
+    longer = mm.supersede(revised.id, "Gate code is 4414", scope=alice, ttl=7200).memory
+    assert longer is not None and longer.expires_at == now[0] + timedelta(hours=2)  # an explicit ttl wins
+    now[0] += timedelta(hours=3)
+    mm.expire_due(scope=alice)
+    assert mm.require(longer.id, scope=alice).status is Status.EXPIRED
+
+
+def test_the_untouched_part_of_a_corrected_statement_keeps_its_deadline(alice):
+    now = [datetime(2025, 1, 1, tzinfo=timezone.utc)]
+    mm = make_manager(clock=lambda: now[0])
+    plan = mm.remember("I'm planning a trip to Paris. I prefer aisle seats.", scope=alice, source="user", ttl=7200)
+    now[0] += timedelta(minutes=5)
+    mm.remember("Actually, I'm going to Lyon", scope=alice, source="user")
+    (kept,) = [m for m in mm.find(scope=alice) if m.metadata.get("carried_over_from") == plan.id]
+    assert kept.content == "I prefer aisle seats." and kept.expires_at == plan.expires_at
+
+
 def test_recall_reinforces_and_records_used(mm, alice):
     m = mm.remember("I like green tea", scope=alice)
     mm.recall("green tea", scope=alice, activity_id="run-7")

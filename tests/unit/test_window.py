@@ -411,3 +411,28 @@ def test_a_lone_surrogate_never_blocks_the_window_or_loses_evicted_messages() ->
     stored = sorted(m.content for m in mm.find(scope="alice"))
     assert stored == ["broken \ufffd text from a model", "fine", "hello there", "next question"]
     assert wm.tokens_of(ChatMessage(role="user", content="x\udc00y")) > wm.message_overhead
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_token_cuts_end_at_a_character_boundary(encoding: str) -> None:
+    """Chinese and emoji span several bytes a token may split: no cut leaves a U+FFFD in the prompt."""
+    from memlineage.window import fit_to_budget
+
+    text = "我们明天去东京塔看日落🌅，然后吃寿司🍣和拉面🍜，晚上去涩谷🎌散步。👨‍👩‍👧 " * 20
+    for budget in range(6, 80):
+        lines = fit_to_budget(["header", text], budget, encoding=encoding)
+        assert not any("\ufffd" in line for line in lines)
+        assert sum(count_tokens(line, encoding) for line in lines) + len(lines) - 1 <= budget
+    for cap in (100, 400, 900):
+        wm = WorkingMemory(encoding=encoding)
+        call = ToolCall(id="c1", name="guide", arguments="{}")
+        wm.extend(
+            [
+                ChatMessage(role="user", content="东京有什么好玩的？"),
+                ChatMessage(role="assistant", tool_calls=(call,)),
+                ChatMessage(role="tool", tool_call_id="c1", content=text * 3),
+            ]
+        )
+        out = wm.render(context_tokens=cap)
+        assert out.truncated and not any("\ufffd" in m.content for m in out.messages)
+        assert out.tokens <= cap

@@ -12,8 +12,10 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from memlineage.errors import InvalidInputError, MemoryNotFoundError
+from memlineage.history import MESSAGE_ACTIVITY
 from memlineage.ledger import Ledger
-from memlineage.ledger._schema import INDEXABLE_STATES, activities, events, memories
+from memlineage.ledger._graph import _chunks
+from memlineage.ledger._schema import INDEXABLE_STATES, activities, edges, events, memories
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import (
     Activity,
@@ -400,6 +402,7 @@ class Lifecycle:
                 },
             )  # fmt: skip
             redacted = self._redact_events(conn, ids)
+            acts = self._redact_occurrences(conn, ids)
             if memory_id is None:
                 acts = self._redact_activities(conn, scope)
             self.ledger.insert_events(
@@ -440,6 +443,41 @@ class Lifecycle:
             chunk = list(ids[start : start + 900])
             res = conn.execute(update(events).where(events.c.memory_id.in_(chunk)).values(data={"redacted": True}))
             n += res.rowcount or 0
+        return n
+
+    def _redact_occurrences(self, conn: Connection, ids: Sequence[str]) -> int:
+        """Scrub the chat occurrences of erased memories (:mod:`memlineage.history`).
+
+        An occurrence keeps the message's framework data (tool calls, arguments, ids) and, for words merged into
+        an earlier memory, the words as said: both go with the memory. Only the position stays, so that a
+        session never reuses it.
+        """
+        found: set[str] = set()
+        for chunk in _chunks(ids):
+            found.update(
+                r[0] for r in conn.execute(select(memories.c.activity_id).where(memories.c.id.in_(chunk))) if r[0]
+            )
+            found.update(
+                r[0]
+                for r in conn.execute(
+                    select(edges.c.dst).where(
+                        edges.c.src.in_(chunk), edges.c.relation == Relation.WAS_GENERATED_BY.value
+                    )
+                )
+            )
+        n = 0
+        for chunk in _chunks(sorted(found)):
+            rows = conn.execute(
+                select(activities.c.id, activities.c.meta).where(
+                    activities.c.id.in_(chunk), activities.c.kind == MESSAGE_ACTIVITY
+                )
+            ).all()
+            for act_id, meta in rows:
+                kept: dict[str, Any] = {"redacted": True}
+                if isinstance(meta, Mapping) and isinstance(meta.get("position"), int):
+                    kept["position"] = meta["position"]
+                conn.execute(update(activities).where(activities.c.id == act_id).values(meta=kept))
+                n += 1
         return n
 
     def _redact_activities(self, conn: Connection, scope: Scope) -> int:

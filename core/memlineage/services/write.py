@@ -110,15 +110,26 @@ class WritePath:
     @gc_paused()  # a batch allocates several objects per record: no full collection in the middle
     def remember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """See :meth:`memlineage.MemoryManager.remember_many`."""
-        return self._remember_items(items)
-
-    def _remember_items(self, items: Sequence[Mapping[str, Any]], *, carried_over: bool = False) -> list[Memory]:
         if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
             msg = "remember_many() takes a list of dicts with remember()'s keyword arguments"
             raise InvalidInputError(msg)
-        drafts = [self.drafts.draft(**check_item(item)) for item in items]
-        for d in drafts:
+        return self._remember_items([check_item(item) for item in items])
+
+    def _remember_items(self, items: Sequence[Mapping[str, Any]], *, carried_over: bool = False) -> list[Memory]:
+        """:meth:`remember_many` of checked items; an ``expires_at`` key sets a draft's deadline as it is.
+
+        ``carried_over`` marks clauses a correction kept: they are written as they were, without update detection.
+        """
+        drafts = []
+        for item in items:
+            args = dict(item)
+            has_deadline = "expires_at" in args
+            deadline = args.pop("expires_at", None)
+            d = self.drafts.draft(**args)
+            if has_deadline and args.get("ttl") is None:
+                d.expires_at = deadline
             d.carried_over = carried_over
+            drafts.append(d)
         if not drafts:
             return []
         now = self.clock()
@@ -173,6 +184,7 @@ class WritePath:
                     "trust": row["trust"], "confidence": row["confidence"],
                     "derived_from": list(premises.get(row["id"], ())),
                     "tags": list(row["tags"] or ()), "valid_from": from_epoch(row["valid_from"]),
+                    "expires_at": from_epoch(row["expires_at"]),  # the statement's deadline, not a fresh one
                     "activity_id": d.decision_activity,
                     "metadata": {
                         **dict(row["meta"] or {}), "carried_over_from": row["id"], "decision": d.decision_activity,
@@ -681,6 +693,8 @@ class WritePath:
             **kwargs,
         }
         d = self.drafts.draft(content=new_content, scope=write_scope(scope, old.scope), source=source, **params)
+        if kwargs.get("ttl") is None:
+            d.expires_at = old.expires_at  # a correction keeps the old version's deadline, as its tags and metadata
         self.policy.check_operation("update", [old], scope=scope, source=d.source)
         with self.ledger.read() as conn:
             self.check_premises([d], conn)

@@ -131,3 +131,87 @@ def test_async_twins(manager: MemoryManager) -> None:
 
     assert asyncio.run(run()) == ["async hello", "async answer"]
     assert history.messages == []
+
+
+# ---------------------------------------------------------------------------------------------------- hardening (h27)
+def test_a_restated_message_comes_back_as_said(manager: MemoryManager) -> None:
+    history = LineageChatMessageHistory(manager, scope="alice", session_id="s1")
+    sent = [HumanMessage("I live in Paris."), AIMessage("Noted."), HumanMessage("i live in paris."), AIMessage("OK!")]
+    history.add_messages(sent)
+    assert [m.content for m in history.messages] == [m.content for m in sent]
+
+
+def test_the_window_never_starts_with_a_tool_result_whose_call_is_cut_off(manager: MemoryManager) -> None:
+    LineageChatMessageHistory(manager, scope="alice", session_id="s1").add_messages(
+        [
+            HumanMessage("Weather in Rome?"),
+            tool_calls(("get_weather", {"city": "Rome"}, "c1")),
+            ToolMessage("Sunny in Rome", tool_call_id="c1", name="get_weather"),
+            AIMessage("It is sunny in Rome."),
+        ]
+    )
+    window = LineageChatMessageHistory(manager, scope="alice", session_id="s1", max_messages=2).messages
+    assert [type(m) for m in window] == [AIMessage]  # the result went with its call
+    window = LineageChatMessageHistory(manager, scope="alice", session_id="s1", max_messages=3).messages
+    assert [type(m) for m in window] == [AIMessage, ToolMessage, AIMessage] and window[0].tool_calls
+
+
+def test_content_blocks_images_and_bytes_round_trip_exactly(manager: MemoryManager) -> None:
+    history = LineageChatMessageHistory(manager, scope="alice", session_id="s1")
+    sent = [
+        HumanMessage(
+            content=[
+                {"type": "text", "text": "What is in "},
+                {"type": "image", "base64": "iVBORw0KGgo=", "mime_type": "image/png"},
+                {"type": "text", "text": "this picture?"},
+            ],
+            additional_kwargs={"raw": b"\x89PNG\x00\xff"},
+        ),
+        AIMessage("A cat.", additional_kwargs={"audio": {"data": bytes(range(256))}}),
+    ]
+    history.add_messages(sent)
+    assert history.messages == sent
+
+
+def test_two_histories_on_one_session_keep_each_batch_together(manager: MemoryManager) -> None:
+    import threading
+
+    writers = [LineageChatMessageHistory(manager, scope="alice", session_id="s1") for _ in range(3)]
+    start = threading.Barrier(len(writers))
+
+    def chat(n: int, history: LineageChatMessageHistory) -> None:
+        start.wait()
+        for k in range(3):
+            history.add_messages([HumanMessage(f"question {n}.{k}"), AIMessage(f"answer {n}.{k}")])
+
+    threads = [threading.Thread(target=chat, args=(n, h)) for n, h in enumerate(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = writers[0].messages
+    assert len(got) == 18
+    for q, a in zip(got[::2], got[1::2]):
+        assert isinstance(q, HumanMessage) and isinstance(a, AIMessage)
+        assert a.content == str(q.content).replace("question", "answer")
+    assert [t.position for t in writers[1].history.turns()] == list(range(18))
+
+
+def test_a_bad_message_in_a_batch_stores_nothing_and_never_raises(manager: MemoryManager) -> None:
+    history = LineageChatMessageHistory(manager, scope="alice", session_id="s1")
+    history.add_messages([HumanMessage("first"), AIMessage("broken \ud800 text"), HumanMessage("third")])
+    assert history.messages == [] and manager.find(scope="alice") == []
+    assert manager.stats()["adapter_errors"]["LineageChatMessageHistory.add_messages"] == 1
+
+
+def test_async_reads_never_raise_into_the_chain(manager: MemoryManager, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlineage import StorageError
+
+    history = LineageChatMessageHistory(manager, scope="alice", session_id="s1")
+    history.add_messages([HumanMessage("hello")])
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise StorageError("ledger down")
+
+    monkeypatch.setattr(history.history, "turns", broken)
+    assert asyncio.run(history.aget_messages()) == [] and history.messages == []

@@ -65,6 +65,19 @@ def test_put_existing_key_updates_value_and_updated_at_not_created_at(store):
     assert second.namespace == ns and second.key == "seat"
 
 
+def test_put_replaces_the_value_when_only_unindexed_fields_change(store):
+    ns = ("alice", "docs")
+    store.put(ns, "doc", {"title": "parrots", "body": "first draft"}, index=["title"])
+    store.put(ns, "doc", {"title": "parrots", "body": "final text"}, index=["title"])
+    assert store.get(ns, "doc").value == {"title": "parrots", "body": "final text"}
+    store.put(ns, "seat", {"text": "Aisle"})
+    store.put(ns, "seat", {"text": "aisle"})  # the same words to a duplicate check, another value to put
+    assert store.get(ns, "seat").value == {"text": "aisle"}
+    assert [i.value for i in store.search(ns, filter={"body": "final text"})] == [
+        {"title": "parrots", "body": "final text"}
+    ]
+
+
 def test_delete_hides_the_item(store):
     ns = ("alice", "prefs")
     store.put(ns, "seat", {"text": "aisle"})

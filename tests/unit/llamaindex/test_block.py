@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
-from memlineage import InvalidInputError, MemLineageError, MemoryManager, Scope, Status
+from memlineage import InvalidInputError, MemoryManager, Scope, Status
 from memlineage.models import short_id
 
 from memlineage_llamaindex import LineageMemoryBlock, lineage_memory
@@ -162,12 +162,17 @@ def test_sync_methods_run_without_a_loop(manager: MemoryManager) -> None:
     assert [m.content for m in memory.get_all()] == ["I like green tea"]
 
 
-async def test_sync_methods_refuse_inside_a_running_loop(manager: MemoryManager) -> None:
+async def test_sync_methods_work_inside_a_running_loop(manager: MemoryManager) -> None:
+    """A notebook or an async handler calling the sync API: run on a worker thread's loop, never refused."""
     memory = lineage_memory(manager, user_id="alice", session_id="s1")
-    with pytest.raises(MemLineageError, match="await memory.aput"):
-        memory.put(ChatMessage(role="user", content="hi"))
-    with pytest.raises(MemLineageError, match="await memory.aget"):
-        memory.get()
+    memory.put_messages([])  # nothing to put: no IntegrityError from LlamaIndex's SQL store
+    await memory.aput_messages([])
+    memory.put(ChatMessage(role="user", content="Hello from a notebook"))
+    assert [m.content for m in memory.get()] == ["Hello from a notebook"]
+    assert [m.content for m in memory.get_all()] == ["Hello from a notebook"]
+    memory.reset()
+    assert memory.get_all() == []
+    assert [m.content for m in manager.find(scope="alice")] == ["Hello from a notebook"]
     assert asyncio.get_running_loop() is not None
 
 

@@ -102,3 +102,60 @@ def test_async_twins(manager: MemoryManager) -> None:
     assert store.get_keys() == ["s1"]
     archived = [m for m in manager.find(scope="alice") if m.content == "other session"]
     assert archived == []  # forgotten: archived memories are out of find()
+
+
+# ---------------------------------------------------------------------------------------------------- hardening (h27)
+def test_blocks_keep_their_order_and_images_their_bytes(manager: MemoryManager) -> None:
+    from llama_index.core.base.llms.types import ImageBlock, TextBlock
+
+    store = LineageChatStore(manager=manager, user_id="alice")
+    sent = ChatMessage(
+        role="user",
+        blocks=[
+            TextBlock(text="Compare this"),
+            ImageBlock(image=bytes(range(256)) * 4, image_mimetype="image/png"),
+            TextBlock(text="  with that:  "),
+            ImageBlock(image=b"\x89PNG\r\n\x1a\n\x00", image_mimetype="image/png"),
+        ],
+        additional_kwargs={"raw": b"\x00\xff"},
+    )
+    store.add_message("s1", sent)
+    (got,) = store.get_messages("s1")
+    assert got == sent
+    assert got.blocks[1].resolve_image().read() == bytes(range(256)) * 4
+
+
+def test_a_restated_message_comes_back_as_said(manager: MemoryManager) -> None:
+    store = LineageChatStore(manager=manager, user_id="alice")
+    for text in ("I live in Paris.", "i live in paris."):
+        store.add_message("s1", ChatMessage(role="user", content=text))
+    assert [m.content for m in store.get_messages("s1")] == ["I live in Paris.", "i live in paris."]
+
+
+def test_setting_the_same_history_again_changes_nothing(manager: MemoryManager) -> None:
+    store = LineageChatStore(manager=manager, user_id="alice")
+    memory = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="s1")
+    memory.put(ChatMessage(role="user", content="I'm planning a trip to Rome."))
+    memory.put(ChatMessage(role="assistant", content="In Rome I suggest the Colosseum."))
+    (plan,) = [m for m in manager.find(scope="alice") if m.content.startswith("I'm planning")]
+    built = manager.remember("Colosseum tickets: 18 EUR", scope="alice", source="reasoning", derived_from=[plan.id])
+    before = store.history("s1").turns()
+    memory.set(memory.get_all())
+    memory.set([*memory.get_all(), ChatMessage(role="user", content="Thanks!")])
+    after = store.history("s1").turns()
+    assert [t.activity_id for t in after[:2]] == [t.activity_id for t in before]
+    assert [m.content for m in store.get_messages("s1")][-1] == "Thanks!"
+    assert manager.require(plan.id, scope="alice").status is Status.ACTIVE
+    assert manager.require(built.id, scope="alice").status is Status.ACTIVE
+
+
+def test_a_bad_new_history_keeps_the_old_one_and_never_raises(manager: MemoryManager) -> None:
+    store = LineageChatStore(manager=manager, user_id="alice")
+    store.add_message("s1", ChatMessage(role="user", content="keep me"))
+    bad_tool = ChatMessage(
+        role="tool", content="Sunny", additional_kwargs={"tool_call_id": "c1", "name": "bad\x00name"}
+    )
+    store.set_messages("s1", [ChatMessage(role="user", content="new start"), bad_tool])
+    assert [m.content for m in store.get_messages("s1")] == ["keep me"]
+    assert [m.content for m in manager.find(scope="alice")] == ["keep me"]
+    assert manager.stats()["adapter_errors"]["LineageChatStore.set_messages"] == 1
