@@ -33,9 +33,11 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from sqlalchemy import create_engine, inspect
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from memlineage._demo import run_core_demo
 from memlineage._render import explanation_tree
@@ -66,6 +68,10 @@ LedgerOpt = Annotated[
 ChromaOpt = Annotated[
     str | None, typer.Option("--chroma-host", help="Chroma server host (default $MEMLINEAGE_CHROMA_HOST).")
 ]
+ChromaPortOpt = Annotated[
+    int | None,
+    typer.Option("--chroma-port", min=1, max=65535, help="Chroma server port (default $MEMLINEAGE_CHROMA_PORT, 8000)."),
+]
 CreateOpt = Annotated[bool, typer.Option("--create", help="Create the store when it does not exist yet.")]
 LiveOpt = Annotated[
     bool,
@@ -82,7 +88,9 @@ class _Fail(Exception):
     """A CLI error with its message (exit code 2)."""
 
 
-def _settings(path: Path | None, ledger_url: str | None, chroma_host: str | None) -> Any:
+def _settings(
+    path: Path | None, ledger_url: str | None, chroma_host: str | None, chroma_port: int | None = None
+) -> Any:
     s = MemLineageSettings()
     update: dict[str, Any] = {}
     if path is not None:
@@ -91,7 +99,24 @@ def _settings(path: Path | None, ledger_url: str | None, chroma_host: str | None
         update["ledger_url"] = ledger_url
     if chroma_host:
         update["chroma_host"] = chroma_host
+    if chroma_port is not None:
+        update["chroma_port"] = chroma_port
     return s.model_copy(update=update) if update else s
+
+
+def _redacted(text: str, settings: Any) -> str:
+    """``text`` without the ledger URL's password (every error the CLI prints passes through here)."""
+    url = getattr(settings, "ledger_url", None) if settings is not None else None
+    if not url:
+        return text
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return text
+    if parsed.password:
+        text = text.replace(url, parsed.render_as_string(hide_password=True))
+        text = text.replace(str(parsed.password), "***")
+    return text
 
 
 def _embedder(settings: Any) -> Any:
@@ -105,7 +130,15 @@ def _chroma_client(settings: Any) -> Any:
         return None
     import chromadb  # deferred: heavy, and only a Chroma server needs its HttpClient
 
-    return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
+    try:
+        return chromadb.HttpClient(host=settings.chroma_host, port=settings.chroma_port)
+    except Exception as exc:  # chromadb raises ValueError / httpx errors for an unreachable server
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = (
+            f"cannot reach the Chroma server at {settings.chroma_host}:{settings.chroma_port} ({first}); check "
+            "--chroma-host / --chroma-port (or MEMLINEAGE_CHROMA_HOST / MEMLINEAGE_CHROMA_PORT)"
+        )
+        raise _Fail(msg) from None
 
 
 def _has_ledger_tables(url: str, schema: str | None = None) -> bool:
@@ -114,7 +147,7 @@ def _has_ledger_tables(url: str, schema: str | None = None) -> bool:
         return inspect(engine).has_table("ml_memories", schema=schema)
     except SQLAlchemyError as exc:
         msg = f"cannot reach the ledger at {url!r}: {exc}; check --ledger-url / MEMLINEAGE_LEDGER_URL"
-        raise _Fail(msg) from exc
+        raise _Fail(msg) from None
     finally:
         engine.dispose()
 
@@ -222,17 +255,27 @@ def _reader(settings: Any, *, live: bool) -> Iterator[MemoryManager]:
 
 @contextmanager
 def _open(
-    path: Path | None, ledger_url: str | None, chroma_host: str | None, *, create: bool, live: bool
+    path: Path | None,
+    ledger_url: str | None,
+    chroma_host: str | None,
+    *,
+    create: bool,
+    live: bool,
+    chroma_port: int | None = None,
 ) -> Iterator[MemoryManager]:
-    """Resolve the store from options and settings, refuse a missing one, and turn errors into exit code 2."""
+    """Resolve the store from options and settings, refuse a missing one, and turn errors into exit code 2.
+
+    The message printed never holds the ledger URL's password.
+    """
+    settings = None
     try:
-        settings = _settings(path, ledger_url, chroma_host)
+        settings = _settings(path, ledger_url, chroma_host, chroma_port)
         _ensure_exists(settings, create)
         with _reader(settings, live=live or False) as mm:
             yield mm
-    except (_Fail, MemLineageError) as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+    except (_Fail, MemLineageError, SQLAlchemyError) as exc:
+        err_console.print(f"[red]error:[/] {escape(_redacted(str(exc), settings))}")
+        raise typer.Exit(2) from None
 
 
 def _is_server(mm: MemoryManager) -> bool:
@@ -312,9 +355,9 @@ def migrate(
         url = f"sqlite:///{db}"
     try:
         found, now = migrate_ledger(url, schema=schema or settings.ledger_schema)
-    except MemLineageError as exc:
-        err_console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+    except (MemLineageError, SQLAlchemyError) as exc:
+        err_console.print(f"[red]error:[/] {escape(_redacted(str(exc), settings))}")
+        raise typer.Exit(2) from None
     if found == now:
         console.print(f"the ledger is at revision {now} already; nothing to do")
     elif found == "new":
@@ -330,6 +373,7 @@ def recall(
     path: PathOpt = None,
     ledger_url: LedgerOpt = None,
     chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
     create: CreateOpt = False,
     live: LiveOpt = False,
     k: Annotated[int, typer.Option(help="Number of results.")] = 5,
@@ -337,7 +381,7 @@ def recall(
     as_json: JsonOpt = False,
 ) -> None:
     """Recall memories for QUERY in a user's scope."""
-    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
+    with _open(path, ledger_url, chroma_host, create=create, live=live, chroma_port=chroma_port) as mm:
         # Read-only views never record usage; --live recall is an ordinary reader and records it.
         res = mm.recall(query, scope=Scope(user_id=user), k=k, include_suspect=include_suspect, reinforce=live)
         if as_json:
@@ -363,6 +407,7 @@ def explain(
     path: PathOpt = None,
     ledger_url: LedgerOpt = None,
     chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
     create: CreateOpt = False,
     live: LiveOpt = False,
     fmt: Annotated[str, typer.Option("--format", help="tree, text, mermaid, dot or prov-json.")] = "tree",
@@ -371,7 +416,7 @@ def explain(
     if fmt not in EXPLAIN_FORMATS:
         err_console.print(f"[red]error:[/] unknown --format {fmt!r}; use one of: {', '.join(EXPLAIN_FORMATS)}")
         raise typer.Exit(2)
-    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
+    with _open(path, ledger_url, chroma_host, create=create, live=live, chroma_port=chroma_port) as mm:
         scope = Scope(user_id=user)
         ex = mm.explain(_resolve_id(mm, memory_id, scope), scope=scope)
         if fmt == "mermaid":
@@ -392,6 +437,7 @@ def audit(
     path: PathOpt = None,
     ledger_url: LedgerOpt = None,
     chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
     create: CreateOpt = False,
     live: LiveOpt = False,
     limit: Annotated[int, typer.Option(help="Last N events.")] = 50,
@@ -401,7 +447,7 @@ def audit(
     as_json: JsonOpt = False,
 ) -> None:
     """Show a user's event log, one readable row per event (--json: the full events)."""
-    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
+    with _open(path, ledger_url, chroma_host, create=create, live=live, chroma_port=chroma_port) as mm:
         scope = Scope(user_id=user)
         events = mm.audit(scope, limit=limit, types=event_type or None)
         if as_json:
@@ -446,6 +492,7 @@ def activities(
     path: PathOpt = None,
     ledger_url: LedgerOpt = None,
     chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
     create: CreateOpt = False,
     live: LiveOpt = False,
     run: Annotated[
@@ -459,7 +506,7 @@ def activities(
     as_json: JsonOpt = False,
 ) -> None:
     """List a user's runs, tool calls and LLM calls with their outcome, input and error."""
-    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
+    with _open(path, ledger_url, chroma_host, create=create, live=live, chroma_port=chroma_port) as mm:
         scope = Scope(user_id=user)
         run_id = _resolve_activity(mm, run, scope) if run else None
         acts = mm.activities(scope, run_id=run_id, kinds=kind, outcome="error" if failed else None, limit=limit)
@@ -486,12 +533,13 @@ def stats(
     path: PathOpt = None,
     ledger_url: LedgerOpt = None,
     chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
     create: CreateOpt = False,
     live: LiveOpt = False,
     user: Annotated[str | None, typer.Option("--user")] = None,
 ) -> None:
     """Counts per status, kind and source."""
-    with _open(path, ledger_url, chroma_host, create=create, live=live) as mm:
+    with _open(path, ledger_url, chroma_host, create=create, live=live, chroma_port=chroma_port) as mm:
         console.print_json(json.dumps(mm.stats(Scope(user_id=user) if user else None)))
 
 

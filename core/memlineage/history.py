@@ -47,6 +47,8 @@ from memlineage.models import (
     Scope,
     Source,
     Status,
+    check_id,
+    check_storable_text,
     check_text,
     new_id,
     normalize_metadata,
@@ -172,6 +174,25 @@ class ChatTurn:
         return self.wording if self.wording is not None else self.memory.content
 
 
+def _check_storable(value: Any, what: str) -> None:
+    """Refuse text no backend can store (a lone surrogate, NUL) anywhere in a JSON-like value: keys and strings.
+
+    Raises:
+        InvalidInputError: such text, naming where it is.
+    """
+    stack: list[tuple[Any, str]] = [(value, what)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            check_storable_text(item, where)
+        elif isinstance(item, Mapping):
+            for k, v in item.items():
+                check_storable_text(str(k), f"a key in {where}")
+                stack.append((v, f"{where}[{str(k)[:40]!r}]"))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, where) for v in item)
+
+
 class ChatHistory:
     """The ordered messages of one user's session, stored as memories with lineage.
 
@@ -225,10 +246,15 @@ class ChatHistory:
         if on_clear not in ("retract", "forget"):
             msg = f"on_clear must be 'retract' or 'forget', got {on_clear!r}"
             raise InvalidInputError(msg)
+        try:
+            memory_kind = MemoryKind(kind)
+        except ValueError:
+            msg = f"kind must be one of {[k.value for k in MemoryKind]}, got {kind!r}"
+            raise InvalidInputError(msg) from None
         self.manager = manager
         self.scope = base
         self.on_clear = on_clear
-        self.kind = MemoryKind(kind)
+        self.kind = memory_kind
         self._lock = _session_lock(manager, base)
 
     @contextmanager
@@ -326,11 +352,16 @@ class ChatHistory:
             check_text(e.text, "a chat message's text")  # what remember() would refuse, refused before any write
             source = f"tool:{e.name or 'tool'}" if e.role == "tool" else _SOURCE[e.role]
             Source.parse(source)
+            if e.call_id is not None:
+                check_id(e.call_id, "a tool message's call_id")
+            for call_id in e.calls:
+                check_id(call_id, "a tool call id in calls")
             meta: dict[str, Any] = {"role": e.role, "position": 0, "message": payload_to_json(e.payload)}
             if e.calls:
                 meta["calls"] = payload_to_json({str(k): v for k, v in e.calls.items()})
             if e.call_id is not None:
                 meta["call_id"] = e.call_id
+            _check_storable(meta, "a chat entry")  # every backend stores it: no lone surrogate, no NUL
             out.append((e, source, meta))
         return out
 

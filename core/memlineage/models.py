@@ -652,6 +652,15 @@ def _check_text(text: str, what: str, *, limit: int = MAX_TEXT_CHARS) -> None:
         raise InvalidInputError(f"{what} {problem}")
 
 
+def check_storable_text(text: str, what: str) -> None:
+    """Refuse a string no backend can store: a lone surrogate or NUL, or longer than :data:`MAX_TEXT_CHARS`.
+
+    Raises:
+        InvalidInputError: naming ``what`` and the problem.
+    """
+    _check_text(text, what)
+
+
 def _visible(text: str) -> bool:
     """Whether ``text`` has a character that renders (not only whitespace, zero-width or control characters)."""
     return any(unicodedata.category(ch) not in _INVISIBLE for ch in text)

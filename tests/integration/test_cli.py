@@ -206,3 +206,37 @@ def test_unknown_formats_types_and_kinds_are_named_not_silently_ignored(tmp_path
     assert none.exit_code == 0 and "no events of type bogus" in none.stderr and "created" in none.stderr
     acts = runner.invoke(app, ["activities", "--user", "alice", "--path", str(store), "--kind", "bogus"])
     assert acts.exit_code == 0 and "kinds in this log: agent_run" in acts.stderr and "tool_call" in acts.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["stats"],
+        ["recall", "anything", "--user", "alice"],
+        ["migrate"],
+        ["stats", "--create"],
+    ],
+)
+def test_errors_never_print_the_ledger_password(command: list[str], no_settings: Path) -> None:
+    """Issue 27: a failing server ledger is one readable line without the URL's password."""
+    url = "postgresql+psycopg://mluser:hunter2-s3cret@127.0.0.1:5432/no_such_database_here"
+    out = runner.invoke(app, [*command, "--ledger-url", url])
+    assert out.exit_code == 2, out.output
+    assert "hunter2-s3cret" not in out.output and "Traceback" not in out.output
+    assert "mluser:***@" in out.output or "cannot" in out.output
+
+
+def test_a_chroma_server_elsewhere_is_named_and_reached_with_chroma_port(
+    pg_schema, chroma_server, no_settings: Path
+) -> None:
+    """Issue 27/28: ``--chroma-port`` picks the server's port; a wrong one is one line naming host and port."""
+    with MemoryManager.open(ledger_url=pg_schema.url, index=InMemoryIndex()) as mm:
+        mm.remember("a server memory about kayaks", scope="alice")
+    base = ["stats", "--user", "alice", "--ledger-url", pg_schema.url, "--chroma-host", chroma_server.host]
+    wrong = runner.invoke(
+        app, [*base, "--chroma-port", str(chroma_server.port + 1 if chroma_server.port < 65535 else 1)]
+    )
+    assert wrong.exit_code == 2 and "cannot reach the Chroma server" in wrong.output, wrong.output
+    assert "--chroma-port" in wrong.output and "Traceback" not in wrong.output and len(wrong.output.splitlines()) < 6
+    right = runner.invoke(app, [*base, "--chroma-port", str(chroma_server.port)])
+    assert right.exit_code == 0 and '"memories": 1' in right.output, right.output

@@ -265,3 +265,34 @@ def test_payload_bytes_come_back_exactly() -> None:
     data = {"image": bytes(range(256)), "nested": [{"clip": b"\x00\xff"}], "n": 1.5}
     history.append([ChatEntry("user", "look at this", payload=data)])
     assert history.turns()[0].payload == data
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"kind": "bogus"}, {"kind": 5}, {"kind": None}, {"on_clear": 3}, {"scope": 5}, {"scope": ""}]
+)
+def test_bad_construction_is_a_typed_error(kwargs: dict[str, object]) -> None:
+    """Issue 27: ``ChatHistory(kind=...)`` and friends raise ``InvalidInputError``, never a raw ``ValueError``."""
+    args = {"scope": Scope(user_id="u", session_id="s"), **kwargs}
+    with pytest.raises(InvalidInputError):
+        ChatHistory(make_manager(), **args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        ChatEntry(role="assistant", text="calling", calls={"\ud800": {}}),
+        ChatEntry(role="tool", text="result", call_id="\ud800"),
+        ChatEntry(role="assistant", text="calling", calls={"c1": {"city": "Ber\udc00lin"}}),
+        ChatEntry(role="user", text="hi", payload={"\ud800": 1}),
+        ChatEntry(role="user", text="hi", payload={"blocks": ["a\x00b"]}),
+    ],
+    ids=["surrogate-call-id", "surrogate-call_id", "surrogate-argument", "surrogate-payload-key", "nul-in-payload"],
+)
+def test_text_no_backend_can_store_is_refused_anywhere_in_an_entry(entry: ChatEntry) -> None:
+    """Issue 27: a lone surrogate or NUL in a call id, argument or payload is a typed error; nothing is written."""
+    mm = make_manager()
+    history = ChatHistory(mm, scope=Scope(user_id="u", session_id="s"))
+    history.append([ChatEntry(role="user", text="before")])
+    with pytest.raises(InvalidInputError):
+        history.append([ChatEntry(role="user", text="ok part of the batch"), entry])
+    assert [t.text for t in history.turns()] == ["before"]
