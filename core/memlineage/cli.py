@@ -41,6 +41,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from memlineage._demo import run_core_demo
 from memlineage._render import explanation_tree
+from memlineage._version import __version__
 from memlineage.errors import MemLineageError, StoreLockedError
 from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, index_metadata
 from memlineage.ledger import Ledger
@@ -56,6 +57,23 @@ DEMO_GROUP = "memlineage.demos"
 app = typer.Typer(help="MemLineage: agent memory with lineage, policies and value.", no_args_is_help=True)
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"memlineage {__version__}")
+        raise typer.Exit
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """MemLineage: agent memory with lineage, policies and value."""
+
 
 PathOpt = Annotated[
     Path | None,
@@ -541,6 +559,137 @@ def stats(
     """Counts per status, kind and source."""
     with _open(path, ledger_url, chroma_host, create=create, live=live, chroma_port=chroma_port) as mm:
         console.print_json(json.dumps(mm.stats(Scope(user_id=user) if user else None)))
+
+
+# ---------------------------------------------------------------------------------------------- write-side
+# These open the store as its writer (an embedded store: not while an application holds it; server mode: any time).
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Why (kept in the event log).")]
+
+
+def _confirm(what: str, yes: bool) -> None:
+    """Ask before a destructive command; without a terminal, refuse unless ``--yes`` was given."""
+    if yes:
+        return
+    if not console.is_terminal:
+        err_console.print(f"[red]error:[/] {what}: pass --yes to confirm (no terminal to ask on)")
+        raise typer.Exit(2)
+    if not typer.confirm(f"{what}?", default=False):
+        err_console.print("cancelled; nothing changed")
+        raise typer.Exit(1)
+
+
+@app.command()
+def undo(
+    decision: Annotated[str, typer.Argument(help="Decision id (from `explain` or `audit`).")],
+    user: UserOpt,
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
+    reason: ReasonOpt = None,
+) -> None:
+    """Undo an automatic update decision: the memory it replaced or withdrew is active again."""
+    with _open(path, ledger_url, chroma_host, create=False, live=True, chroma_port=chroma_port) as mm:
+        scope = Scope(user_id=user)
+        restored = mm.undo(decision, scope=scope, reason=reason or "undone from the CLI")
+        console.print(f"undone; {short_id(restored.id)} is {restored.status.value}: {_short(restored.content, 80)}")
+
+
+@app.command()
+def revalidate(
+    memory_id: Annotated[str, typer.Argument(help="A suspect or expired memory's id (short ids work).")],
+    user: UserOpt,
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
+    reason: ReasonOpt = None,
+) -> None:
+    """Mark a suspect or expired memory active again after checking it."""
+    with _open(path, ledger_url, chroma_host, create=False, live=True, chroma_port=chroma_port) as mm:
+        scope = Scope(user_id=user)
+        mem = mm.revalidate(_resolve_id(mm, memory_id, scope), scope=scope, reason=reason or "revalidated (CLI)")
+        console.print(f"{short_id(mem.id)} is {mem.status.value}")
+
+
+@app.command()
+def erase(
+    user: UserOpt,
+    memory_id: Annotated[
+        str | None, typer.Argument(help="One memory (and its versions); omit to erase the whole user.")
+    ] = None,
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
+    reason: ReasonOpt = None,
+    yes: YesOpt = False,
+) -> None:
+    """Erase a user's memories (or one memory): the content is redacted everywhere; the receipt is printed."""
+    what = f"erase memory {memory_id} of user {user!r}" if memory_id else f"erase every memory of user {user!r}"
+    _confirm(what, yes)
+    with _open(path, ledger_url, chroma_host, create=False, live=True, chroma_port=chroma_port) as mm:
+        scope = Scope(user_id=user)
+        target = _resolve_id(mm, memory_id, scope) if memory_id else None
+        receipt = mm.erase(target, scope=scope, reason=reason or "erasure request (CLI)")
+        console.print_json(receipt.model_dump_json())
+
+
+@app.command()
+def verify(
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what was found (re-index, drop orphans).")] = False,
+) -> None:
+    """Check that the index agrees with the ledger (exit code 1 when it does not and --fix was not given)."""
+    with _open(path, ledger_url, chroma_host, create=False, live=True, chroma_port=chroma_port) as mm:
+        report = mm.verify(fix=fix)
+        summary = {
+            "ok": report.ok,
+            "ledger_rows": report.ledger_rows,
+            "index_entries": report.index_entries,
+            **{name: len(ids) for name, ids in report.differences().items()},
+            "fixed": report.fixed,
+        }
+        console.print_json(json.dumps(summary))
+        if not report.ok and not fix:
+            raise typer.Exit(1)
+
+
+@app.command()
+def reindex(
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
+    yes: YesOpt = False,
+) -> None:
+    """Rebuild the whole vector index from the ledger (drops and recreates the Chroma collection)."""
+    _confirm("rebuild the whole index from the ledger", yes)
+    with _open(path, ledger_url, chroma_host, create=False, live=True, chroma_port=chroma_port) as mm:
+        console.print(f"indexed {mm.reindex()} memories")
+
+
+@app.command()
+def sweep(
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
+    user: Annotated[str | None, typer.Option("--user", help="Only this user's memories (default: all).")] = None,
+    yes: YesOpt = False,
+) -> None:
+    """Archive memories whose value decayed below the floor (kept in the ledger; live dependants protect them)."""
+    _confirm(f"archive decayed memories of {'user ' + repr(user) if user else 'every user'}", yes)
+    with _open(path, ledger_url, chroma_host, create=False, live=True, chroma_port=chroma_port) as mm:
+        report = mm.sweep(scope=Scope(user_id=user) if user else None)
+        console.print(
+            f"checked {report.checked}, archived {len(report.archived)}, protected {len(report.protected)} "
+            "(live memories derive from them)"
+        )
 
 
 def _resolve_id(mm: MemoryManager, memory_id: str, scope: Scope) -> str:

@@ -75,6 +75,17 @@ class _Part(Generic[T]):
         obj.services = wire(obj.parts, write_mutex=obj._write_mutex, previous=obj.services)
 
 
+class _Default:
+    """The default of an ``open()`` option whose ``None`` means "off" (policies, the value model)."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+#: Marks an ``open()`` / ``from_settings()`` option left at its default (``None`` switches the part off).
+DEFAULT: Any = _Default()
+
+
 def _scoped(index: VectorIndex, ledger: Ledger, exact_max: int | None, shared: bool) -> ScopedVectorIndex:
     if exact_max is None:
         return ScopedVectorIndex.over_ledger(index, ledger, shared=shared)
@@ -204,7 +215,15 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         collection: str | None = None,
         clock: Callable[[], datetime] | None = None,
         lock_timeout: float = 0.0,
-        **kwargs: Any,
+        policy: Any = DEFAULT,
+        value_model: Any = DEFAULT,
+        reconciler: Reconciler | str | None = "rules",
+        trust_by_source: Mapping[str, float] | None = None,
+        exact_max: int | None = None,
+        retrieval: RetrievalConfig | None = None,
+        read_filter: CandidateFilter | None = None,
+        lexical: Any = None,
+        repair_on_open: bool = True,
     ) -> MemoryManager:
         """Open (or create) a store.
 
@@ -227,9 +246,19 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
                 its schema, :func:`collection_for`), so two stores sharing a server never share entries.
             clock: See :class:`MemoryManager`.
             lock_timeout: Seconds to wait for the writer lock (0 = fail at once).
-            **kwargs: Passed to the constructor (``policy``, ``value_model``, ``trust_by_source``, ``exact_max``...).
-                ``policy`` defaults here to the built-in set (:func:`memlineage.builtin_policies`); pass
-                ``policy=None`` to run without a policy engine.
+            policy: A :class:`~memlineage.PolicyEngine`, a list of policies, or None for no policy engine. Default
+                here: the built-in set (:func:`memlineage.builtin_policies`).
+            value_model: A :class:`~memlineage.value.ValueModel`, or None to store without value assessment.
+                Default here: ``ValueModel()`` (rule-based, offline).
+            reconciler: Update detection: ``"rules"`` (default, offline), any
+                :class:`~memlineage.reconcile.Reconciler` (e.g. ``LLMReconciler(model)``), or None (off).
+            trust_by_source: Trust per source kind in [0, 1]; default ``memlineage.models.DEFAULT_TRUST``.
+            exact_max: Largest scope (memories of one user) read exactly from an in-process copy of its vectors;
+                larger scopes query Chroma's ANN index. Default 100,000; 0 sends every query to Chroma.
+            retrieval: Fusion weights and boosts (:class:`~memlineage.retrieval.RetrievalConfig`).
+            read_filter: A last filter over recall candidates (``(memory) -> bool``).
+            lexical: A keyword index to use instead of the built-in BM25 leg.
+            repair_on_open: Finish index writes a crash left pending before returning (default True).
 
         Raises:
             StoreLockedError: another process holds the embedded store.
@@ -237,7 +266,18 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             StorageError: the store directory cannot be created (a file in its place, no permission), or the
                 ledger or index cannot be opened.
         """
-        kwargs = {**cls.default_options(), **kwargs}
+        defaults = cls.default_options()
+        kwargs: dict[str, Any] = {
+            "policy": defaults["policy"] if policy is DEFAULT else policy,
+            "value_model": defaults["value_model"] if value_model is DEFAULT else value_model,
+            "reconciler": reconciler,
+            "trust_by_source": trust_by_source,
+            "exact_max": exact_max,
+            "retrieval": retrieval,
+            "read_filter": read_filter,
+            "lexical": lexical,
+            "repair_on_open": repair_on_open,
+        }
         embedded_ledger = ledger_url is None
         embedded_index = index is None and chroma_client is None
         store = Path(path or os.environ.get(ENV_HOME) or DEFAULT_DIR).expanduser()
@@ -283,10 +323,31 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         return {"policy": builtin_policies(), "value_model": ValueModel()}
 
     @classmethod
-    def from_settings(cls, settings: Any = None, **kwargs: Any) -> MemoryManager:
-        """Open from :class:`~memlineage.settings.MemLineageSettings` (environment variables ``MEMLINEAGE_*``)."""
+    def from_settings(
+        cls,
+        settings: Any = None,
+        *,
+        index: VectorIndex | None = None,
+        embedder: Any = None,
+        clock: Callable[[], datetime] | None = None,
+        lock_timeout: float = 0.0,
+        policy: Any = DEFAULT,
+        value_model: Any = DEFAULT,
+        reconciler: Reconciler | str | None = "rules",
+        trust_by_source: Mapping[str, float] | None = None,
+        exact_max: int | None = None,
+        retrieval: RetrievalConfig | None = None,
+        read_filter: CandidateFilter | None = None,
+        lexical: Any = None,
+        repair_on_open: bool = True,
+    ) -> MemoryManager:
+        """Open from :class:`~memlineage.settings.MemLineageSettings` (environment variables ``MEMLINEAGE_*``).
+
+        The settings choose where the store is (home, ledger URL and schema, Chroma host and port, collection,
+        embedding model directory); the keyword arguments are :meth:`open`'s and override the settings' choice of
+        ``index`` and ``embedder``.
+        """
         s = settings or MemLineageSettings()
-        index = kwargs.pop("index", None)
         if index is None and s.chroma_host:
             import chromadb  # deferred: chromadb is heavy and only server mode needs its HttpClient
 
@@ -294,7 +355,6 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             client = chromadb.HttpClient(host=s.chroma_host, port=s.chroma_port)
             name = s.collection or collection_for(s.ledger_url, s.ledger_schema)
             index = ChromaIndex(client, name, owns_client=True)
-        embedder = kwargs.pop("embedder", None)
         if embedder is None and s.embedding_model_dir:
             embedder = OnnxMiniLMEmbedder(s.embedding_model_dir)
         try:
@@ -305,7 +365,17 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
                 index=index,
                 embedder=embedder,
                 collection=s.collection,
-                **kwargs,
+                clock=clock,
+                lock_timeout=lock_timeout,
+                policy=policy,
+                value_model=value_model,
+                reconciler=reconciler,
+                trust_by_source=trust_by_source,
+                exact_max=exact_max,
+                retrieval=retrieval,
+                read_filter=read_filter,
+                lexical=lexical,
+                repair_on_open=repair_on_open,
             )
         except BaseException:
             if index is not None and s.chroma_host and isinstance(index, ChromaIndex) and index._owns_client:
@@ -452,3 +522,5 @@ _VERBS = (
 )  # fmt: skip
 for _name in _VERBS:
     setattr(MemoryManager, _name, _typed_arguments(getattr(MemoryManager, _name)))
+for _name in ("open", "from_settings"):  # the constructors too: an unknown option is named, not a TypeError
+    setattr(MemoryManager, _name, classmethod(_typed_arguments(getattr(MemoryManager, _name).__func__)))

@@ -240,3 +240,41 @@ def test_a_chroma_server_elsewhere_is_named_and_reached_with_chroma_port(
     assert "--chroma-port" in wrong.output and "Traceback" not in wrong.output and len(wrong.output.splitlines()) < 6
     right = runner.invoke(app, [*base, "--chroma-port", str(chroma_server.port)])
     assert right.exit_code == 0 and '"memories": 1' in right.output, right.output
+
+
+def test_version_and_the_write_side_commands(tmp_path: Path, no_settings: Path) -> None:
+    """Issue 28: ``--version``; undo, revalidate, erase, verify, reindex and sweep from the CLI, destructive ones
+    confirmed (no terminal and no ``--yes``: refused, nothing changed)."""
+    from memlineage import Status
+
+    out = runner.invoke(app, ["--version"])
+    assert out.exit_code == 0 and out.output.startswith("memlineage "), out.output
+    store = tmp_path / "store"
+    alice, bob = Scope(user_id="alice"), Scope(user_id="bob")
+    with MemoryManager.open(store) as mm:
+        paris = mm.remember("I live in Paris.", scope=alice)
+        mm.remember("I moved to Berlin.", scope=alice)
+        decision = mm.explain(paris.id, scope=alice).decisions[0].id
+        premise = mm.remember("The museum opens at 9.", scope=alice, source="tool:web")
+        plan = mm.remember("Go to the museum at 9.", scope=alice, source="agent", derived_from=[premise.id])
+        mm.retract(premise.id, scope=alice, reason="wrong hours")
+        mm.remember("bob's diary entry", scope=bob)
+    where = ["--path", str(store)]
+
+    out = runner.invoke(app, ["undo", decision, "--user", "alice", *where])
+    assert out.exit_code == 0 and "undone" in out.output, out.output
+    out = runner.invoke(app, ["revalidate", short_id(plan.id), "--user", "alice", *where])
+    assert out.exit_code == 0 and "active" in out.output, out.output
+    out = runner.invoke(app, ["erase", "--user", "bob", *where])  # no terminal, no --yes: refused
+    assert out.exit_code == 2 and "--yes" in out.output, out.output
+    with MemoryManager.open(store) as mm:
+        assert mm.stats(bob)["memories"] == 1
+    out = runner.invoke(app, ["erase", "--user", "bob", "--yes", *where])
+    assert out.exit_code == 0 and '"user_id": "bob"' in out.output, out.output
+    for command in (["verify"], ["verify", "--fix"], ["reindex", "--yes"], ["sweep", "--yes"]):
+        out = runner.invoke(app, [*command, *where])
+        assert out.exit_code == 0, (command, out.output)
+    with MemoryManager.open(store) as mm:
+        assert mm.require(paris.id, scope=alice).status is Status.ACTIVE  # the undo held
+        assert mm.require(plan.id, scope=alice).status is Status.ACTIVE
+        assert mm.find(scope=bob) == [] and mm.verify().ok
