@@ -717,8 +717,9 @@ LOCOMO = [
         conversation and:
 
         1. ingests every turn through MemLineage's write gate (`MemoryManager.remember_many`, one batch per
-           session, `valid_from` = the session date) with the multi-factor value model: turns worth keeping go
-           to long-term memory, the rest to the session's short-term buffer;
+           session, `valid_from` = the session date) with the multi-factor value model: every turn with content is
+           stored (the episodic log) with its value, and only content-free small talk stays in the session's
+           short-term buffer;
         2. recalls evidence for the conversation's questions and compares evidence recall@k per question
            category with BM25 and dense (Chroma) baselines, reusing `benchmarks/bench_locomo.py`;
         3. plots the value scores over time: V at write time, and the decayed value at the end of the
@@ -856,11 +857,14 @@ LOCOMO = [
     md("""
         ## Ingest through the write gate
 
-        A `ValueModel` with the seed defaults scores each candidate: V = goal relevance, salience, utility and
-        novelty (weights 0.4 / 0.25 / 0.2 / 0.15) times trust. V ≥ 0.6 → long-term memory; below, the turn
-        stays in its session's short-term buffer (FIFO, 10 items) and `remember_many` returns an unsaved
-        `working` memory for it. One batch per session; the manager's clock is set to the session date so that
-        decay is measured in conversation time.
+        A `ValueModel` with the defaults scores each candidate: V = goal relevance, salience, utility and novelty
+        (weights 0.4 / 0.25 / 0.2 / 0.15) times trust. V decides promotion, decay and forgetting, not whether a
+        statement exists: every turn with content is stored (a memory whose kind is left open becomes `semantic`
+        at V ≥ 0.6), and only content-free small talk ("ok thanks") stays in its session's short-term buffer
+        (FIFO, 10 items), for which `remember_many` returns an unsaved `working` memory. (The seed's gate, which
+        buffered every candidate below 0.6, lost half of LoCoMo's evidence turns: `ValueProfile(keep_all=False)`
+        and `benchmarks/bench_value_gate.py` compare the two.) One batch per session; the manager's clock is set
+        to the session date so that decay is measured in conversation time.
     """),
     code("""
         if DATA:
@@ -931,8 +935,8 @@ LOCOMO = [
 
         Same conversation, same vectors, top 20 per question; recall@k = share of a question's evidence turns in
         the top k. Systems: BM25 (`bm25s`, English stop words and stemming), dense (raw Chroma query), MemLineage
-        with every turn stored (as `bench_locomo.py` runs it) and MemLineage behind the write gate (only the
-        stored turns can be found; that is the price of forgetting trivia).
+        with every turn stored by force (as `bench_locomo.py` runs it) and MemLineage behind its default write gate
+        (only the stored turns can be found: small talk stays in the short-term buffer).
     """),
     code("""
         if DATA:
