@@ -101,6 +101,8 @@ class Trace:
         decisions: Every policy decision taken during the read.
         conflicts: Memories demoted because a later one of the same speaker answers the query the same way
             (:class:`memlineage.reconcile.Conflict`: older, newer, reason).
+        detail: Whether ``excluded`` and ``timings_ms`` are kept (``recall(trace=True)``); the counts, policy
+            decisions and conflicts are kept either way.
     """
 
     query: str
@@ -111,6 +113,17 @@ class Trace:
     timings_ms: dict[str, float] = field(default_factory=dict)
     decisions: list[Any] = field(default_factory=list)
     conflicts: list[Any] = field(default_factory=list)
+    detail: bool = True
+
+    def exclude(self, memory_id: str, reason: str, policy_id: str | None, stage: str) -> None:
+        """Record a withheld candidate and why (only with ``detail``)."""
+        if self.detail:
+            self.excluded.append(Exclusion(memory_id, reason, policy_id, stage))
+
+    def timed(self, stage: str, seconds: float) -> None:
+        """Record a stage's wall time (only with ``detail``)."""
+        if self.detail:
+            self.timings_ms[stage] = seconds * 1000
 
     def reasons(self) -> dict[str, str]:
         """``{memory_id: reason}`` for every excluded candidate."""
@@ -396,7 +409,7 @@ def hybrid_recall(
     cfg = config or RetrievalConfig()
     t0 = time.perf_counter()
     qvec = query_vector()
-    trace.timings_ms["embed"] = (time.perf_counter() - t0) * 1000
+    trace.timed("embed", time.perf_counter() - t0)
     statuses = set(where.statuses)
     fetch = max(cfg.candidates, 4 * k)
     while True:
@@ -406,8 +419,8 @@ def hybrid_recall(
         lhits = lexical_index.query(query, fetch, where) if lexical_index is not None else []
         t3 = time.perf_counter()
         trace.legs["vector"], trace.legs["lexical"] = len(vhits), len(lhits)
-        trace.timings_ms["vector"] = (t2 - t1) * 1000
-        trace.timings_ms["lexical"] = (t3 - t2) * 1000
+        trace.timed("vector", t2 - t1)
+        trace.timed("lexical", t3 - t2)
         fused = fuse(vhits, lhits, cfg)
         mems = load([f.id for f in fused])
         trace.excluded.clear()
@@ -416,16 +429,16 @@ def hybrid_recall(
         expired: list[str] = []
         for f, m in zip(fused, mems, strict=False):
             if m is None or not scope.contains(m.scope):
-                trace.excluded.append(Exclusion(f.id, "scope guard: not in the caller's scope", None, "guard"))
+                trace.exclude(f.id, "scope guard: not in the caller's scope", None, "guard")
             elif m.status.value not in statuses:
-                trace.excluded.append(Exclusion(f.id, f"status {m.status.value}", None, "guard"))
+                trace.exclude(f.id, f"status {m.status.value}", None, "guard")
             elif m.expires_at is not None and m.expires_at <= now:
                 if m.status is not Status.EXPIRED:
                     expired.append(m.id)
                 if Status.EXPIRED.value in statuses:  # a question about the past: served, flagged by policies
                     live.append((f, m))
                 else:
-                    trace.excluded.append(Exclusion(f.id, "expired: ttl elapsed", None, "ttl"))
+                    trace.exclude(f.id, "expired: ttl elapsed", None, "ttl")
             else:
                 live.append((f, m))
         if expired and expire is not None:
@@ -473,16 +486,17 @@ def hybrid_recall(
             verdict = candidate_filter(m) if candidate_filter is not None else None
             if verdict:
                 reason, policy_id = verdict if isinstance(verdict, tuple) else (str(verdict), None)
-                trace.excluded.append(Exclusion(m.id, reason, policy_id, "policy"))
+                trace.exclude(m.id, reason, policy_id, "policy")
                 continue
             kept.append((m, s, parts))
         if read_filter is not None:
             allowed = {m.id for m, _ in read_filter([(m, s) for m, s, _ in kept])}
+            withheld = {e.memory_id for e in trace.excluded}
             for m, _, _ in kept:
-                if m.id not in allowed and not any(e.memory_id == m.id for e in trace.excluded):
-                    trace.excluded.append(Exclusion(m.id, "read policy", None, "policy"))
+                if m.id not in allowed and m.id not in withheld:
+                    trace.exclude(m.id, "read policy", None, "policy")
             kept = [x for x in kept if x[0].id in allowed]
-        trace.timings_ms["fuse_rerank_filter"] = (time.perf_counter() - t3) * 1000
+        trace.timed("fuse_rerank_filter", time.perf_counter() - t3)
         exhausted = len(vhits) < fetch and len(lhits) < fetch
         if len(kept) >= k or exhausted:
             break

@@ -5,14 +5,15 @@ Re-exported by :mod:`memlineage.window`.
 
 from __future__ import annotations
 
+import base64
 import codecs
 import hashlib
+import json
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memlineage.errors import ConfigurationError
 
@@ -28,17 +29,10 @@ DEFAULT_ENCODING = "o200k_base"
 
 _CACHE_DIR = Path(__file__).parent / "_static" / "tiktoken_cache"
 
-# encoding name -> (cache file name = sha1 of tiktoken's source URL, expected sha256 of the file)
-_SHIPPED_ENCODINGS: dict[str, tuple[str, str]] = {
-    "cl100k_base": (
-        "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
-        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    ),
-    "o200k_base": (
-        "fb374d419588a4632f3f557e76b4b70aebbca790",
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-    ),
-}
+#: encoding name -> its rank file (named ``sha1(source URL)`` as tiktoken names its cache entries), the file's
+#: sha256, and the encoding's split pattern and special tokens, taken from ``tiktoken_ext.openai_public`` when the
+#: files were added (see ``_static/tiktoken_cache/README.md``).
+_SHIPPED_ENCODINGS: dict[str, dict[str, Any]] = json.loads((_CACHE_DIR / "encodings.json").read_text(encoding="utf-8"))
 
 _ENCODING_LOCK = threading.Lock()
 _ENCODINGS: dict[str, tiktoken.Encoding] = {}
@@ -70,27 +64,26 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:
         enc = _ENCODINGS.get(name)
         if enc is not None:
             return enc
-        file_name, sha256 = _SHIPPED_ENCODINGS[name]
-        path = _CACHE_DIR / file_name
+        spec = _SHIPPED_ENCODINGS[name]
+        path = _CACHE_DIR / spec["file"]
         try:
             data = path.read_bytes()
         except OSError as exc:
             msg = f"tiktoken file for {name} is missing at {path}; reinstall memlineage"
             raise ConfigurationError(msg) from exc
-        if hashlib.sha256(data).hexdigest() != sha256:
+        if hashlib.sha256(data).hexdigest() != spec["sha256"]:
             msg = f"tiktoken file for {name} at {path} fails its sha256 check; reinstall memlineage"
             raise ConfigurationError(msg)
         import tiktoken  # lazy: keeps `import memlineage` fast
 
-        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(_CACHE_DIR)
-        try:
-            enc = tiktoken.get_encoding(name)
-        finally:
-            if previous is None:
-                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        # the rank file is "<base64 token> <rank>" per line; built here, so nothing is read from (or written to)
+        # tiktoken's cache directory and the process environment is left alone
+        ranks = {
+            base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)
+        }
+        enc = tiktoken.Encoding(
+            name, pat_str=spec["pat_str"], mergeable_ranks=ranks, special_tokens=dict(spec["special_tokens"])
+        )
         _ENCODINGS[name] = enc
         logger.debug("loaded tiktoken encoding %s from %s", name, _CACHE_DIR)
         return enc

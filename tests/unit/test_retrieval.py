@@ -105,6 +105,10 @@ def test_trace_contents_and_policy_hook_before_cut() -> None:
     assert res.trace.legs["vector"] > 0 and res.trace.legs["lexical"] > 0
     withheld = [e for e in res.trace.excluded if e.policy_id == "trust-floor"]
     assert len(withheld) == 4 and withheld[0].reason.startswith("trust floor")
+    assert {"embed", "vector", "lexical", "fuse_rerank_filter"} <= set(res.trace.timings_ms)
+    plain = mm.recall("hotel in Paris", scope=ALICE, k=4)  # without trace=True: counts only, no details
+    assert [h.id for h in plain] == [h.id for h in res]
+    assert plain.trace.excluded == [] and plain.trace.timings_ms == {} and plain.trace.legs["vector"] > 0
 
 
 def test_write_paths_keep_lexical_leg_in_step() -> None:

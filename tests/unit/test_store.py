@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -840,3 +841,30 @@ def test_find_newest_lists_only_the_last_matches_oldest_first() -> None:
     assert mm.find(scope=s, newest=0) == []
     with pytest.raises(InvalidInputError):
         mm.find(scope=s, newest=-1)
+
+
+def test_missing_model_files_are_fetched_through_chromadbs_public_embedding_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: a missing default model is fetched by calling chromadb's default embedding function (its public
+    API, which downloads into ``~/.cache/chroma``), not through a private method."""
+    import shutil
+
+    from chromadb.utils import embedding_functions
+    from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
+
+    shipped = default_model_dir()
+    if not (shipped / "model.onnx").is_file():
+        pytest.skip("embedding model files not available offline")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    target = tmp_path / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2" / "onnx"
+    calls: list[list[str]] = []
+
+    def fake_download(self: object, texts: list[str]) -> list[list[float]]:
+        calls.append(list(texts))
+        shutil.copytree(shipped, target)  # what chromadb's downloader leaves there
+        return [[0.0] * 384 for _ in texts]
+
+    monkeypatch.setattr(embedding_functions.DefaultEmbeddingFunction, "__call__", fake_download)
+    emb = OnnxMiniLMEmbedder(target)
+    assert len(emb.embed(["hello world"])[0]) == 384 and len(calls) == 1

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -436,3 +437,33 @@ def test_token_cuts_end_at_a_character_boundary(encoding: str) -> None:
         out = wm.render(context_tokens=cap)
         assert out.truncated and not any("\ufffd" in m.content for m in out.messages)
         assert out.tokens <= cap
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_shipped_encodings_match_tiktoken_and_leave_the_environment_alone(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: the shipped encodings are built from their files without setting ``TIKTOKEN_CACHE_DIR``."""
+    import os
+
+    import tiktoken
+    from memlineage import window_tokens
+
+    monkeypatch.setattr(window_tokens, "_ENCODINGS", {})
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    seen: list[str | None] = []
+    real = tiktoken.Encoding.__init__
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> None:
+        seen.append(os.environ.get("TIKTOKEN_CACHE_DIR"))
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(tiktoken.Encoding, "__init__", spy)
+    mine = window_tokens.get_encoding(name)
+    assert seen == [None] and "TIKTOKEN_CACHE_DIR" not in os.environ  # never set, not even during the load
+    monkeypatch.setattr(tiktoken.Encoding, "__init__", real)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(window_tokens._CACHE_DIR))  # tiktoken's own loader, offline
+    reference = tiktoken.get_encoding(name)
+    for text in ("Hello <|endoftext|> world", "我住在上海 😀", "def f(x):\n    return x ** 2\n", "a  b\t\tc"):
+        assert mine.encode(text, allowed_special="all") == reference.encode(text, allowed_special="all")
+        assert mine.encode(text, disallowed_special=()) == reference.encode(text, disallowed_special=())

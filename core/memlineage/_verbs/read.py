@@ -158,7 +158,9 @@ class ReadVerbs:
             purpose: ``"decision"`` asks for decision-grade memories only (policies may be stricter).
             session_only: Only memories written in ``scope.session_id``.
             activity_id: The run that reads; records ``used`` edges from it to every served memory.
-            trace: Keep timings and full exclusion details (off by default in hot paths).
+            trace: Keep the full trace: every withheld candidate with its reason (``trace.excluded``) and the
+                stages' wall times (``trace.timings_ms``). Without it ``RecallResult.trace`` holds the candidate
+                counts, policy decisions and conflicts only.
             reinforce: Update last use and use count of served memories.
             budget: Refresh budget in policy cost units (>= 0; None = unlimited); a refresh costing more than
                 what is left serves the stale memory flagged ``stale`` instead.

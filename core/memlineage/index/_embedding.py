@@ -131,10 +131,11 @@ class OnnxMiniLMEmbedder:
         chroma_dir = Path.home() / ".cache" / "chroma" / "onnx_models" / "all-MiniLM-L6-v2" / "onnx"
         if self.download and self.model_dir == chroma_dir:
             try:
-                # deferred: chromadb is heavy and only needed to download the model files
-                from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
+                # deferred: chromadb is heavy and only needed to download the model files. Its default embedding
+                # function fetches them into this very directory on its first call (public API, no private method)
+                from chromadb.utils.embedding_functions import DefaultEmbeddingFunction
 
-                ONNXMiniLM_L6_V2()._download_model_if_not_exists()
+                DefaultEmbeddingFunction()(["warm up"])
             except Exception as exc:  # noqa: BLE001 - reported below with the remedy
                 logger.warning("chromadb could not download the model: %s", exc)
             missing = self._missing()

@@ -20,7 +20,7 @@ from memlineage.models import Memory, MemoryKind, Scope, Source, Status, check_t
 from memlineage.policy._engine import SCOPE_POLICY_ID, PolicyEngine
 from memlineage.policy._model import Decision, Effect, Operation, PolicyRequest
 from memlineage.ports import Clock, Expirer, IndexSyncer
-from memlineage.retrieval import Exclusion, RecallHit, Trace
+from memlineage.retrieval import RecallHit, Trace
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ class PolicyGate:
         for m, score in candidates:
             final = verdict.get(m.id)
             if final is not None and final.withheld:
-                trace.excluded.append(Exclusion(m.id, final.reason, final.policy_id, "policy"))
+                trace.exclude(m.id, final.reason, final.policy_id, "policy")
                 continue
             kept.append((m, score))
         return kept

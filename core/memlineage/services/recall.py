@@ -136,7 +136,7 @@ class Recall:
             kinds=kinds_wanted,
             tags=normalize_tags(tags),
         )
-        tr = Trace(query=query, k=k)
+        tr = Trace(query=query, k=k, detail=trace)
         if k == 0:
             return RecallResult([], tr)
         now = self.clock()
