@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.tools import tool
-from memlineage._render import explanation_tree
+from memlineage.render import explanation_tree
 from memlineage.capture import tool_result_text
 from memlineage.errors import ConfigurationError, InvalidInputError, MissingDependencyError
 from memlineage.manager import MemoryManager

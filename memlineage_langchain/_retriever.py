@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from memlineage._construct import typed_construction
+from memlineage.construct import typed_construction
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope
 from pydantic import ConfigDict, Field, field_validator

@@ -12,7 +12,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
-from memlineage._construct import typed_construction
+from memlineage.construct import typed_construction
 from memlineage.capture import RunRecorder, ToolCallSpec, ashield
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, normalize_content

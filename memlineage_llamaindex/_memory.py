@@ -13,7 +13,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import DEFAULT_TOKEN_LIMIT, Memory
 from llama_index.core.storage.chat_store.sql import MessageStatus
-from memlineage._construct import typed_construction
+from memlineage.construct import typed_construction
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine

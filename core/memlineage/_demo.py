@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from memlineage._render import explanation_tree
+from memlineage.render import explanation_tree
 from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, short_id

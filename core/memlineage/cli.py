@@ -40,7 +40,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from memlineage._demo import run_core_demo
-from memlineage._render import explanation_tree
+from memlineage.render import explanation_tree
 from memlineage._version import __version__
 from memlineage.errors import MemLineageError, StoreLockedError
 from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, index_metadata

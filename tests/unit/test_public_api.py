@@ -172,6 +172,26 @@ def test_core_source_never_imports_an_adapter():
     assert offenders == []
 
 
+def test_adapters_import_only_public_core_modules():
+    """Issue 29: an adapter imports no private core module (a path segment starting with ``_``), so the core's
+    internals can move without breaking them; what adapters need is public (``memlineage.construct``, ``render``)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(memlineage.__file__).parents[2]
+    offenders = []
+    for package in ("memlineage_langchain", "memlineage_llamaindex"):
+        for path in (root / package).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                for name in names:
+                    parts = name.split(".")
+                    if parts[0] == "memlineage" and any(p.startswith("_") for p in parts[1:]):
+                        offenders.append(f"{path.relative_to(root)}: {name}")
+    assert offenders == []
+
+
 def test_assigning_a_part_rewires_the_services_and_keeps_the_value_buffer():
     from memlineage import Scope
     from memlineage.policy import PolicyEngine, builtin_policies
