@@ -25,12 +25,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.tools import tool
-from memlineage.render import explanation_tree
 from memlineage.capture import tool_result_text
 from memlineage.errors import ConfigurationError, InvalidInputError, MissingDependencyError
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, Status, short_id
 from memlineage.policy import PolicyEngine, builtin_policies
+from memlineage.render import explanation_tree
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table

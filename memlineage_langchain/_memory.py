@@ -12,8 +12,8 @@ from typing import Any
 from langchain_classic.base_memory import BaseMemory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config
-from memlineage.construct import typed_construction
 from memlineage.capture import RunRecorder, ToolCallSpec, ashield, shield
+from memlineage.construct import typed_construction
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, new_id
 from memlineage.retrieval import RecallHit

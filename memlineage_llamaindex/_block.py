@@ -12,8 +12,8 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.utils import get_tokenizer
-from memlineage.construct import typed_construction
 from memlineage.capture import RunRecorder, ToolCallSpec, ashield
+from memlineage.construct import typed_construction
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, normalize_content
 from typing_extensions import override

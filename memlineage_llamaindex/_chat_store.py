@@ -8,8 +8,8 @@ from typing import Any, Literal
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
 from llama_index.core.storage.chat_store.base import BaseChatStore
-from memlineage.construct import typed_construction
 from memlineage.capture import shield
+from memlineage.construct import typed_construction
 from memlineage.errors import InvalidInputError
 from memlineage.history import MESSAGE_ACTIVITY, ChatHistory
 from memlineage.models import Scope

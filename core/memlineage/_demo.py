@@ -8,10 +8,10 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
 
-from memlineage.render import explanation_tree
 from memlineage.capture import RunRecorder, ToolCallSpec
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, short_id
+from memlineage.render import explanation_tree
 
 
 def run_core_demo(path: Path, console: Console) -> None:

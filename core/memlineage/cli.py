@@ -40,7 +40,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from memlineage._demo import run_core_demo
-from memlineage.render import explanation_tree
 from memlineage._version import __version__
 from memlineage.errors import MemLineageError, StoreLockedError
 from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, index_metadata
@@ -49,6 +48,7 @@ from memlineage.ledger import migrate as migrate_ledger
 from memlineage.manager import DEFAULT_DIR, MemoryManager, collection_for
 from memlineage.models import SHORT_ID_CHARS, Scope, Status, match_short_id, short_id
 from memlineage.policy import builtin_policies
+from memlineage.render import explanation_tree
 from memlineage.settings import MemLineageSettings
 
 #: Entry point group under which packages register ``memlineage demo`` stories (``agent``: the LangChain one).
