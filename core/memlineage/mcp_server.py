@@ -117,7 +117,7 @@ class MemoryMCP:
         self._register()
 
     # ------------------------------------------------------------------ scope and client
-    def scope_of(self, ctx: Context[Any, Any, Any]) -> Scope:
+    def scope_of(self, ctx: Context) -> Scope:
         """The scope of the request in ``ctx``: the configured one, or the header's user when allowed.
 
         Raises:
@@ -159,7 +159,7 @@ class MemoryMCP:
             return kit
 
     @staticmethod
-    def client_of(ctx: Context[Any, Any, Any]) -> dict[str, Any]:
+    def client_of(ctx: Context) -> dict[str, Any]:
         """Who is calling: the ``clientInfo`` of the MCP ``initialize`` request, the transport and session."""
         params = getattr(ctx.request_context.session, "client_params", None)
         info = getattr(params, "clientInfo", None)
@@ -175,13 +175,13 @@ class MemoryMCP:
 
     # ------------------------------------------------------------------ one tool call
     async def call(
-        self, ctx: Context[Any, Any, Any], tool: str, arguments: dict[str, Any], run: Callable[[_Toolkit, str], str]
+        self, ctx: Context, tool: str, arguments: dict[str, Any], run: Callable[[_Toolkit, str], str]
     ) -> str:
         """Run one tool call as an activity of the request's scope; failures become :class:`ToolError`."""
         return await asyncio.to_thread(self._call_sync, ctx, tool, arguments, run)
 
     def _call_sync(
-        self, ctx: Context[Any, Any, Any], tool: str, arguments: dict[str, Any], run: Callable[[_Toolkit, str], str]
+        self, ctx: Context, tool: str, arguments: dict[str, Any], run: Callable[[_Toolkit, str], str]
     ) -> str:
         try:
             scope = self.scope_of(ctx)
@@ -203,7 +203,7 @@ class MemoryMCP:
         self._end(scope, aid, "success", None)
         return result
 
-    def refuse(self, ctx: Context[Any, Any, Any], tool: str, arguments: dict[str, Any], message: str) -> None:
+    def refuse(self, ctx: Context, tool: str, arguments: dict[str, Any], message: str) -> None:
         """Record a call refused before it ran (unknown arguments) as a failed activity, when a scope is known."""
         try:
             scope = self.scope_of(ctx)
@@ -212,7 +212,7 @@ class MemoryMCP:
         aid = self._record(ctx, scope, tool, arguments)
         self._end(scope, aid, "error", message)
 
-    def _record(self, ctx: Context[Any, Any, Any], scope: Scope, tool: str, arguments: dict[str, Any]) -> str:
+    def _record(self, ctx: Context, scope: Scope, tool: str, arguments: dict[str, Any]) -> str:
         args = {k: (v[:500] if isinstance(v, str) else v) for k, v in arguments.items()}
         try:
             args = json.loads(json.dumps(args, default=str))
@@ -300,7 +300,7 @@ class MemoryMCP:
         )
         async def search_memory(
             query: Annotated[str, Field(description=_described("search", "query"))],
-            ctx: Context[Any, Any, Any],
+            ctx: Context,
             k: Annotated[int | None, Field(description=_described("search", "k"))] = None,
         ) -> str:
             return await self.call(
@@ -318,7 +318,7 @@ class MemoryMCP:
         )
         async def remember(
             content: Annotated[str, Field(description=_described("remember", "content"))],
-            ctx: Context[Any, Any, Any],
+            ctx: Context,
             origin: Annotated[Literal["user", "agent"], Field(description=_described("remember", "origin"))] = "agent",
         ) -> str:
             return await self.call(
@@ -337,7 +337,7 @@ class MemoryMCP:
         async def correct_memory(
             memory_id: Annotated[str, Field(description=_described("correct", "memory_id"))],
             new_content: Annotated[str, Field(description=_described("correct", "new_content"))],
-            ctx: Context[Any, Any, Any],
+            ctx: Context,
             origin: Annotated[Literal["user", "agent"], Field(description=_described("correct", "origin"))] = "user",
         ) -> str:
             return await self.call(
@@ -356,7 +356,7 @@ class MemoryMCP:
         async def forget_memory(
             memory_id: Annotated[str, Field(description=_described("forget", "memory_id"))],
             reason: Annotated[str, Field(description=_described("forget", "reason"))],
-            ctx: Context[Any, Any, Any],
+            ctx: Context,
         ) -> str:
             return await self.call(
                 ctx,
@@ -368,7 +368,7 @@ class MemoryMCP:
         @srv.tool(name=EXPLAIN_TOOL, description=_EXPLAIN_DESCRIPTION, annotations=_READ, structured_output=False)
         async def explain_memory(
             memory_id: Annotated[str, Field(description="The id of the memory, as shown by search_memory.")],
-            ctx: Context[Any, Any, Any],
+            ctx: Context,
         ) -> str:
             return await self.call(
                 ctx,
@@ -384,7 +384,7 @@ class MemoryMCP:
             "ancestors (premises, nearest first), descendants (what was derived from it) and earlier versions.",
             mime_type="application/json",
         )
-        async def memory_lineage(memory_id: str, ctx: Context[Any, Any, Any]) -> str:
+        async def memory_lineage(memory_id: str, ctx: Context) -> str:
             def read() -> str:
                 try:
                     scope = self.scope_of(ctx)
