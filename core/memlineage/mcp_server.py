@@ -39,7 +39,7 @@ from mcp.server.fastmcp.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from memlineage.errors import InvalidInputError, MemLineageError, MemoryNotFoundError, ScopeViolationError
+from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViolationError
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, short_id
 from memlineage.tools import ARG_SCHEMAS, MAX_K, TOOL_SPECS, MemoryToolError, MemoryTools, marker
@@ -209,7 +209,10 @@ class MemoryMCP:
             scope = self.scope_of(ctx)
         except MemoryToolError:
             return
-        aid = self._record(ctx, scope, tool, arguments)
+        try:
+            aid = self._record(ctx, scope, tool, arguments)
+        except ToolError:  # logged; the caller still gets the refusal itself
+            return
         self._end(scope, aid, "error", message)
 
     def _record(self, ctx: Context, scope: Scope, tool: str, arguments: dict[str, Any]) -> str:
@@ -225,7 +228,7 @@ class MemoryMCP:
                     metadata={"input": args, "protocol": "mcp", **self.client_of(ctx)},
                 )
             )
-        except MemLineageError as exc:
+        except Exception as exc:  # noqa: BLE001 - a tool call never takes the server down
             log.warning("memlineage MCP: cannot record the %s call: %s", tool, exc)
             raise ToolError(f"the memory store failed ({type(exc).__name__}); nothing was done") from None
         return act.id
@@ -233,7 +236,7 @@ class MemoryMCP:
     def _end(self, scope: Scope, aid: str, outcome: str, error: str | None) -> None:
         try:
             self.manager.end_activity(aid, scope=scope, outcome=outcome, metadata={"error": error} if error else None)
-        except MemLineageError as exc:  # the call's answer matters more than closing its record
+        except Exception as exc:  # noqa: BLE001 - the call's answer matters more than closing its record
             log.warning("memlineage MCP: cannot end activity %s: %s", aid, exc)
 
     # ------------------------------------------------------------------ explain and lineage
@@ -391,8 +394,10 @@ class MemoryMCP:
                     return json.dumps(self.lineage(scope, memory_id), ensure_ascii=False, indent=2, default=str)
                 except MemoryToolError as exc:
                     raise ResourceError(str(exc)) from None
-                except MemLineageError as exc:
-                    log.warning("memlineage MCP: lineage of %s failed: %s", memory_id, exc)
+                except (MemoryNotFoundError, ScopeViolationError):
+                    raise ResourceError("no such memory in this user's memory") from None
+                except Exception as exc:  # noqa: BLE001 - a read never takes the server down nor shows internals
+                    log.warning("memlineage MCP: lineage of %s failed", memory_id, exc_info=True)
                     raise ResourceError(f"the memory store failed ({type(exc).__name__})") from None
 
             return await asyncio.to_thread(read)
