@@ -48,9 +48,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     store = tmp_path_factory.mktemp("viewer") / "store"
     with MemoryManager.open(store, embedder=OnnxMiniLMEmbedder()) as mm:
         city = mm.remember("I am travelling to Lisbon in May", scope=ALICE, source="user")
-        hotel = mm.remember(
-            "Hotel Alfama 95 EUR", scope=ALICE, source="tool:search_hotels", derived_from=[city.id]
-        )
+        hotel = mm.remember("Hotel Alfama 95 EUR", scope=ALICE, source="tool:search_hotels", derived_from=[city.id])
         plan = mm.remember(XSS, scope=ALICE, source="agent", derived_from=[hotel.id, city.id])
         old = mm.remember("My favourite restaurant is Din Tai Fung", scope=ALICE)
         new = mm.remember("My favourite restaurant is Haidilao", scope=ALICE)
@@ -246,7 +244,9 @@ def test_allow_writes_undo_needs_the_token_and_restores_the_memory(live_copy: Pa
         # bob's decision is "not found" for alice, even with a valid token
         other = client.post(f"/decisions/{s['bob_decision']}/undo?user=alice", data={"csrf": token[1]})
         assert other.status_code == 404
-        r = client.post(url, data={"csrf": token[1]}, headers={"Origin": "http://127.0.0.1:8765"}, follow_redirects=False)
+        r = client.post(
+            url, data={"csrf": token[1]}, headers={"Origin": "http://127.0.0.1:8765"}, follow_redirects=False
+        )
         assert r.status_code == 303
         done = client.get(r.headers["location"]).text
         assert "undone" in done and s["old"].id in done
@@ -309,19 +309,22 @@ def _chromium() -> tuple[str, str]:
 
 
 def _start_viewer(store: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
+    """``memlineage serve --port 0`` as a process; returns it and the URL it printed."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "core")])}
-    cmd = [sys.executable, "-m", "memlineage.cli", "serve", "--path", str(store), "--user", "alice", "--port", "0"]
-    proc = subprocess.Popen([*cmd, *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    cli = [sys.executable, "-c", "from memlineage.cli import app; app()"]  # the `memlineage` console script
+    args = ["serve", "--path", str(store), "--user", "alice", "--port", "0", *extra]
+    proc = subprocess.Popen([*cli, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     deadline = time.monotonic() + 60
     assert proc.stdout is not None
+    lines: list[str] = []
     while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if m := re.search(r"(http://127\.0\.0\.1:\d+)/", line):
+        lines.append(proc.stdout.readline())
+        if m := re.search(r"(http://127\.0\.0\.1:\d+)/", lines[-1]):
             return proc, m[1]
-        if not line and proc.poll() is not None:
+        if not lines[-1] and proc.poll() is not None:
             break
     proc.kill()
-    pytest.fail(f"memlineage serve did not start: {proc.stdout.read()}")
+    pytest.fail(f"memlineage serve did not start: {''.join(lines)}")
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -340,6 +343,7 @@ def test_in_a_real_browser(
     from selenium.common.exceptions import NoAlertPresentException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     s = seeded
     shots = tmp_path_factory.mktemp("viewer-screenshots")
@@ -413,7 +417,9 @@ def test_in_a_real_browser(
         # the undo button of a viewer started with --allow-writes, clicked as a user would (CSRF token, same origin)
         visit(f"{live_url}/decisions", "decisions-allow-writes")
         drv.find_element(By.CSS_SELECTOR, f'tr[data-id="{s["decision"]}"] button.undo').click()
-        ok = drv.find_element(By.CSS_SELECTOR, "p.ok").text
+        WebDriverWait(drv, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, "p.ok, p.error, h1"))
+        ok = drv.find_element(By.CSS_SELECTOR, "p.ok").text if drv.find_elements(By.CSS_SELECTOR, "p.ok") else ""
+        assert ok, drv.find_element(By.TAG_NAME, "main").text
         assert "undone" in ok and "Din Tai Fung" in ok and "active again" in ok
         saved.append(shots / "decisions-after-undo.png")
         drv.save_screenshot(str(saved[-1]))

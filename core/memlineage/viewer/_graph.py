@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 
 from memlineage.models import Memory
 
-__all__ = ["Graph", "Node", "layout"]
+__all__ = ["Edge", "Graph", "Node", "layout"]
 
 NODE_W = 230
 NODE_H = 56
 GAP_X = 28
 GAP_Y = 64
 MARGIN = 16
+BULGE = 90
 #: Most nodes drawn; a larger neighbourhood is cut (nearest layers kept) and the page says so.
 MAX_NODES = 150
 
@@ -42,11 +43,20 @@ class Node:
 
 
 @dataclass
+class Edge:
+    """``derived`` wasDerivedFrom ``premise``; ``path`` is the SVG path data from one to the other."""
+
+    derived: Node
+    premise: Node
+    path: str
+
+
+@dataclass
 class Graph:
-    """Placed nodes, edges ``(derived, premise)`` between them, the canvas size and whether nodes were left out."""
+    """Placed nodes, the edges between them, the canvas size and how many nodes were left out."""
 
     nodes: list[Node]
-    edges: list[tuple[Node, Node]]
+    edges: list[Edge]
     width: float
     height: float
     truncated: int = 0
@@ -120,8 +130,30 @@ def layout(focus: Memory, ancestors: Sequence[Memory], dependents: Sequence[Memo
             node.x = left + i * (NODE_W + GAP_X)
             node.y = MARGIN + (n_layer - top) * (NODE_H + GAP_Y)
     height = 2 * MARGIN + len(rows) * NODE_H + (len(rows) - 1) * GAP_Y
-    edges = [(nodes[mid], nodes[p]) for mid in kept for p in premises[mid] if p in nodes]
+    edges = [_edge(nodes[mid], nodes[p]) for mid in kept for p in premises[mid] if p in nodes]
+    if any(abs(e.derived.layer - e.premise.layer) > 1 for e in edges):
+        width += BULGE  # room for the edges that go around the layers they skip
     return Graph(list(nodes.values()), edges, width, height, truncated, by_id=nodes)
+
+
+def _edge(derived: Node, premise: Node) -> Edge:
+    """A curve from the derived memory's top to its premise's bottom (dependents sit below their premises).
+
+    An edge that skips layers leaves and enters on the right-hand side and bulges right, so it never runs
+    hidden behind the nodes in between.
+    """
+    down = derived.layer > premise.layer
+    y1 = derived.y if down else derived.y + NODE_H
+    y2 = premise.y + NODE_H if down else premise.y
+    if abs(derived.layer - premise.layer) <= 1:
+        x1, x2 = derived.cx, premise.cx
+        mid = (y1 + y2) / 2
+        return Edge(
+            derived, premise, f"M {x1:.1f} {y1:.1f} C {x1:.1f} {mid:.1f}, {x2:.1f} {mid:.1f}, {x2:.1f} {y2:.1f}"
+        )
+    x1, x2 = derived.x + NODE_W - 24, premise.x + NODE_W - 24
+    side = max(derived.x, premise.x) + NODE_W + BULGE * 0.8
+    return Edge(derived, premise, f"M {x1:.1f} {y1:.1f} C {side:.1f} {y1:.1f}, {side:.1f} {y2:.1f}, {x2:.1f} {y2:.1f}")
 
 
 def _order_rows(

@@ -73,7 +73,7 @@ class _SecurityHeaders:
                 headers += [
                     (b"content-security-policy", _CSP.encode()),
                     (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
+                    (b"referrer-policy", b"same-origin"),  # no-referrer would make browsers send "Origin: null"
                     (b"x-frame-options", b"DENY"),
                     (b"cache-control", b"no-store"),
                 ]
@@ -357,7 +357,7 @@ def create_app(
                 "memory": _memory_json(ex.memory),
                 "ancestors": [_memory_json(m) for m in ex.ancestors],
                 "dependents": [_memory_json(m) for m in data["dependents"]],
-                "edges": [{"derived": a.memory.id, "premise": b.memory.id} for a, b in g.edges],
+                "edges": [{"derived": e.derived.memory.id, "premise": e.premise.memory.id} for e in g.edges],
                 "revisions": [_memory_json(m) for m in ex.revisions],
                 "decisions": [_decision_json(a) for a in ex.decisions],
                 "prov": ex.to_prov_json(),
