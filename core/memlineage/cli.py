@@ -595,14 +595,15 @@ def serve(
 ) -> None:
     """Browse a store in a web browser: memories, lineage graphs, impact, audit trail and update decisions.
 
-    Listens on 127.0.0.1 only; needs the viewer extra (pip install 'memlineage[viewer]').
+    Listens on 127.0.0.1 only. Read-only by default (an embedded store is read from a snapshot, as the other
+    views do); --allow-writes opens the live store (and its Chroma server, --chroma-host) as a writer for undo.
+    Needs the viewer extra (starlette, uvicorn, jinja2).
     """
     try:
         from memlineage.viewer import serve as run_viewer  # lazy: the CLI stays fast to import
     except ImportError as exc:
-        err_console.print(
-            f"[red]error:[/] the viewer needs the viewer extra: pip install 'memlineage[viewer]' ({escape(str(exc))})"
-        )
+        hint = escape(f"pip install 'memlineage[viewer]' ({exc})")
+        err_console.print(f"[red]error:[/] the viewer needs the viewer extra: {hint}")
         raise typer.Exit(2) from None
     settings = None
     try:

@@ -23,8 +23,9 @@ from urllib.parse import urlsplit
 
 import pytest
 from memlineage import MemoryManager, Scope, Status
-from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
+from memlineage.index import InMemoryIndex, OnnxMiniLMEmbedder, default_model_dir
 from memlineage.settings import MemLineageSettings
+from memlineage.testing import FakeEmbedder
 from memlineage.viewer import ViewerStore, create_app
 from starlette.testclient import TestClient
 
@@ -258,6 +259,42 @@ def test_allow_writes_undo_needs_the_token_and_restores_the_memory(live_copy: Pa
         assert mm.require(s["old"].id, scope=ALICE).status is Status.ACTIVE
         assert mm.get_activity(s["decision"], scope=ALICE).outcome == "undone"
         assert mm.get_activity(s["bob_decision"], scope=BOB).outcome == "applied"
+
+
+def test_read_only_viewer_over_a_server_ledger_writes_nothing(pg_schema: Any) -> None:
+    from sqlalchemy import create_engine, text
+
+    with MemoryManager.open(ledger_url=pg_schema.url, index=InMemoryIndex(), embedder=FakeEmbedder()) as mm:
+        city = mm.remember("I am travelling to Lisbon in May", scope=ALICE)
+        hotel = mm.remember("Hotel Alfama 95 EUR", scope=ALICE, source="tool:search_hotels", derived_from=[city.id])
+        mm.remember(BOB_TEXTS[0], scope=BOB)
+
+    def state() -> tuple[Any, ...]:
+        engine = create_engine(pg_schema.url)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(text("SELECT id, status, use_count, last_used_at FROM ml_memories ORDER BY id"))
+                events = conn.execute(text("SELECT count(*) FROM ml_events")).scalar()
+                acts = conn.execute(text("SELECT count(*) FROM ml_activities")).scalar()
+                return (tuple(map(tuple, rows)), events, acts)
+        finally:
+            engine.dispose()
+
+    before = state()
+    vs = ViewerStore(MemLineageSettings(ledger_url=pg_schema.url))
+    try:
+        client = TestClient(create_app(vs, default_user="alice"), base_url="http://127.0.0.1")
+        listing = client.get("/memories").text
+        assert city.id in listing and hotel.id in listing and BOB_TEXTS[0] not in listing
+        graph = client.get(f"/memory/{hotel.id}").text
+        assert f'data-id="{city.id}" data-role="ancestor"' in graph
+        assert hotel.id in client.get(f"/impact/{city.id}").text
+        for url in ("/audit", "/decisions", "/api/memories", "/api/audit", "/api/decisions"):
+            assert client.get(url).status_code == 200, url
+        assert client.post("/decisions/whatever/undo", data={"csrf": "x"}).status_code == 403
+    finally:
+        vs.close()
+    assert state() == before
 
 
 def test_only_local_host_headers_are_answered(seeded: dict[str, Any]) -> None:
