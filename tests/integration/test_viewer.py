@@ -1,5 +1,6 @@
 """`memlineage serve`, the lineage viewer (issue 28): HTTP-level tests with Starlette's TestClient, then a real
 browser (Debian's chromium, headless, driven by selenium) against `memlineage serve` started as a process.
+Its screenshots go to a pytest temporary directory, or to ``$MEMLINEAGE_VIEWER_SCREENSHOTS`` when set.
 
 The browser test installs ``chromium`` and ``chromium-driver`` with apt-get when they are missing and it runs as
 root; it skips, saying why, only when that is impossible. Its screenshots are printed at the end of the test.
@@ -383,7 +384,10 @@ def test_in_a_real_browser(
     from selenium.webdriver.support.ui import WebDriverWait
 
     s = seeded
-    shots = tmp_path_factory.mktemp("viewer-screenshots")
+    # pytest keeps only its last few temporary directories: MEMLINEAGE_VIEWER_SCREENSHOTS names a lasting one
+    keep = os.environ.get("MEMLINEAGE_VIEWER_SCREENSHOTS")
+    shots = Path(keep) if keep else tmp_path_factory.mktemp("viewer-screenshots")
+    shots.mkdir(parents=True, exist_ok=True)
     live = tmp_path / "live"
     shutil.copytree(s["store"], live, ignore=shutil.ignore_patterns(".writer.lock"))
     opts = webdriver.ChromeOptions()
