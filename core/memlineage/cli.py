@@ -812,5 +812,48 @@ def mcp_command(
         )
 
 
+@app.command()
+def serve(
+    path: PathOpt = None,
+    ledger_url: LedgerOpt = None,
+    chroma_host: ChromaOpt = None,
+    chroma_port: ChromaPortOpt = None,
+    port: Annotated[
+        int, typer.Option("--port", min=0, max=65535, help="TCP port on 127.0.0.1 (0: any free one).")
+    ] = 8765,
+    user: Annotated[str | None, typer.Option("--user", help="The user whose pages open first.")] = None,
+    allow_writes: Annotated[
+        bool,
+        typer.Option(
+            "--allow-writes",
+            help="Open the live store as its writer and enable undo (default: read a snapshot, never write).",
+        ),
+    ] = False,
+) -> None:
+    """Browse a store in a web browser: memories, lineage graphs, impact, audit trail and update decisions.
+
+    Listens on 127.0.0.1 only. Read-only by default (an embedded store is read from a snapshot, as the other
+    views do); --allow-writes opens the live store (and its Chroma server, --chroma-host) as a writer for undo.
+    Needs the viewer extra (starlette, uvicorn, jinja2).
+    """
+    try:
+        from memlineage.viewer import serve as run_viewer  # lazy: the CLI stays fast to import
+    except ImportError as exc:
+        hint = escape(f"pip install 'memlineage[viewer]' ({exc})")
+        err_console.print(f"[red]error:[/] the viewer needs the viewer extra: {hint}")
+        raise typer.Exit(2) from None
+    settings = None
+    try:
+        settings = _settings(path, ledger_url, chroma_host, chroma_port)
+        _ensure_exists(settings, False)
+        run_viewer(settings, port=port, user=user, allow_writes=allow_writes, echo=lambda line: typer.echo(line))
+    except StoreLockedError as exc:
+        err_console.print(f"[red]error:[/] {escape(str(exc))}\nhint: drop --allow-writes to view a snapshot")
+        raise typer.Exit(2) from None
+    except (_Fail, MemLineageError, SQLAlchemyError) as exc:
+        err_console.print(f"[red]error:[/] {escape(_redacted(str(exc), settings))}")
+        raise typer.Exit(2) from None
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

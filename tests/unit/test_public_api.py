@@ -226,3 +226,15 @@ def test_adapter_constructors_raise_typed_errors_with_pydantics_reason():
         with pytest.raises(InvalidInputError, match=re.escape(words)) as info:
             build()
         assert isinstance(info.value.__cause__, pydantic.ValidationError)
+
+
+def test_python_dash_m_cli_knows_every_command():
+    """``python -m memlineage.cli`` registers every command before it runs (the ``__main__`` guard stays last)."""
+    from memlineage.cli import app
+
+    names = {c.name or c.callback.__name__ for c in app.registered_commands}
+    out = subprocess.run(
+        [sys.executable, "-m", "memlineage.cli", "--help"], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    missing = [n for n in names if n not in out]
+    assert {"mcp", "serve", "recall"} <= names and missing == []
