@@ -219,6 +219,30 @@ class RunRecorder:
                 rec = _recorders[manager] = cls(manager)
             return rec
 
+    @classmethod
+    def forget_scope(cls, manager: object, scope: Scope) -> int:
+        """Drop the open runs and pending recalls of ``scope`` held for ``manager`` (after its erasure).
+
+        An open run holds the user's turn and the memories of the run in the process; once the scope is erased
+        nothing of it is kept, and a later callback of that run starts a new one. Returns the runs dropped.
+        """
+        with _recorders_lock:
+            rec = _recorders.get(manager)
+        if rec is None:
+            return 0
+
+        def erased(key: tuple[str, str | None, str], run: CaptureRun | None = None) -> bool:
+            if key[0] != scope.user_id or (scope.session_id is not None and key[1] != scope.session_id):
+                return False
+            return scope.agent_id is None or run is None or run.scope.agent_id == scope.agent_id
+
+        with rec._lock:
+            runs = {id(r) for k, r in rec._runs.items() if erased(k, r)}
+            rec._runs = {k: r for k, r in rec._runs.items() if id(r) not in runs}
+            rec._turns = {k: r for k, r in rec._turns.items() if not erased(k, r)}
+            rec._pending = {k: m for k, m in rec._pending.items() if not erased(k)}
+        return len(runs)
+
     # ------------------------------------------------------------------ lookup
     @staticmethod
     def _key(scope: Scope, key: str) -> tuple[str, str | None, str]:

@@ -146,3 +146,21 @@ def test_erase_runs_a_bounded_number_of_statements_whatever_the_number_of_memori
 
     small, large = statements(40), statements(400)
     assert large <= small, (small, large)
+
+
+def test_erasing_a_scope_drops_its_open_runs_from_the_process(store: MemoryManager, erasure_probe: ModuleType) -> None:
+    """The run recorder kept an open run's user turn and tool-call arguments in the process after the erasure."""
+    from memlineage.capture import RunRecorder, ToolCallSpec
+
+    rec = RunRecorder.of(store)
+    run = rec.start_run(ALICE, "run-open", "tell me about Zorblax")
+    rec.model_step(run, text="Checking.", tool_calls=[ToolCallSpec("tc-1", "weather", {"city": "Quimbok"})])
+    kept = rec.start_run(BOB, "run-bob", "tell me about Brakkot")
+    del run
+
+    store.erase(scope=Scope(user_id="alice"))
+
+    assert erasure_probe.heap_hits(["Zorblax", "Quimbok"], exclude=erasure_probe.ALICE_WORDS) == []
+    assert rec.run(ALICE, "run-open") is None and rec.run(BOB, "run-bob") is kept
+    again = rec.start_run(ALICE, "run-open", "a new turn")  # the framework's next callback starts afresh
+    assert again.user_memory_id is not None and store.require(again.user_memory_id, scope=ALICE).content == "a new turn"
