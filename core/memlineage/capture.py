@@ -41,6 +41,7 @@ from memlineage._evidence import contains as _contains
 from memlineage._evidence import holders as _holders
 from memlineage._evidence import is_filler_memory as _is_filler_memory
 from memlineage._evidence import topic as _topic
+from memlineage._forget import on_scope_erased
 from memlineage._shield import ashield, shield
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
@@ -707,3 +708,6 @@ class RunRecorder:
         own = {p: a for p, a in premises.items() if p in mem.derived_from}
         if own:
             self.manager.services.activities.set_attribution(mem.id, own, scope=run.scope, activity_id=activity_id)
+
+
+on_scope_erased(RunRecorder.forget_scope)  # an erased scope's open runs leave the process

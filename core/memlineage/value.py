@@ -70,7 +70,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memlineage._textcache import on_erase
+from memlineage._forget import on_erase
 from memlineage.errors import ConfigurationError, InvalidInputError
 from memlineage.extractors import (
     FeatureExtractor,

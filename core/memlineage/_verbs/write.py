@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from memlineage._forget import scope_erased
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import Activity, Memory, MemoryKind, Scope, Source, as_utc
 from memlineage.services import Services
@@ -356,10 +357,8 @@ class WriteVerbs:
             PolicyViolationError: a delete policy denied it.
         """
         receipt = self.services.lifecycle.erase(memory_id, scope=scope, reason=reason, source=source)
-        if memory_id is None:  # the run recorder's open runs of the scope hold its turns in the process
-            from memlineage.capture import RunRecorder  # noqa: PLC0415 - capture imports the manager
-
-            RunRecorder.forget_scope(self, Scope.coerce(scope))
+        if memory_id is None:  # e.g. the run recorder's open runs of the scope hold its turns in the process
+            scope_erased(self, Scope.coerce(scope))
         return receipt
 
     async def aerase(self, memory_id: str | None = None, **kwargs: Any) -> ErasureReceipt:

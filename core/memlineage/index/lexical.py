@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from memlineage._textcache import on_erase
+from memlineage._forget import on_erase
 from memlineage.errors import MissingDependencyError
 from memlineage.index._base import IndexFilter, ScopeTally, ledger_stamp
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 
 from memlineage._evidence import has_bounded
-from memlineage._textcache import text_cache
+from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix
 from memlineage.index.lexical import STOPWORDS, tokenize

@@ -9,7 +9,7 @@ import unicodedata
 from datetime import datetime, timezone
 from typing import Any
 
-from memlineage._textcache import text_cache
+from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, tables_for
 from memlineage.extractors._rules import (
     _slug,

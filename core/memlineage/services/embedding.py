@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from memlineage._textcache import on_erase
+from memlineage._forget import on_erase
 from memlineage.errors import InvalidInputError, MemLineageError, StorageError
 from memlineage.ports import Embedder
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import case, select
 
-from memlineage._textcache import clear_text_caches
+from memlineage._forget import clear_text_caches
 from memlineage.errors import InvalidInputError, MemoryNotFoundError
 from memlineage.ledger import Ledger
 from memlineage.ledger._erase import ErasureSet
