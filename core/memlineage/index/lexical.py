@@ -376,6 +376,8 @@ class _UserIndex:
             j = bisect.bisect_left(items, key)
             if j < len(items) and items[j] == key:
                 del items[j]
+            if not items:  # an emptied (e.g. erased) session leaves no key behind
+                del self.sessions[str(sid)]
 
     def neighbours(self, mid: str) -> tuple[str, ...]:
         """Previous and next document of ``mid`` in its session, ordered by (created_at, id)."""
