@@ -16,6 +16,7 @@ __all__ = [
     "argument_values",
     "asks",
     "contains",
+    "has_bounded",
     "content_premises",
     "holders",
     "is_filler",
@@ -88,9 +89,44 @@ def argument_values(arguments: Any) -> list[str]:
 
 
 def contains(text: str, value: str) -> bool:
-    """Whether ``value`` occurs in ``text`` as whole words (case-insensitive)."""
-    pattern = r"(?<![\w])" + re.escape(value.lower()) + r"(?![\w])"
-    return re.search(pattern, text.lower()) is not None
+    r"""Whether ``value`` occurs in ``text`` as whole words (case-insensitive).
+
+    The same test as ``(?<![\w])value(?![\w])`` on the lower-cased texts, without a regular expression: ``re``
+    caches the patterns it compiles, and a pattern made of a memory's words would stay in the process after an
+    erasure.
+    """
+    hay, needle = text.lower(), value.lower()
+    return _occurs(hay, needle, lambda i, j: not _word_at(hay, i - 1) and not _word_at(hay, j))
+
+
+def has_bounded(text: str, word: str) -> bool:
+    r"""Whether ``word`` occurs in ``text`` between word boundaries, as ``re.search(rf"\b{re.escape(word)}\b", text)``.
+
+    Case-sensitive; no regular expression (see :func:`contains`).
+    """
+    return _occurs(
+        text,
+        word,
+        lambda i, j: _word_at(text, i - 1) != _word_at(text, i) and _word_at(text, j - 1) != _word_at(text, j),
+    )
+
+
+def _word_at(text: str, i: int) -> bool:
+    r"""Whether ``text[i]`` is a word character of ``re``'s ``\w`` (alphanumeric or ``_``); False outside."""
+    if i < 0 or i >= len(text):
+        return False
+    ch = text[i]
+    return ch.isalnum() or ch == "_"
+
+
+def _occurs(hay: str, needle: str, bounded: Callable[[int, int], bool]) -> bool:
+    """Whether ``needle`` occurs in ``hay`` at some ``[i, j)`` where ``bounded(i, j)`` holds."""
+    i = hay.find(needle)
+    while i != -1:
+        if bounded(i, i + len(needle)):
+            return True
+        i = hay.find(needle, i + 1)
+    return False
 
 
 def topic(text: str) -> set[str]:

@@ -41,8 +41,9 @@ from memlineage._evidence import contains as _contains
 from memlineage._evidence import holders as _holders
 from memlineage._evidence import is_filler_memory as _is_filler_memory
 from memlineage._evidence import topic as _topic
+from memlineage._forget import on_scope_erased
 from memlineage._shield import ashield, shield
-from memlineage.errors import MemLineageError
+from memlineage.errors import MemLineageError, StorageError
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, normalize_content
 from memlineage.reconcile import Reconciler, using_reconciler
@@ -204,11 +205,26 @@ class RunRecorder:
     """
 
     def __init__(self, manager: MemoryManager) -> None:
-        self.manager = manager
+        # weakly: the registry maps each manager to its recorder with a weak key, which a strong reference from
+        # the recorder back to its manager would keep alive forever (every manager ever captured, leaked)
+        self._manager = weakref.ref(manager)
         self._runs: dict[tuple[str, str | None, str], CaptureRun] = {}
         self._turns: dict[tuple[str, str | None, str], CaptureRun] = {}
         self._pending: dict[tuple[str, str | None, str], list[Memory]] = {}
         self._lock = threading.RLock()
+
+    @property
+    def manager(self) -> MemoryManager:
+        """The memory manager written to.
+
+        Raises:
+            StorageError: the manager was garbage-collected (nothing holds it any more).
+        """
+        manager = self._manager()
+        if manager is None:
+            msg = "this run recorder's MemoryManager no longer exists; open the store again"
+            raise StorageError(msg)
+        return manager
 
     @classmethod
     def of(cls, manager: MemoryManager) -> RunRecorder:
@@ -218,6 +234,30 @@ class RunRecorder:
             if rec is None:
                 rec = _recorders[manager] = cls(manager)
             return rec
+
+    @classmethod
+    def forget_scope(cls, manager: object, scope: Scope) -> int:
+        """Drop the open runs and pending recalls of ``scope`` held for ``manager`` (after its erasure).
+
+        An open run holds the user's turn and the memories of the run in the process; once the scope is erased
+        nothing of it is kept, and a later callback of that run starts a new one. Returns the runs dropped.
+        """
+        with _recorders_lock:
+            rec = _recorders.get(manager)
+        if rec is None:
+            return 0
+
+        def erased(key: tuple[str, str | None, str], run: CaptureRun | None = None) -> bool:
+            if key[0] != scope.user_id or (scope.session_id is not None and key[1] != scope.session_id):
+                return False
+            return scope.agent_id is None or run is None or run.scope.agent_id == scope.agent_id
+
+        with rec._lock:
+            runs = {id(r) for k, r in rec._runs.items() if erased(k, r)}
+            rec._runs = {k: r for k, r in rec._runs.items() if id(r) not in runs}
+            rec._turns = {k: r for k, r in rec._turns.items() if not erased(k, r)}
+            rec._pending = {k: m for k, m in rec._pending.items() if not erased(k)}
+        return len(runs)
 
     # ------------------------------------------------------------------ lookup
     @staticmethod
@@ -683,3 +723,6 @@ class RunRecorder:
         own = {p: a for p, a in premises.items() if p in mem.derived_from}
         if own:
             self.manager.services.activities.set_attribution(mem.id, own, scope=run.scope, activity_id=activity_id)
+
+
+on_scope_erased(RunRecorder.forget_scope)  # an erased scope's open runs leave the process

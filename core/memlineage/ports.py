@@ -84,6 +84,10 @@ class IndexSyncer(Protocol):
         """
         ...
 
+    def reindex_words(self, ids: Sequence[str]) -> None:
+        """Index the words of ``ids`` again in the lexical leg (their indexed text drew on erased versions)."""
+        ...
+
 
 class Expirer(Protocol):
     """Marks memories ``expired`` (their unsupported descendants become suspect)."""

@@ -70,6 +70,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memlineage._forget import on_erase
 from memlineage.errors import ConfigurationError, InvalidInputError
 from memlineage.extractors import (
     FeatureExtractor,
@@ -322,6 +323,12 @@ class ValueModel:
         self._lock = threading.Lock()
         self.cache_hits = 0
         self.cache_misses = 0
+        on_erase(self.clear_cache)  # the cache is keyed by memory texts: an erasure empties it
+
+    def clear_cache(self) -> None:
+        """Forget every cached feature extraction (run by ``erase``: the keys are memory texts)."""
+        with self._lock:
+            self._cache.clear()
 
     # ----------------------------------------------------------------------------------------------------
     # Features and score

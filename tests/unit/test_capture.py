@@ -199,3 +199,21 @@ def test_an_answer_with_no_evidence_rests_on_its_question_not_on_the_whole_conte
 def rec_user(mm, scope, text):
     (found,) = [m.id for m in mm.find(scope=scope) if m.content == text]
     return found
+
+
+def test_a_captured_manager_is_not_kept_alive_by_its_recorder() -> None:
+    """The recorder registry's weak key must not be held by the recorder itself: a closed, dropped manager goes."""
+    import gc
+    import weakref
+
+    from memlineage.capture import RunRecorder
+    from memlineage.testing import make_manager
+
+    mm = make_manager()
+    recorder = RunRecorder.of(mm)
+    assert recorder.manager is mm and RunRecorder.of(mm) is recorder
+    gone = weakref.ref(mm)
+    mm.close()
+    del mm, recorder
+    gc.collect()
+    assert gone() is None

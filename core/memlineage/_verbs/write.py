@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from memlineage._forget import scope_erased
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import Activity, Memory, MemoryKind, Scope, Source, as_utc
 from memlineage.services import Services
@@ -342,15 +343,26 @@ class WriteVerbs:
 
         With ``memory_id``: that memory and every version in its revision chain. Without: every memory in
         ``scope`` (all of the user's memories, or one agent's / session's when the scope names one), plus the
-        scope's activity metadata. Consolidated summaries derived from what is erased are erased with it (their
-        text restates it); other descendants outside the erased set become suspect. ``source`` is who asks (see
-        :meth:`retract`); None = the application itself.
+        scope's activity metadata (and, for a whole user, the data of every event of the user but earlier
+        receipts). Either way the metadata of the activities that generated, used or invalidated an erased memory
+        is redacted too: update decisions (their evidence quotes old and new values, withdrawn words), chat
+        message occurrences (content blocks, tool-call arguments), tool calls. Consolidated summaries derived from
+        what is erased are erased with it (their text restates it); other descendants outside the erased set
+        become suspect. Later versions and withdrawals outside the erased set are indexed again without the
+        erased words; the process's caches keyed by text are emptied, and the run recorder's open runs of the
+        scope dropped. Set-based: the cost grows with the rows erased, a few statements per step (100,000
+        memories take less time than writing them). ``source`` is who asks (see :meth:`retract`); None = the
+        application itself. On PostgreSQL old row versions stay in the table files until
+        ``mm.ledger.vacuum(full=True)``.
 
         Raises:
             MemoryNotFoundError: ``memory_id`` is not in the scope.
             PolicyViolationError: a delete policy denied it.
         """
-        return self.services.lifecycle.erase(memory_id, scope=scope, reason=reason, source=source)
+        receipt = self.services.lifecycle.erase(memory_id, scope=scope, reason=reason, source=source)
+        if memory_id is None:  # e.g. the run recorder's open runs of the scope hold its turns in the process
+            scope_erased(self, Scope.coerce(scope))
+        return receipt
 
     async def aerase(self, memory_id: str | None = None, **kwargs: Any) -> ErasureReceipt:
         """Async :meth:`erase`."""

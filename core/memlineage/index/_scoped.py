@@ -133,6 +133,9 @@ class _Block:
         self.local.discard(mid)
         self.tally.remove(self.parts.pop(mid))
         self.alive[i] = False
+        # nothing of it stays until the next compaction: its tags, and its vector (which restates its text)
+        self.tags[i] = ()
+        self.vecs[i] = 0.0
         if self.n > 64 and self.live * 2 < self.n:
             self._compact()
         return True

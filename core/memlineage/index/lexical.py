@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from memlineage._forget import on_erase
 from memlineage.errors import ConfigurationError, MissingDependencyError
 from memlineage.index._base import IndexFilter, ScopeTally, ledger_stamp
 
@@ -121,6 +122,18 @@ def _stem_word(word: str) -> str:
                     raise MissingDependencyError(msg) from exc
                 _stemmer = Stemmer.Stemmer("english")
     return str(_stemmer.stemWord(word))
+
+
+def _clear_stems() -> None:
+    """Empty the stemmer's cache of words (an erasure leaves no erased word in the process)."""
+    with _stemmer_lock:
+        if _stemmer is not None:
+            size = _stemmer.maxCacheSize
+            _stemmer.maxCacheSize = 0  # PyStemmer drops its cache when the size is set to 0
+            _stemmer.maxCacheSize = size
+
+
+on_erase(_clear_stems)
 
 
 def date_tokens(when: datetime) -> list[str]:
@@ -364,6 +377,8 @@ class _UserIndex:
             j = bisect.bisect_left(items, key)
             if j < len(items) and items[j] == key:
                 del items[j]
+            if not items:  # an emptied (e.g. erased) session leaves no key behind
+                del self.sessions[str(sid)]
 
     def neighbours(self, mid: str) -> tuple[str, ...]:
         """Previous and next document of ``mid`` in its session, ordered by (created_at, id)."""

@@ -285,7 +285,7 @@ class PolicyGate:
         now = self.clock()
         request = PolicyRequest(operation=op, scope=scope, source=source)
         lookup = self._premise_lookup()
-        decisions = [engine.check(op, m, request, now=now, premise_status=lookup) for m in memories]
+        decisions = engine.check_many(op, memories, request, now=now, premise_status=lookup)
         self._record([(d, m.scope.user_id, m.id) for m, d in zip(memories, decisions, strict=True)])
         for m, d in zip(memories, decisions, strict=True):
             if d.withheld:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
 
+from memlineage._evidence import has_bounded
+from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix
 from memlineage.index.lexical import STOPWORDS, tokenize
@@ -117,7 +118,7 @@ def _clean_keys(text: str, keys: set[str]) -> frozenset[str]:
             continue
         if k == head and not any(ch.isdigit() for ch in k):
             rest = text[first.end() :] if first else ""
-            if not re.search(rf"\b{re.escape(first.group(1))}\b", rest):  # type: ignore[union-attr]
+            if not has_bounded(rest, first.group(1)):  # type: ignore[union-attr]
                 continue
         out.add(k)
     return frozenset(out)
@@ -139,7 +140,7 @@ def _any(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
     return any(p.search(text) for p in patterns)
 
 
-@lru_cache(maxsize=32768)
+@text_cache(maxsize=32768)
 def clauses_of(text: str) -> tuple[Clause, ...]:
     """The clauses of a statement with their signals (sentences, then the table's ``clause_breaks``).
 
@@ -171,7 +172,7 @@ def clauses_of(text: str) -> tuple[Clause, ...]:
     return tuple(out)
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def query_terms(query: str) -> frozenset[str]:
     """The content terms of a query, as :class:`Clause` ``terms`` (keys included: a query names what it wants)."""
     out = set()
@@ -182,7 +183,7 @@ def query_terms(query: str) -> frozenset[str]:
     return frozenset(out)
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def asks_about_events(query: str) -> bool:
     """Whether a query asks what happened or would happen ("When did…", "What would…") rather than what holds now."""
     return any(p.search(query) for p in tables_for(query)[0].event_query)
@@ -191,13 +192,13 @@ def asks_about_events(query: str) -> bool:
 _ASKER = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|we|we're|our|us)\b|我|咱", re.IGNORECASE)
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def asks_about_speaker(query: str) -> bool:
     """Whether a query asks about the asker ("Where do I live?", "我住哪儿？") rather than about someone else."""
     return bool(_ASKER.search(query))
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def asks_about_past(query: str) -> bool:
     """Whether a query asks for an earlier value ("before", "originally", "at first", 以前, 一开始...)."""
     return any(_any(t.past_query, query) for t in tables_for(query)[:1])
@@ -252,7 +253,7 @@ def clause_similarity(a: Clause, b: Clause) -> float:
 # ------------------------------------------------------------------------------------------------------------
 # What a question asks for, and the values of that kind a clause gives
 # ------------------------------------------------------------------------------------------------------------
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def answer_type(query: str) -> str | None:
     """The kind of value a question asks for: ``time``, ``place``, ``number``, ``entity`` or None.
 
@@ -312,7 +313,7 @@ def _cjk_number(text: str) -> int | None:
     return None
 
 
-@lru_cache(maxsize=32768)
+@text_cache(maxsize=32768)
 def numbers_in(text: str) -> frozenset[str]:
     """The numbers a text names, normalised: digits, number words and ordinals ("fifth" → 5), Chinese numerals."""
     out = {n.replace(",", "") for n in _DIGITS.findall(text)}
@@ -357,7 +358,7 @@ def values_of_query(query: str, kind: str) -> frozenset[str]:
     return frozenset(v for c in clauses_of(query) for v in values_of(c, kind))
 
 
-@lru_cache(maxsize=16384)
+@text_cache(maxsize=16384)
 def asserting_text(text: str) -> str:
     """``text`` without its clauses that assert nothing about the present.
 
@@ -389,7 +390,7 @@ def key_terms(clause: Clause) -> frozenset[str]:
     return frozenset(t for k in clause.keys for t in tokenize(k, dates=False))
 
 
-@lru_cache(maxsize=16384)
+@text_cache(maxsize=16384)
 def gives_answer(text: str, query: str) -> bool:
     """Whether ``text`` asserts a value of the kind ``query`` asks for that the query does not name itself.
 

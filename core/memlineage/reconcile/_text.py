@@ -7,9 +7,9 @@ import json
 import re
 import unicodedata
 from datetime import datetime, timezone
-from functools import lru_cache
 from typing import Any
 
+from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, tables_for
 from memlineage.extractors._rules import (
     _slug,
@@ -78,7 +78,7 @@ def tool_slot(tool_source: str, arguments: Any) -> str | None:
 _SLOT_TRIGGER = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|we|we're|our|home|the best|the worst)\b|'s\b|我", re.IGNORECASE)
 
 
-@lru_cache(maxsize=16384)
+@text_cache(maxsize=16384)
 def slot_of(text: str) -> tuple[str | None, str | None]:
     """Slot and value of a first-person statement, with a transcript speaker as the subject.
 
@@ -239,7 +239,7 @@ def _as_sentence(clause: str) -> str:
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 
 
-@lru_cache(maxsize=4096)
+@text_cache(maxsize=4096)
 def withdraws(text: str) -> bool:
     """Whether ``text`` matches a withdrawal or negation pattern of its language ("forget …", "…取消了").
 
@@ -314,7 +314,7 @@ def _overlap(needle: set[str], hay: set[str]) -> float:
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|my|we|we're|our)\b|我", re.IGNORECASE)
 
 
-@lru_cache(maxsize=8192)
+@text_cache(maxsize=8192)
 def _profile(text: str) -> tuple[bool, bool, bool, frozenset[str], frozenset[str], frozenset[str], str | None]:
     """(event, correction cue, personal, key tokens, number/date keys, other terms, speaker) of a statement.
 

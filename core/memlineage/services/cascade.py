@@ -109,12 +109,28 @@ class Cascade:
             self.ledger.insert_events(
                 conn, [event_row(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})]
             )
+        return self._below(conn, mid, row["user_id"], status, t, inv_activity, dry_run=dry_run, attribute=attribute)
+
+    def below(self, conn: Connection, mid: str, status: Status, now: datetime, *, activity_id: str) -> list[str]:
+        """The cascade below ``mid``, already invalidated with ``status`` in ``conn`` (erasure): returns suspects.
+
+        Descendants left without a valid support become ``suspect``, each with an event of ``activity_id``.
+        """
+        row = self.ledger.memory_rows([mid], conn, embedding=False)[0]
+        if row is None:  # pragma: no cover - callers pass rows of the transaction
+            raise MemoryNotFoundError(mid)
+        return self._below(conn, mid, row["user_id"], status, to_epoch(now), activity_id).suspect
+
+    def _below(
+        self, conn: Connection, mid: str, user_id: str, status: Status, t: float | None, activity_id: str, *,
+        dry_run: bool = False, attribute: bool = False,
+    ) -> Invalidation:  # fmt: skip
         walk = self.ledger.walk_cascade(mid, conn, lock=not dry_run)
         suspect, unaffected, every_active = plan_cascade(walk, status)
         attribution = walk.attribution(suspect) if attribute else {}
         if suspect and not dry_run:  # set-based: one INSERT ... SELECT and one UPDATE joined to the walk
             cause = {"reason": f"premise {mid} {status.value}", "cause": mid}
-            event = event_row(t, "suspect", None, inv_activity, row["user_id"], cause)
+            event = event_row(t, "suspect", None, activity_id, user_id, cause)
             walk.mark_suspect(suspect, every_active=every_active, event=event)
         walk.close()
         return Invalidation(suspect, unaffected, attribution)

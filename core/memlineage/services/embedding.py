@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from memlineage._forget import on_erase
 from memlineage.errors import InvalidInputError, MemLineageError, StorageError
 from memlineage.ports import Embedder
 
@@ -35,6 +36,12 @@ class Embedding:
         self.dims: int | None = None  # the embedder's vector size, learnt from its first output
         self._cache: OrderedDict[bytes, list[float]] = OrderedDict()
         self._lock = threading.Lock()
+        on_erase(self.clear)  # a vector restates its text: an erasure empties the cache
+
+    def clear(self) -> None:
+        """Forget every cached vector (run by ``erase``)."""
+        with self._lock:
+            self._cache.clear()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in input order.

@@ -204,6 +204,23 @@ class IndexSync:
         with self._lock:
             return self._sync_locked(ids, rows, fresh)
 
+    def reindex_words(self, ids: Sequence[str]) -> None:
+        """Index the words of ``ids`` in the lexical leg again (after an erasure of versions their words drew on).
+
+        The lexical leg indexes a version with the words of the versions it revised and a withdrawal with the
+        statement it withdrew (:func:`lexical_texts`); once those are erased, their words must not find it.
+        Rows no search returns are left out; users the leg has not loaded are skipped by the leg itself.
+        """
+        with self._lock:
+            rows = [
+                r
+                for r in self.ledger.memory_rows(list(dict.fromkeys(ids)), embedding=False)
+                if r is not None and r["index_state"] in INDEXABLE_STATES
+            ]
+            if rows:
+                self.lexical.upsert([r["id"] for r in rows], lexical_texts(self.ledger, rows),
+                                    [_held_metadata(r) for r in rows])  # fmt: skip
+
     def _sync_deferred(self, ids: Sequence[str]) -> int:
         """The background sync: status changes (``stale``, ``exact``) and new rows (``pending``) only.
 

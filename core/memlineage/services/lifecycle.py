@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, case, select
 
+from memlineage._forget import clear_text_caches
 from memlineage.errors import InvalidInputError, MemoryNotFoundError
-from memlineage.history import MESSAGE_ACTIVITY
 from memlineage.ledger import Ledger
-from memlineage.ledger._graph import _chunks
-from memlineage.ledger._schema import INDEXABLE_STATES, activities, edges, events, memories
+from memlineage.ledger._erase import ErasureSet
+from memlineage.ledger._schema import activities, events, memories
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import (
     Activity,
@@ -27,6 +27,7 @@ from memlineage.models import (
     Status,
     check_id,
     check_text,
+    new_id,
     to_epoch,
 )
 from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
@@ -359,60 +360,79 @@ class Lifecycle:
         self, memory_id: str | None = None, *, scope: Scope | Mapping[str, Any] | str, reason: str = "erasure request",
         source: Source | str | None = None,
     ) -> ErasureReceipt:  # fmt: skip
-        """See :meth:`memlineage.MemoryManager.erase`."""
+        """See :meth:`memlineage.MemoryManager.erase`.
+
+        Set-based: the ids go once into a temporary table (:class:`memlineage.ledger._erase.ErasureSet`) and each
+        step is a few statements joined to it, whatever the number of memories. One ``invalidation`` activity
+        stands for the whole erasure; a cascade runs only below erased memories that something outside the erased
+        set was derived from.
+        """
         scope = Scope.coerce(scope)
         reason = check_text(reason, "reason")
         src = Source.parse(source) if source is not None else None
         now = self.clock()
-        t = to_epoch(now)
+        t = to_epoch(now) or 0.0
         if memory_id is not None:
             mem = self.reads.require(memory_id, scope=scope)
+            user = mem.scope.user_id
             ids = self._revision_chain(mem.id)
+            owner = mem.scope
         else:
-            with self.ledger.read() as conn:
-                ids = self.ledger.ids_in_scope(scope, conn=conn, session_only=scope.session_id is not None)
-                if scope.agent_id is not None:
-                    rows = self.ledger.memory_rows(ids, conn)
-                    ids = [r["id"] for r in rows if r and r["agent_id"] == scope.agent_id]
+            user = scope.user_id
+            ids = self._scope_ids(scope)
+            owner = scope
         ids = [*ids, *self._derived_summaries(ids)]
-        mems = [m for m in self.ledger.memories(ids) if m is not None]
-        self.policy.check_operation("delete", mems, scope=scope, source=src)
+        if self.policy.enabled:
+            for start in range(0, len(ids), 5000):
+                mems = [m for m in self.ledger.memories(ids[start : start + 5000]) if m is not None]
+                self.policy.check_operation("delete", mems, scope=scope, source=src)
         if memory_id is None:
             self.value.clear_scope(scope)  # buffered (never stored) candidates of the scope go too
         suspects: list[str] = []
-        acts = 0
+        act = new_id()
         with self.ledger.transaction() as conn:
-            # What a search could return until now: in the ANN index, on its way there, or in an exact-plan block.
-            searchable = sum(
-                1
-                for r in self.ledger.memory_rows(ids, conn, embedding=False)
-                if r is not None and r["index_state"] in INDEXABLE_STATES
-            )
-            for m in mems:
-                if m.status is not Status.ERASED:
-                    done = self.cascade.invalidate(conn, m.id, Status.ERASED, now, reason=reason)
-                    suspects.extend(x for x in done.suspect if x not in ids)
-            self.ledger.update_memories(
+            if not self.ledger.is_sqlite:
+                self.ledger.lock_rows(conn, ids)  # in id order, as every writer locks (SQLite: one writer anyway)
+            erased = ErasureSet(conn, ids, sqlite=self.ledger.is_sqlite)
+            searchable = erased.searchable()  # in the ANN index, on its way there, or in an exact-plan block
+            self.ledger.upsert_activity(
                 conn,
-                ids,
-                {
-                    "content": "", "content_hash": "erased", "meta": {}, "tags": [], "embedding": None,
-                    "assessment": None, "slot": None, "status": Status.ERASED.value, "index_state": "removing",
-                    "context_hash": None,
-                },
+                Activity(
+                    id=act, kind="invalidation", name=Status.ERASED.value, scope=owner, started_at=now,
+                    ended_at=now, outcome="applied", metadata={"reason": reason, "memories": len(ids)},
+                ),
+                new=True,
             )  # fmt: skip
-            redacted = self._redact_events(conn, ids)
-            acts = self._redact_occurrences(conn, ids)
-            if memory_id is None:
-                acts = self._redact_activities(conn, scope)
+            erased.record_invalidation(activity_id=act, at=t, data={"reason": reason})
+            roots = erased.premises_of_others()
+            erased.redact_memories(
+                {
+                    "content": "", "content_hash": "erased", "meta": {}, "tags": [], "assessment": None, "slot": None,
+                    "status": Status.ERASED.value, "index_state": "removing", "context_hash": None,
+                    # the time of the first erasure stays on a memory erased before
+                    "invalidated_at": case((memories.c.status == Status.ERASED.value, memories.c.invalidated_at),
+                                           else_=t),
+                }
+            )  # fmt: skip
+            for root in roots:  # what was derived from the erased memories, outside them: suspect unless supported
+                suspects.extend(x for x in self.cascade.below(conn, root, Status.ERASED, now, activity_id=act))
+            successors = erased.successors()
+            redacted = erased.redact_events(user if memory_id is None and scope == Scope(user_id=user) else None,
+                                            keep_types=("erasure_receipt",))  # fmt: skip
+            acts = erased.redact_activities(self._scope_conditions(scope) if memory_id is None else None, user,
+                                            keep=act)  # fmt: skip
+            erased.close()
             self.ledger.insert_events(
                 conn,
-                [event_row(t, "erasure_receipt", None, None, scope.user_id, {"memories": len(ids), "reason": reason})],
+                [event_row(t, "erasure_receipt", None, act, user, {"memories": len(ids), "reason": reason})],
             )
         self.syncer.sync([*ids, *dict.fromkeys(suspects)])  # descendants made suspect need a sync too
+        if successors:  # their indexed words drew on the erased versions: indexed again without them
+            self.syncer.reindex_words(successors)
         self._compact(ids)
+        clear_text_caches()  # process-wide caches keyed by text (clauses, slots, stems, features, vectors)
         return ErasureReceipt(
-            user_id=scope.user_id,
+            user_id=user,
             memory_ids=list(ids),
             index_entries_removed=searchable,
             events_redacted=redacted,
@@ -420,6 +440,30 @@ class Lifecycle:
             suspect=sorted(set(suspects)),
             erased_at=now.isoformat(),
         )
+
+    def _scope_ids(self, scope: Scope) -> list[str]:
+        """Every memory of the scope: the user's, or only one agent's / session's when the scope names one."""
+        with self.ledger.read() as conn:
+            query = select(memories.c.id).where(*self._memory_conditions(scope))
+            return [r[0] for r in conn.execute(query.order_by(memories.c.recorded_at, memories.c.id))]
+
+    @staticmethod
+    def _memory_conditions(scope: Scope) -> list[Any]:
+        cond = [memories.c.user_id == scope.user_id]
+        if scope.agent_id is not None:
+            cond.append(memories.c.agent_id == scope.agent_id)
+        if scope.session_id is not None:
+            cond.append(memories.c.session_id == scope.session_id)
+        return cond
+
+    @staticmethod
+    def _scope_conditions(scope: Scope) -> list[Any]:
+        cond = [activities.c.user_id == scope.user_id]
+        if scope.agent_id is not None:
+            cond.append(activities.c.agent_id == scope.agent_id)
+        if scope.session_id is not None:
+            cond.append(activities.c.session_id == scope.session_id)
+        return cond
 
     def _revision_chain(self, mid: str) -> list[str]:
         chain = [mid]
@@ -436,58 +480,6 @@ class Lifecycle:
                 chain.extend(nxt)
                 frontier = nxt
         return chain
-
-    def _redact_events(self, conn: Connection, ids: Sequence[str]) -> int:
-        n = 0
-        for start in range(0, len(ids), 900):
-            chunk = list(ids[start : start + 900])
-            res = conn.execute(update(events).where(events.c.memory_id.in_(chunk)).values(data={"redacted": True}))
-            n += res.rowcount or 0
-        return n
-
-    def _redact_occurrences(self, conn: Connection, ids: Sequence[str]) -> int:
-        """Scrub the chat occurrences of erased memories (:mod:`memlineage.history`).
-
-        An occurrence keeps the message's framework data (tool calls, arguments, ids) and, for words merged into
-        an earlier memory, the words as said: both go with the memory. Only the position stays, so that a
-        session never reuses it.
-        """
-        found: set[str] = set()
-        for chunk in _chunks(ids):
-            found.update(
-                r[0] for r in conn.execute(select(memories.c.activity_id).where(memories.c.id.in_(chunk))) if r[0]
-            )
-            found.update(
-                r[0]
-                for r in conn.execute(
-                    select(edges.c.dst).where(
-                        edges.c.src.in_(chunk), edges.c.relation == Relation.WAS_GENERATED_BY.value
-                    )
-                )
-            )
-        n = 0
-        for chunk in _chunks(sorted(found)):
-            rows = conn.execute(
-                select(activities.c.id, activities.c.meta).where(
-                    activities.c.id.in_(chunk), activities.c.kind == MESSAGE_ACTIVITY
-                )
-            ).all()
-            for act_id, meta in rows:
-                kept: dict[str, Any] = {"redacted": True}
-                if isinstance(meta, Mapping) and isinstance(meta.get("position"), int):
-                    kept["position"] = meta["position"]
-                conn.execute(update(activities).where(activities.c.id == act_id).values(meta=kept))
-                n += 1
-        return n
-
-    def _redact_activities(self, conn: Connection, scope: Scope) -> int:
-        cond = [activities.c.user_id == scope.user_id]
-        if scope.agent_id is not None:
-            cond.append(activities.c.agent_id == scope.agent_id)
-        if scope.session_id is not None:
-            cond.append(activities.c.session_id == scope.session_id)
-        res = conn.execute(update(activities).where(*cond).values(meta={"redacted": True}))
-        return res.rowcount or 0
 
     def _derived_summaries(self, ids: Sequence[str]) -> list[str]:
         """Consolidated summaries derived (transitively) from ``ids``: their text restates what is erased."""
