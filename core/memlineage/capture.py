@@ -41,7 +41,7 @@ from memlineage._evidence import contains as _contains
 from memlineage._evidence import holders as _holders
 from memlineage._evidence import is_filler_memory as _is_filler_memory
 from memlineage._evidence import topic as _topic
-from memlineage._shield import ashield, shield
+from memlineage._shield import ashield, hook_span, shield
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, normalize_content
@@ -56,6 +56,7 @@ __all__ = [
     "ToolCallSpec",
     "ashield",
     "cited_ids",
+    "hook_span",
     "is_filler",
     "marker",
     "shield",

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, select
 
+from memlineage import telemetry
 from memlineage._gcpause import gc_paused
 from memlineage.errors import MemoryNotFoundError
 from memlineage.ledger import Ledger
@@ -52,6 +53,7 @@ class Cascade:
         self.clock = clock
         self.syncer = syncer
 
+    @telemetry.traced("memlineage.cascade")
     @gc_paused()  # a large cascade allocates a row per descendant: no full collection in the middle
     def invalidate(
         self,
@@ -117,6 +119,10 @@ class Cascade:
             event = event_row(t, "suspect", None, inv_activity, row["user_id"], cause)
             walk.mark_suspect(suspect, every_active=every_active, event=event)
         walk.close()
+        telemetry.current().set(status=status.value, dry_run=dry_run, suspect=len(suspect), unaffected=len(unaffected))
+        telemetry.current().scope(
+            user_id=row["user_id"], agent_id=row.get("agent_id"), session_id=row.get("session_id")
+        )
         return Invalidation(suspect, unaffected, attribution)
 
     def archive(self, ids: Sequence[str], reason: str) -> None:
