@@ -5,12 +5,15 @@ then reports to the global tracer and meter providers (tracer and meter name ``"
 to :func:`configure`. Without the API everything here is a no-op: nothing is imported when ``memlineage`` is
 imported, and the first span tries ``import opentelemetry`` once (a failed import is remembered).
 
-Spans (attributes ``memlineage.<span>.<key>`` unless noted): ``memlineage.remember`` (items, written),
+Spans (attributes ``memlineage.<span>.<key>`` unless noted): ``memlineage.remember`` (items, memories returned),
 ``memlineage.update_detection`` (statements, candidates, actions, confidences, decided_by),
-``memlineage.policy`` (operation, ``effects.<effect>`` counts, withheld), ``memlineage.value_gate`` (drafts,
-stored, buffered), ``memlineage.cascade`` (status, suspect, unaffected, dry_run), ``memlineage.recall`` (k, hits,
-candidates, withheld, ``withheld.<stage>``, plan ``exact`` / ``ann``) and ``memlineage.hook <surface>`` (one per
-adapter hook call; ``memlineage.hook.surface``). Scope ids are attributes ``memlineage.user.hash``,
+``memlineage.policy`` (operation, decisions, ``effects.<effect>`` counts, withheld; only with a policy engine),
+``memlineage.value_gate`` (drafts, stored, buffered; only with a value model), ``memlineage.cascade`` (status,
+suspect, unaffected, dry_run), ``memlineage.recall`` (k, hits,
+candidates, withheld, ``withheld.<stage>``, plan ``exact`` / ``ann``: how the vector index answered; update
+detection and the value gate note their own index queries' plan too) and ``memlineage.hook <surface>`` (one per
+adapter hook call; ``memlineage.hook.surface``). The write path's spans nest under ``memlineage.remember``; a
+hook's memory calls nest under its span. Scope ids are attributes ``memlineage.user.hash``,
 ``memlineage.agent.hash`` and ``memlineage.session.hash``: the first 16 hex digits of a SHA-256 (salted with
 :func:`configure`'s ``hash_salt``), never the ids themselves. No span carries memory content, queries, reasons or
 exception messages (a failed span has status ERROR and ``error.type``, the exception's class).
@@ -20,7 +23,7 @@ Metrics: counters ``memlineage.writes`` (memories written to the ledger), ``meml
 ``memlineage.extractor.fallbacks`` (statements the rules decided because the model's answer was unusable), and
 ``memlineage.adapter.errors`` (by ``memlineage.surface``); histogram ``memlineage.recall.duration`` (ms).
 
-This module sits at the bottom of the core's layers and imports nothing from ``memlineage``.
+This module sits at the bottom of the core's layers and imports nothing from ``memlineage`` (but its version).
 """
 
 from __future__ import annotations
