@@ -16,7 +16,7 @@ from langchain_core.callbacks import AsyncCallbackHandler, BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import LLMResult
-from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec
+from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec, hook_span
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Scope, new_id
 from typing_extensions import override
@@ -312,13 +312,15 @@ def _guard(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(self, *args, **kwargs)
-        except Exception as exc:
-            if self.raise_error:
-                raise
-            self.manager.record_adapter_error(f"{type(self).__name__}.{fn.__name__}", exc, scope=self._recorder.scope)
-            return None
+        where = f"{type(self).__name__}.{fn.__name__}"
+        with hook_span(where, self._recorder.scope):  # one span per callback
+            try:
+                return fn(self, *args, **kwargs)
+            except Exception as exc:
+                if self.raise_error:
+                    raise
+                self.manager.record_adapter_error(where, exc, scope=self._recorder.scope)
+                return None
 
     return wrapper  # type: ignore[return-value]
 
@@ -328,14 +330,15 @@ def _aguard(fn: F) -> F:
 
     @functools.wraps(fn)
     async def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await fn(self, *args, **kwargs)
-        except Exception as exc:
-            if self.raise_error:
-                raise
-            where = f"{type(self).__name__}.{fn.__name__}"
-            await asyncio.to_thread(self.manager.record_adapter_error, where, exc, scope=self._recorder.scope)
-            return None
+        where = f"{type(self).__name__}.{fn.__name__}"
+        with hook_span(where, self._recorder.scope):
+            try:
+                return await fn(self, *args, **kwargs)
+            except Exception as exc:
+                if self.raise_error:
+                    raise
+                await asyncio.to_thread(self.manager.record_adapter_error, where, exc, scope=self._recorder.scope)
+                return None
 
     return wrapper  # type: ignore[return-value]
 

@@ -55,7 +55,7 @@ from llama_index.core.instrumentation.span import SimpleSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from llama_index.core.llms import ChatMessage
 from llama_index.core.workflow import StopEvent
-from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec, ashield
+from memlineage.capture import CaptureRun, RunRecorder, ToolCallSpec, ashield, hook_span
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope, new_id
 from typing_extensions import override
@@ -373,12 +373,14 @@ class LineageEventHandler(BaseEventHandler):
 
     # ------------------------------------------------------------------ helpers
     def _guard(self, what: str, fn: Callable[..., None], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception as exc:
-            if self.raise_error:
-                raise
-            self.manager.record_adapter_error(f"LineageEventHandler: {what}", exc, scope=self.scope)
+        where = f"LineageEventHandler: {what}"
+        with hook_span(where, self.scope):  # one span per capture step
+            try:
+                fn(*args)
+            except Exception as exc:
+                if self.raise_error:
+                    raise
+                self.manager.record_adapter_error(where, exc, scope=self.scope)
 
     def _run_of(self, span_id: str | None) -> _Run | None:
         seen = 0

@@ -13,6 +13,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import DEFAULT_TOKEN_LIMIT, Memory
 from llama_index.core.storage.chat_store.sql import MessageStatus
+from memlineage.capture import hook_span
 from memlineage.construct import typed_construction
 from memlineage.errors import MemLineageError
 from memlineage.manager import MemoryManager
@@ -128,20 +129,23 @@ class LineageMemory(Memory):
         # LlamaIndex hands memory blocks a ``str`` input only; a ChatMessage input would be ignored.
         if isinstance(input, ChatMessage):
             input = message_text(input) or None
-        return await super().aget(input=input, **block_kwargs)
+        with hook_span("LineageMemory.aget"):  # one span per memory call (the block's own step is inside)
+            return await super().aget(input=input, **block_kwargs)
 
     @override
     async def aput(self, message: ChatMessage) -> None:
-        await super().aput(message)
-        await self._write_through([message])
+        with hook_span("LineageMemory.aput"):
+            await super().aput(message)
+            await self._write_through([message])
 
     @override
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
         messages = list(messages)
         if not messages:  # LlamaIndex's SQL chat store would insert an empty row set (an IntegrityError)
             return
-        await super().aput_messages(messages)
-        await self._write_through(messages)
+        with hook_span("LineageMemory.aput_messages"):
+            await super().aput_messages(messages)
+            await self._write_through(messages)
 
     # ---- sync wrappers: a fresh loop, never a nested one ----
     @override

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, Select, bindparam, select
 
+from memlineage import telemetry
 from memlineage.errors import PolicyViolationError
 from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.index import IndexFilter, VectorIndex
@@ -132,6 +133,9 @@ def detect_updates(
     if not pending:
         return todo
     decisions = reconciler.decide([(st, cands) for _, st, cands in pending])
+    telemetry.decisions(
+        (d.action.value, d.confidence, d.decided_by, len(c)) for (_, _, c), d in zip(pending, decisions)
+    )
     by_mem_id = {ids[id(d)]: d for d in todo}
     dropped: set[int] = set()
     claimed: set[str] = set()

@@ -9,11 +9,13 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memlineage import telemetry
+
 if TYPE_CHECKING:
     from memlineage.manager import MemoryManager
     from memlineage.models import Scope
 
-__all__ = ["ashield", "shield"]
+__all__ = ["ashield", "hook_span", "shield"]
 
 _R = TypeVar("_R")
 
@@ -31,6 +33,7 @@ def shield(
 
     Memory never raises into the agent loop: a failure is logged at WARNING, counted per ``surface`` and kept as an
     ``adapter_error`` event (:meth:`~memlineage.MemoryManager.record_adapter_error`), and ``default`` is returned.
+    The step runs in a span ``memlineage.hook <surface>`` (see :func:`hook_span`).
 
     Args:
         manager: The store the step writes to.
@@ -41,11 +44,12 @@ def shield(
         scope: Whose run it was (for the event), when known.
         **kwargs: Its keyword arguments.
     """
-    try:
-        return fn(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
-        manager.record_adapter_error(surface, exc, scope=scope)
-        return default
+    with hook_span(surface, scope):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
+            manager.record_adapter_error(surface, exc, scope=scope)
+            return default
 
 
 async def ashield(
@@ -58,8 +62,17 @@ async def ashield(
     **kwargs: Any,
 ) -> Any:
     """Async :func:`shield`: awaits ``fn(*args, **kwargs)``."""
-    try:
-        return await fn(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
-        await asyncio.to_thread(manager.record_adapter_error, surface, exc, scope=scope)
-        return default
+    with hook_span(surface, scope):
+        try:
+            return await fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the point: nothing from memory breaks the agent
+            await asyncio.to_thread(manager.record_adapter_error, surface, exc, scope=scope)
+            return default
+
+
+def hook_span(surface: str, scope: Any = None) -> Any:
+    """The span of one framework hook call: ``memlineage.hook <surface>``, the scope's ids hashed.
+
+    A failure the hook records (:meth:`~memlineage.MemoryManager.record_adapter_error`) marks it ERROR.
+    """
+    return telemetry.span(f"memlineage.hook {surface}", prefix="memlineage.hook", scope=scope, surface=surface)

@@ -42,7 +42,7 @@ from memlineage._evidence import holders as _holders
 from memlineage._evidence import is_filler_memory as _is_filler_memory
 from memlineage._evidence import topic as _topic
 from memlineage._forget import on_scope_erased
-from memlineage._shield import ashield, shield
+from memlineage._shield import ashield, hook_span, shield
 from memlineage.errors import MemLineageError, StorageError
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, normalize_content
@@ -57,6 +57,7 @@ __all__ = [
     "ToolCallSpec",
     "ashield",
     "cited_ids",
+    "hook_span",
     "is_filler",
     "marker",
     "shield",

@@ -101,6 +101,7 @@ class Trace:
         decisions: Every policy decision taken during the read.
         conflicts: Memories demoted because a later one of the same speaker answers the query the same way
             (:class:`memlineage.reconcile.Conflict`: older, newer, reason).
+        withheld: Withheld candidates counted by stage (``guard``, ``ttl``, ``policy``), kept either way.
         detail: Whether ``excluded`` and ``timings_ms`` are kept (``recall(trace=True)``); the counts, policy
             decisions and conflicts are kept either way.
     """
@@ -113,10 +114,12 @@ class Trace:
     timings_ms: dict[str, float] = field(default_factory=dict)
     decisions: list[Any] = field(default_factory=list)
     conflicts: list[Any] = field(default_factory=list)
+    withheld: dict[str, int] = field(default_factory=dict)
     detail: bool = True
 
     def exclude(self, memory_id: str, reason: str, policy_id: str | None, stage: str) -> None:
-        """Record a withheld candidate and why (only with ``detail``)."""
+        """Count a withheld candidate by stage, and record it with its reason (only with ``detail``)."""
+        self.withheld[stage] = self.withheld.get(stage, 0) + 1
         if self.detail:
             self.excluded.append(Exclusion(memory_id, reason, policy_id, stage))
 
@@ -424,6 +427,7 @@ def hybrid_recall(
         fused = fuse(vhits, lhits, cfg)
         mems = load([f.id for f in fused])
         trace.excluded.clear()
+        trace.withheld.clear()
         trace.candidates = len(fused)
         live: list[tuple[Fused, Memory]] = []
         expired: list[str] = []
@@ -490,11 +494,18 @@ def hybrid_recall(
                 continue
             kept.append((m, s, parts))
         if read_filter is not None:
+            counted = trace.withheld.get("policy", 0)
             allowed = {m.id for m, _ in read_filter([(m, s) for m, s, _ in kept])}
-            withheld = {e.memory_id for e in trace.excluded}
-            for m, _, _ in kept:
-                if m.id not in allowed and m.id not in withheld:
-                    trace.exclude(m.id, "read policy", None, "policy")
+            dropped = [m for m, _, _ in kept if m.id not in allowed]
+            if trace.detail:  # the filter's own reasons are recorded; the rest get a generic one
+                withheld = {e.memory_id for e in trace.excluded}
+                for m in dropped:
+                    if m.id not in withheld:
+                        trace.exclude(m.id, "read policy", None, "policy")
+            else:  # counts only: those the filter did not count itself
+                unrecorded = len(dropped) - (trace.withheld.get("policy", 0) - counted)
+                if unrecorded > 0:
+                    trace.withheld["policy"] = trace.withheld.get("policy", 0) + unrecorded
             kept = [x for x in kept if x[0].id in allowed]
         trace.timed("fuse_rerank_filter", time.perf_counter() - t3)
         exhausted = len(vhits) < fetch and len(lhits) < fetch

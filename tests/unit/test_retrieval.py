@@ -109,6 +109,7 @@ def test_trace_contents_and_policy_hook_before_cut() -> None:
     plain = mm.recall("hotel in Paris", scope=ALICE, k=4)  # without trace=True: counts only, no details
     assert [h.id for h in plain] == [h.id for h in res]
     assert plain.trace.excluded == [] and plain.trace.timings_ms == {} and plain.trace.legs["vector"] > 0
+    assert plain.trace.withheld == res.trace.withheld == {"policy": 4}  # counted either way
 
 
 def test_write_paths_keep_lexical_leg_in_step() -> None:

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memlineage import telemetry
 from memlineage.errors import ConfigurationError
 from memlineage.extractors._base import FeatureExtractor, GoalRelation, InfoType, MemoryFeatures
 from memlineage.extractors._rules import RuleBasedExtractor, is_forcing_directive
@@ -263,6 +264,7 @@ class LLMExtractor:
                 continue
             return self._to_features(output, text)
         self.fallbacks += 1
+        telemetry.count("memlineage.extractor.fallbacks")
         logger.warning(
             "LLM feature output invalid after %d attempts (%s); using rule-based features",
             self.max_retries + 1,

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from memlineage import telemetry
 from memlineage.index._base import (
     DOCUMENT_KEY,
     STAMP_KEY,
@@ -472,8 +473,10 @@ class ScopedVectorIndex:
             block = self._block(where.user_id, expected)
             if block is not None:
                 self.exact_queries += 1
+                telemetry.current().set(plan="exact")
                 return block.query(_unit(vector), k, where, self._codes)
         self.ann_queries += 1
+        telemetry.current().set(plan="ann")
         return list(self.inner.query(vector, k, where))
 
     def plan(self, user_id: str) -> str:

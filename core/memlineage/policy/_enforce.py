@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from memlineage import telemetry
 from memlineage.errors import InvalidInputError, PolicyViolationError, ScopeViolationError
 from memlineage.ledger import Ledger
 from memlineage.models import Memory, MemoryKind, Scope, Source, Status, check_text, to_epoch
@@ -51,6 +53,11 @@ def ensure_engine(policy: Any) -> PolicyEngine | None:
     except TypeError:
         msg = f"policy must be a PolicyEngine or a list of Policy objects, not {type(policy).__name__}"
         raise InvalidInputError(msg) from None
+
+
+def _has_engine(gate: PolicyGate, *args: Any, **kwargs: Any) -> bool:
+    """Policy checks are traced only where a policy engine is configured."""
+    return gate.engine is not None
 
 
 def _raise(decision: Decision, what: str) -> None:
@@ -170,6 +177,8 @@ class PolicyGate:
 
     def _record(self, items: Sequence[tuple[Decision, str, str | None]]) -> None:
         """Append ``(decision, user_id, memory_id)`` as ``policy_decision`` events (policies' decisions only)."""
+        effects = Counter(f"effects.{d.effect.value}" for d, _, _ in items)
+        telemetry.current().set(decisions=len(items), withheld=sum(d.withheld for d, _, _ in items), **effects)
         rows = [
             {
                 "at": to_epoch(d.at) or 0.0,
@@ -186,6 +195,7 @@ class PolicyGate:
             with self.ledger.transaction() as conn:
                 self.ledger.insert_events(conn, rows)
 
+    @telemetry.traced("memlineage.policy", when=_has_engine, operation="read")
     def filter_read(
         self,
         candidates: list[tuple[Memory, float]],
@@ -264,6 +274,7 @@ class PolicyGate:
             )  # fmt: skip
         self.syncer.sync(list(ids))
 
+    @telemetry.traced("memlineage.policy", when=_has_engine, operation="update_or_delete")
     def check_operation(
         self,
         operation: str,
@@ -282,6 +293,7 @@ class PolicyGate:
         if engine is None or not memories:
             return []
         op = Operation(operation)
+        telemetry.current().set(operation=op.value)
         now = self.clock()
         request = PolicyRequest(operation=op, scope=scope, source=source)
         lookup = self._premise_lookup()
@@ -292,6 +304,7 @@ class PolicyGate:
                 _raise(d, f"{op.value} of memory {m.id}")
         return decisions
 
+    @telemetry.traced("memlineage.policy", when=_has_engine, operation="write")
     def check_write(self, drafts: Sequence[Any]) -> list[Decision]:
         """Check write policies on drafts (and update policies on the slot values they would supersede).
 

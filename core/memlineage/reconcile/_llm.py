@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memlineage import telemetry
 from memlineage.errors import ConfigurationError
 from memlineage.extractors._llm import BoundedModel, ModelUnavailableError, _json_object
 from memlineage.reconcile._model import Action, Candidate, Decision, Reconciler, Statement
@@ -153,6 +154,7 @@ class LLMReconciler:
                     decision = answers.get(n)
                     if decision is None:
                         self.fallbacks += 1
+                        telemetry.count("memlineage.reconciler.fallbacks")
                         out[i] = out[i].model_copy(update={"decided_by": f"{out[i].decided_by}(fallback)"})
                     else:
                         out[i] = decision
@@ -190,6 +192,10 @@ class LLMReconciler:
             logger.warning("LLM reconciler answer invalid (%s); using the rules", str(exc).splitlines()[0][:200])
             return self._unusable_answer()
         self._unusable = 0
+        named = {d.statement for d in parsed.decisions}
+        missing = [n for n in range(1, len(batch) + 1) if n not in named]
+        if missing:
+            logger.warning("LLM reconciler answer has no decision for statement(s) %s; using the rules", missing)
         out: dict[int, Decision] = {}
         for d in parsed.decisions:
             if not 1 <= d.statement <= len(batch) or d.statement in out:

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from memlineage import telemetry
 from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViolationError
 from memlineage.ledger import Ledger
 from memlineage.models import Activity, Relation, Scope, from_epoch, normalize_metadata, to_epoch
@@ -44,6 +45,8 @@ class Activities:
     ) -> None:
         """See :meth:`memlineage.MemoryManager.record_adapter_error`."""
         message = f"{type(error).__name__}: {error}"[:300]
+        telemetry.count("memlineage.adapter.errors", surface=surface)
+        telemetry.current().error(error)  # the hook's span (see memlineage.capture.shield)
         logger.warning("MemLineage: %s could not record this step (%s); the agent goes on", surface, message)
         try:
             who = Scope.coerce(scope) if scope is not None else None

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, select
 
+from memlineage import telemetry
 from memlineage._gcpause import gc_paused
 from memlineage.errors import MemoryNotFoundError
 from memlineage.ledger import Ledger
@@ -52,6 +53,7 @@ class Cascade:
         self.clock = clock
         self.syncer = syncer
 
+    @telemetry.traced("memlineage.cascade")
     @gc_paused()  # a large cascade allocates a row per descendant: no full collection in the middle
     def invalidate(
         self,
@@ -109,6 +111,9 @@ class Cascade:
             self.ledger.insert_events(
                 conn, [event_row(t, status.value, mid, inv_activity, row["user_id"], {"reason": reason})]
             )
+        telemetry.current().scope(
+            user_id=row["user_id"], agent_id=row.get("agent_id"), session_id=row.get("session_id")
+        )
         return self._below(conn, mid, row["user_id"], status, t, inv_activity, dry_run=dry_run, attribute=attribute)
 
     def below(self, conn: Connection, mid: str, status: Status, now: datetime, *, activity_id: str) -> list[str]:
@@ -133,6 +138,7 @@ class Cascade:
             event = event_row(t, "suspect", None, activity_id, user_id, cause)
             walk.mark_suspect(suspect, every_active=every_active, event=event)
         walk.close()
+        telemetry.current().set(status=status.value, dry_run=dry_run, suspect=len(suspect), unaffected=len(unaffected))
         return Invalidation(suspect, unaffected, attribution)
 
     def archive(self, ids: Sequence[str], reason: str) -> None:

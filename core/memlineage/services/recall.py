@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import update
 
+from memlineage import telemetry
 from memlineage.errors import StorageError
 from memlineage.index import IndexFilter
 from memlineage.ledger import Ledger
@@ -96,6 +97,7 @@ class Recall:
         self.read_filter = read_filter
         self.clock = clock
 
+    @telemetry.traced("memlineage.recall")
     def recall(
         self,
         query: str,
@@ -116,6 +118,7 @@ class Recall:
         query = check_text(query, "query")
         scope = Scope.coerce(scope)
         check_read_args(k=k, purpose=purpose, budget=budget, activity_id=activity_id)
+        telemetry.current().set(k=k).scope(scope)
         kinds_wanted = kind_values(kinds)
         statuses = [Status.ACTIVE.value]
         if include_suspect and purpose != "decision":
@@ -178,6 +181,9 @@ class Recall:
         hits = (head + hits[window:])[:k]
         if hits and (reinforce or activity_id):
             self._mark_used([h.memory for h in hits], activity_id, now)
+        telemetry.current().set(hits=len(hits), candidates=tr.candidates, withheld=sum(tr.withheld.values())).set(
+            **{f"withheld.{stage}": n for stage, n in tr.withheld.items()}
+        )
         return RecallResult(hits, tr)
 
     def _mark_used(self, mems: Sequence[Memory], activity_id: str | None, now: datetime) -> None:

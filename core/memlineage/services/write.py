@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, update
 
+from memlineage import telemetry
 from memlineage._detect import detect_updates
 from memlineage._gcpause import gc_paused
 from memlineage.errors import (
@@ -107,13 +108,16 @@ class WritePath:
         self.clock = clock
         self.write_mutex = write_mutex
 
+    @telemetry.traced("memlineage.remember")
     @gc_paused()  # a batch allocates several objects per record: no full collection in the middle
     def remember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """See :meth:`memlineage.MemoryManager.remember_many`."""
         if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
             msg = "remember_many() takes a list of dicts with remember()'s keyword arguments"
             raise InvalidInputError(msg)
-        return self._remember_items([check_item(item) for item in items])
+        written = self._remember_items([check_item(item) for item in items])
+        telemetry.current().set(items=len(items), memories=len(written))
+        return written
 
     def _remember_items(self, items: Sequence[Mapping[str, Any]], *, carried_over: bool = False) -> list[Memory]:
         """:meth:`remember_many` of checked items; an ``expires_at`` key sets a draft's deadline as it is.
@@ -132,6 +136,7 @@ class WritePath:
             drafts.append(d)
         if not drafts:
             return []
+        telemetry.current().scope(*(d.scope for d in drafts))
         now = self.clock()
         self.persist_buffered_premises(drafts, now)
         with self.ledger.read() as conn:
@@ -216,7 +221,11 @@ class WritePath:
         # Writes start only now, after everything that can fail on bad input or a broken embedder.
         if merges:
             todo += self._merge_duplicates(merges, results, now)
-        todo = self.value.gate(drafts, todo, results, now)
+        gating = telemetry.span("memlineage.value_gate", drafts=len(todo)) if self.value.enabled else telemetry.NOOP
+        with gating as sp:
+            kept = self.value.gate(drafts, todo, results, now)
+            sp.set(stored=len(kept), buffered=len(todo) - len(kept))
+        todo = kept
         written: list[dict[str, Any]] = []
         created, suspects = self._persist(todo, now, rows_out=written)
         by_draft = {id(d): m for d, m in zip(todo, created)}
@@ -354,10 +363,13 @@ class WritePath:
         asked = [d for d in todo if not d.carried_over]  # carried-over clauses are written as they were
         if not asked:
             return todo
-        kept = detect_updates(
-            drafts, asked, batch_dups, merges, now, ledger=self.ledger, index=self.index, reconciler=reconciler,
-            check_operation=check_operation,
-        )  # fmt: skip
+        traced = telemetry.span("memlineage.update_detection", drafts=len(asked), statements=0, candidates=0)
+        with traced if reconciler is not None else telemetry.NOOP as sp:
+            sp.set(reconciler=getattr(reconciler, "name", None))
+            kept = detect_updates(
+                drafts, asked, batch_dups, merges, now, ledger=self.ledger, index=self.index, reconciler=reconciler,
+                check_operation=check_operation,
+            )  # fmt: skip
         if len(asked) == len(todo):
             return kept
         keep = {id(d) for d in kept}
@@ -610,6 +622,7 @@ class WritePath:
                     attribution_out.update(done.attribution)
         if invalidations:  # status changes only (a new version made suspect is written by the deferred sync too)
             self.syncer.defer([i[0] for i in invalidations] + suspects)
+        telemetry.count("memlineage.writes", len(mems))
         return mems, suspects
 
     def _record_decision(self, conn: Connection, d: Draft, memory_id: str | None, now: datetime) -> str:
