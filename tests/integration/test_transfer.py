@@ -3,6 +3,7 @@ per-table hashes equal, one-user exports, refused tampered files and busy target
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -225,6 +226,22 @@ def test_tampered_file_is_refused(tmp_path: Path, tamper: Any) -> None:
     (tmp_path / "s.jsonl").write_text("\n".join(changed) + "\n")
     target = make_manager()
     with pytest.raises(TransferIntegrityError, match="does not match its header"):
+        target.import_file(tmp_path / "s.jsonl")
+    assert target.stats()["memories"] == 0 and target.stats()["events"] == 0
+
+
+def test_forged_body_hash_is_caught_by_the_table_hashes_and_rolled_back(tmp_path: Path) -> None:
+    """A file whose body_sha256 was recomputed after an edit still fails the per-table hashes; nothing stays."""
+    src = make_manager()
+    _fill(src)
+    src.export(tmp_path / "s.jsonl")
+    first, *rest = (tmp_path / "s.jsonl").read_text().splitlines(keepends=True)
+    rest = [x.replace("Paris", "Rome") for x in rest]
+    header = json.loads(first)
+    header["body_sha256"] = hashlib.sha256("".join(rest).encode()).hexdigest()
+    (tmp_path / "s.jsonl").write_text(json.dumps(header) + "\n" + "".join(rest))
+    target = make_manager()
+    with pytest.raises(TransferIntegrityError, match="rolled back: ml_memories: content hash differs"):
         target.import_file(tmp_path / "s.jsonl")
     assert target.stats()["memories"] == 0 and target.stats()["events"] == 0
 

@@ -173,13 +173,11 @@ def export_jsonl(
                 on_progress(0, total)
             for table in chosen:
                 digest = digests[table.name] = t.TableDigest()
-                skip = t.surrogate_key(table)
                 for row in t.rows_of(conn, table, users):
-                    record = t.encode_row(table, row)
-                    line = _line(record)
+                    line, row_hash = t.encode_line(table, row)
                     out.write(line)
                     body.update(line)
-                    digest.add(t.record_digest(record, skip))
+                    digest.add(row_hash)
                     done += 1
                     if on_progress is not None and done % 2000 == 0:
                         on_progress(done, total)
@@ -263,8 +261,8 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     return header
 
 
-def _records(path: Path, body: Any) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, record)`` of every line after the header; feeds each line's bytes to ``body``."""
+def _records(path: Path, body: Any) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+    """``(line number, line, record)`` of every line after the header; feeds each line's bytes to ``body``."""
     with path.open("rb") as f:
         f.readline()
         for n, line in enumerate(f, start=2):
@@ -283,7 +281,7 @@ def _records(path: Path, body: Any) -> Iterator[tuple[int, dict[str, Any]]]:
                     "is damaged"
                 )
                 raise TransferIntegrityError(msg)
-            yield n, record
+            yield n, line, record
 
 
 def _table_of(record: Mapping[str, Any], n: int) -> Any:
@@ -297,39 +295,41 @@ def _table_of(record: Mapping[str, Any], n: int) -> Any:
     return table
 
 
-def _check(path: Path, header: Mapping[str, Any], digests: Mapping[str, t.TableDigest], body: str) -> None:
-    """Compare what the file holds with its header; raise :class:`TransferIntegrityError` naming every difference."""
-    wrong: list[str] = []
-    declared = header["tables"]
-    for name in sorted(set(declared) | set(digests)):
-        want = declared.get(name, {"count": 0, "sha256": t.TableDigest().sha256})
-        got = digests.get(name, t.TableDigest())
-        if got.count != want["count"]:
-            wrong.append(f"{name}: {got.count} records, header says {want['count']}")
-        elif got.sha256 != want["sha256"]:
-            wrong.append(f"{name}: content hash differs from the header's")
-    if body != header.get("body_sha256"):
-        wrong.append("the record lines' SHA-256 differs from the header's body_sha256")
-    if wrong:
-        msg = f"{str(path)!r} does not match its header, nothing was imported: " + "; ".join(wrong)
-        raise TransferIntegrityError(msg)
+def _mismatch(path: Path, wrong: list[str], *, written: bool) -> TransferIntegrityError:
+    what = "the import was rolled back" if written else "nothing was imported"
+    return TransferIntegrityError(f"{str(path)!r} does not match its header, {what}: " + "; ".join(wrong))
+
+
+def _declared(header: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    return header["tables"].get(name) or {"count": 0, "sha256": t.TableDigest().sha256}
 
 
 def _scan(path: Path, header: Mapping[str, Any]) -> tuple[set[str], int]:
-    """Check every record against the header before anything is written; return the file's users and records."""
-    digests: dict[str, t.TableDigest] = {}
+    """Check the record lines' hash (``body_sha256``) and the count per table before anything is written.
+
+    Returns the file's users and its number of records. The per-table content hashes are checked as the rows
+    are inserted (one more pass would cost as much).
+    """
+    counts: dict[str, int] = {}
     body = hashlib.sha256()
     users: set[str] = set()
     records = 0
-    for n, record in _records(path, body):
+    for n, _line_bytes, record in _records(path, body):
         table = _table_of(record, n)
-        digests.setdefault(table.name, t.TableDigest()).add(t.record_digest(record, t.surrogate_key(table)))
-        values = record.get("row")
-        user = values.get("user_id") if isinstance(values, dict) else None
+        counts[table.name] = counts.get(table.name, 0) + 1
+        user = record["row"].get("user_id")
         if isinstance(user, str):
             users.add(user)
         records += 1
-    _check(path, header, digests, body.hexdigest())
+    wrong = [
+        f"{name}: {counts.get(name, 0)} records, header says {_declared(header, name)['count']}"
+        for name in sorted(set(header["tables"]) | set(counts))
+        if counts.get(name, 0) != _declared(header, name)["count"]
+    ]
+    if body.hexdigest() != header.get("body_sha256"):
+        wrong.append("the record lines' SHA-256 differs from the header's body_sha256")
+    if wrong:
+        raise _mismatch(path, wrong, written=False)
     if header.get("user_id") is not None and users - {header["user_id"]}:
         msg = f"{str(path)!r} is an export of user {header['user_id']!r} but holds other users' rows"
         raise TransferIntegrityError(msg)
@@ -347,11 +347,12 @@ def import_store(
 ) -> ImportReport:
     """Import a JSON Lines export into a store; see :mod:`memlineage.transfer`.
 
-    The file is checked against its header first (counts, per-table hashes, the hash of every record line); a
+    The file is checked against its header first (the count per table and the hash of every record line); a
     difference raises :class:`TransferIntegrityError` before anything is written. The rows are then inserted in
-    one transaction with their ids; when the target was empty, the rows read back must hash as in the header
-    (else the import is rolled back). Afterwards the target's index is rebuilt from the imported vectors
-    (``target.reindex()``; memories exported without vectors are embedded again by the target's embedder).
+    one transaction with their ids, checked against the header's per-table content hashes, and, when the target
+    was empty, read back and hashed again; any difference rolls the whole import back. Afterwards the target's
+    index is rebuilt from the imported vectors (``target.reindex()``; memories exported without vectors are
+    embedded again by the target's embedder).
 
     Args:
         target: A :class:`~memlineage.MemoryManager` (its index is rebuilt) or a
@@ -419,26 +420,36 @@ def import_store(
             if on_progress is not None:
                 on_progress(done, total)
 
-        for n, record in _records(file, body):
+        digests: dict[str, t.TableDigest] = {}
+        drop: str | None = None
+        for n, line, record in _records(file, body):
             table = _table_of(record, n)
             if table is not current:
                 flush()
                 current = table
                 key = t.surrogate_key(table)
-                if key is not None and not keep[table.name]:
+                drop = key if key is not None and not keep[table.name] else None
+                if drop is not None:
                     renumbered.append(table.name)
-            row = t.decode_row(table, record)
-            key = t.surrogate_key(table)
-            if key is not None and not keep[table.name]:
-                row.pop(key, None)
+            values = record["row"]
+            digests.setdefault(table.name, t.TableDigest()).add(t.row_digest(table, values, line))
+            row = t.decode_row(table, values)
+            if drop is not None:
+                row.pop(drop, None)
             batch.append(row)
             if len(batch) >= _BATCH:
                 flush()
         flush()
-        # the file may have changed since it was checked: the transaction commits only what was checked
+        # the content hashes, and the bytes again: the file may have changed since it was scanned
+        wrong = [
+            f"{name}: content hash differs from the header's"
+            for name in sorted(set(header["tables"]) | set(digests))
+            if digests.get(name, t.TableDigest()).sha256 != _declared(header, name)["sha256"]
+        ]
         if body.hexdigest() != header.get("body_sha256"):
-            msg = f"{str(file)!r} changed while it was imported; nothing was imported"
-            raise TransferIntegrityError(msg)
+            wrong.append("the file changed while it was imported")
+        if wrong:
+            raise _mismatch(file, wrong, written=True)
         t.reset_sequences(conn, ledger)
         if empty:
             _verify_read_back(conn, file, header)
@@ -475,9 +486,8 @@ def _verify_read_back(conn: Any, file: Path, header: Mapping[str, Any]) -> None:
         if want is None:  # not exported (vectors left out): nothing must have been written there
             want = {"count": 0, "sha256": t.TableDigest().sha256}
         digest = t.TableDigest()
-        skip = t.surrogate_key(table)
         for row in t.rows_of(conn, table, None):
-            digest.add(t.record_digest(t.encode_row(table, row), skip))
+            digest.add(t.encode_line(table, row)[1])
         if digest.count != want["count"] or digest.sha256 != want["sha256"]:
             wrong.append(f"{table.name} ({digest.count} rows read back, {want['count']} in the file)")
     if wrong:

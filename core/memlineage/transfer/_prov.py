@@ -46,11 +46,10 @@ def export_prov(
         rows: dict[str, list[dict[str, Any]]] = {}
         for table in chosen:
             digest = digests[table.name] = t.TableDigest()
-            skip = t.surrogate_key(table)
             rows[table.name] = []
             for row in t.rows_of(conn, table, users):
                 rows[table.name].append(row)
-                digest.add(t.record_digest(t.encode_row(table, row), skip))
+                digest.add(t.encode_line(table, row)[1])
         n_events = t.count_rows(conn, events, users)
     mems = [row_to_memory(r) for r in rows[memories.name]]
     acts = [row_activity(r) for r in rows[activities.name]]

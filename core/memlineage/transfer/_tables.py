@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, Select, Table, func, select, text
@@ -28,8 +29,9 @@ __all__ = [
     "RECORD_TYPES",
     "TableDigest",
     "decode_row",
-    "encode_row",
-    "record_digest",
+    "encode_line",
+    "encode_values",
+    "row_digest",
     "rows_of",
     "snapshot",
     "surrogate_key",
@@ -55,9 +57,14 @@ LOCAL_COLUMNS: dict[str, frozenset[str]] = {"ml_memories": frozenset({"index_sta
 _NOT_INDEXED = frozenset({Status.ARCHIVED.value, Status.ERASED.value})
 
 
+@cache
+def _sorted_tables() -> tuple[Table, ...]:
+    return tuple(metadata.sorted_tables)
+
+
 def tables() -> list[Table]:
     """The ledger's tables in dependency order (the order of an export's records)."""
-    return list(metadata.sorted_tables)
+    return list(_sorted_tables())
 
 
 def record_type(table: Table) -> str:
@@ -65,14 +72,17 @@ def record_type(table: Table) -> str:
     return RECORD_TYPES.get(table.name, table.name)
 
 
+@cache
+def _types() -> dict[str, Table]:
+    return {record_type(table): table for table in _sorted_tables()}
+
+
 def table_for_type(kind: str) -> Table | None:
     """The table whose records have ``type`` ``kind`` (None: not a table of this release)."""
-    for table in tables():
-        if record_type(table) == kind:
-            return table
-    return None
+    return _types().get(kind)
 
 
+@cache
 def surrogate_key(table: Table) -> str | None:
     """The name of ``table``'s integer autoincrement primary key, or None when its key is its own id.
 
@@ -85,39 +95,87 @@ def surrogate_key(table: Table) -> str | None:
     return None
 
 
-def exported_columns(table: Table) -> list[str]:
+@cache
+def exported_columns(table: Table) -> tuple[str, ...]:
     """The columns of ``table`` an export holds (all but :data:`LOCAL_COLUMNS`)."""
     local = LOCAL_COLUMNS.get(table.name, frozenset())
-    return [c.name for c in table.columns if c.name not in local]
+    return tuple(c.name for c in table.columns if c.name not in local)
 
 
+@cache
 def _binary_columns(table: Table) -> frozenset[str]:
     return frozenset(c.name for c in table.columns if isinstance(c.type, LargeBinary))
 
 
-def encode_row(table: Table, row: Mapping[str, Any]) -> dict[str, Any]:
-    """An export record of a ledger row: ``{"type": ..., "row": {column: JSON value}}`` (every exported column)."""
+@cache
+def _known_columns(table: Table) -> frozenset[str]:
+    return frozenset(c.name for c in table.columns)
+
+
+@cache
+def _line_prefix(table: Table) -> bytes:
+    """What every line of ``table``'s records starts with, up to the row object."""
+    return f'{{"type":{json.dumps(record_type(table))},"row":'.encode()
+
+
+def _dumps(values: Mapping[str, Any]) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 as is."""
+    return json.dumps(values, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _digest(canon: bytes) -> int:
+    return int.from_bytes(hashlib.sha256(canon).digest(), "big")
+
+
+def encode_values(table: Table, row: Mapping[str, Any]) -> dict[str, Any]:
+    """Every exported column of a ledger row as a JSON value (``LargeBinary`` as base64)."""
     binary = _binary_columns(table)
     out: dict[str, Any] = {}
     for name in exported_columns(table):
         value = row[name]
-        if name in binary and value is not None:
+        if value is not None and name in binary:
             value = base64.b64encode(bytes(value)).decode("ascii")
         out[name] = value
-    return {"type": record_type(table), "row": out}
+    return out
 
 
-def decode_row(table: Table, record: Mapping[str, Any]) -> dict[str, Any]:
-    """The ledger row of an export record (the inverse of :func:`encode_row`; local columns get their defaults).
+def encode_line(table: Table, row: Mapping[str, Any]) -> tuple[bytes, int]:
+    """The export line of a ledger row and its content digest (:func:`row_digest`).
+
+    The line is ``{"type": ..., "row": {...}}`` with the row in canonical JSON (sorted keys, no spaces).
+    """
+    values = encode_values(table, row)
+    canon = _dumps(values).encode()
+    key = surrogate_key(table)
+    digest = _digest(canon) if key is None else _digest(_dumps({k: v for k, v in values.items() if k != key}).encode())
+    return _line_prefix(table) + canon + b"}\n", digest
+
+
+def row_digest(table: Table, values: Mapping[str, Any], line: bytes | None = None) -> int:
+    """The SHA-256 (as an integer) of a record's row in canonical JSON, without the table's surrogate key.
+
+    ``line``: the record's line as read; when it is in the exporter's canonical form the row's bytes are hashed
+    as they stand (a line in any other form hashes differently, like any other change to the file).
+    """
+    key = surrogate_key(table)
+    if key is None and line is not None:
+        prefix = _line_prefix(table)
+        body = line.rstrip(b"\r\n")
+        if body.startswith(prefix) and body.endswith(b"}"):
+            return _digest(body[len(prefix) : -1])
+    return _digest(_dumps({k: v for k, v in values.items() if k != key}).encode())
+
+
+def decode_row(table: Table, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger row of an export record's ``row`` (the inverse of :func:`encode_values`).
+
+    Local columns get their defaults: an imported memory's ``index_state`` is ``pending`` (``removed`` when
+    archived or erased), so the importing store's index sync writes it.
 
     Raises:
         InvalidInputError: the record names a column this release does not have, or a binary value is not base64.
     """
-    known = {c.name for c in table.columns}
-    values = record.get("row")
-    if not isinstance(values, dict):
-        msg = f"a {record_type(table)!r} record has no 'row' object"
-        raise InvalidInputError(msg)
+    known = _known_columns(table)
     unknown = sorted(k for k in values if k not in known)
     if unknown:
         msg = (
@@ -129,7 +187,7 @@ def decode_row(table: Table, record: Mapping[str, Any]) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for name in exported_columns(table):
         value = values.get(name)
-        if name in binary and value is not None:
+        if value is not None and name in binary:
             try:
                 value = base64.b64decode(value, validate=True)
             except (ValueError, TypeError) as exc:
@@ -139,18 +197,6 @@ def decode_row(table: Table, record: Mapping[str, Any]) -> dict[str, Any]:
     if table.name == "ml_memories":
         row["index_state"] = "removed" if row.get("status") in _NOT_INDEXED else "pending"
     return row
-
-
-def canonical(record: Mapping[str, Any], skip: str | None = None) -> bytes:
-    """The canonical JSON bytes of a record's row (sorted keys, no spaces; the column ``skip`` left out)."""
-    values = record.get("row")
-    body = {k: v for k, v in values.items() if k != skip} if isinstance(values, dict) else values
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
-
-
-def record_digest(record: Mapping[str, Any], skip: str | None = None) -> int:
-    """The SHA-256 of a record's canonical form, as an integer (summed per table by :class:`TableDigest`)."""
-    return int.from_bytes(hashlib.sha256(canonical(record, skip)).digest(), "big")
 
 
 class TableDigest:
