@@ -595,10 +595,12 @@ def _progress() -> Iterator[Any]:
     ) as progress:
 
         def bar(description: str) -> Any:
-            task = progress.add_task(description, total=None)
+            tasks: list[Any] = []  # the bar appears when its step starts
 
             def update(done: int, total: int) -> None:
-                progress.update(task, completed=done, total=total or None)
+                if not tasks:
+                    tasks.append(progress.add_task(description, total=None))
+                progress.update(tasks[0], completed=done, total=total or None)
 
             return update
 
