@@ -423,6 +423,59 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         if self._lock is not None:
             self._lock.release()
 
+    # ================================================================== export, import, backup
+    def export(
+        self,
+        path: str | Path,
+        *,
+        scope: Any = None,
+        format: str = "jsonl",  # noqa: A002 - the natural name of the option
+        vectors: bool = True,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> Any:
+        """Export the store (or one user: ``scope``) to ``path`` as JSON Lines or a PROV-JSON bundle.
+
+        See :func:`memlineage.transfer.export_store` (same arguments); returns its ``ExportSummary``.
+        """
+        from memlineage.transfer import export_store
+
+        return export_store(
+            self,
+            path,
+            scope=scope,
+            format=format,  # type: ignore[arg-type]
+            vectors=vectors,
+            on_progress=on_progress,
+        )
+
+    def import_file(
+        self,
+        path: str | Path,
+        *,
+        merge: bool = False,
+        on_progress: Callable[[int, int], None] | None = None,
+        on_reindex_progress: Callable[[int, int], None] | None = None,
+    ) -> Any:
+        """Import a JSON Lines export (from any backend) into this store, then rebuild the index.
+
+        See :func:`memlineage.transfer.import_store`; returns its ``ImportReport``. A file that does not match its
+        header raises ``TransferIntegrityError``; a store already holding the file's users raises
+        ``ImportConflictError`` unless ``merge=True``.
+        """
+        from memlineage.transfer import import_store
+
+        return import_store(self, path, merge=merge, on_progress=on_progress, on_reindex_progress=on_reindex_progress)
+
+    def backup(self, path: str | Path) -> Any:
+        """Copy this embedded store's ledger to the new directory ``path`` while the store stays in use.
+
+        See :func:`memlineage.transfer.backup_store`: one consistent point in time (SQLite's online backup API);
+        the backup holds ``ledger.db`` only and its index is rebuilt when it is opened. Returns a ``BackupReport``.
+        """
+        from memlineage.transfer import backup_store
+
+        return backup_store(self, path)
+
     def __enter__(self) -> MemoryManager:
         return self
 
@@ -524,3 +577,7 @@ for _name in _VERBS:
     setattr(MemoryManager, _name, _typed_arguments(getattr(MemoryManager, _name)))
 for _name in ("open", "from_settings"):  # the constructors too: an unknown option is named, not a TypeError
     setattr(MemoryManager, _name, classmethod(_typed_arguments(getattr(MemoryManager, _name).__func__)))
+
+# Export, import and backup (memlineage.transfer) take the same typed-argument checks as the verbs.
+for _name in ("export", "import_file", "backup"):
+    setattr(MemoryManager, _name, _typed_arguments(getattr(MemoryManager, _name)))

@@ -271,7 +271,7 @@ def test_version_and_the_write_side_commands(tmp_path: Path, no_settings: Path) 
         assert mm.stats(bob)["memories"] == 1
     out = runner.invoke(app, ["erase", "--user", "bob", "--yes", *where])
     assert out.exit_code == 0 and '"user_id": "bob"' in out.output, out.output
-    for command in (["verify"], ["verify", "--fix"], ["reindex", "--yes"], ["sweep", "--yes"]):
+    for command in (["verify"], ["verify", "--fix"], ["reindex"], ["sweep", "--yes"]):
         out = runner.invoke(app, [*command, *where])
         assert out.exit_code == 0, (command, out.output)
     with MemoryManager.open(store) as mm:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from memlineage.models import Activity, Relation, Scope
@@ -234,10 +234,14 @@ class ActivityVerbs:
         """
         return self.services.index_sync.verify(fix=fix)
 
-    def reindex(self) -> int:
+    def reindex(self, *, on_progress: Callable[[int, int], None] | None = None) -> int:
         """Rebuild the whole index from the ledger (vectors stored in the ledger; re-embedded where missing).
+
+        Args:
+            on_progress: Called as ``on_progress(done, total)`` after each batch of entries written (the CLI's
+                progress bar).
 
         Returns:
             Number of entries indexed.
         """
-        return self.services.index_sync.reindex()
+        return self.services.index_sync.reindex(on_progress=on_progress)

@@ -470,17 +470,20 @@ class IndexSync:
         self.repair()
         return len(reupsert) + len(restale) + removed + len(report.pending)
 
-    def reindex(self) -> int:
+    def reindex(self, *, on_progress: Callable[[int, int], None] | None = None) -> int:
         """Rebuild the whole index from the ledger (vectors stored in the ledger; re-embedded where missing).
+
+        Args:
+            on_progress: Called as ``on_progress(done, total)`` after each batch of entries written.
 
         Returns:
             Number of entries indexed.
         """
         self.flush()
         with self._lock:
-            return self._reindex_locked()
+            return self._reindex_locked(on_progress)
 
-    def _reindex_locked(self) -> int:
+    def _reindex_locked(self, on_progress: Callable[[int, int], None] | None = None) -> int:
         self.index.reset()
         self.lexical.reset()
         rows = self.ledger.all_index_rows()
@@ -498,6 +501,10 @@ class IndexSync:
         with self.ledger.transaction() as conn:
             for target, ids in moved.items():
                 self.ledger.update_memories(conn, ids, {"index_state": target})
+        if on_progress is not None:
+            on_progress(0, len(live))
         for start in range(0, len(live), 2000):
             self._apply(live[start : start + 2000])
+            if on_progress is not None:
+                on_progress(min(start + 2000, len(live)), len(live))
         return len(live)
