@@ -9,9 +9,9 @@ Implementations in the package:
 - :class:`Embedder`: :class:`~memlineage.index.OnnxMiniLMEmbedder` and the adapters made by
   :func:`~memlineage.index.ensure_embedder`.
 - :class:`VectorIndex`: :class:`~memlineage.index.ChromaIndex`, :class:`~memlineage.index.InMemoryIndex`.
-- :class:`LexicalIndex`: :class:`memlineage.index.lexical.LexicalIndex` (BM25).
-- :class:`PolicyGate`: :class:`memlineage.policy._enforce.PolicyGate` (a policy engine bound to a ledger).
-- :class:`ValueGate`: :class:`memlineage.value_gate.ValueGate` (a value model bound to a ledger and an index).
+- :class:`LexicalIndexPort`: :class:`memlineage.index.lexical.LexicalIndex` (BM25).
+- :class:`PolicyGatePort`: :class:`memlineage.policy._enforce.PolicyGate` (a policy engine bound to a ledger).
+- :class:`ValueGatePort`: :class:`memlineage.value_gate.ValueGate` (a value model bound to a ledger and an index).
 - :class:`IndexSyncer`: :class:`memlineage.services.index_sync.IndexSync`.
 - :class:`Expirer` and :class:`Archiver`: :class:`memlineage.services.cascade.Cascade`.
 """
@@ -32,9 +32,9 @@ __all__ = [
     "Embedder",
     "Expirer",
     "IndexSyncer",
-    "LexicalIndex",
-    "PolicyGate",
-    "ValueGate",
+    "LexicalIndexPort",
+    "PolicyGatePort",
+    "ValueGatePort",
     "VectorIndex",
 ]
 
@@ -42,7 +42,7 @@ __all__ = [
 Clock = Callable[[], datetime]
 
 
-class LexicalIndex(Protocol):
+class LexicalIndexPort(Protocol):
     """The lexical (BM25) leg of hybrid retrieval; mirrors the vector index's writes, rebuilt from the ledger."""
 
     def upsert(self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
@@ -105,7 +105,7 @@ class Archiver(Protocol):
         ...
 
 
-class PolicyGate(Protocol):
+class PolicyGatePort(Protocol):
     """Where policies decide: before a write, before an update or delete, and on read candidates."""
 
     @property
@@ -142,7 +142,7 @@ class PolicyGate(Protocol):
         ...
 
 
-class ValueGate(Protocol):
+class ValueGatePort(Protocol):
     """The value model's hooks on the write and read paths (all no-ops without a model)."""
 
     @property

@@ -238,3 +238,16 @@ def test_python_dash_m_cli_knows_every_command():
     ).stdout
     missing = [n for n in names if n not in out]
     assert {"mcp", "serve", "recall"} <= names and missing == []
+
+
+def test_the_update_decision_is_not_called_decision_any_more():
+    """Issue 29: ``memlineage.Decision`` is a policy decision; the reconciler's is ``UpdateDecision`` (the old name
+    still works, with a DeprecationWarning); ports end in ``Port`` where an implementation has the plain name."""
+    import memlineage.ports as ports
+    import memlineage.reconcile as reconcile
+
+    assert reconcile.UpdateDecision is not memlineage.Decision and "Decision" not in reconcile.__all__
+    with pytest.warns(DeprecationWarning, match="UpdateDecision"):
+        assert reconcile.Decision is reconcile.UpdateDecision
+    assert {"LexicalIndexPort", "PolicyGatePort", "ValueGatePort"} <= set(ports.__all__)
+    assert not {"LexicalIndex", "PolicyGate", "ValueGate"} & set(ports.__all__)

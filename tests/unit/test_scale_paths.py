@@ -14,7 +14,7 @@ from memlineage.index import IndexFilter, InMemoryIndex, ScopedVectorIndex
 from memlineage.ledger import Ledger
 from memlineage.ledger._schema import memories
 from memlineage.lineage import evaluate_cascade
-from memlineage.reconcile import Action, Decision
+from memlineage.reconcile import Action, UpdateDecision
 from memlineage.testing import FakeEmbedder, make_manager
 from sqlalchemy import select, update
 
@@ -404,7 +404,7 @@ class _Spy:
 
     def decide(self, items: Any) -> list[Any]:
         self.offered.extend({c.id for c in cands} for _, cands in items)
-        return [Decision(action=Action.NEW) for _ in items]
+        return [UpdateDecision(action=Action.NEW) for _ in items]
 
 
 def test_update_detection_neighbours_skip_withdrawals_the_index_has_not_applied(monkeypatch) -> None:  # noqa: ANN001

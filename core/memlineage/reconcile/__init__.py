@@ -38,9 +38,9 @@ from memlineage.reconcile._model import (
     POSSIBLE_CONFIDENCE,
     Action,
     Candidate,
-    Decision,
     Reconciler,
     Statement,
+    UpdateDecision,
 )
 from memlineage.reconcile._rules import RuleReconciler
 from memlineage.reconcile._serve import competing_key, near_duplicates, newest_first
@@ -53,7 +53,7 @@ __all__ = [
     "Action",
     "Candidate",
     "Conflict",
-    "Decision",
+    "UpdateDecision",
     "LLMReconciler",
     "Reconciler",
     "RuleReconciler",
@@ -74,3 +74,21 @@ __all__ = [
     "using_reconciler",
     "withdraws",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``Decision``: the old name of :class:`UpdateDecision`, with a ``DeprecationWarning``.
+
+    ``memlineage.Decision`` is a policy decision; the two shared a name.
+    """
+    if name == "Decision":
+        import warnings
+
+        warnings.warn(
+            "memlineage.reconcile.Decision is now UpdateDecision (memlineage.Decision is a policy decision)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return UpdateDecision
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix, transcript_speaker
-from memlineage.reconcile._model import Action, Candidate, Decision, Statement
+from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._signals import Clause, clause_similarity, clauses_of, numbers_in
 from memlineage.reconcile._text import _naive
 from memlineage.retrieval import is_request
@@ -87,7 +87,7 @@ def _same_conversation(st: Statement, cand: Candidate) -> bool:
     return abs((_naive(st.valid_from) - _naive(cand.valid_from)).total_seconds()) < CONVERSATION_GAP
 
 
-def signal_update(st: Statement, cands: Sequence[Candidate]) -> Decision | None:
+def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision | None:
     """The most confident update of one candidate by the statement from generic signals, or None.
 
     Args:
@@ -136,7 +136,7 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> Decision | None:
     if best is None:
         return None
     score, cand, ca, cb, (old, new) = best
-    return Decision(
+    return UpdateDecision(
         action=Action.UPDATE,
         target=cand.id,
         reason=f"a later statement of the same speaker changes {'/'.join(old)[:40]} → {'/'.join(new)[:40]}",

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memlineage import telemetry
 from memlineage.errors import ConfigurationError
 from memlineage.extractors._llm import BoundedModel, ModelUnavailableError, _json_object
-from memlineage.reconcile._model import Action, Candidate, Decision, Reconciler, Statement
+from memlineage.reconcile._model import Action, Candidate, Reconciler, Statement, UpdateDecision
 from memlineage.reconcile._rules import RuleReconciler
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class LLMReconciler:
         self._unusable = 0  # unusable answers in a row
         self._paused = 0  # batches left that the rules decide without asking the model
 
-    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
+    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[UpdateDecision]:
         """One decision per statement: the model's where valid, the fallback's otherwise."""
         # Only candidates of the statement's own scope are ever shown or accepted as targets (a caller that mixes
         # scopes gets the others dropped), and one prompt holds the statements of one scope: a statement of unknown
@@ -160,7 +160,7 @@ class LLMReconciler:
                         out[i] = decision
         return out
 
-    def _ask(self, batch: Sequence[tuple[Statement, Sequence[Candidate]]]) -> dict[int, Decision]:
+    def _ask(self, batch: Sequence[tuple[Statement, Sequence[Candidate]]]) -> dict[int, UpdateDecision]:
         if self._call.busy:
             logger.warning("LLM reconciler: an earlier call is still running; the rules decide %d", len(batch))
             return {}
@@ -196,7 +196,7 @@ class LLMReconciler:
         missing = [n for n in range(1, len(batch) + 1) if n not in named]
         if missing:
             logger.warning("LLM reconciler answer has no decision for statement(s) %s; using the rules", missing)
-        out: dict[int, Decision] = {}
+        out: dict[int, UpdateDecision] = {}
         for d in parsed.decisions:
             if not 1 <= d.statement <= len(batch) or d.statement in out:
                 continue
@@ -206,7 +206,7 @@ class LLMReconciler:
                     "LLM reconciler named unknown id %r for statement %d; using the rules", d.target, d.statement
                 )
                 continue
-            out[d.statement] = Decision(
+            out[d.statement] = UpdateDecision(
                 action=d.action,
                 target=d.target if d.action is not Action.NEW else None,
                 reason=d.reason or f"{d.action.value} (model)",
@@ -216,7 +216,7 @@ class LLMReconciler:
             )
         return out
 
-    def _unusable_answer(self) -> dict[int, Decision]:
+    def _unusable_answer(self) -> dict[int, UpdateDecision]:
         self._unusable += 1
         if self._unusable >= UNUSABLE_IN_A_ROW:
             self._unusable, self._paused = 0, PAUSE_BATCHES

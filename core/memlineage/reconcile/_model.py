@@ -74,7 +74,7 @@ class Candidate(BaseModel):
     scope_key: str | None = None
 
 
-class Decision(BaseModel):
+class UpdateDecision(BaseModel):
     """One reconciler decision for one statement.
 
     Attributes:
@@ -111,6 +111,6 @@ class Reconciler(Protocol):
 
     name: str
 
-    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
+    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[UpdateDecision]:
         """One decision per ``(statement, candidates)`` pair, in order; a target must be one of its candidates."""
         ...

@@ -14,7 +14,7 @@ from memlineage.extractors._rules import (
     transcript_speaker,
 )
 from memlineage.reconcile._generic import signal_update
-from memlineage.reconcile._model import Action, Candidate, Decision, Statement
+from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._signals import asserting_text, clauses_of
 from memlineage.reconcile._text import (
     _naive,
@@ -107,16 +107,16 @@ class RuleReconciler:
         self.negation_overlap = negation_overlap
         self.signals = signals
 
-    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[Decision]:
+    def decide(self, items: Sequence[tuple[Statement, Sequence[Candidate]]]) -> list[UpdateDecision]:
         """One decision per statement (see the class docstring for the rules)."""
         return [self._decide_one(st, list(cands)) for st, cands in items]
 
-    def _decide_one(self, st: Statement, cands: list[Candidate]) -> Decision:
+    def _decide_one(self, st: Statement, cands: list[Candidate]) -> UpdateDecision:
         if not cands:
-            return Decision(reason="no live memory it could update")
+            return UpdateDecision(reason="no live memory it could update")
         asserted = asserting_text(st.content)  # the write path passes this already; other callers may not
         if not asserted.strip():
-            return Decision(reason="asserts nothing about the present (a question, request or supposition)")
+            return UpdateDecision(reason="asserts nothing about the present (a question, request or supposition)")
         st = st if asserted == st.content else st.model_copy(update={"content": asserted})
         table = tables_for(st.content)[0]
         text = strip_transcript_prefix(st.content)
@@ -134,11 +134,11 @@ class RuleReconciler:
             found = signal_update(st, cands)
             if found is not None:
                 return found
-        return Decision(reason="no candidate about the same subject and attribute")
+        return UpdateDecision(reason="no candidate about the same subject and attribute")
 
     def _same_slot(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
-    ) -> Decision | None:
+    ) -> UpdateDecision | None:
         if not st.slot:
             return None
         holders = [c for c in cands if c.slot == st.slot]
@@ -151,16 +151,18 @@ class RuleReconciler:
         evidence = {"slot": st.slot, "old_value": holder.slot_value, "new_value": st.slot_value, "cue": cue}
         if st.slot_value and _norm_value(st.slot_value) == _norm_value(holder.slot_value):
             if _adds_words(st.content, holder.content):
-                return Decision(reason=f"restates slot {st.slot} and says more: kept as its own memory")
-            return Decision(
+                return UpdateDecision(reason=f"restates slot {st.slot} and says more: kept as its own memory")
+            return UpdateDecision(
                 action=Action.DUPLICATE,
                 target=holder.id,
                 reason=f"restates the value of slot {st.slot} held by {holder.id}",
                 evidence=evidence,
             )
         if st.valid_from and holder.valid_from and _naive(st.valid_from) < _naive(holder.valid_from):
-            return Decision(reason=f"older than the value of slot {st.slot} held by {holder.id}", evidence=evidence)
-        return Decision(
+            return UpdateDecision(
+                reason=f"older than the value of slot {st.slot} held by {holder.id}", evidence=evidence
+            )
+        return UpdateDecision(
             action=Action.UPDATE,
             target=holder.id,
             reason=f"new value of slot {st.slot}",
@@ -169,7 +171,7 @@ class RuleReconciler:
 
     def _replacement(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
-    ) -> Decision | None:
+    ) -> UpdateDecision | None:
         """Rule 2, "not an espresso but a matcha latte": the live statement naming the replaced value is updated."""
         who = transcript_speaker(st.content)
         kind = st.source.split(":", 1)[0]
@@ -188,7 +190,7 @@ class RuleReconciler:
                 if share >= self.withdraw_overlap and (best is None or (share, _naive(c.valid_from), n) > best[:3]):
                     best = (share, _naive(c.valid_from), n, c)
             if best is not None:
-                return Decision(
+                return UpdateDecision(
                     action=Action.UPDATE,
                     target=best[3].id,
                     reason=f"replaces {match.group('old').strip()[:40]!r} with {match.group('new').strip()[:40]!r}",
@@ -198,12 +200,12 @@ class RuleReconciler:
 
     def _withdrawal(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
-    ) -> Decision | None:
+    ) -> UpdateDecision | None:
         return self._withdraw_by(st, table.withdrawal, text, cands, self.withdraw_overlap, "withdraws", 1)
 
     def _negation(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
-    ) -> Decision | None:
+    ) -> UpdateDecision | None:
         # a negation names its fact in at least two words ("not allergic to cats"): "I don't have a recipe" is
         # too thin to deny anything said before
         return self._withdraw_by(st, table.negation, text, cands, self.negation_overlap, "denies", 2)
@@ -217,7 +219,7 @@ class RuleReconciler:
         threshold: float,
         verb: str,
         min_terms: int,
-    ) -> Decision | None:
+    ) -> UpdateDecision | None:
         source_kind, speaker = st.source.split(":", 1)[0], transcript_speaker(st.content)
         # Every pattern that matches proposes its object; the candidate covering the most withdrawn words wins
         # ("成都出差取消了" names more than "之前说的出差不算了").
@@ -246,7 +248,7 @@ class RuleReconciler:
         if best is None:
             return None
         _, share, _, _, target, obj, pattern_text = best
-        return Decision(
+        return UpdateDecision(
             action=Action.CONTRADICT,
             target=target.id,
             reason=f"the statement {verb} {target.id}: {obj[:80]!r}",
@@ -255,7 +257,7 @@ class RuleReconciler:
 
     def _changed_key(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
-    ) -> Decision | None:
+    ) -> UpdateDecision | None:
         best: tuple[float, Candidate, list[str], list[str]] | None = None
         kind, who = st.source.split(":", 1)[0], transcript_speaker(st.content)
         for c in cands:
@@ -275,7 +277,7 @@ class RuleReconciler:
         if best is None:
             return None
         jaccard, c, added, dropped = best
-        return Decision(
+        return UpdateDecision(
             action=Action.UPDATE,
             target=c.id,
             reason=f"restates {c.id} with a changed {'/'.join(dropped)[:40]} → {'/'.join(added)[:40]}",

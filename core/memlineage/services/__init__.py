@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from memlineage.ledger import Ledger
 from memlineage.policy._enforce import PolicyGate
 from memlineage.policy._engine import PolicyEngine
-from memlineage.ports import Clock, Embedder, LexicalIndex, VectorIndex
+from memlineage.ports import Clock, Embedder, LexicalIndexPort, VectorIndex
 from memlineage.reconcile import Reconciler
 from memlineage.retrieval import CandidateFilter, RetrievalConfig
 from memlineage.services.activities import Activities
@@ -52,7 +52,7 @@ class Parts:
     ledger: Ledger
     index: VectorIndex
     embedder: Embedder
-    lexical: LexicalIndex
+    lexical: LexicalIndexPort
     clock: Clock
     trust_by_source: Mapping[str, float]
     policy: PolicyEngine | None

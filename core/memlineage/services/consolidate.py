@@ -12,7 +12,7 @@ from memlineage.consolidation import ConsolidationResult, SourceMessage, summari
 from memlineage.errors import InvalidInputError
 from memlineage.ledger import Ledger
 from memlineage.models import Activity, MemoryKind, Scope, SourceKind, Status
-from memlineage.ports import Clock, ValueGate
+from memlineage.ports import Clock, ValueGatePort
 from memlineage.services.activities import Activities
 from memlineage.services.write import WritePath
 
@@ -31,7 +31,7 @@ class Consolidation:
     """
 
     def __init__(
-        self, *, ledger: Ledger, value: ValueGate, writes: WritePath, activities: Activities, clock: Clock
+        self, *, ledger: Ledger, value: ValueGatePort, writes: WritePath, activities: Activities, clock: Clock
     ) -> None:
         self.ledger = ledger
         self.value = value

@@ -25,7 +25,7 @@ from memlineage.models import (
     normalize_tags,
 )
 from memlineage.ports import Clock
-from memlineage.reconcile import Decision
+from memlineage.reconcile import UpdateDecision
 from memlineage.services._checks import id_tuple, unit_float, vector
 from memlineage.services.embedding import Embedding
 
@@ -55,14 +55,14 @@ class Draft:
     embedding: list[float] | np.ndarray | None = None  # a precomputed vector is a float64 array (see ``vector``)
     supersedes: dict[str, Any] | None = None
     extra_rows: dict[str, Any] = field(default_factory=dict)
-    decision: Decision | None = None  # update detection: the automatic decision behind supersedes / retracts
+    decision: UpdateDecision | None = None  # update detection: the automatic decision behind supersedes / retracts
     retracts: str | None = None  # update detection: a live memory this statement withdraws
     decision_activity: str | None = None  # update detection: the recorded decision (set when it is applied)
     slot_value: str | None = None  # update detection: the value the statement assigns to its (detected) slot
     auto_slot: bool = False  # the slot was detected, not given by the caller
     auto_kind: bool = False  # no kind given: episodic, or semantic when the value model promotes it
     strict: bool = False  # supersede(): the named memory must still be current when written (else ConflictError)
-    possible: list[Decision] = field(default_factory=list)  # update detection: possible updates to record
+    possible: list[UpdateDecision] = field(default_factory=list)  # update detection: possible updates to record
     carried_over: bool = False  # a clause a correction kept: written as it was, never run through update detection
 
     def to_memory(self, now: datetime, *, previous: Mapping[str, Any] | None = None) -> Memory:

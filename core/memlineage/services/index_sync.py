@@ -30,7 +30,7 @@ from memlineage.index._scoped import IN_ANN
 from memlineage.ledger import Ledger, encode_vector
 from memlineage.ledger._schema import INDEXABLE_STATES, memories
 from memlineage.models import Relation, Status
-from memlineage.ports import LexicalIndex, VectorIndex
+from memlineage.ports import LexicalIndexPort, VectorIndex
 from memlineage.services.embedding import Embedding
 
 __all__ = ["ConsistencyReport", "IndexSync", "ledger_loader", "lexical_texts"]
@@ -149,7 +149,7 @@ class IndexSync:
         embedding: Embeds rows stored without a vector.
     """
 
-    def __init__(self, *, ledger: Ledger, index: VectorIndex, lexical: LexicalIndex, embedding: Embedding) -> None:
+    def __init__(self, *, ledger: Ledger, index: VectorIndex, lexical: LexicalIndexPort, embedding: Embedding) -> None:
         self.ledger = ledger
         self.index = index
         self.lexical = lexical

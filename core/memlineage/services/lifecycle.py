@@ -30,7 +30,7 @@ from memlineage.models import (
     new_id,
     to_epoch,
 )
-from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
+from memlineage.ports import Clock, IndexSyncer, PolicyGatePort, ValueGatePort, VectorIndex
 from memlineage.reconcile import Action
 from memlineage.services._rows import LIVE, edge_row, event_row, row_activity
 from memlineage.services.cascade import Cascade
@@ -59,10 +59,10 @@ class Lifecycle:
         ledger: Ledger,
         index: VectorIndex,
         reads: Reads,
-        policy: PolicyGate,
+        policy: PolicyGatePort,
         cascade: Cascade,
         syncer: IndexSyncer,
-        value: ValueGate,
+        value: ValueGatePort,
         clock: Clock,
     ) -> None:
         self.ledger = ledger

@@ -30,7 +30,7 @@ from memlineage.models import (
     normalize_tags,
     to_epoch,
 )
-from memlineage.ports import Clock, LexicalIndex, PolicyGate, ValueGate, VectorIndex
+from memlineage.ports import Clock, LexicalIndexPort, PolicyGatePort, ValueGatePort, VectorIndex
 from memlineage.reconcile import (
     asks_about_history,
     asks_about_past,
@@ -77,11 +77,11 @@ class Recall:
         *,
         ledger: Ledger,
         index: VectorIndex,
-        lexical: LexicalIndex,
+        lexical: LexicalIndexPort,
         embedding: Embedding,
         cascade: Cascade,
-        policy: PolicyGate,
-        value: ValueGate,
+        policy: PolicyGatePort,
+        value: ValueGatePort,
         retrieval: RetrievalConfig,
         read_filter: CandidateFilter | None,
         clock: Clock,

@@ -44,8 +44,8 @@ from memlineage.models import (
     new_id,
     to_epoch,
 )
-from memlineage.ports import Clock, IndexSyncer, PolicyGate, ValueGate, VectorIndex
-from memlineage.reconcile import Action, Decision, Reconciler, active_reconciler
+from memlineage.ports import Clock, IndexSyncer, PolicyGatePort, ValueGatePort, VectorIndex
+from memlineage.reconcile import Action, Reconciler, UpdateDecision, active_reconciler
 from memlineage.reconcile._text import untouched_clauses
 from memlineage.services._concurrency import content_keys, lock_premises, recheck_targets, settle
 from memlineage.services._rows import LIVE, check_activity_owners, edge_row, event_row, row_scope, write_scope
@@ -87,8 +87,8 @@ class WritePath:
         reconciler: Reconciler | None,
         drafts: DraftBuilder,
         embedding: Embedding,
-        policy: PolicyGate,
-        value: ValueGate,
+        policy: PolicyGatePort,
+        value: ValueGatePort,
         cascade: Cascade,
         syncer: IndexSyncer,
         reads: Reads,
@@ -528,7 +528,7 @@ class WritePath:
         support_rows: list[dict[str, Any]] = []
         event_rows: list[dict[str, Any]] = []
         # (old id, status, reason, decision) for each memory this batch supersedes or withdraws
-        invalidations: list[tuple[str, Status, str, Decision | None]] = []
+        invalidations: list[tuple[str, Status, str, UpdateDecision | None]] = []
         activity_ids = {d.activity_id for d in drafts if d.activity_id}
         # Exact-plan scopes stay out of the ANN index (memlineage.services.index_sync); decided before the lock.
         index_state = self.syncer.initial_state([d.scope.user_id for d in drafts])
@@ -653,7 +653,9 @@ class WritePath:
         self.ledger.insert_edges(conn, rows)
         return act
 
-    def _record_possible(self, conn: Connection, d: Draft, decision: Decision, memory_id: str, now: datetime) -> str:
+    def _record_possible(
+        self, conn: Connection, d: Draft, decision: UpdateDecision, memory_id: str, now: datetime
+    ) -> str:
         """Record a possible update: a pending ``possible_update`` decision that ``used`` both, and an event.
 
         Nothing changes status; recall ranks the newer first; ``confirm`` / ``reject`` settle it. Returns its id.
