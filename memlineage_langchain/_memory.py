@@ -6,13 +6,14 @@ import asyncio
 import functools
 import logging
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables.config import ensure_config
-from memlineage.capture import RunRecorder, ToolCallSpec, ashield, shield
+from memlineage.capture import RunRecorder, ToolCallSpec, ashield, on_memories_erased, on_scope_erased, shield
 from memlineage.construct import typed_construction
 from memlineage.manager import MemoryManager
 from memlineage.models import Memory, Scope, new_id
@@ -144,6 +145,25 @@ class LineageMemory(BaseMemory):
     _pending: dict[tuple[str, str | None, str], list[str]] = PrivateAttr(default_factory=dict)
     _written: list[str] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @override
+    def model_post_init(self, context: Any, /) -> None:
+        super().model_post_init(context)
+        _LIVE[id(self)] = self  # an erasure drops what this memory holds of the erased scope (the raw input)
+
+    def _forget(self, manager: Any, user_id: str, session_id: str | None, ids: frozenset[str] | None) -> None:
+        if manager is not self.manager:
+            return
+        with self._lock:
+            self._pending = {
+                k: v
+                for k, v in self._pending.items()
+                if not (
+                    k[0] == user_id
+                    and (session_id is None or k[1] == session_id)
+                    and (ids is None or not ids.isdisjoint(v))
+                )
+            }
 
     @property
     @override
@@ -307,3 +327,21 @@ class LineageMemory(BaseMemory):
             for mid in self._to_clear(scope):
                 await self.manager.aforget(mid, scope=scope, reason="LineageMemory.clear()")
         self._written.clear()
+
+
+#: Every live LineageMemory (weakly; pydantic models are unhashable, so keyed by id), for the erasure hooks below.
+_LIVE: weakref.WeakValueDictionary[int, LineageMemory] = weakref.WeakValueDictionary()
+
+
+def _scope_erased(manager: Any, scope: Scope) -> None:
+    for memory in list(_LIVE.values()):
+        memory._forget(manager, scope.user_id, scope.session_id, None)
+
+
+def _memories_erased(manager: Any, scope: Scope, ids: frozenset[str]) -> None:
+    for memory in list(_LIVE.values()):
+        memory._forget(manager, scope.user_id, None, ids)
+
+
+on_scope_erased(_scope_erased)
+on_memories_erased(_memories_erased)

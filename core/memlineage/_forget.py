@@ -20,7 +20,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-__all__ = ["clear_text_caches", "on_erase", "on_scope_erased", "scope_erased", "text_cache"]
+__all__ = [
+    "clear_text_caches", "memories_erased", "on_erase", "on_memories_erased", "on_scope_erased", "scope_erased",
+    "text_cache",
+]  # fmt: skip
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -29,6 +32,8 @@ _lock = threading.Lock()
 _clearers: list[Callable[[], Callable[[], Any] | None]] = []
 #: Functions ``(manager, scope) -> None`` that drop what they hold for an erased scope of a manager.
 _scope_hooks: list[Callable[[Any, Any], Any]] = []
+#: Functions ``(manager, scope, ids) -> None`` that drop what they hold of erased memories (one memory's erasure).
+_memory_hooks: list[Callable[[Any, Any, Any], Any]] = []
 
 
 def on_erase(clear: Callable[[], Any]) -> None:
@@ -84,3 +89,18 @@ def scope_erased(manager: Any, scope: Any) -> None:
         hooks = list(_scope_hooks)
     for hook in hooks:
         hook(manager, scope)
+
+
+def on_memories_erased(hook: Callable[[Any, Any, Any], Any]) -> None:
+    """Register ``hook(manager, scope, ids)``, run after ``erase(memory_id, ...)`` with the erased version ids."""
+    with _lock:
+        if hook not in _memory_hooks:
+            _memory_hooks.append(hook)
+
+
+def memories_erased(manager: Any, scope: Any, ids: Any) -> None:
+    """Run the hooks of :func:`on_memories_erased` for the erased ``ids`` of ``scope`` of ``manager``."""
+    with _lock:
+        hooks = list(_memory_hooks)
+    for hook in hooks:
+        hook(manager, scope, ids)

@@ -41,7 +41,7 @@ from memlineage._evidence import contains as _contains
 from memlineage._evidence import holders as _holders
 from memlineage._evidence import is_filler_memory as _is_filler_memory
 from memlineage._evidence import topic as _topic
-from memlineage._forget import on_scope_erased
+from memlineage._forget import on_memories_erased, on_scope_erased
 from memlineage._shield import ashield, hook_span, shield
 from memlineage.errors import MemLineageError, StorageError
 from memlineage.manager import MemoryManager
@@ -51,6 +51,8 @@ from memlineage.tools import MEMORY_TOOL_NAMES, marker
 
 __all__ = [
     "ATTRIBUTIONS",
+    "on_memories_erased",
+    "on_scope_erased",
     "TOOL_ERROR_PREFIX",
     "CaptureRun",
     "RunRecorder",
@@ -258,6 +260,31 @@ class RunRecorder:
             rec._runs = {k: r for k, r in rec._runs.items() if id(r) not in runs}
             rec._turns = {k: r for k, r in rec._turns.items() if not erased(k, r)}
             rec._pending = {k: m for k, m in rec._pending.items() if not erased(k)}
+        return len(runs)
+
+    @classmethod
+    def forget_memories(cls, manager: object, scope: Scope, ids: frozenset[str]) -> int:
+        """Drop the open runs of ``scope``'s user that hold one of the erased ``ids`` (turn, context or result).
+
+        A later callback of such a run starts a new one. Returns the runs dropped.
+        """
+        with _recorders_lock:
+            rec = _recorders.get(manager)
+        if rec is None or not ids:
+            return 0
+
+        def holds(run: CaptureRun) -> bool:
+            return run.scope.user_id == scope.user_id and (
+                run.user_memory_id in ids or not ids.isdisjoint(run.context) or not ids.isdisjoint(run.results)
+            )
+
+        with rec._lock:
+            runs = {id(r) for r in rec._runs.values() if holds(r)}
+            rec._runs = {k: r for k, r in rec._runs.items() if id(r) not in runs}
+            rec._turns = {k: r for k, r in rec._turns.items() if id(r) not in runs and not holds(r)}
+            rec._pending = {
+                k: ms for k, ms in rec._pending.items() if k[0] != scope.user_id or ids.isdisjoint(m.id for m in ms)
+            }
         return len(runs)
 
     # ------------------------------------------------------------------ lookup
@@ -727,3 +754,4 @@ class RunRecorder:
 
 
 on_scope_erased(RunRecorder.forget_scope)  # an erased scope's open runs leave the process
+on_memories_erased(RunRecorder.forget_memories)  # ... and those holding an erased memory

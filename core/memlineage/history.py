@@ -385,11 +385,14 @@ class ChatHistory:
         with self._locked():
             return self._append_locked(checked)
 
-    def _append_locked(self, checked: Sequence[tuple[ChatEntry, str, dict[str, Any]]]) -> list[ChatTurn]:
+    def _append_locked(
+        self, checked: Sequence[tuple[ChatEntry, str, dict[str, Any]]], *, leaving: frozenset[str] = frozenset()
+    ) -> list[ChatTurn]:
+        """Append under the session's hold; occurrences in ``leaving`` (about to be cleared) are no premises."""
         acts = self._activities()
         # positions are never reused: unfinished, failed, cleared and redacted occurrences keep theirs
         position = 1 + max((int(a.metadata["position"]) for a in acts if "position" in a.metadata), default=-1)
-        live = self._occurrences(acts)
+        live = [a for a in self._occurrences(acts) if a.id not in leaving]
         user_turn = next((a.metadata["memory_id"] for a in reversed(live) if a.metadata["role"] == "user"), None)
         since = [] if user_turn is None else _tools_after(live, user_turn)
         asked: dict[str, Any] = {}  # tool call id -> its arguments, from the session's assistant messages
@@ -509,8 +512,9 @@ class ChatHistory:
         """Make the session's history ``entries``: what it already holds stays, only the rest changes.
 
         The longest common beginning (same role, text and payload, in order) is kept as it is: nothing retracted,
-        nothing re-stored, so setting the same history again is a no-op. The turns after it are cleared (see
-        :meth:`clear`) and the remaining entries appended, under one hold of the session.
+        nothing re-stored, so setting the same history again is a no-op. The remaining entries are appended first
+        (resting only on the kept beginning), then the old turns after it are cleared (see :meth:`clear`), under one
+        hold of the session: when the append fails, the old history is still whole.
 
         Returns:
             The session's turns afterwards.
@@ -524,9 +528,11 @@ class ChatHistory:
             keep = 0
             while keep < min(len(current), len(checked)) and _same(current[keep], checked[keep][0]):
                 keep += 1
-            if keep < len(current):
-                self._clear_locked(reason, current[keep:])
-            new = self._append_locked(checked[keep:]) if keep < len(checked) else []
+            old = current[keep:]
+            leaving = frozenset(t.activity_id for t in old)
+            new = self._append_locked(checked[keep:], leaving=leaving) if keep < len(checked) else []
+            if old:
+                self._clear_locked(reason, old)
             return [*current[:keep], *new]
 
     def _earlier(self, live: Sequence[Activity]) -> dict[str, Memory]:

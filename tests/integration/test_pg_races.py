@@ -484,3 +484,32 @@ def test_two_stores_appending_to_one_chat_session_never_interleave(managers: Seq
     assert [t.position for t in turns] == list(range(24))
     for q, a in zip(turns[::2], turns[1::2]):
         assert (q.role, a.role) == ("user", "assistant") and a.text == q.text.replace("question", "answer")
+
+
+def test_many_sessions_appending_at_once_never_starve_the_pool(pg_schema: PgSchema) -> None:
+    """Each chat append holds a session lock while its writes run: 20 sessions at once (more than the pool's 15
+    connections) all finish, because the locks' connections are not taken from the data pool."""
+    from memlineage.history import ChatEntry, ChatHistory
+
+    mm = _manager(pg_schema.url)
+    try:
+        n = 20
+        barrier, errors = threading.Barrier(n), []
+
+        def append(i: int) -> None:
+            history = ChatHistory(mm, scope=f"user{i}", session_id="s")
+            barrier.wait(timeout=60)
+            try:
+                history.append([ChatEntry("user", f"I live in city {i}"), ChatEntry("assistant", f"Noted, city {i}.")])
+            except Exception as exc:  # noqa: BLE001 - collected and asserted below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=append, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert errors == []
+        assert all(len(ChatHistory(mm, scope=f"user{i}", session_id="s").turns()) == 2 for i in range(n))
+    finally:
+        mm.close()

@@ -164,3 +164,17 @@ def test_erasing_a_scope_drops_its_open_runs_from_the_process(store: MemoryManag
     assert rec.run(ALICE, "run-open") is None and rec.run(BOB, "run-bob") is kept
     again = rec.start_run(ALICE, "run-open", "a new turn")  # the framework's next callback starts afresh
     assert again.user_memory_id is not None and store.require(again.user_memory_id, scope=ALICE).content == "a new turn"
+
+
+def test_erasing_one_memory_drops_the_open_runs_that_hold_it(store: MemoryManager) -> None:
+    """An open run whose turn, context or result is an erased memory leaves the process with it."""
+    from memlineage.capture import RunRecorder
+
+    scope = Scope(user_id="alice", session_id="s1")
+    recorder = RunRecorder.of(store)
+    run = recorder.start_run(scope, "run-1", user_text="My account number is X1234567")
+    assert run is not None and run.user_memory_id is not None
+    other = recorder.start_run(Scope(user_id="alice", session_id="s2"), "run-2", user_text="Hello there")
+    store.erase(run.user_memory_id, scope=scope, reason="one memory")
+    assert recorder.run(scope, "run-1") is None  # the run that held it is gone
+    assert other is not None and recorder.run(Scope(user_id="alice", session_id="s2"), "run-2") is other

@@ -296,3 +296,28 @@ def test_text_no_backend_can_store_is_refused_anywhere_in_an_entry(entry: ChatEn
     with pytest.raises(InvalidInputError):
         history.append([ChatEntry(role="user", text="ok part of the batch"), entry])
     assert [t.text for t in history.turns()] == ["before"]
+
+
+def test_a_replace_whose_append_fails_leaves_the_old_history_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The new turns are appended before the old ones are cleared: a failing write changes nothing visible."""
+    from memlineage.errors import StorageError
+
+    mm = make_manager()
+    history = ChatHistory(mm, scope=Scope(user_id="alice", session_id="s1"))
+    history.append(
+        [ChatEntry("user", "I live in Paris"), ChatEntry("assistant", "Noted, Paris."), ChatEntry("user", "Book it")]
+    )
+    before = [(t.role, t.text) for t in history.turns()]
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise StorageError("disk full")
+
+    monkeypatch.setattr(mm, "remember", broken)
+    new = [ChatEntry("user", "I live in Paris"), ChatEntry("assistant", "Noted, Paris!"), ChatEntry("user", "Book it")]
+    with pytest.raises(StorageError):
+        history.replace(new)
+    monkeypatch.undo()
+    assert [(t.role, t.text) for t in history.turns()] == before
+    assert all(m.status is Status.ACTIVE for m in mm.find(scope=Scope(user_id="alice")))
+    history.replace(new)  # and once it works, the new history is there, in order
+    assert [t.text for t in history.turns()] == ["I live in Paris", "Noted, Paris!", "Book it"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from memlineage._forget import scope_erased
+from memlineage._forget import memories_erased, scope_erased
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import Activity, Memory, MemoryKind, Scope, Source, as_utc
 from memlineage.services import Services
@@ -350,9 +350,10 @@ class WriteVerbs:
         what is erased are erased with it (their text restates it); other descendants outside the erased set
         become suspect. Later versions and withdrawals outside the erased set are indexed again without the
         erased words; the process's caches keyed by text are emptied, and the run recorder's open runs of the
-        scope dropped. Set-based: the cost grows with the rows erased, a few statements per step (100,000
-        memories take less time than writing them). ``source`` is who asks (see :meth:`retract`); None = the
-        application itself. On PostgreSQL old row versions stay in the table files until
+        scope (with ``memory_id``: those holding an erased memory) dropped. Set-based: the cost grows with the
+        rows erased, a few statements per step (100,000 memories take less time than writing them). ``source`` is
+        who asks (see :meth:`retract`); None = the application itself. On PostgreSQL old row versions stay in the
+        table files until
         ``mm.ledger.vacuum(full=True)``.
 
         Raises:
@@ -362,6 +363,8 @@ class WriteVerbs:
         receipt = self.services.lifecycle.erase(memory_id, scope=scope, reason=reason, source=source)
         if memory_id is None:  # e.g. the run recorder's open runs of the scope hold its turns in the process
             scope_erased(self, Scope.coerce(scope))
+        else:  # ... and an open run that holds an erased memory is dropped
+            memories_erased(self, Scope.coerce(scope), frozenset(receipt.memory_ids))
         return receipt
 
     async def aerase(self, memory_id: str | None = None, **kwargs: Any) -> ErasureReceipt:

@@ -260,7 +260,8 @@ class Ledger(GraphQueries, Locks):
             raise StorageError(msg) from exc
 
     def close(self) -> None:
-        """Dispose of the connection pool."""
+        """Dispose of the connection pool (and the locks' connections)."""
+        self._close_guards()
         self.engine.dispose()
 
     # ------------------------------------------------------------------ writes

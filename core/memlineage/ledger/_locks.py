@@ -10,12 +10,14 @@ several processes on one PostgreSQL ledger must re-check those reads under locks
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, select
+from sqlalchemy import Connection, Engine, create_engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.pool import NullPool
 
 from memlineage.errors import StorageError
 from memlineage.ledger._cascade import CascadeWalk
@@ -23,6 +25,8 @@ from memlineage.ledger._graph import _chunks
 from memlineage.ledger._schema import memories
 
 __all__ = ["Locks"]
+
+_GUARD_ENGINE_LOCK = threading.Lock()
 
 
 class Locks:
@@ -35,15 +39,34 @@ class Locks:
     engine: Engine
     is_sqlite: bool
     _lock_space: str
+    _guard_engine: Engine | None = None
+
+    def _guard_connect(self) -> Connection:
+        """A connection for :meth:`guard`'s locks, outside the data pool (made on first use, without a pool).
+
+        A guard holds its connection while the writes it protects take theirs: sharing one pool, enough guards at
+        once (chat sessions appending in parallel) would hold every connection and starve those writes.
+        """
+        with _GUARD_ENGINE_LOCK:
+            if self._guard_engine is None:
+                self._guard_engine = create_engine(self.engine.url, poolclass=NullPool, hide_parameters=True)
+            engine = self._guard_engine
+        return engine.connect()
+
+    def _close_guards(self) -> None:
+        if self._guard_engine is not None:
+            self._guard_engine.dispose()
+            self._guard_engine = None
 
     @contextmanager
     def guard(self, keys: Iterable[Sequence[str]]) -> Iterator[None]:
         """Hold database locks on ``keys`` across several transactions (a write's read-check-write window).
 
-        PostgreSQL: transaction-level advisory locks (``pg_advisory_xact_lock``) on a connection of their own,
-        taken in sorted order (no lock cycle between two guards) and released when the block ends, also when the
-        process dies (the server ends the session). Another process guarding an equal key waits. SQLite: nothing
-        to do, one writer holds the store (``Ledger.transaction`` and the store's writer lock).
+        PostgreSQL: transaction-level advisory locks (``pg_advisory_xact_lock``) on a connection of their own
+        (outside the data pool, so guards held at once never starve the writes they protect), taken in sorted
+        order (no lock cycle between two guards) and released when the block ends, also when the process dies
+        (the server ends the session). Another process guarding an equal key waits. SQLite: nothing to do, one
+        writer holds the store (``Ledger.transaction`` and the store's writer lock).
 
         Args:
             keys: Tuples of strings, e.g. ``("content", user_id, agent_id, content_hash)``.
@@ -56,7 +79,7 @@ class Locks:
             yield
             return
         try:
-            conn = self.engine.connect()
+            conn = self._guard_connect()
         except SQLAlchemyError as exc:
             msg = f"ledger lock failed: {exc}"
             raise StorageError(msg) from exc
