@@ -583,7 +583,10 @@ def _confirm(what: str, yes: bool) -> None:
 
 @app.command()
 def undo(
-    decision: Annotated[str, typer.Argument(help="Decision id (from `explain` or `audit`).")],
+    decision: Annotated[
+        str,
+        typer.Argument(help="Decision id, or the short id `activities --kind update_detection` prints."),
+    ],
     user: UserOpt,
     path: PathOpt = None,
     ledger_url: LedgerOpt = None,
@@ -594,7 +597,7 @@ def undo(
     """Undo an automatic update decision: the memory it replaced or withdrew is active again."""
     with _open(path, ledger_url, chroma_host, create=False, live=True, chroma_port=chroma_port) as mm:
         scope = Scope(user_id=user)
-        restored = mm.undo(decision, scope=scope, reason=reason or "undone from the CLI")
+        restored = mm.undo(_resolve_activity(mm, decision, scope), scope=scope, reason=reason or "undone from the CLI")
         console.print(f"undone; {short_id(restored.id)} is {restored.status.value}: {_short(restored.content, 80)}")
 
 
@@ -760,16 +763,17 @@ def mcp_command(
     chroma_port: ChromaPortOpt = None,
     create: CreateOpt = False,
 ) -> None:
-    """Serve a user's memory to MCP clients: search, remember, correct, forget, explain and lineage resources.
+    r"""Serve a user's memory to MCP clients: search, remember, correct, forget, explain and lineage resources.
 
     The scope is the server's (--user/--agent/--session), never the model's. An embedded store has one writer
     process: while this server runs, nothing else may open that store for writing (use server mode to share it).
-    Needs the mcp extra: pip install 'memlineage[mcp]'.
+    Needs the mcp extra: pip install 'memlineage\[mcp]'.
     """
     try:
         from memlineage import mcp_server  # deferred: the mcp SDK is an extra, and heavy
     except ImportError as exc:
-        err_console.print(f"[red]error:[/] the MCP server needs the mcp extra: pip install 'memlineage[mcp]' ({exc})")
+        hint = escape(f"pip install 'memlineage[mcp]' ({exc})")
+        err_console.print(f"[red]error:[/] the MCP server needs the mcp extra: {hint}")
         raise typer.Exit(2) from None
     if transport not in ("stdio", "http"):
         err_console.print(f"[red]error:[/] unknown --transport {transport!r}; use stdio or http")

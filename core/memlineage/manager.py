@@ -346,13 +346,24 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         The settings choose where the store is (home, ledger URL and schema, Chroma host and port, collection,
         embedding model directory); the keyword arguments are :meth:`open`'s and override the settings' choice of
         ``index`` and ``embedder``.
+
+        Raises:
+            StorageError: the Chroma server the settings name cannot be reached (and what :meth:`open` raises).
         """
         s = settings or MemLineageSettings()
         if index is None and s.chroma_host:
             import chromadb  # deferred: chromadb is heavy and only server mode needs its HttpClient
 
             # made here, so the index owns it: close() releases its connections
-            client = chromadb.HttpClient(host=s.chroma_host, port=s.chroma_port)
+            try:
+                client = chromadb.HttpClient(host=s.chroma_host, port=s.chroma_port)
+            except Exception as exc:  # chromadb raises ValueError (or httpx errors) for a server it cannot reach
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                msg = (
+                    f"cannot reach the Chroma server at {s.chroma_host}:{s.chroma_port} ({first}); check "
+                    "MEMLINEAGE_CHROMA_HOST / MEMLINEAGE_CHROMA_PORT (or --chroma-host / --chroma-port)"
+                )
+                raise StorageError(msg) from None
             name = s.collection or collection_for(s.ledger_url, s.ledger_schema)
             index = ChromaIndex(client, name, owns_client=True)
         if embedder is None and s.embedding_model_dir:

@@ -261,7 +261,7 @@ def test_version_and_the_write_side_commands(tmp_path: Path, no_settings: Path) 
         mm.remember("bob's diary entry", scope=bob)
     where = ["--path", str(store)]
 
-    out = runner.invoke(app, ["undo", decision, "--user", "alice", *where])
+    out = runner.invoke(app, ["undo", short_id(decision), "--user", "alice", *where])  # the short id works
     assert out.exit_code == 0 and "undone" in out.output, out.output
     out = runner.invoke(app, ["revalidate", short_id(plan.id), "--user", "alice", *where])
     assert out.exit_code == 0 and "active" in out.output, out.output
@@ -278,3 +278,12 @@ def test_version_and_the_write_side_commands(tmp_path: Path, no_settings: Path) 
         assert mm.require(paris.id, scope=alice).status is Status.ACTIVE  # the undo held
         assert mm.require(plan.id, scope=alice).status is Status.ACTIVE
         assert mm.find(scope=bob) == [] and mm.verify().ok
+
+
+def test_an_unreachable_chroma_server_is_one_line_on_every_live_command(tmp_path: Path, no_settings: Path) -> None:
+    """Issue 27: a live command (here verify) with a Chroma server that does not answer: exit 2, one line."""
+    store = tmp_path / "store"
+    assert runner.invoke(app, ["stats", "--path", str(store), "--create"]).exit_code == 0
+    out = runner.invoke(app, ["verify", "--path", str(store), "--chroma-host", "127.0.0.1", "--chroma-port", "1"])
+    assert out.exit_code == 2 and "cannot reach the Chroma server at 127.0.0.1:1" in out.output, out.output
+    assert "Traceback" not in out.output and len(out.output.strip().splitlines()) <= 3
