@@ -42,7 +42,16 @@ from pydantic import Field, ValidationError
 from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViolationError
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, short_id
-from memlineage.tools import ARG_SCHEMAS, MAX_K, TOOL_SPECS, MemoryToolError, MemoryTools, marker
+from memlineage.tools import (
+    ARG_SCHEMAS,
+    MAX_K,
+    TOOL_SPECS,
+    MemoryToolError,
+    MemoryTools,
+    marker,
+    recalled_block,
+    recalled_line,
+)
 
 __all__ = ["EXPLAIN_TOOL", "LINEAGE_URI", "USER_HEADER", "MemoryMCP", "build_server", "serve"]
 
@@ -277,8 +286,14 @@ class MemoryMCP:
             ex = self.manager.explain(mem.id, scope=scope)
         except (MemoryNotFoundError, ScopeViolationError):
             raise MemoryToolError(f"no memory {marker(mem.id)} in this user's memory") from None
-        head = f"{marker(mem.id)} is {mem.status.value}."
-        return f"{head}\n{ex.to_text()}"
+        # every memory as one quoted line (who said it, when): a tool result's text never poses as another line
+        lines = [f"{'  ' * ex.depth.get(m.id, 0)}{recalled_line(m)}" for m in [ex.memory, *ex.ancestors]]
+        head = (
+            f"{marker(mem.id)} is {mem.status.value}; it and the premises it was derived from (wasDerivedFrom), "
+            "nearest first, indented by distance:"
+        )
+        decided = [f"- decision {d.id}: {d.name} ({d.outcome or 'applied'})" for d in ex.decisions]
+        return "\n".join([recalled_block(head, lines), *decided])
 
     def lineage(self, scope: Scope, memory_id: str) -> dict[str, Any]:
         """The lineage resource: the memory, its explanation, ancestors and descendants (JSON-ready)."""

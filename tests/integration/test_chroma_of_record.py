@@ -61,3 +61,26 @@ def test_stores_on_one_chroma_server_get_their_own_collections() -> None:
     assert len({a, b, c}) == 3 and all(x.startswith("memlineage_") for x in (a, b, c))
     assert collection_for("postgresql+psycopg://app:changed@db/mem", "tenant_a") == a  # the password is not part
     assert collection_for(None) == "memlineage"
+
+
+def test_a_reindex_cut_short_is_finished_by_the_next_open(tmp_path: Path) -> None:
+    """The ledger marks every row pending before the collection is dropped: a rebuild interrupted after the drop
+    leaves nothing marked indexed that the index lacks, and the repair on the next open finishes it."""
+    from memlineage.testing import FakeEmbedder
+
+    store = tmp_path / "store"
+    with MemoryManager.open(store, embedder=FakeEmbedder(), exact_max=0) as mm:
+        for i in range(5):
+            mm.remember(f"note {i} about kayaks", scope="alice")
+        mm.flush_index()
+
+        def cut(rows: object) -> None:
+            raise KeyboardInterrupt  # Ctrl-C under the CLI's progress bar
+
+        mm.services.index_sync._apply = cut  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt):
+            mm.reindex()
+    with MemoryManager.open(store, embedder=FakeEmbedder(), exact_max=0) as mm:
+        mm.flush_index()
+        assert mm.verify().ok
+        assert len(mm.recall("kayaks", scope="alice", k=10)) == 5

@@ -140,7 +140,7 @@ async def test_stdio_tools_lineage_scope_and_activities(tmp_path: Path) -> None:
 
         # explain: the conclusion rests on the (now superseded) Paris fact
         why = _ok(await session.call_tool("explain_memory", {"memory_id": f"[m:{short_id(ids['airport'])}]"}))
-        assert "suspect" in why and "I live in Paris" in why
+        assert "suspect" in why and '"I live in Paris"' in why and "<recalled_memories>" in why  # quoted lines
 
         # the lineage resource, both ways
         lin = await _lineage(session, ids["airport"])

@@ -262,6 +262,10 @@ def test_export_without_vectors_is_embedded_again_and_prov_bundle(tmp_path: Path
     assert [h.id for h in target.recall("hotel", scope=ALICE, k=1, reinforce=False, include_suspect=True)] == [
         ids["hotel"]
     ]
+    # the import embedded them again and kept the vectors: the dense leg serves them, not only the keyword leg
+    every = [m.id for m in target.find(scope=ALICE)]
+    assert every and set(target.ledger.vectors(every)) == set(every)
+    assert target.recall("hotel", scope=ALICE, k=3, reinforce=False).trace.legs["vector"] > 0
 
     prov = src.export(tmp_path / "alice.json", scope="alice", format="prov")
     doc = json.loads((tmp_path / "alice.json").read_text())

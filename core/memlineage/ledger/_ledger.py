@@ -276,6 +276,11 @@ class Ledger(GraphQueries, Locks):
             if vectors:
                 conn.execute(insert(embeddings), vectors)
 
+    def insert_vectors(self, conn: Connection, vectors: Sequence[tuple[str, bytes]]) -> None:
+        """Store the vectors of memories that have none yet (``(memory_id, float32 bytes)`` pairs)."""
+        if vectors:
+            conn.execute(insert(embeddings), [{"memory_id": mid, "embedding": vec} for mid, vec in vectors])
+
     def insert_edges(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert lineage edge rows (src, dst, relation, support, activity_id, user_id, created_at)."""
         if rows:

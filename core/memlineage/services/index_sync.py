@@ -484,8 +484,6 @@ class IndexSync:
             return self._reindex_locked(on_progress)
 
     def _reindex_locked(self, on_progress: Callable[[int, int], None] | None = None) -> int:
-        self.index.reset()
-        self.lexical.reset()
         rows = self.ledger.all_index_rows()
         gone = (Status.ARCHIVED.value, Status.ERASED.value)
         live = [r for r in rows if r["status"] not in gone]
@@ -493,14 +491,25 @@ class IndexSync:
         moved: dict[str, list[str]] = {"exact": [], "pending": []}
         for r in rows:
             target = state[r["user_id"]] if r["status"] not in gone else "removing"
-            # An indexed row is rewritten as it stands; the others take their plan's state (a new exact_max).
-            same = r["index_state"] == target or (target, r["index_state"]) == ("pending", "indexed")
-            if target in moved and not same:
+            # every row takes its plan's state (a new exact_max), an indexed one too: the ledger says what the
+            # index is about to lose before it loses it, so a rebuild cut short is finished by repair() on open
+            if target in moved and r["index_state"] != target:
                 moved[target].append(r["id"])
             r["index_state"] = target
+        # a memory without a stored vector (an import without vectors) is embedded once and the vector kept, so
+        # the exact plan, which reads vectors from the ledger, serves it too
+        missing = [r for r in live if r["embedding"] is None]
+        for start in range(0, len(missing), 256):
+            chunk = missing[start : start + 256]
+            for r, v in zip(chunk, self.embedding.embed([r["content"] for r in chunk]), strict=True):
+                r["embedding"] = encode_vector(v)
+            with self.ledger.transaction() as conn:
+                self.ledger.insert_vectors(conn, [(r["id"], r["embedding"]) for r in chunk])
         with self.ledger.transaction() as conn:
             for target, ids in moved.items():
                 self.ledger.update_memories(conn, ids, {"index_state": target})
+        self.index.reset()
+        self.lexical.reset()
         if on_progress is not None:
             on_progress(0, len(live))
         for start in range(0, len(live), 2000):
