@@ -77,11 +77,11 @@ class LineageChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The session's messages, oldest first (the last ``max_messages`` when set)."""
-        turns = shield(
-            self.history.manager, "LineageChatMessageHistory.messages", self.history.turns, self.max_messages,
-            default=[], scope=self.history.scope,
+        return shield(
+            self.history.manager, "LineageChatMessageHistory.messages",
+            lambda: [turn_to_message(t) for t in self.history.turns(self.max_messages)], default=[],
+            scope=self.history.scope,
         )  # fmt: skip
-        return [turn_to_message(t) for t in turns]
 
     @override
     async def aget_messages(self) -> list[BaseMessage]:

@@ -96,13 +96,19 @@ class LineageChatStore(BaseChatStore):
     @override
     def get_messages(self, key: str) -> list[ChatMessage]:
         history = self.history(key)
-        turns = shield(self.manager, "LineageChatStore.get_messages", history.turns, default=[], scope=history.scope)
-        return [turn_to_message(t) for t in turns]
+        return shield(
+            self.manager, "LineageChatStore.get_messages",
+            lambda: [turn_to_message(t) for t in history.turns()], default=[], scope=history.scope,
+        )  # fmt: skip
 
     @override
     def add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
         history = self.history(key)
-        if idx is not None and idx != len(history.turns()):
+        at_end = idx is None or idx == shield(
+            self.manager, "LineageChatStore.add_message", lambda: len(history.turns()), default=idx,
+            scope=history.scope,
+        )  # fmt: skip
+        if not at_end:
             msg = f"a MemLineage chat history is append-only; add_message(idx={idx}) can only append at the end"
             raise InvalidInputError(msg)
         entry = message_to_entry(message)  # bad input raises here, before anything is written

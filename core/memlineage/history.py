@@ -2,8 +2,9 @@
 
 Each message is a memory (``user``, ``agent``, ``tool:<name>`` or ``system`` source) in the user's scope, with the
 session id, and each occurrence of a message is a ``chat_message`` activity of that session that generated it
-(``wasGeneratedBy``) and records its position and the framework's message data (tool calls, ids; never the text,
-which stays in the memory, so erasure reaches it). Keeping occurrences apart from memories is what lets a session
+(``wasGeneratedBy``) and records its position and the framework's message data (tool calls, ids; the words as said
+only when they merged into an earlier memory with other words; erasure of the memory reaches them through that
+link). Keeping occurrences apart from memories is what lets a session
 say "yes" twice: the manager merges exact duplicates into one memory (``seen_again``), and the second occurrence
 is linked to it instead of vanishing.
 

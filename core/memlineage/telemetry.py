@@ -15,7 +15,8 @@ detection and the value gate note their own index queries' plan too) and ``memli
 adapter hook call; ``memlineage.hook.surface``). The write path's spans nest under ``memlineage.remember``; a
 hook's memory calls nest under its span. Scope ids are attributes ``memlineage.user.hash``,
 ``memlineage.agent.hash`` and ``memlineage.session.hash``: the first 16 hex digits of a SHA-256 (salted with
-:func:`configure`'s ``hash_salt``), never the ids themselves. No span carries memory content, queries, reasons or
+:func:`configure`'s ``hash_salt``; unsalted until it is given, and then a guessable id such as an e-mail address can
+be looked up from its hash), never the ids themselves. No span carries memory content, queries, reasons or
 exception messages (a failed span has status ERROR and ``error.type``, the exception's class).
 
 Metrics: counters ``memlineage.writes`` (memories written to the ledger), ``memlineage.update.decisions`` (by
