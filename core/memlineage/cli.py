@@ -977,10 +977,12 @@ def import_store(
     file's users, unless --merge. Ids are kept. Opens the store as its writer.
     """
     from memlineage.transfer import import_store as load
+    from memlineage.transfer import verify_file
 
     settings = None
     try:
         settings = _settings(path, ledger_url, chroma_host, chroma_port)
+        verify_file(file)  # a file that does not match its header is refused before any store is opened or made
         with _writer(settings) as mm, _progress() as bar:
             report = load(
                 mm, file, merge=merge, on_progress=bar("importing"), on_reindex_progress=bar("rebuilding the index")

@@ -197,6 +197,12 @@ def test_merge_adds_a_users_rows_to_theirs(tmp_path: Path) -> None:
     assert contents == {"Alice lives in Paris", own.content}
 
 
+def _edit_records(line: str) -> str:
+    header = json.loads(line)
+    header["records"] += 74
+    return json.dumps(header)
+
+
 def _edit_header(line: str) -> str:
     header = json.loads(line)
     header["tables"]["ml_memories"]["count"] += 1
@@ -210,6 +216,7 @@ def _edit_header(line: str) -> str:
         pytest.param(lambda lines: lines[:-1], id="truncated"),
         pytest.param(lambda lines: [*lines, lines[-1]], id="duplicated-record"),
         pytest.param(lambda lines: [_edit_header(lines[0]), *lines[1:]], id="header-count"),
+        pytest.param(lambda lines: [_edit_records(lines[0]), *lines[1:]], id="header-records"),
         pytest.param(
             lambda lines: [lines[0], *(x.replace('"use_count":0', '"use_count":7') for x in lines[1:])], id="number"
         ),
@@ -369,3 +376,18 @@ def test_cli_export_import_reindex(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert dst.get(ids["hotel"], scope=ALICE) is not None and dst.verify().ok
     finally:
         dst.close()
+
+
+def test_the_cli_refuses_a_tampered_file_before_it_makes_a_store(tmp_path: Path) -> None:
+    """``memlineage import`` checks the file first: a refused import leaves no store behind."""
+    from memlineage.cli import app
+    from typer.testing import CliRunner
+
+    src = make_manager()
+    _fill(src)
+    src.export(tmp_path / "s.jsonl")
+    first, *rest = (tmp_path / "s.jsonl").read_text().splitlines()
+    (tmp_path / "s.jsonl").write_text("\n".join([first, *rest[:-1]]) + "\n")
+    out = CliRunner().invoke(app, ["import", str(tmp_path / "s.jsonl"), "--path", str(tmp_path / "dst")])
+    assert out.exit_code == 2 and "does not match its header" in out.output, out.output
+    assert not (tmp_path / "dst").exists()

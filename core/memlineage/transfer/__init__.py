@@ -42,6 +42,7 @@ from memlineage.transfer._jsonl import (
     read_header,
     resolve_ledger,
     user_filter,
+    verify_file,
 )
 from memlineage.transfer._prov import export_prov
 
@@ -60,6 +61,7 @@ __all__ = [
     "export_store",
     "import_store",
     "read_header",
+    "verify_file",
 ]
 
 #: What ``export_store(format=...)`` accepts.

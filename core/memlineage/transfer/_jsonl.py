@@ -304,6 +304,21 @@ def _declared(header: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return header["tables"].get(name) or {"count": 0, "sha256": t.TableDigest().sha256}
 
 
+def verify_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Check an export against its header without a store: counts per table, record count and the body's SHA-256.
+
+    Returns:
+        The header.
+
+    Raises:
+        TransferIntegrityError: the file is not an export, or does not match its header.
+        InvalidInputError: the file cannot be read, or a newer release wrote it.
+    """
+    header = read_header(path)
+    _scan(Path(path), header)
+    return header
+
+
 def _scan(path: Path, header: Mapping[str, Any]) -> tuple[set[str], int]:
     """Check the record lines' hash (``body_sha256``) and the count per table before anything is written.
 
@@ -326,6 +341,8 @@ def _scan(path: Path, header: Mapping[str, Any]) -> tuple[set[str], int]:
         for name in sorted(set(header["tables"]) | set(counts))
         if counts.get(name, 0) != _declared(header, name)["count"]
     ]
+    if header.get("records") != records:
+        wrong.append(f"{records} records, header says {header.get('records')!r}")
     if body.hexdigest() != header.get("body_sha256"):
         wrong.append("the record lines' SHA-256 differs from the header's body_sha256")
     if wrong:
@@ -410,8 +427,8 @@ def import_store(
                 conn.execute(insert(current), batch)
             except IntegrityError as exc:
                 msg = (
-                    f"the target store already holds a {t.record_type(current)} of {str(file)!r} (same id or key); "
-                    "nothing was imported"
+                    f"the target store already holds {t.record_type(current)} rows of {str(file)!r} (the same ids "
+                    "or keys: this file, or part of it, was imported before); nothing was imported"
                 )
                 raise ImportConflictError(msg) from exc
             counts[current.name] = counts.get(current.name, 0) + len(batch)
