@@ -513,3 +513,32 @@ def test_many_sessions_appending_at_once_never_starve_the_pool(pg_schema: PgSche
         assert all(len(ChatHistory(mm, scope=f"user{i}", session_id="s").turns()) == 2 for i in range(n))
     finally:
         mm.close()
+
+
+def test_two_processes_undoing_one_decision_apply_it_once(pg_schema: PgSchema) -> None:
+    """The undo's checks are repeated under the target's row lock: one undo applies, the other is refused."""
+    from memlineage.errors import ConflictError
+
+    def detecting() -> MemoryManager:
+        return MemoryManager(ledger=Ledger(pg_schema.url), index=InMemoryIndex(), embedder=FakeEmbedder(), policy=None)
+
+    a, b = detecting(), detecting()
+    try:
+        for r in range(5):
+            scope = Scope(user_id=f"undo{r}")
+            paris = a.remember("I live in Paris", scope=scope)
+            a.remember("I moved to Lyon", scope=scope)
+            (decision,) = a.explain(paris.id, scope=scope).decisions
+            results = race(
+                1,
+                lambda _, m=a, d=decision.id, s=scope: m.undo(d, scope=s),
+                lambda _, m=b, d=decision.id, s=scope: m.undo(d, scope=s),
+                allow=(ConflictError, InvalidInputError),
+            )
+            done = [x for res in results for x in res if not isinstance(x, Exception)]
+            assert len(done) == 1, results
+            events = _rows(a, "SELECT count(*) FROM ml_events WHERE memory_id = :m AND type = 'restored'", m=paris.id)
+            assert events[0][0] <= 1
+    finally:
+        a.close()
+        b.close()

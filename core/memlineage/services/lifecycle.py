@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, case, select
 
 from memlineage._forget import clear_text_caches
-from memlineage.errors import InvalidInputError, MemoryNotFoundError
+from memlineage.errors import ConflictError, InvalidInputError, MemoryNotFoundError
 from memlineage.ledger import Ledger
 from memlineage.ledger._erase import ErasureSet
 from memlineage.ledger._schema import activities, events, memories
@@ -159,6 +159,14 @@ class Lifecycle:
             raise InvalidInputError(msg)
         now = self.clock()
         with self.ledger.transaction() as conn:
+            # the checks again, under the target's row lock: two processes undoing one decision apply it once
+            again = self.ledger.activity_rows([decision_id], conn)[0]
+            locked = self.ledger.lock_rows(conn, [target]).get(target)
+            if again is None or again["outcome"] == "undone" or locked is None or locked["status"] != expected.value:
+                msg = (
+                    f"decision {decision_id!r} or memory {target!r} changed while it was being undone; nothing was done"
+                )
+                raise ConflictError(msg)
             touched = self._undo_in(conn, row, scope, reason, now)
         self.syncer.sync(touched)
         return self.reads.require(target, scope=scope)
