@@ -138,10 +138,10 @@ LANGCHAIN_AGENT = [
     md("""
         # A LangChain travel agent whose memory has lineage
 
-        The `make demo` story, step by step: a classic LangChain `AgentExecutor` with
-        `LineageMemory` (recall before each turn, remember after it) and `LineageCaptureCallback` (tool calls and
-        their results captured with their call ids). Then the same ideas for langchain 1.x `create_agent`, with
-        `LineageMiddleware` and the LangGraph store `LineageStore`.
+        First langchain 1.x `create_agent` with `LineageMiddleware` (recall before each model call, tool calls
+        and results captured with their call ids, the answer derived from them) and the LangGraph store
+        `LineageStore`. Then the `make demo` story step by step on the classic `AgentExecutor`, with `LineageMemory`
+        and `LineageCaptureCallback`, and at the end the older `RunnableWithMessageHistory` path.
 
         Offline: `ScriptedTravelModel` stands in for a tool-calling chat model (it asks for a flight and a hotel
         when you say "find", for the city it reads in the request or in the recalled memories, and turns tool
@@ -179,31 +179,6 @@ LANGCHAIN_AGENT = [
         mm = MemoryManager.open(Path(workdir.name) / "store", clock=world.clock, policy=engine)
         alice = Scope(user_id="alice", session_id="trip-planning")
         print("tools:", [t.name for t in tools])
-    """),
-    md("""
-        ## The agent: one memory, one callback
-
-        `LineageMemory` is a classic `BaseMemory`: before each turn it recalls the memories relevant to the input
-        (scope-filtered, suspect and expired memories excluded), after it stores the user turn and the answer,
-        the answer derived from the turn and from what was recalled. `LineageCaptureCallback` records each tool
-        call as an activity (with LangChain's `run_id` and the model's `tool_call_id`) and its output as a
-        `tool:<name>` memory; `tool_tags` labels fare quotes for the freshness policy.
-    """),
-    code("""
-        memory = LineageMemory(manager=mm, scope=alice, memory_key="chat_history", return_messages=True, k=6)
-        capture = LineageCaptureCallback(
-            mm, scope=alice, capture_reasoning=False, tool_tags={"get_flight_price": ["flight_price"]}
-        )
-        agent = AgentExecutor(
-            agent=create_tool_calling_agent(ScriptedTravelModel(), tools, PROMPT), tools=tools, memory=memory
-        )
-
-
-        def ask(text: str) -> str:
-            out = agent.invoke({"input": text}, config={"callbacks": [capture]})
-            console.print(f"[bold green]user:[/] {text}\\n[bold blue]agent:[/] {out['output']}")
-            world.advance(0.1)  # six simulated minutes per turn
-            return out["output"]
 
 
         def all_versions(scope: Scope) -> list:
@@ -226,6 +201,132 @@ LANGCHAIN_AGENT = [
                 table.add_row(short[m.id], status, str(m.source), f"{m.trust:.2f}", premises,
                               str(m.metadata.get("tool_call_id") or ""), m.content)
             console.print(table)
+    """),
+    md("""
+        ## `create_agent` with `LineageMiddleware` and `LineageStore`
+
+        The middleware gives a `create_agent` agent its memory: it recalls memories
+        into the system message before the model call, records each tool call (with its `tool_call_id`) and its
+        result, and stores the final answer derived from the turn and the results. The scope comes from the run
+        config (`metadata.user_id`, `thread_id` as the session). `LineageStore` is a LangGraph `BaseStore`:
+        `namespace[0]` is the user, each `(namespace, key)` is a slot, so a new `put` supersedes the old value.
+
+        The fake model replays scripted messages (`FakeMessagesListChatModel`, as in the unit tests) and keeps the
+        system prompt of each call so that we can see what the middleware injected.
+    """),
+    code("""
+        from langchain.agents import create_agent
+        from langchain.tools import ToolRuntime
+        from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+        from langchain_core.messages import AIMessage, HumanMessage
+        from langchain_core.tools import tool
+        from pydantic import Field
+
+        from memlineage_langchain import LineageMiddleware, LineageStore
+
+
+        class ScriptedChatModel(FakeMessagesListChatModel):
+            \"\"\"Replays `responses` in order; remembers the system prompt of every call.\"\"\"
+
+            system_prompts: list = Field(default_factory=list)
+
+            def bind_tools(self, tools, **kwargs):
+                return self
+
+            def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+                self.system_prompts.append(next((str(m.content) for m in messages if m.type == "system"), ""))
+                return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+        def calls(*specs):
+            calls = [{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in specs]
+            return AIMessage(content="", tool_calls=calls)
+
+
+        @tool
+        def save_preference(key: str, text: str, runtime: ToolRuntime) -> str:
+            \"\"\"Save a travel preference of the current user in the long-term store.\"\"\"
+            runtime.store.put((runtime.config["metadata"]["user_id"], "prefs"), key, {"text": text})
+            return f"saved {key}: {text}"
+
+
+        store = LineageStore(mm)
+        middleware = LineageMiddleware(mm, k=5)
+        bob = Scope(user_id="bob", session_id="bob-1")
+        model = ScriptedChatModel(responses=[
+            calls(("save_preference", {"key": "seat", "text": "window seat"}, "call_pref_1"),
+                  ("get_flight_price", {"city": "Rome", "date": "2026-05-03"}, "call_flight_rome"),
+                  ("search_hotels", {"city": "Rome"}, "call_hotels_rome")),
+            AIMessage(content="Here are your Rome options for 3 May: the flight and Albergo Roma. Window seat saved."),
+            AIMessage(content="You prefer a window seat."),
+        ])
+        bob_agent = create_agent(model, [save_preference, *tools], system_prompt="You are a travel agent.",
+                                 middleware=[middleware], store=store)
+        out = bob_agent.invoke(
+            {"messages": [HumanMessage(
+                "I always take a window seat. Find me a flight and a hotel in Rome for 3 May."
+            )]},
+            config={"metadata": {"user_id": "bob", "session_id": "bob-1"}},
+        )
+        print("agent:", out["messages"][-1].content)
+        ledger(Scope(user_id="bob"), "bob's ledger after one create_agent turn")
+        print("store:", store.get(("bob", "prefs"), "seat").value)
+    """),
+    md("""
+        In a later session the middleware recalls bob's memories into the system message (the message history
+        itself is untouched), each with its source:
+    """),
+    code("""
+        out = bob_agent.invoke({"messages": [HumanMessage("Which seat do I like?")]},
+                               config={"metadata": {"user_id": "bob", "session_id": "bob-2"}})
+        print("agent:", out["messages"][-1].content)
+        print("\\nsystem prompt the model saw:\\n" + model.system_prompts[-1])
+        assert "window seat" in model.system_prompts[-1]
+    """),
+    md("""
+        ## The store keeps versions; corrections cascade here too
+
+        Putting a new value under the same key supersedes the old item (`get` returns the new one, the ledger
+        keeps both, linked). Correcting bob's request makes the Rome results and the answer derived from it
+        suspect (the classic agent below does the same).
+    """),
+    code("""
+        store.put(("bob", "prefs"), "seat", {"text": "aisle seat"})
+        print("store now:", store.get(("bob", "prefs"), "seat").value)
+        print("search:", [(i.key, i.value) for i in store.search(("bob", "prefs"), query="seat preference")])
+
+        request = next(m for m in mm.find(scope="bob") if m.content.startswith("I always take a window seat"))
+        report = mm.supersede(
+            request.id, "I always take a window seat. Find me a flight and a hotel in Lyon for 3 May.",
+            scope=bob, source="user",
+        )
+        print(f"\\n{len(report.suspect)} memories derived from the Rome request are suspect now")
+        ledger(Scope(user_id="bob"), "bob's ledger after the store update and the correction")
+    """),
+    md("""
+        ## The classic `AgentExecutor`: one memory, one callback
+
+        `LineageMemory` is a classic `BaseMemory`: before each turn it recalls the memories relevant to the input
+        (scope-filtered, suspect and expired memories excluded), after it stores the user turn and the answer,
+        the answer derived from the turn and from what was recalled. `LineageCaptureCallback` records each tool
+        call as an activity (with LangChain's `run_id` and the model's `tool_call_id`) and its output as a
+        `tool:<name>` memory; `tool_tags` labels fare quotes for the freshness policy.
+    """),
+    code("""
+        memory = LineageMemory(manager=mm, scope=alice, memory_key="chat_history", return_messages=True, k=6)
+        capture = LineageCaptureCallback(
+            mm, scope=alice, capture_reasoning=False, tool_tags={"get_flight_price": ["flight_price"]}
+        )
+        agent = AgentExecutor(
+            agent=create_tool_calling_agent(ScriptedTravelModel(), tools, PROMPT), tools=tools, memory=memory
+        )
+
+
+        def ask(text: str) -> str:
+            out = agent.invoke({"input": text}, config={"callbacks": [capture]})
+            console.print(f"[bold green]user:[/] {text}\\n[bold blue]agent:[/] {out['output']}")
+            world.advance(0.1)  # six simulated minutes per turn
+            return out["output"]
     """),
     md("## Turn 1: the user states the trip and a preference"),
     code("""
@@ -350,108 +451,6 @@ LANGCHAIN_AGENT = [
     code("""
         ledger(alice, "the whole story in the ledger")
         print(mm.stats(alice))
-    """),
-    md("""
-        ## langchain 1.x: `create_agent` with `LineageMiddleware` and `LineageStore`
-
-        The middleware does for `create_agent` what the memory and the callback do above: it recalls memories
-        into the system message before the model call, records each tool call (with its `tool_call_id`) and its
-        result, and stores the final answer derived from the turn and the results. The scope comes from the run
-        config (`metadata.user_id`, `thread_id` as the session). `LineageStore` is a LangGraph `BaseStore`:
-        `namespace[0]` is the user, each `(namespace, key)` is a slot, so a new `put` supersedes the old value.
-
-        The fake model replays scripted messages (`FakeMessagesListChatModel`, as in the unit tests) and keeps the
-        system prompt of each call so that we can see what the middleware injected.
-    """),
-    code("""
-        from langchain.agents import create_agent
-        from langchain.tools import ToolRuntime
-        from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-        from langchain_core.messages import AIMessage, HumanMessage
-        from langchain_core.tools import tool
-        from pydantic import Field
-
-        from memlineage_langchain import LineageMiddleware, LineageStore
-
-
-        class ScriptedChatModel(FakeMessagesListChatModel):
-            \"\"\"Replays `responses` in order; remembers the system prompt of every call.\"\"\"
-
-            system_prompts: list = Field(default_factory=list)
-
-            def bind_tools(self, tools, **kwargs):
-                return self
-
-            def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-                self.system_prompts.append(next((str(m.content) for m in messages if m.type == "system"), ""))
-                return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-
-
-        def calls(*specs):
-            calls = [{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in specs]
-            return AIMessage(content="", tool_calls=calls)
-
-
-        @tool
-        def save_preference(key: str, text: str, runtime: ToolRuntime) -> str:
-            \"\"\"Save a travel preference of the current user in the long-term store.\"\"\"
-            runtime.store.put((runtime.config["metadata"]["user_id"], "prefs"), key, {"text": text})
-            return f"saved {key}: {text}"
-
-
-        store = LineageStore(mm)
-        middleware = LineageMiddleware(mm, k=5)
-        bob = Scope(user_id="bob", session_id="bob-1")
-        model = ScriptedChatModel(responses=[
-            calls(("save_preference", {"key": "seat", "text": "window seat"}, "call_pref_1"),
-                  ("get_flight_price", {"city": "Rome", "date": "2026-05-03"}, "call_flight_rome"),
-                  ("search_hotels", {"city": "Rome"}, "call_hotels_rome")),
-            AIMessage(content="Here are your Rome options for 3 May: the flight and Albergo Roma. Window seat saved."),
-            AIMessage(content="You prefer a window seat."),
-        ])
-        bob_agent = create_agent(model, [save_preference, *tools], system_prompt="You are a travel agent.",
-                                 middleware=[middleware], store=store)
-        out = bob_agent.invoke(
-            {"messages": [HumanMessage(
-                "I always take a window seat. Find me a flight and a hotel in Rome for 3 May."
-            )]},
-            config={"metadata": {"user_id": "bob", "session_id": "bob-1"}},
-        )
-        print("agent:", out["messages"][-1].content)
-        ledger(Scope(user_id="bob"), "bob's ledger after one create_agent turn")
-        print("store:", store.get(("bob", "prefs"), "seat").value)
-    """),
-    md("""
-        In a later session the middleware recalls bob's memories into the system message (the message history
-        itself is untouched), each with its source:
-    """),
-    code("""
-        out = bob_agent.invoke({"messages": [HumanMessage("Which seat do I like?")]},
-                               config={"metadata": {"user_id": "bob", "session_id": "bob-2"}})
-        print("agent:", out["messages"][-1].content)
-        print("\\nsystem prompt the model saw:\\n" + model.system_prompts[-1])
-        assert "window seat" in model.system_prompts[-1]
-        assert "Paris" not in model.system_prompts[-1] and "Lyon" not in model.system_prompts[-1]  # alice's stay hers
-    """),
-    md("""
-        ## The store keeps versions; corrections cascade here too
-
-        Putting a new value under the same key supersedes the old item (`get` returns the new one, the ledger
-        keeps both, linked). Correcting bob's request makes the Rome results and the answer derived from it
-        suspect, exactly as with the classic agent.
-    """),
-    code("""
-        store.put(("bob", "prefs"), "seat", {"text": "aisle seat"})
-        print("store now:", store.get(("bob", "prefs"), "seat").value)
-        print("search:", [(i.key, i.value) for i in store.search(("bob", "prefs"), query="seat preference")])
-
-        request = next(m for m in mm.find(scope="bob") if m.content.startswith("I always take a window seat"))
-        report = mm.supersede(
-            request.id, "I always take a window seat. Find me a flight and a hotel in Lyon for 3 May.",
-            scope=bob, source="user",
-        )
-        print(f"\\n{len(report.suspect)} memories derived from the Rome request are suspect now")
-        ledger(Scope(user_id="bob"), "bob's ledger after the store update and the correction")
     """),
     md("""
         ## A chat history with lineage: `RunnableWithMessageHistory`
