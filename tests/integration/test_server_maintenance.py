@@ -76,3 +76,51 @@ def test_the_other_store_survives_maintenance(
     assert b.verify().ok
     # and a sees b's writes, old and new
     assert {"Bob keeps a green canoe in Lyon.", "Bob also owns a paddle board."} <= _texts(a, "canoe paddle", BOB)
+
+
+_OTHER_PROCESS = """
+import sys
+import chromadb
+from chromadb.config import Settings
+from memlineage import MemoryManager
+from memlineage.ledger import migrate
+from memlineage.testing import FakeEmbedder
+
+url, host, port, collection, call = sys.argv[1:6]
+if call == "migrate":
+    migrate(url)
+else:
+    client = chromadb.HttpClient(host=host, port=int(port), settings=Settings(anonymized_telemetry=False))
+    with MemoryManager.open(ledger_url=url, chroma_client=client, collection=collection, embedder=FakeEmbedder(),
+                            exact_max=0) as mm:
+        mm.remember("Carol keeps a blue raft in Bergen.", scope="carol")
+        mm.reindex() if call == "reindex" else mm.verify(fix=True)
+        mm.flush_index()
+"""
+
+
+@pytest.mark.parametrize("call", sorted(MAINTENANCE))
+def test_a_store_survives_maintenance_run_by_another_os_process(
+    call: str, pg_schema: PgSchema, chroma_server: ChromaServer
+) -> None:
+    """The same, with the maintenance in a separate OS process (its own interpreter, engine and Chroma client)."""
+    import subprocess
+    import sys
+
+    collection = unique_collection("maintp")
+    mm = MemoryManager.open(
+        ledger_url=pg_schema.url, chroma_client=chroma_server.client(), collection=collection,
+        embedder=FakeEmbedder(), exact_max=0,
+    )  # fmt: skip
+    try:
+        mm.remember("Alice keeps a red kayak in Oslo.", scope=ALICE)
+        mm.flush_index()
+        args = [pg_schema.url, chroma_server.host, str(chroma_server.port), collection, call]
+        subprocess.run([sys.executable, "-c", _OTHER_PROCESS, *args], check=True, timeout=240)  # noqa: S603
+        assert "Alice keeps a red kayak in Oslo." in _texts(mm, "kayak", ALICE)  # no restart, no error
+        mm.remember("Alice also owns a paddle board.", scope=ALICE)
+        mm.flush_index()
+        assert "Alice also owns a paddle board." in _texts(mm, "paddle board", ALICE)
+        assert mm.verify().ok
+    finally:
+        mm.close()
