@@ -6,7 +6,7 @@ import asyncio
 from typing import Any, Literal
 
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr
+from llama_index.core.bridge.pydantic import ConfigDict, Field
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from memlineage.capture import shield
 from memlineage.construct import typed_construction
@@ -65,7 +65,6 @@ class LineageChatStore(BaseChatStore):
     user_id: str = Field(description="The user whose sessions the keys name.")
     agent_id: str | None = Field(default=None, description="Optional agent within the user's scope.")
     on_clear: Literal["retract", "forget"] = Field(default="retract", description="How deletes invalidate.")
-    _histories: dict[str, ChatHistory] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -80,11 +79,13 @@ class LineageChatStore(BaseChatStore):
         return "LineageChatStore"
 
     def history(self, key: str) -> ChatHistory:
-        """The :class:`~memlineage.history.ChatHistory` of session ``key``."""
-        if key not in self._histories:
-            scope = Scope(user_id=self.user_id, agent_id=self.agent_id, session_id=key)
-            self._histories[key] = ChatHistory(self.manager, scope=scope, on_clear=self.on_clear)
-        return self._histories[key]
+        """The :class:`~memlineage.history.ChatHistory` of session ``key``.
+
+        Made per call (it is a light view; the session's lock is shared by every view alive), so a store that sees
+        many sessions keeps nothing per session.
+        """
+        scope = Scope(user_id=self.user_id, agent_id=self.agent_id, session_id=key)
+        return ChatHistory(self.manager, scope=scope, on_clear=self.on_clear)
 
     @override
     def set_messages(self, key: str, messages: list[ChatMessage]) -> None:

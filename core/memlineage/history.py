@@ -104,8 +104,10 @@ def payload_from_json(value: Any) -> Any:
     return value
 
 
-# One lock per (store, session) in this process, shared by every ChatHistory object of that session.
-_SESSION_LOCKS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str | None, str | None], threading.RLock]] = (
+# One lock per (store, session) in this process, shared by every ChatHistory object of that session; held weakly
+# on both sides, so a session's lock lives as long as one of its ChatHistory objects does (no growth with the
+# number of sessions a long-running process has seen).
+_SESSION_LOCKS: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[tuple[str, str | None, str | None], Any]] = (
     weakref.WeakKeyDictionary()
 )
 _SESSION_LOCKS_GUARD = threading.Lock()
@@ -115,10 +117,13 @@ def _session_lock(manager: Any, scope: Scope) -> threading.RLock:
     key = (scope.user_id, scope.agent_id, scope.session_id)
     with _SESSION_LOCKS_GUARD:
         try:
-            locks = _SESSION_LOCKS.setdefault(manager, {})
+            locks = _SESSION_LOCKS.setdefault(manager, weakref.WeakValueDictionary())
         except TypeError:  # a manager that cannot be weakly referenced: a lock of its own, kept on nothing shared
             return threading.RLock()
-        return locks.setdefault(key, threading.RLock())
+        lock = locks.get(key)
+        if lock is None:
+            lock = locks[key] = threading.RLock()
+        return lock
 
 
 @dataclass(frozen=True)

@@ -321,3 +321,23 @@ def test_a_replace_whose_append_fails_leaves_the_old_history_whole(monkeypatch: 
     assert all(m.status is Status.ACTIVE for m in mm.find(scope=Scope(user_id="alice")))
     history.replace(new)  # and once it works, the new history is there, in order
     assert [t.text for t in history.turns()] == ["I live in Paris", "Noted, Paris!", "Book it"]
+
+
+def test_a_sessions_lock_lives_as_long_as_its_histories() -> None:
+    """Histories of one session share a lock; once none is left it goes (no growth with the sessions seen)."""
+    import gc
+
+    from memlineage import history as history_module
+
+    mm = make_manager()
+    scope = Scope(user_id="alice", session_id="s1")
+    first, second = ChatHistory(mm, scope=scope), ChatHistory(mm, scope=scope)
+    assert first._lock is second._lock
+    for n in range(50):
+        ChatHistory(mm, scope=Scope(user_id="alice", session_id=f"gone-{n}"))
+    gc.collect()
+    held = history_module._SESSION_LOCKS[mm]
+    assert len(held) == 1  # only the session whose histories are still alive
+    del first, second
+    gc.collect()
+    assert len(held) == 0
