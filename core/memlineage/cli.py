@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import shutil
-import sqlite3
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +49,7 @@ from memlineage.models import SHORT_ID_CHARS, Scope, Status, match_short_id, sho
 from memlineage.policy import builtin_policies
 from memlineage.render import explanation_tree
 from memlineage.settings import MemLineageSettings
+from memlineage.transfer._backup import snapshot_ledger
 
 #: Entry point group under which packages register ``memlineage demo`` stories (``agent``: the LangChain one).
 DEMO_GROUP = "memlineage.demos"
@@ -194,24 +194,6 @@ def _ensure_exists(settings: Any, create: bool) -> None:
         MemoryManager.from_settings(settings, embedder=_embedder(settings)).close()
 
 
-def _snapshot_ledger(db: Path, into: Path) -> Path:
-    """Copy ``db`` through a read-only connection with SQLite's online backup (consistent under a live writer)."""
-    target = into / "ledger.db"
-    src = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        dst = sqlite3.connect(target)
-        try:
-            src.backup(dst)
-        finally:
-            dst.close()
-    except sqlite3.Error as exc:
-        msg = f"cannot read a snapshot of {db}: {exc}"
-        raise _Fail(msg) from exc
-    finally:
-        src.close()
-    return target
-
-
 def _load_index(mm: MemoryManager) -> None:
     """Fill an in-memory index from the vectors stored in the ledger (re-embedding rows without one); no writes."""
     rows = [
@@ -252,7 +234,7 @@ def _reader(settings: Any, *, live: bool) -> Iterator[MemoryManager]:
             client = _chroma_client(settings)
         else:
             home = Path(settings.home or DEFAULT_DIR).expanduser()
-            ledger = Ledger(f"sqlite:///{_snapshot_ledger(home / 'ledger.db', Path(tmp))}")
+            ledger = Ledger(f"sqlite:///{snapshot_ledger(home / 'ledger.db', tmp)}")
             client = None
         if client is not None:
             name = settings.collection or collection_for(settings.ledger_url, settings.ledger_schema)
@@ -944,7 +926,7 @@ def export_store(
                 ledger = Ledger(settings.ledger_url, schema=settings.ledger_schema)
             else:
                 home = Path(settings.home or DEFAULT_DIR).expanduser()
-                ledger = Ledger(f"sqlite:///{_snapshot_ledger(home / 'ledger.db', Path(tmp))}")
+                ledger = Ledger(f"sqlite:///{snapshot_ledger(home / 'ledger.db', tmp)}")
             try:
                 with _progress() as bar:
                     summary = export(ledger, out, scope=user, format=fmt, vectors=vectors, on_progress=bar("exporting"))  # type: ignore[arg-type]

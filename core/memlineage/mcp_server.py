@@ -41,7 +41,7 @@ from pydantic import Field, ValidationError
 
 from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViolationError
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, short_id
+from memlineage.models import Activity, Memory, Scope, new_id
 from memlineage.tools import (
     ARG_SCHEMAS,
     MAX_K,
@@ -256,28 +256,7 @@ class MemoryMCP:
             MemoryToolError: malformed, unknown, another user's, or ambiguous id (one message for unknown and
                 another user's).
         """
-        raw = memory_id.strip() if isinstance(memory_id, str) else ""
-        m = _ID.match(raw)
-        if not m:
-            raise MemoryToolError("memory_id must be a marker from search_memory, e.g. m:1a2b3c4d")
-        key = m.group(1).lower()
-        not_found = MemoryToolError(f"no memory [m:{short_id(key)}] in this user's memory; search_memory for its id")
-        if len(key) == 36:
-            full: str | None = key
-        else:
-            matches = match_short_id(key, self.manager.ledger.ids_in_scope(scope))
-            if len(matches) > 1:
-                raise MemoryToolError(f"m:{key} matches several memories; use more characters of the id")
-            full = matches[0] if matches else None
-        if full is None:
-            raise not_found
-        try:
-            mem = self.manager.get(full, scope=scope)
-        except (ScopeViolationError, MemoryNotFoundError, InvalidInputError):
-            mem = None
-        if mem is None or not scope.contains(mem.scope):
-            raise not_found
-        return mem
+        return self.toolkit(scope).tools.resolve(memory_id, live=False)
 
     def explain_text(self, scope: Scope, memory_id: Any) -> str:
         """``explain_memory``: where a memory came from, as an indented tree of premises and activities."""

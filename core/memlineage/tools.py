@@ -303,12 +303,17 @@ class MemoryTools:
         while len(self._shown) > _MAX_SHOWN:
             self._shown.popitem(last=False)
 
-    def resolve(self, memory_id: Any) -> Memory:
-        """The live memory a model-given id names (``m:1a2b3c4d``, ``[m:1a2b3c4d]``, or a full id) in this scope.
+    def resolve(self, memory_id: Any, *, live: bool = True) -> Memory:
+        """The memory a model-given id names (``m:1a2b3c4d``, ``[m:1a2b3c4d]``, or a full id) in this scope.
+
+        Args:
+            memory_id: The id as the model gave it.
+            live: Refuse a memory that is no longer active or suspect (default); False accepts any status
+                (explaining a past version).
 
         Raises:
             MemoryToolError: malformed id, no such memory in this scope (also for another user's id), ambiguous
-                prefix, or a memory that is no longer live.
+                prefix, or (with ``live``) a memory that is no longer live.
         """
         raw = memory_id.strip() if isinstance(memory_id, str) else ""
         m = _ID.match(raw)
@@ -321,7 +326,8 @@ class MemoryTools:
         elif key in self._shown:
             full = self._shown[key]
         else:
-            matches = match_short_id(key, [x.id for x in self.manager.find(scope=self.scope)])
+            wanted = ("active", "suspect") if live else None
+            matches = match_short_id(key, self.manager.ledger.ids_in_scope(self.scope, statuses=wanted))
             if len(matches) > 1:
                 raise MemoryToolError(f"m:{key} matches several memories; use more characters of the id")
             full = matches[0] if matches else None
@@ -333,7 +339,7 @@ class MemoryTools:
             mem = None
         if mem is None or not self.scope.contains(mem.scope):
             raise not_found
-        if mem.status.value not in ("active", "suspect"):
+        if live and mem.status.value not in ("active", "suspect"):
             newest = self._newest(mem)
             hint = f"; its current version is {marker(newest)}" if newest else ""
             raise MemoryToolError(f"{marker(mem.id)} is {mem.status.value}, not a current memory{hint}")

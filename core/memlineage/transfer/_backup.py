@@ -121,6 +121,35 @@ def backup_store(source: Any, path: str | os.PathLike[str]) -> BackupReport:
         return _copy(raw, home, dest, started)
 
 
+def snapshot_ledger(db: str | os.PathLike[str], into: str | os.PathLike[str]) -> Path:
+    """Copy the ledger file ``db`` to ``into/ledger.db`` through a read-only connection (SQLite's online backup).
+
+    Consistent while another process holds the store and writes to it; takes no writer lock. The read-only views
+    of the CLI and the viewer read such a copy.
+
+    Raises:
+        StorageError: ``db`` cannot be opened read-only, or the copy failed.
+    """
+    source, target = Path(db), Path(into) / "ledger.db"
+    try:
+        src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        msg = f"cannot open {source} read-only: {exc}"
+        raise StorageError(msg) from exc
+    try:
+        dst = sqlite3.connect(target)
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    except sqlite3.Error as exc:
+        msg = f"cannot read a snapshot of {source}: {exc}"
+        raise StorageError(msg) from exc
+    finally:
+        src.close()
+    return target
+
+
 def backup_ledger_file(db: str | os.PathLike[str], path: str | os.PathLike[str]) -> BackupReport:
     """Back up the ledger file ``db`` of an embedded store that another process may hold and write to.
 

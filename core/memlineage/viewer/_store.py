@@ -12,7 +12,6 @@ writer lock is then held until the viewer stops.
 from __future__ import annotations
 
 import shutil
-import sqlite3
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from memlineage.index import InMemoryIndex, OnnxMiniLMEmbedder
 from memlineage.ledger import Ledger
 from memlineage.manager import DEFAULT_DIR, MemoryManager
 from memlineage.policy import builtin_policies
+from memlineage.transfer._backup import snapshot_ledger
 
 __all__ = ["ViewerStore"]
 
@@ -93,7 +93,7 @@ class ViewerStore:
         if self._mm is None or signature != self._signature:
             self._drop()
             self._tmp = tempfile.mkdtemp(prefix="memlineage-viewer-")
-            copy = _snapshot(self._home() / "ledger.db", Path(self._tmp))
+            copy = snapshot_ledger(self._home() / "ledger.db", Path(self._tmp))
             self._mm = self._reader(Ledger(f"sqlite:///{copy}"))
             self._signature = signature
         return self._mm
@@ -127,25 +127,3 @@ class ViewerStore:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
         self._signature = None
-
-
-def _snapshot(db: Path, into: Path) -> Path:
-    """Copy ``db`` through a read-only connection with SQLite's online backup (consistent under a live writer)."""
-    target = into / "ledger.db"
-    try:
-        src = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        msg = f"cannot open {db} read-only: {exc}"
-        raise StorageError(msg) from exc
-    try:
-        dst = sqlite3.connect(target)
-        try:
-            src.backup(dst)
-        finally:
-            dst.close()
-    except sqlite3.Error as exc:
-        msg = f"cannot read a snapshot of {db}: {exc}"
-        raise StorageError(msg) from exc
-    finally:
-        src.close()
-    return target
