@@ -6,7 +6,9 @@ withdrawals, implicit updates with no cue word, updates buried in long messages 
 **non-updates** (a sibling's city, a second pet, "I used to live in X", a hypothetical, a friend's news, the same
 attribute of another person); and questions about the **past** value. English (``en``) and Chinese with mixed
 Chinese-English (``zh``). The ``dev`` suites are for development; the ``test`` suites are run once, at the end, and
-their first-run figures are the honest ones (``--suites test``).
+their first-run figures are the honest ones (``--suites test``). Once a test suite has been run, later changes are
+measured on a fresh one written the same way (``test2``: written after the read-time contenders rule was tuned on
+``dev``, by a helper who read neither the code nor the other suites).
 
 The scenarios are dealt to users (at most one per category per user, so a user's facts never conflict across
 scenarios), each user's scenarios interleaved in time in one store, each turn at its day, a session per day; the
@@ -20,7 +22,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|test|all] [--systems ...]``; writes
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|test|test2|all] [--systems ...]``; writes
 ``benchmarks/results/bench_updates.json``.
 """
 
@@ -50,7 +52,7 @@ K = 3
 
 def load_suites(which: str) -> list[dict[str, Any]]:
     """The scenarios of the ``dev``, ``test`` or ``all`` suites, each tagged with its suite name."""
-    splits = ("dev", "test") if which == "all" else (which,)
+    splits = ("dev", "test", "test2") if which == "all" else (which,)
     out = []
     for path in sorted(DATA.glob("updates_*_*.json")):
         if path.stem.rsplit("_", 1)[1] not in splits:
@@ -152,7 +154,7 @@ def score(system: System, histories: Sequence[History], asks: Sequence[dict[str,
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--suites", choices=("dev", "test", "all"), default="dev")
+    ap.add_argument("--suites", choices=("dev", "test", "test2", "all"), default="dev")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--fake-embedder", action="store_true")
     ap.add_argument("--failures", action="store_true", help="print the scenarios each MemLineage row gets wrong")

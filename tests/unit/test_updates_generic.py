@@ -28,6 +28,7 @@ from memlineage.reconcile._signals import (
     asserting_text,
     clauses_of,
     numbers_in,
+    query_people,
     values_of,
 )
 from memlineage.retrieval import RetrievalConfig
@@ -473,3 +474,53 @@ def test_the_statement_that_answers_outranks_requests_worded_like_the_query(mm: 
     assert plain[0].memory.content.startswith("Book me")  # without the boost the request's words win
     past = mm.recall("Where was I going before?", scope="alice", k=5)  # a history read is not re-ranked
     assert all("answer" not in h.scores for h in past)
+
+
+# ------------------------------------------------------------------------------------------------ contenders
+def test_who_a_query_asks_about_and_who_a_clause_is_about() -> None:
+    assert query_people("How old is Ava?") == {"ava"}
+    assert query_people("Where does my mom live?") == {"mom"}
+    assert query_people("我大女儿今年多大？") == {"大女儿"}
+    assert query_people("What city do I live in?") == frozenset()
+    assert query_people("我在哪家公司工作？") == frozenset()  # a question word is nobody
+    assert [c.subject for c in clauses_of("My other brother Diego just moved to Lisbon.")] == ["brother"]
+    assert clauses_of("My assistant's email is tessa@brightlane.io.")[0].subject == "assistant"
+    assert clauses_of("我大学室友刚从华为跳去小米了。")[0].subject == "室友"
+    assert clauses_of("Back in my twenties I waited tables in Providence.")[0].past
+
+
+def test_the_later_of_two_contending_answers_ranks_first_without_shared_words(
+    mm: MemoryManager, clock: Clock
+) -> None:
+    """No cue, no shared word, no slot: the query names what both answer (a company), and the values differ."""
+    old = say(mm, clock, "I'm a backend engineer at Shopify, mostly Rails.", 0)
+    say(mm, clock, "Can you suggest a pasta recipe without cream?", 3)
+    new = say(mm, clock, "First week at Datadog done, onboarding is intense but the team is great.", 40)
+    result = mm.recall("What company do I work for?", scope="alice", k=3, trace=True)
+    assert result.ids[0] == new and old not in result.ids[:2]
+    assert any(c.older == old and c.newer == new and "best answer" in c.reason for c in result.trace.conflicts)
+    assert mm.require(old, scope="alice").status is Status.ACTIVE  # nothing written
+    before = mm.recall("Where did I work before?", scope="alice", k=3)
+    assert old in before.ids and all(h.newer is None for h in before)
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "query"),
+    [
+        ("My brother Carlos lives in Madrid.", "My other brother Diego just moved to Lisbon.", "Where does Carlos live?"),
+        ("My daughter Ava is 7 and in second grade.", "Her brother Max is 10, into coding.", "How old is Ava?"),
+        ("I live in Minneapolis, in the North Loop.", "Back in my twenties I lived in Phoenix.", "Where do I live?"),
+        ("My work email is m.okafor@brightlane.io.", "My assistant's email is tessa@brightlane.io.", "What's my work email?"),
+        ("I have a corgi named Waffles.", "We also brought home a tabby kitten named Pickle!", "What pets do I have?"),
+        ("我大女儿十二岁，正准备小升初。", "小女儿才五岁，天天跟着姐姐。", "我大女儿今年多大？"),
+        ("我在华为做硬件测试。", "我大学室友刚从华为跳去小米了。", "我在哪家公司工作？"),
+    ],
+)
+def test_contenders_about_someone_else_or_the_past_are_never_demoted(
+    mm: MemoryManager, clock: Clock, first: str, later: str, query: str
+) -> None:
+    kept = say(mm, clock, first, 0)
+    say(mm, clock, later, 20)
+    result = mm.recall(query, scope="alice", k=3, trace=True)
+    assert kept in result.ids[:2] and result[result.ids.index(kept)].newer is None
+    assert not [c for c in result.trace.conflicts if c.older == kept]

@@ -37,10 +37,13 @@ from memlineage.reconcile._signals import (
     answer_type,
     asks_about_events,
     asks_about_past,
+    asks_about_speaker,
     clause_similarity,
     focus,
     key_terms,
+    mentions,
     numbers_in,
+    query_people,
     query_terms,
     values_of,
     values_of_query,
@@ -55,6 +58,11 @@ RESTATED = 0.6
 #: Cosine similarity of the two memories' vectors at or above which they answer a query in the same way although
 #: their words differ ("Our beagle Biscuit is 9" / "We adopted a retired greyhound named Comet").
 COMPETE_COSINE = 0.5
+#: Cosine at or above which two statements compete when the newer one names a word of the query or a key of the
+#: older one (the query anchors what they are about; their subjects need not be named).
+ANCHOR_COSINE = 0.4
+#: How many of a speaker's best-matching statements for a query contend for its answer.
+CONTENDERS = 3
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,7 @@ def competes(
     cosine: float | None = None,
     relevance: tuple[float, float] | None = None,
     linked: bool = False,
+    contenders: bool = False,
 ) -> tuple[str, float] | None:
     """Whether ``newer`` answers ``query`` the way ``older`` does, as a later statement of the same speaker.
 
@@ -127,6 +136,9 @@ def competes(
             reach a fifth of the older one's for a changed value, half for closeness in meaning.
         linked: Update detection recorded ``newer`` as a possible update of ``older``: they compete when the
             clauses pass every check but similarity.
+        contenders: Both are among the :data:`CONTENDERS` statements of their speaker that best match the query
+            (as recall ranked them): the query itself says what they are about. When the query asks the speaker
+            about themselves and the clauses pass every check, they compete without shared words or close meaning.
 
     Returns:
         ``(reason, similarity)`` when they compete, else None. Similarity is in [0, 1], higher = closer.
@@ -145,6 +157,8 @@ def competes(
     eligible = False  # some pair of clauses passed every check but similarity
     settles = False  # the older clause weighed options ("leaning toward the red one"), the newer one states
     same_subject = False  # some eligible pair names the same subject on both sides
+    anchored = False  # some eligible pair's newer clause names a word of the query or a key of the older clause
+    asked_about = query_people(query)
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
     for cb in focus(newer.content, wanted):
         if not cb.asserts_present or cb.additive or not cb.substantive:
@@ -170,8 +184,11 @@ def competes(
                 and (tables_for(ca.text)[0].is_event(ca.text) or tables_for(cb.text)[0].is_event(cb.text))
             ):
                 continue  # asked what happened: two events are two events
+            if asked_about and not mentions(cb, asked_about):
+                continue  # the query asks about someone ("How old is Ava?") the newer clause does not name
             eligible = True
             same_subject = same_subject or (ca.subject is not None and ca.subject == cb.subject)
+            anchored = anchored or bool(qb) or bool(ca.keys & cb.keys)
             if kind is not None and other_value is None:
                 # the values the question names itself ("How old is Theo?") are not its answer
                 asked = wanted | {k.casefold() for k in values_of_query(query, kind)}
@@ -197,12 +214,30 @@ def competes(
                 return f"a later statement of the same speaker gives another {kind}: {old_v} → {new_v}", round(
                     float(score), 3
                 )
+        relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
+        # related beyond ranking: shared words with the query or the older clause; for English also values of the
+        # asked kind on both sides or some closeness in meaning (Chinese values and vectors are too loose for it)
+        related = (
+            anchored or (other_value is not None and not cjk) or (not cjk and cosine is not None and cosine >= 0.3)
+        )
+        if eligible and contenders and relevant and related and asks_about_speaker(query):
+            return "the later of the speaker's two statements that best answer the query", round(
+                best[0] if best is not None else 0.0, 3
+            )
+        if eligible and cjk and anchored and relevant:
+            # the default embedder is English: for Chinese, the query anchors what the two statements are about
+            return "a later statement of the same speaker answers the query's words", round(
+                best[0] if best is not None else 0.0, 3
+            )
         if eligible and not cjk and cosine is not None:  # the English embedder says nothing about Chinese text
             if settles and cosine >= 0.3:
                 return "a later statement of the same speaker settles an option weighed before", round(cosine, 3)
-            relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
-            if relevant and cosine >= COMPETE_COSINE and same_subject:
+            if relevant and cosine >= COMPETE_COSINE:
                 return "a later statement of the same speaker is close in meaning", round(cosine, 3)
+            if relevant and cosine >= ANCHOR_COSINE and anchored:
+                return "a later statement of the same speaker on what the query asks is close in meaning", round(
+                    cosine, 3
+                )
         return None
     sim, ca, cb = best
     changed = sorted((cb.keys - ca.keys) | (ca.keys - cb.keys))
@@ -258,6 +293,13 @@ def resolve_conflicts(
         if norm > 0:
             unit[mid] = np.asarray(vec, dtype=np.float32) / norm
     order = sorted(range(n), key=lambda i: _when(hits[i].memory))
+    # each hit's rank among the hits of its speaker (source kind and transcript speaker), as recall ranked them
+    speaker_rank: dict[int, int] = {}
+    seen: dict[tuple[Any, Any], int] = {}
+    for i, h in enumerate(hits):
+        who = (h.memory.source.kind, transcript_speaker(h.memory.content))
+        speaker_rank[i] = seen.get(who, 0)
+        seen[who] = speaker_rank[i] + 1
     newest_rival: dict[int, Conflict] = {}
     for pos, i in enumerate(order):
         for j in order[pos + 1 :]:
@@ -268,7 +310,8 @@ def resolve_conflicts(
             va, vb = unit.get(a.id), unit.get(b.id)
             cosine = float(va @ vb) if va is not None and vb is not None and va.shape == vb.shape else None
             rel = (_closeness(hits[i]), _closeness(hits[j]))
-            verdict = competes(query, a, b, cosine=cosine, relevance=rel, linked=decision is not None)
+            top = speaker_rank[i] < CONTENDERS and speaker_rank[j] < CONTENDERS
+            verdict = competes(query, a, b, cosine=cosine, relevance=rel, linked=decision is not None, contenders=top)
             found = Conflict(a.id, b.id, verdict[0], verdict[1], decision) if verdict else None
             if found is not None:
                 newest_rival[i] = found  # later j overwrite: the newest competitor wins

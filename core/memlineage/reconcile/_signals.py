@@ -184,6 +184,38 @@ def query_terms(query: str) -> frozenset[str]:
 
 
 @text_cache(maxsize=4096)
+def query_people(query: str) -> frozenset[str]:
+    """Who a query asks about besides the asker: people it names by role ("my daughter", 我大女儿) or by name.
+
+    Names are the query's entity keys that are not times or numbers ("Ava" in "How old is Ava?"); roles come from
+    the table's ``people`` patterns, found anywhere in the query. Case-folded for English.
+
+    Example:
+        >>> sorted(query_people("How old is my daughter Ava?"))
+        ['ava', 'daughter']
+    """
+    table = tables_for(query)[0]
+    out: set[str] = set()
+    for pattern in table.people:
+        for m in pattern.finditer(query):
+            who = str(m.group("who"))
+            out.add(who.casefold().rstrip("s") if table.language == "en" else who)
+    for c in clauses_of(query):
+        out |= {
+            k[:-2] if k.endswith(("'s", "’s")) else k
+            for k in c.keys
+            if not _DIGITS.search(k) and not _TIME.fullmatch(k)
+        }
+    return frozenset(out)
+
+
+def mentions(clause: Clause, people: frozenset[str]) -> bool:
+    """Whether ``clause`` names one of ``people`` (as :func:`query_people` gives them), as a whole word."""
+    text = clause.text.casefold()
+    return any(has_bounded(text, p) or (not p.isascii() and p in text) or p in clause.keys for p in people)
+
+
+@text_cache(maxsize=4096)
 def asks_about_events(query: str) -> bool:
     """Whether a query asks what happened or would happen ("When did…", "What would…") rather than what holds now."""
     return any(p.search(query) for p in tables_for(query)[0].event_query)
