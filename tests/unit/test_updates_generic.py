@@ -21,6 +21,7 @@ from memlineage.reconcile import (
     Statement,
     using_reconciler,
 )
+from memlineage.reconcile._compete import competes
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._signals import (
     answer_type,
@@ -489,9 +490,7 @@ def test_who_a_query_asks_about_and_who_a_clause_is_about() -> None:
     assert clauses_of("Back in my twenties I waited tables in Providence.")[0].past
 
 
-def test_the_later_of_two_contending_answers_ranks_first_without_shared_words(
-    mm: MemoryManager, clock: Clock
-) -> None:
+def test_the_later_of_two_contending_answers_ranks_first_without_shared_words(mm: MemoryManager, clock: Clock) -> None:
     """No cue, no shared word, no slot: the query names what both answer (a company), and the values differ."""
     old = say(mm, clock, "I'm a backend engineer at Shopify, mostly Rails.", 0)
     say(mm, clock, "Can you suggest a pasta recipe without cream?", 3)
@@ -507,10 +506,18 @@ def test_the_later_of_two_contending_answers_ranks_first_without_shared_words(
 @pytest.mark.parametrize(
     ("first", "later", "query"),
     [
-        ("My brother Carlos lives in Madrid.", "My other brother Diego just moved to Lisbon.", "Where does Carlos live?"),
+        (
+            "My brother Carlos lives in Madrid.",
+            "My other brother Diego just moved to Lisbon.",
+            "Where does Carlos live?",
+        ),
         ("My daughter Ava is 7 and in second grade.", "Her brother Max is 10, into coding.", "How old is Ava?"),
         ("I live in Minneapolis, in the North Loop.", "Back in my twenties I lived in Phoenix.", "Where do I live?"),
-        ("My work email is m.okafor@brightlane.io.", "My assistant's email is tessa@brightlane.io.", "What's my work email?"),
+        (
+            "My work email is m.okafor@brightlane.io.",
+            "My assistant's email is tessa@brightlane.io.",
+            "What's my work email?",
+        ),
         ("I have a corgi named Waffles.", "We also brought home a tabby kitten named Pickle!", "What pets do I have?"),
         ("我大女儿十二岁，正准备小升初。", "小女儿才五岁，天天跟着姐姐。", "我大女儿今年多大？"),
         ("我在华为做硬件测试。", "我大学室友刚从华为跳去小米了。", "我在哪家公司工作？"),
@@ -524,3 +531,60 @@ def test_contenders_about_someone_else_or_the_past_are_never_demoted(
     result = mm.recall(query, scope="alice", k=3, trace=True)
     assert kept in result.ids[:2] and result[result.ids.index(kept)].newer is None
     assert not [c for c in result.trace.conflicts if c.older == kept]
+
+
+def test_a_contrast_corrects_only_a_memory_that_names_the_rejected_value() -> None:
+    """LongMemEval: "Actually, I need 120 stars …, not 300." once replaced the turn that asked how many."""
+    asked = cand(
+        "asked", "I'm trying to reach the gold level on my Starbucks Rewards app, which I know requires a certain"
+        " number of stars. Can you remind me how many stars I need to reach gold?", days=9.99, session="s2", sim=0.8,
+    )  # fmt: skip
+    said = cand("said", "The gold level on my Starbucks Rewards app needs 300 stars.", days=2, session="s1", sim=0.8)
+    new = st(
+        "Actually, I need 120 stars to reach the gold level, not 300. Anyway, thanks for the tips on earning stars.",
+        session="s2",
+    )
+    assert RuleReconciler().decide([(new, [asked])])[0].action is Action.NEW
+    assert signal_update(new, [asked]) is None
+    (d,) = RuleReconciler().decide([(new, [asked, said])])
+    assert d.action is Action.UPDATE and d.target == "said"
+
+
+def test_a_state_is_not_an_employer() -> None:
+    from memlineage.extractors._rules import detect_slot
+
+    assert detect_slot("I'm finally eligible for Premier Silver status.") == (None, None)
+    assert detect_slot("I'm looking for Economy tickets.") == (None, None)
+    assert detect_slot("I'm a nurse at Mass General.") == ("user.employer", "Mass General")
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "query"),
+    [
+        # the query's word on the newer side only: bigram seams ("我儿", "的婚") are no word the newer one lacks
+        ("我儿子十岁，上四年级。", "昨天给儿子办了十一岁的生日会，来了好多同学。", "我儿子现在几岁？"),
+        # no query word on the newer side, one content word shared with the older one ("羽毛球")
+        (
+            "我最喜欢的运动是羽毛球，一周打两次。",
+            "打了几年羽毛球，膝盖扛不住了。现在改成游泳，一周去三趟。",
+            "我现在主要做什么运动？",
+        ),
+    ],
+)
+def test_chinese_contenders_anchored_by_words(
+    mm: MemoryManager, clock: Clock, first: str, later: str, query: str
+) -> None:
+    """Both among the speaker's best answers (as recall ranks them with a real embedder): the later one wins."""
+    old = mm.require(say(mm, clock, first, 0), scope="alice")
+    new = mm.require(say(mm, clock, later, 30), scope="alice")
+    verdict = competes(query, old, new, relevance=(0.75, 0.6), contenders=True)
+    assert verdict is not None and "best answer" in verdict[0]
+    assert competes(query, new, old, relevance=(0.6, 0.75), contenders=True) is None  # never the earlier one
+
+
+def test_a_query_about_me_is_not_answered_by_news_about_someone_else(mm: MemoryManager, clock: Clock) -> None:
+    mine = say(mm, clock, "下个月15号我要去东京出差，跟客户开一周的会。", 0)
+    say(mm, clock, "我老板那趟东京出差取消了，他要留在北京。", 10)
+    result = mm.recall("下个月我要去东京出差吗？", scope="alice", k=3, trace=True)
+    assert result.ids[0] == mine and not [c for c in result.trace.conflicts if c.older == mine]
+    assert asks_about_past("我开始减肥前体重多少？") and not asks_about_past("我现在体重多少？")

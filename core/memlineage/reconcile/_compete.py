@@ -114,6 +114,15 @@ def _one_conversation(a: Memory, b: Memory) -> bool:
     return abs((_when(a) - _when(b)).total_seconds()) < 3600.0
 
 
+#: Characters that make a Chinese bigram a grammatical seam rather than a word ("我儿", "的婚").
+_SEAM = frozenset("我你他她它们的了在是和也都就还又很")
+
+
+def _words(terms: frozenset[str]) -> frozenset[str]:
+    """``terms`` without Chinese bigrams across a pronoun or particle (a seam of the bigram tokenizer, no word)."""
+    return frozenset(t for t in terms if t.isascii() or not (_SEAM & set(t)))
+
+
 def competes(
     query: str,
     older: Memory,
@@ -159,6 +168,7 @@ def competes(
     same_subject = False  # some eligible pair names the same subject on both sides
     anchored = False  # some eligible pair's newer clause names a word of the query or a key of the older clause
     asked_about = query_people(query)
+    about_me = asks_about_speaker(query)
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
     for cb in focus(newer.content, wanted):
         if not cb.asserts_present or cb.additive or not cb.substantive:
@@ -174,7 +184,7 @@ def competes(
             qb = wanted & (cb.terms | cb.keys | key_terms(cb))
             if (qa - qb) & key_terms(ca):
                 continue  # the query names a key only the older clause holds ("in the morning" / "in the evenings")
-            if not (ca.keys ^ cb.keys) and qb and qa - qb and qb <= qa:
+            if not (ca.keys ^ cb.keys) and qb and _words(qa - qb) and qb <= qa:
                 # no entity, number or date changed, and the newer clause leaves out a word of the query the older
                 # one answers: another context ("tea in the evening" for "what do I drink in the morning?")
                 continue
@@ -186,9 +196,12 @@ def competes(
                 continue  # asked what happened: two events are two events
             if asked_about and not mentions(cb, asked_about):
                 continue  # the query asks about someone ("How old is Ava?") the newer clause does not name
+            if not asked_about and about_me and cb.subject not in (None, "self"):
+                continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
             eligible = True
             same_subject = same_subject or (ca.subject is not None and ca.subject == cb.subject)
-            anchored = anchored or bool(qb) or bool(ca.keys & cb.keys)
+            # Chinese clauses are whole sentences; one content word (bigram) they share anchors them ("羽毛球")
+            anchored = anchored or bool(qb) or bool(ca.keys & cb.keys) or bool(_words(ca.terms & cb.terms) - wanted)
             if kind is not None and other_value is None:
                 # the values the question names itself ("How old is Theo?") are not its answer
                 asked = wanted | {k.casefold() for k in values_of_query(query, kind)}
@@ -220,7 +233,7 @@ def competes(
         related = (
             anchored or (other_value is not None and not cjk) or (not cjk and cosine is not None and cosine >= 0.3)
         )
-        if eligible and contenders and relevant and related and asks_about_speaker(query):
+        if eligible and contenders and relevant and related and about_me:
             return "the later of the speaker's two statements that best answer the query", round(
                 best[0] if best is not None else 0.0, 3
             )
@@ -242,6 +255,9 @@ def competes(
     sim, ca, cb = best
     changed = sorted((cb.keys - ca.keys) | (ca.keys - cb.keys))
     if not changed and numbers_in(ca.text) == numbers_in(cb.text) and sim < RESTATED:
+        if contenders and about_me and has_cjk(older.content + newer.content) and _words(cb.terms - ca.terms):
+            # Chinese clauses are whole sentences: the shared words name the topic ("羽毛球"), the rest the change
+            return "the later of the speaker's two statements that best answer the query", round(sim, 3)
         return None  # the same topic, no value changed: two facts about it, both may hold
     reason = "a later statement of the same speaker says the same about it"
     if changed:

@@ -17,11 +17,13 @@ from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._signals import asserting_text, clauses_of
 from memlineage.reconcile._text import (
+    _key_tokens,
     _naive,
     _norm_value,
     _overlap,
     _profile,
     _without_cues,
+    rejected_values,
 )
 from memlineage.retrieval import is_request
 
@@ -260,9 +262,13 @@ class RuleReconciler:
     ) -> UpdateDecision | None:
         best: tuple[float, Candidate, list[str], list[str]] | None = None
         kind, who = st.source.split(":", 1)[0], transcript_speaker(st.content)
+        # the values the statement rejects ("120 stars, not 300"): only a memory that names one is what it corrects
+        rejected = rejected_values(text)
         for c in cands:
             if not _own_statement(c, kind, who):
                 continue  # one revises one's own statements; an answer built on them turns suspect by lineage
+            if rejected and not rejected & _key_tokens(strip_transcript_prefix(c.content)):
+                continue
             if st.slot and c.slot and c.slot != st.slot:
                 continue  # both name their attribute, and they differ
             if _other_subjects(st.content, c.content):

@@ -178,6 +178,15 @@ def _says_something(clause: str) -> bool:
     return bool(content_terms(_without_cues(clause, tables_for(clause)[0])))
 
 
+def rejected_values(text: str) -> frozenset[str]:
+    """Key tokens a statement rejects by contrast ("120 stars, not 300" → ``{"300"}``; the table's ``contrast``).
+
+    A statement that rejects a value corrects a memory that names it, and only such a memory.
+    """
+    table = tables_for(text)[0]
+    return frozenset(k for p in table.contrast for m in p.finditer(text) for k in _key_tokens(m.group(0)))
+
+
 def _kept_details(clause: str, new: str, replaced: str) -> str | None:
     """``clause`` without the one value ``new`` replaces, when other details (names, numbers, dates) remain.
 
