@@ -588,3 +588,9 @@ def test_a_query_about_me_is_not_answered_by_news_about_someone_else(mm: MemoryM
     result = mm.recall("下个月我要去东京出差吗？", scope="alice", k=3, trace=True)
     assert result.ids[0] == mine and not [c for c in result.trace.conflicts if c.older == mine]
     assert asks_about_past("我开始减肥前体重多少？") and not asks_about_past("我现在体重多少？")
+    birthday = mm.require(say(mm, clock, "我的生日是3月14日，跟圆周率日同一天。", 1), scope="alice")
+    party = mm.require(say(mm, clock, "昨天给儿子办了十一岁的生日会，来了好多同学。", 20), scope="alice")
+    assert competes("我的生日是哪天？", birthday, party, relevance=(0.8, 0.6), contenders=True) is None
+    mine = mm.require(say(mm, clock, "My birthday is March 14.", 2), scope="alice")
+    theirs = mm.require(say(mm, clock, "We threw my son a birthday party on May 2.", 21), scope="alice")
+    assert competes("When is my birthday?", mine, theirs, relevance=(0.8, 0.6), contenders=True, cosine=0.6) is None

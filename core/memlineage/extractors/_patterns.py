@@ -107,6 +107,7 @@ class LanguageTable:
     history_query: tuple[re.Pattern[str], ...] = ()
     contrast: tuple[re.Pattern[str], ...] = ()
     people: tuple[re.Pattern[str], ...] = ()
+    others: tuple[re.Pattern[str], ...] = ()
     self_subject: tuple[re.Pattern[str], ...] = ()
     answer_types: tuple[tuple[str, re.Pattern[str]], ...] = ()
     event_query: tuple[re.Pattern[str], ...] = ()
@@ -188,6 +189,7 @@ def _load(language: str) -> LanguageTable:
         history_query=_compile(data.get("history_query"), f"{language}:history_query"),
         contrast=_compile(data.get("contrast"), f"{language}:contrast"),
         people=_compile(data.get("people"), f"{language}:people"),
+        others=_compile(data.get("others"), f"{language}:others"),
         self_subject=_compile(data.get("self_subject"), f"{language}:self_subject"),
         event_query=_compile(data.get("event_query"), f"{language}:event_query"),
         answer_types=tuple(

@@ -123,6 +123,12 @@ def _words(terms: frozenset[str]) -> frozenset[str]:
     return frozenset(t for t in terms if t.isascii() or not (_SEAM & set(t)))
 
 
+def _names_others(text: str, than: str) -> bool:
+    """Whether ``text`` names another person (the table's ``others``) that ``than`` does not name."""
+    table = tables_for(text)[0]
+    return any(p.search(text) for p in table.others) and not any(p.search(than) for p in table.others)
+
+
 def competes(
     query: str,
     older: Memory,
@@ -167,6 +173,7 @@ def competes(
     settles = False  # the older clause weighed options ("leaning toward the red one"), the newer one states
     same_subject = False  # some eligible pair names the same subject on both sides
     anchored = False  # some eligible pair's newer clause names a word of the query or a key of the older clause
+    paired = False  # some eligible pair shares a content word or key, and both clauses name a word of the query
     asked_about = query_people(query)
     about_me = asks_about_speaker(query)
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
@@ -198,10 +205,14 @@ def competes(
                 continue  # the query asks about someone ("How old is Ava?") the newer clause does not name
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
+            if not asked_about and about_me and _names_others(cb.text, ca.text):
+                continue  # ... or names another person the older clause does not ("给儿子办了生日会")
             eligible = True
             same_subject = same_subject or (ca.subject is not None and ca.subject == cb.subject)
             # Chinese clauses are whole sentences; one content word (bigram) they share anchors them ("羽毛球")
-            anchored = anchored or bool(qb) or bool(ca.keys & cb.keys) or bool(_words(ca.terms & cb.terms) - wanted)
+            shared = bool(ca.keys & cb.keys) or bool(_words(ca.terms & cb.terms))
+            anchored = anchored or bool(_words(qb)) or shared
+            paired = paired or (shared and bool(_words(qa)) and bool(_words(qb)))
             if kind is not None and other_value is None:
                 # the values the question names itself ("How old is Theo?") are not its answer
                 asked = wanted | {k.casefold() for k in values_of_query(query, kind)}
@@ -237,7 +248,7 @@ def competes(
             return "the later of the speaker's two statements that best answer the query", round(
                 best[0] if best is not None else 0.0, 3
             )
-        if eligible and cjk and anchored and relevant:
+        if eligible and cjk and paired and relevant:
             # the default embedder is English: for Chinese, the query anchors what the two statements are about
             return "a later statement of the same speaker answers the query's words", round(
                 best[0] if best is not None else 0.0, 3
