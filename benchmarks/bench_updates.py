@@ -52,7 +52,7 @@ K = 3
 
 def load_suites(which: str) -> list[dict[str, Any]]:
     """The scenarios of the ``dev``, ``test`` or ``all`` suites, each tagged with its suite name."""
-    splits = ("dev", "test", "test2") if which == "all" else (which,)
+    splits = ("dev", "dev2", "test", "test2", "test3") if which == "all" else (which,)
     out = []
     for path in sorted(DATA.glob("updates_*_*.json")):
         if path.stem.rsplit("_", 1)[1] not in splits:
@@ -154,7 +154,7 @@ def score(system: System, histories: Sequence[History], asks: Sequence[dict[str,
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--suites", choices=("dev", "test", "test2", "all"), default="dev")
+    ap.add_argument("--suites", choices=("dev", "dev2", "test", "test2", "test3", "all"), default="dev")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--fake-embedder", action="store_true")
     ap.add_argument("--failures", action="store_true", help="print the scenarios each MemLineage row gets wrong")

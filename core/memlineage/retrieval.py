@@ -319,7 +319,9 @@ _TRANSCRIPT_HEAD = re.compile(r"^\s*(?:\[[^\]\n]{1,60}\]\s*)?(?:[^\s:：\[\]][^:
 _REQUEST = re.compile(
     r"^(?:(?:please|pls|ok(?:ay)?|so|now|and|hey|also|could you|can you|would you|will you)[,\s]+)*"
     r"(?:find|check(?!\s+(?:it|this|that)?\s*out)|search|look\s+up|book|get|show|tell|give|plan|refresh|recommend|suggest|remind|send|help|"
-    r"compare|list|fetch|reserve|schedule|order|convert|translate|calculate|compute|estimate|summari[sz]e|draft|email|text)\b"
+    r"compare|list|fetch|reserve|schedule|order|convert|translate|calculate|compute|estimate|summari[sz]e|draft|email|text|"
+    r"re-?write|rephrase|reword|revise|edit|shorten|expand|redo|write|make\s+(?:it|this|that|them|the)|generate|create|"
+    r"continue|explain|describe|format)\b"
     r"|,?\s*please[.!]?\s*$"
     r"|^(?:请|麻烦)?(?:再)?(?:帮我|给我|替我)?(?:查一下|查查|查|找一下|找|订|预订|推荐|安排|看看|看一下)",
     re.IGNORECASE,

@@ -22,7 +22,8 @@ exception messages (a failed span has status ERROR and ``error.type``, the excep
 Metrics: counters ``memlineage.writes`` (memories written to the ledger), ``memlineage.update.decisions`` (by
 ``memlineage.action`` and ``memlineage.decided_by``), ``memlineage.reconciler.fallbacks`` and
 ``memlineage.extractor.fallbacks`` (statements the rules decided because the model's answer was unusable), and
-``memlineage.adapter.errors`` (by ``memlineage.surface``); histogram ``memlineage.recall.duration`` (ms).
+``memlineage.adapter.errors`` (by ``memlineage.surface``), ``memlineage.erase.checkpoint_deferred`` (erasures whose
+SQLite WAL checkpoint waits for the next one); histogram ``memlineage.recall.duration`` (ms).
 
 This module sits at the bottom of the core's layers and imports nothing from ``memlineage`` (but its version).
 """
@@ -58,6 +59,7 @@ _COUNTERS = {
     "memlineage.reconciler.fallbacks": ("{statement}", "Statements the fallback decided: the model's answer failed"),
     "memlineage.extractor.fallbacks": ("{text}", "Texts whose features the rules extracted: the model's failed"),
     "memlineage.adapter.errors": ("{error}", "Framework hook steps that failed (the agent went on)"),
+    "memlineage.erase.checkpoint_deferred": ("{erasure}", "Erasures whose WAL checkpoint a reader deferred"),
 }
 _HISTOGRAMS = {"memlineage.recall.duration": ("ms", "Wall time of recall")}
 

@@ -178,3 +178,29 @@ def test_erasing_one_memory_drops_the_open_runs_that_hold_it(store: MemoryManage
     store.erase(run.user_memory_id, scope=scope, reason="one memory")
     assert recorder.run(scope, "run-1") is None  # the run that held it is gone
     assert other is not None and recorder.run(Scope(user_id="alice", session_id="s2"), "run-2") is other
+
+
+def test_a_busy_log_defers_the_checkpoint_and_never_fails_the_erasure(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reader holding SQLite's write-ahead log made ``erase`` raise after the redaction had committed."""
+    from memlineage.ledger import Ledger
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.exc import OperationalError
+
+    mm = make_manager(ledger=Ledger(f"sqlite:///{tmp_path / 'ledger.db'}"))
+    kept = mm.remember("Alice's public note", scope=ALICE)
+    gone = mm.remember("Alice's erased secret", scope=ALICE)
+    real = Connection.exec_driver_sql
+
+    def busy(self: Connection, statement: str, *args: Any, **kwargs: Any) -> Any:
+        if "wal_checkpoint" in statement:
+            raise OperationalError(statement, {}, Exception("database table is locked"))
+        return real(self, statement, *args, **kwargs)
+
+    monkeypatch.setattr(Connection, "exec_driver_sql", busy)
+    with caplog.at_level("WARNING", logger="memlineage.services.lifecycle"):
+        mm.erase(gone.id, scope=ALICE)
+    assert mm.require(gone.id, scope=ALICE).content == "" and mm.require(kept.id, scope=ALICE).content
+    assert any("checkpoint deferred" in r.getMessage() for r in caplog.records)
+    mm.close()

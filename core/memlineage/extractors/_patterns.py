@@ -108,6 +108,8 @@ class LanguageTable:
     contrast: tuple[re.Pattern[str], ...] = ()
     people: tuple[re.Pattern[str], ...] = ()
     others: tuple[re.Pattern[str], ...] = ()
+    temporary: tuple[re.Pattern[str], ...] = ()
+    many_query: tuple[re.Pattern[str], ...] = ()
     self_subject: tuple[re.Pattern[str], ...] = ()
     answer_types: tuple[tuple[str, re.Pattern[str]], ...] = ()
     event_query: tuple[re.Pattern[str], ...] = ()
@@ -190,6 +192,8 @@ def _load(language: str) -> LanguageTable:
         contrast=_compile(data.get("contrast"), f"{language}:contrast"),
         people=_compile(data.get("people"), f"{language}:people"),
         others=_compile(data.get("others"), f"{language}:others"),
+        temporary=_compile(data.get("temporary"), f"{language}:temporary"),
+        many_query=_compile(data.get("many_query"), f"{language}:many_query"),
         self_subject=_compile(data.get("self_subject"), f"{language}:self_subject"),
         event_query=_compile(data.get("event_query"), f"{language}:event_query"),
         answer_types=tuple(

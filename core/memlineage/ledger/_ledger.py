@@ -121,6 +121,8 @@ class Ledger(GraphQueries, Locks):
         # In-memory SQLite shares one connection between threads: a read closing it would roll back another
         # thread's open write transaction, so reads take the writer lock there too.
         self._shared_connection = kwargs.get("poolclass") is StaticPool
+        #: Whether every thread shares one connection (in-memory SQLite); read-only.
+        self.shared_connection = self._shared_connection
         if schema is not None:
             if not isinstance(schema, str) or not 0 < len(schema) <= _MAX_IDENTIFIER or "\x00" in schema:
                 msg = f"schema must be a non-empty name of at most {_MAX_IDENTIFIER} characters without NUL"

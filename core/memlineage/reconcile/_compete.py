@@ -38,7 +38,9 @@ from memlineage.reconcile._signals import (
     asks_about_events,
     asks_about_past,
     asks_about_speaker,
+    asks_for_many,
     clause_similarity,
+    clauses_of,
     focus,
     key_terms,
     mentions,
@@ -164,6 +166,8 @@ def competes(
         # Within one conversation later turns go on with the topic; a correction said there carries a cue or the
         # same words, which update detection reads when it is written.
         return None
+    if not linked and asks_for_many(query):
+        return None  # several answers hold at once ("What pets do we have?"): a later one replaces none
     wanted = query_terms(query)
     kind = answer_type(query)
     cue = tables_for(newer.content)[0].is_correction(newer.content)
@@ -174,12 +178,20 @@ def competes(
     same_subject = False  # some eligible pair names the same subject on both sides
     anchored = False  # some eligible pair's newer clause names a word of the query or a key of the older clause
     paired = False  # some eligible pair shares a content word or key, and both clauses name a word of the query
+    keyed = False  # some eligible pair shares a key (an entity, number or date)
+    novel = False  # some eligible pair's newer clause gives a value of the asked kind the older does not, or none
     asked_about = query_people(query)
     about_me = asks_about_speaker(query)
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
+    temporary = any(c.temporary for c in clauses_of(newer.content)) and not any(
+        c.temporary for c in clauses_of(older.content)
+    )
+    others = _names_others(newer.content, older.content)
     for cb in focus(newer.content, wanted):
         if not cb.asserts_present or cb.additive or not cb.substantive:
             continue
+        if temporary:
+            continue  # for a while only ("this week the meeting moved to Tuesday"): the standing value holds
         for ca in focus(older.content, wanted):
             if ca.question or not ca.substantive:
                 continue  # nothing to replace
@@ -205,20 +217,26 @@ def competes(
                 continue  # the query asks about someone ("How old is Ava?") the newer clause does not name
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
-            if not asked_about and about_me and _names_others(cb.text, ca.text):
+            if not asked_about and about_me and others:
                 continue  # ... or names another person the older clause does not ("给儿子办了生日会")
             eligible = True
             same_subject = same_subject or (ca.subject is not None and ca.subject == cb.subject)
             # Chinese clauses are whole sentences; one content word (bigram) they share anchors them ("羽毛球")
             shared = bool(ca.keys & cb.keys) or bool(_words(ca.terms & cb.terms))
+            keyed = keyed or bool(ca.keys & cb.keys)
             anchored = anchored or bool(_words(qb)) or shared
             paired = paired or (shared and bool(_words(qa)) and bool(_words(qb)))
-            if kind is not None and other_value is None:
+            if kind is not None:
                 # the values the question names itself ("How old is Theo?") are not its answer
                 asked = wanted | {k.casefold() for k in values_of_query(query, kind)}
                 va, vb = values_of(ca, kind) - asked, values_of(cb, kind) - asked
-                if va and vb and va != vb:
+                if va and vb and va != vb and other_value is None:
                     other_value = (va, vb)
+                # a new value of the asked kind, or none to compare; the same value again ("Denver winters are
+                # brutal" after "I live in Denver") changes nothing
+                novel = novel or not vb or not vb <= va
+            else:
+                novel = True
             sim = clause_similarity(ca, cb)
             if best is None or sim > best[0]:
                 best = (sim, ca, cb)
@@ -241,10 +259,20 @@ def competes(
         relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
         # related beyond ranking: shared words with the query or the older clause; for English also values of the
         # asked kind on both sides or some closeness in meaning (Chinese values and vectors are too loose for it)
-        related = (
-            anchored or (other_value is not None and not cjk) or (not cjk and cosine is not None and cosine >= 0.3)
-        )
-        if eligible and contenders and relevant and related and about_me:
+        if cjk:
+            related = anchored
+        else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only
+            near = cosine is not None and cosine >= ANCHOR_COSINE
+            related = (
+                near
+                or keyed
+                or (other_value is not None and kind != "entity")
+                or (anchored and cosine is not None and cosine >= 0.3)
+            )
+        # a value of the asked kind that differs (a city, a date, a number) lets a weaker match contend, as below
+        valued = other_value is not None and kind != "entity"
+        close_enough = relevant or (valued and relevance is not None and relevance[1] >= 0.2 * relevance[0])
+        if eligible and contenders and close_enough and related and novel and about_me:
             return "the later of the speaker's two statements that best answer the query", round(
                 best[0] if best is not None else 0.0, 3
             )
@@ -266,7 +294,7 @@ def competes(
     sim, ca, cb = best
     changed = sorted((cb.keys - ca.keys) | (ca.keys - cb.keys))
     if not changed and numbers_in(ca.text) == numbers_in(cb.text) and sim < RESTATED:
-        if contenders and about_me and has_cjk(older.content + newer.content) and _words(cb.terms - ca.terms):
+        if contenders and about_me and novel and has_cjk(older.content + newer.content) and _words(cb.terms - ca.terms):
             # Chinese clauses are whole sentences: the shared words name the topic ("羽毛球"), the rest the change
             return "the later of the speaker's two statements that best answer the query", round(sim, 3)
         return None  # the same topic, no value changed: two facts about it, both may hold

@@ -65,6 +65,7 @@ class Clause:
         hypothetical: A supposition, a plan weighed, a wish.
         past: A state that held before ("used to", 以前).
         additive: An addition ("also", "another", 还有).
+        temporary: A state for a while only ("this week", "for now", 临时): no standing value.
     """
 
     text: str
@@ -76,6 +77,7 @@ class Clause:
     hypothetical: bool
     past: bool
     additive: bool
+    temporary: bool = False
 
     @property
     def substantive(self) -> bool:
@@ -167,6 +169,7 @@ def clauses_of(text: str) -> tuple[Clause, ...]:
                     hypothetical=_any(table.hypothetical, part),
                     past=_any(table.past_markers, part),
                     additive=_any(table.additive, part),
+                    temporary=_any(table.temporary, part),
                 )
             )
     return tuple(out)
@@ -228,6 +231,12 @@ _ASKER = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|we|we're|our|us)\b|我|咱"
 def asks_about_speaker(query: str) -> bool:
     """Whether a query asks about the asker ("Where do I live?", "我住哪儿？") rather than about someone else."""
     return bool(_ASKER.search(query))
+
+
+@text_cache(maxsize=4096)
+def asks_for_many(query: str) -> bool:
+    """Whether a query asks for several things at once ("What pets do we have?", "Any allergies?", 哪些)."""
+    return any(_any(t.many_query, query) for t in tables_for(query)[:1])
 
 
 @text_cache(maxsize=4096)

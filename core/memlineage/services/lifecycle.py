@@ -6,11 +6,14 @@ of :mod:`memlineage.services.cascade` where a memory is invalidated), then syncs
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, case, select
+from sqlalchemy.exc import OperationalError
 
+from memlineage import telemetry
 from memlineage._forget import clear_text_caches
 from memlineage.errors import ConflictError, InvalidInputError, MemoryNotFoundError
 from memlineage.ledger import Ledger
@@ -35,6 +38,8 @@ from memlineage.reconcile import Action
 from memlineage.services._rows import LIVE, edge_row, event_row, row_activity
 from memlineage.services.cascade import Cascade
 from memlineage.services.reads import Reads
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["Lifecycle"]
 
@@ -504,8 +509,13 @@ class Lifecycle:
         purge = getattr(self.index, "purge_log", None)
         if callable(purge) and ids:
             purge(ids)
-        if self.ledger.is_sqlite:
+        if self.ledger.is_sqlite and not self.ledger.shared_connection:
+            # an in-memory database has no write-ahead log; its one connection is shared with other threads
             with self.ledger.transaction() as conn:
                 conn.exec_driver_sql("SELECT 1")
-            with self.ledger.engine.connect() as conn:
-                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            try:
+                with self.ledger.engine.connect() as conn:
+                    conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            except OperationalError as exc:  # a reader holds the log: the next checkpoint truncates it
+                _log.warning("erasure: WAL checkpoint deferred (%s); the redaction itself is committed", exc)
+                telemetry.count("memlineage.erase.checkpoint_deferred")
