@@ -355,11 +355,16 @@ def test_adapters_judge_with_the_agent_model(mm: MemoryManager, clock: Clock) ->
     ],
 )
 def test_a_contrast_naming_the_old_value_replaces_it(old: str, new: str) -> None:
+    assert _status_after(old, new) is Status.SUPERSEDED
+
+
+def _status_after(old: str, new: str) -> Status:
+    """The status of ``old`` after ``new`` is said in the same conversation."""
     mm = make_manager()
     alice = Scope(user_id="alice", session_id="s1")
     first = mm.remember(old, scope=alice)
     mm.remember(new, scope=alice)
-    assert mm.require(first.id, scope=alice).status is Status.SUPERSEDED
+    return mm.require(first.id, scope=alice).status
 
 
 @pytest.mark.parametrize(
@@ -619,11 +624,7 @@ def test_a_query_about_me_is_not_answered_by_news_about_someone_else(mm: MemoryM
     ],
 )
 def test_requests_and_not_only_but_also_replace_nothing(old: str, new: str) -> None:
-    mm = make_manager()
-    alice = Scope(user_id="alice", session_id="s1")
-    first = mm.remember(old, scope=alice)
-    mm.remember(new, scope=alice)
-    assert mm.require(first.id, scope=alice).status is Status.ACTIVE
+    assert _status_after(old, new) is Status.ACTIVE
 
 
 def test_temporary_states_several_answers_and_fantasies_never_contend(mm: MemoryManager, clock: Clock) -> None:
