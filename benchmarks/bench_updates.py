@@ -7,8 +7,10 @@ withdrawals, implicit updates with no cue word, updates buried in long messages 
 attribute of another person); and questions about the **past** value. English (``en``) and Chinese with mixed
 Chinese-English (``zh``). The ``dev`` suites are for development; the ``test`` suites are run once, at the end, and
 their first-run figures are the honest ones (``--suites test``). Once a test suite has been run, later changes are
-measured on a fresh one written the same way (``test2``: written after the read-time contenders rule was tuned on
-``dev``, by a helper who read neither the code nor the other suites).
+measured on a fresh one written the same way by a helper who read neither the code nor the other suites:
+``test2`` (first run after the read-time contenders rule was tuned on ``dev``), ``test3`` (first run after its
+precision was tuned on ``dev2``, a development suite heavy in look-alike non-updates). ``make bench`` runs them all
+in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
 
 The scenarios are dealt to users (at most one per category per user, so a user's facts never conflict across
 scenarios), each user's scenarios interleaved in time in one store, each turn at its day, a session per day; the
@@ -22,7 +24,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|test|test2|all] [--systems ...]``; writes
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|test2|test3|all] [--systems ...]``; writes
 ``benchmarks/results/bench_updates.json``.
 """
 
@@ -51,7 +53,7 @@ K = 3
 
 
 def load_suites(which: str) -> list[dict[str, Any]]:
-    """The scenarios of the ``dev``, ``test`` or ``all`` suites, each tagged with its suite name."""
+    """The scenarios of one split (``dev``, ``dev2``, ``test``, ``test2``, ``test3``) or ``all``, tagged by suite."""
     splits = ("dev", "dev2", "test", "test2", "test3") if which == "all" else (which,)
     out = []
     for path in sorted(DATA.glob("updates_*_*.json")):

@@ -32,7 +32,7 @@ LOGS = RESULTS / "logs"
 SHARED_MODEL = HERE.parents[1] / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx"
 
 #: Extra command-line arguments per script (everything else runs with its defaults).
-EXTRA_ARGS: dict[str, list[str]] = {"bench_policy": ["--json"]}
+EXTRA_ARGS: dict[str, list[str]] = {"bench_policy": ["--json"], "bench_updates": ["--suites", "all"]}
 #: Scripts whose last stdout line is their JSON result; run_all saves it as ``results/<name>.json``.
 STDOUT_JSON = {"bench_policy"}
 
