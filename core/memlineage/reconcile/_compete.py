@@ -10,10 +10,18 @@ after every other hit of the window (it is served when nothing else relevant is 
 ``older_weight`` and capped below the last hit ahead of it) and is marked with the newer one's id; nothing is
 written.
 
+*Contenders*: when the query asks the speaker about themselves ("Which city do I live in?", "我儿子现在几岁？"),
+two of the speaker's :data:`CONTENDERS` best-ranked statements compete without shared words or close meaning,
+provided something beyond ranking ties them (a shared key, a differing time, place or number, vectors not
+unrelated; for Chinese a shared content bigram) and the newer one gives a value the older does not. Implicit
+updates ("The skylight in our new Portland apartment is loud") share nothing else with what they replace.
+
 What never competes: a clause that does not state the present (a question, a request, a supposition, a past state:
-"I used to live in Phoenix"), an addition ("we also got a kitten"), clauses about different people ("my daughter is
-7" / "my son is 10"), an older clause that answers more of the query than the newer one ("how old is my daughter?"),
-a newer statement from a source that may not update the older (an agent never outranks what the user said; a
+"I used to live in Phoenix"), an addition ("we also got a kitten"), a state for a while only ("this week", "loaner",
+临时), a question asking for several things ("What pets do we have?"), clauses about different people ("my daughter is
+7" / "my son is 10"; for a query about the speaker, a newer message naming another person the older one does
+not), an older clause that answers more of the query than the newer one ("how old is my daughter?"), a newer
+statement from a source that may not update the older (an agent never outranks what the user said; a
 tool's result only an earlier result of the same tool for the same arguments). A query about the past ("where did
 I live before?", "what was the first quote?") leaves the order as relevance made it, so the older memory is found;
 memories that are a transcript of named speakers (``[8 May 2023] Caroline: ...``, a conversation between other
@@ -284,7 +292,7 @@ def competes(
         if eligible and not cjk and cosine is not None:  # the English embedder says nothing about Chinese text
             if settles and cosine >= 0.3:
                 return "a later statement of the same speaker settles an option weighed before", round(cosine, 3)
-            if relevant and cosine >= COMPETE_COSINE:
+            if relevant and cosine >= COMPETE_COSINE and same_subject:
                 return "a later statement of the same speaker is close in meaning", round(cosine, 3)
             if relevant and cosine >= ANCHOR_COSINE and anchored:
                 return "a later statement of the same speaker on what the query asks is close in meaning", round(
