@@ -645,3 +645,16 @@ def test_temporary_states_several_answers_and_fantasies_never_contend(mm: Memory
     )
     verdict = competes("Are we hosting Thanksgiving?", host, dream, relevance=(0.8, 0.7), contenders=True, cosine=0.6)
     assert verdict is None
+
+
+def test_a_second_trip_planned_in_another_conversation_replaces_no_trip() -> None:
+    """LongMemEval (full haystacks): "a trip to Japan" once superseded "a trip to New York City" sessions apart."""
+    mm = make_manager()
+    nyc = mm.remember(
+        "I'm planning a trip to New York City this summer.", scope=Scope(user_id="alice", session_id="s1")
+    )
+    mm.remember("I'm planning a trip to Japan and want to see Tokyo.", scope=Scope(user_id="alice", session_id="s9"))
+    assert mm.require(nyc.id, scope="alice").status is Status.ACTIVE
+    rome = mm.remember("I'm planning a trip to Rome in June.", scope=Scope(user_id="bob", session_id="s1"))
+    mm.remember("Actually, I'm planning a trip to Naples instead.", scope=Scope(user_id="bob", session_id="s2"))
+    assert mm.require(rome.id, scope="bob").status is Status.SUPERSEDED

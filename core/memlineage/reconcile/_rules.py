@@ -150,6 +150,8 @@ class RuleReconciler:
             return None  # "I love jazz" and "I love rock" can both be true; "I now prefer rock" replaces
         # the newest holder; among equal event times the later candidate (candidates come oldest first)
         _, holder = max(enumerate(holders), key=lambda ic: (_naive(ic[1].valid_from), ic[0]))
+        if ".trip." in st.slot and not cue and (st.session is None or st.session != holder.session):
+            return None  # two trips planned in two conversations may both happen; a cue says one replaces the other
         evidence = {"slot": st.slot, "old_value": holder.slot_value, "new_value": st.slot_value, "cue": cue}
         if st.slot_value and _norm_value(st.slot_value) == _norm_value(holder.slot_value):
             if _adds_words(st.content, holder.content):
