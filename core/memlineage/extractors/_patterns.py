@@ -77,11 +77,14 @@ class SlotRule:
             the object's preference category.
         kind: How the key is completed: ``plain``, ``diet``, ``preference``, ``possessive`` or ``attribute``.
         patterns: Compiled patterns; group ``v`` is the value the statement assigns.
+        plan: A plan (``plan: true`` in the table): one value per conversation; plans said in two conversations
+            may both hold, so only a correction cue replaces one across conversations.
     """
 
     key: str
     kind: str
     patterns: tuple[re.Pattern[str], ...]
+    plan: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,11 @@ class LanguageTable:
     self_subject: tuple[re.Pattern[str], ...] = ()
     answer_types: tuple[tuple[str, re.Pattern[str]], ...] = ()
     event_query: tuple[re.Pattern[str], ...] = ()
+
+    @property
+    def plan_slots(self) -> frozenset[str]:
+        """Keys of the slot rules marked ``plan`` (see :class:`SlotRule`)."""
+        return frozenset(r.key for r in self.slots if r.plan)
 
     def any_of(self, *fields: str) -> AnyOf:
         """The patterns of the named pattern fields as one matcher, built once per table and tuple of fields.
@@ -165,6 +173,7 @@ def _load(language: str) -> LanguageTable:
             key=str(rule["key"]),
             kind=str(rule.get("kind", "plain")),
             patterns=_compile(rule["patterns"], f"{language}:{rule['key']}"),
+            plan=bool(rule.get("plan", False)),
         )
         for rule in data.get("slots", ())
     )

@@ -121,8 +121,6 @@ class Ledger(GraphQueries, Locks):
         # In-memory SQLite shares one connection between threads: a read closing it would roll back another
         # thread's open write transaction, so reads take the writer lock there too.
         self._shared_connection = kwargs.get("poolclass") is StaticPool
-        #: Whether every thread shares one connection (in-memory SQLite); read-only.
-        self.shared_connection = self._shared_connection
         if schema is not None:
             if not isinstance(schema, str) or not 0 < len(schema) <= _MAX_IDENTIFIER or "\x00" in schema:
                 msg = f"schema must be a non-empty name of at most {_MAX_IDENTIFIER} characters without NUL"
@@ -145,6 +143,11 @@ class Ledger(GraphQueries, Locks):
         except BaseException:
             self.engine.dispose()
             raise
+
+    @property
+    def shared_connection(self) -> bool:
+        """Whether every thread shares one connection (in-memory SQLite: no write-ahead log)."""
+        return self._shared_connection
 
     def _prepare_schema(self, upgrade: bool | None) -> str:
         """Create a new ledger, or check (and, when allowed, migrate) an existing one; returns the state found."""

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from memlineage._forget import text_cache
 from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import transcript_speaker
 from memlineage.models import Memory, SourceKind
@@ -133,10 +134,16 @@ def _words(terms: frozenset[str]) -> frozenset[str]:
     return frozenset(t for t in terms if t.isascii() or not (_SEAM & set(t)))
 
 
-def _names_others(text: str, than: str) -> bool:
-    """Whether ``text`` names another person (the table's ``others``) that ``than`` does not name."""
-    table = tables_for(text)[0]
-    return any(p.search(text) for p in table.others) and not any(p.search(than) for p in table.others)
+@text_cache(maxsize=16384)
+def _names_someone(text: str) -> bool:
+    """Whether ``text`` names another person anywhere (the table's ``others``); cached: recall asks per pair."""
+    return any(p.search(text) for p in tables_for(text)[0].others)
+
+
+@text_cache(maxsize=16384)
+def _for_a_while(text: str) -> bool:
+    """Whether a clause of ``text`` states something for a while only (``Clause.temporary``); cached."""
+    return any(c.temporary for c in clauses_of(text))
 
 
 def competes(
@@ -191,10 +198,8 @@ def competes(
     asked_about = query_people(query)
     about_me = asks_about_speaker(query)
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
-    temporary = any(c.temporary for c in clauses_of(newer.content)) and not any(
-        c.temporary for c in clauses_of(older.content)
-    )
-    others = _names_others(newer.content, older.content)
+    temporary = _for_a_while(newer.content) and not _for_a_while(older.content)
+    others = _names_someone(newer.content) and not _names_someone(older.content)
     for cb in focus(newer.content, wanted):
         if not cb.asserts_present or cb.additive or not cb.substantive:
             continue

@@ -27,7 +27,7 @@ from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix, transcript_speaker
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._signals import Clause, clause_similarity, clauses_of, numbers_in
-from memlineage.reconcile._text import _key_tokens, _naive, rejected_values
+from memlineage.reconcile._text import _naive, may_correct, rejected_values
 from memlineage.retrieval import is_request
 
 __all__ = ["signal_update"]
@@ -111,7 +111,7 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
     for cand in cands:
         if cand.source.split(":", 1)[0] != kind or transcript_speaker(cand.content) != who:
             continue
-        if rejected and not rejected & _key_tokens(strip_transcript_prefix(cand.content)):
+        if not may_correct(rejected, cand.content):
             continue  # "…, not 300": what it corrects names 300
         if is_request(cand.content):
             continue

@@ -17,12 +17,12 @@ from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._signals import asserting_text, clauses_of
 from memlineage.reconcile._text import (
-    _key_tokens,
     _naive,
     _norm_value,
     _overlap,
     _profile,
     _without_cues,
+    may_correct,
     rejected_values,
 )
 from memlineage.retrieval import is_request
@@ -150,8 +150,8 @@ class RuleReconciler:
             return None  # "I love jazz" and "I love rock" can both be true; "I now prefer rock" replaces
         # the newest holder; among equal event times the later candidate (candidates come oldest first)
         _, holder = max(enumerate(holders), key=lambda ic: (_naive(ic[1].valid_from), ic[0]))
-        if ".trip." in st.slot and not cue and (st.session is None or st.session != holder.session):
-            return None  # two trips planned in two conversations may both happen; a cue says one replaces the other
+        if st.slot in table.plan_slots and not cue and (st.session is None or st.session != holder.session):
+            return None  # two plans said in two conversations may both hold; a cue says one replaces the other
         evidence = {"slot": st.slot, "old_value": holder.slot_value, "new_value": st.slot_value, "cue": cue}
         if st.slot_value and _norm_value(st.slot_value) == _norm_value(holder.slot_value):
             if _adds_words(st.content, holder.content):
@@ -269,7 +269,7 @@ class RuleReconciler:
         for c in cands:
             if not _own_statement(c, kind, who):
                 continue  # one revises one's own statements; an answer built on them turns suspect by lineage
-            if rejected and not rejected & _key_tokens(strip_transcript_prefix(c.content)):
+            if not may_correct(rejected, c.content):
                 continue
             if st.slot and c.slot and c.slot != st.slot:
                 continue  # both name their attribute, and they differ

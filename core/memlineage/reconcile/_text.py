@@ -181,10 +181,16 @@ def _says_something(clause: str) -> bool:
 def rejected_values(text: str) -> frozenset[str]:
     """Key tokens a statement rejects by contrast ("120 stars, not 300" → ``{"300"}``; the table's ``contrast``).
 
-    A statement that rejects a value corrects a memory that names it, and only such a memory.
+    A statement that rejects a value corrects a memory that names it, and only such a memory (see
+    :func:`may_correct`).
     """
     table = tables_for(text)[0]
     return frozenset(k for p in table.contrast for m in p.finditer(text) for k in _key_tokens(m.group(0)))
+
+
+def may_correct(rejected: frozenset[str], content: str) -> bool:
+    """Whether a memory of ``content`` may be what a statement rejecting ``rejected`` corrects (it names one)."""
+    return not rejected or bool(rejected & _key_tokens(strip_transcript_prefix(content)))
 
 
 def _kept_details(clause: str, new: str, replaced: str) -> str | None:
