@@ -574,6 +574,7 @@ class CorrectionResult:
     late: int
     missed: list[str]
     false: list[str]
+    stayed: list[str] = field(default_factory=list)  # corrected statements still live after the correction
 
     @property
     def exact(self) -> bool:
@@ -717,6 +718,8 @@ def play(
                     missed=[_short(before[i][0]) for i in sorted(expected - marked)][:5],
                     false=[f"{_short(before[i][0])} -> {_status(manager, scope, after, i)}"
                            for i in sorted(marked - expected)][:5],
+                    stayed=[f"{_short(before[i][0])} -> {_status(manager, scope, after, i)}"
+                            for i in sorted(holders) if _status(manager, scope, after, i) in LIVE][:5],
                 )
             )  # fmt: skip
     finally:

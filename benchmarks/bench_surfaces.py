@@ -153,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         print(f"        missed: {m}")
                     for f in row["false"][:3]:
                         print(f"        false:  {f}")
+                    for f in row.get("stayed", []):
+                        print(f"        stayed: {f}")
     print("exc = exceptions into the agent (goal 0); swallowed = memory failures the adapters logged and counted;")
     print("applied = corrected statement superseded; P/R = lineage precision/recall over all corrections and over")
     print("the applied ones; failed kept = failed tool calls stored as memories (goal 0); unseen = turns where the")

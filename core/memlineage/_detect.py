@@ -41,6 +41,7 @@ from memlineage.reconcile import (
     withdraws,
 )
 from memlineage.reconcile._signals import asserting_text, clauses_of
+from memlineage.retrieval import is_request
 
 __all__ = ["detect_updates"]
 
@@ -49,8 +50,13 @@ logger = logging.getLogger(__name__)
 _LIVE = (Status.ACTIVE.value, Status.SUSPECT.value)
 #: Nearest statements by vector offered to the reconciler.
 NEIGHBOURS = 8
-#: Extra nearest entries asked of the index, for entries whose withdrawal the index has not applied yet.
-OVERFETCH = 8
+#: Extra nearest entries asked of the index, for entries whose withdrawal the index has not applied yet, and for
+#: the speaker's questions and requests, which are no candidates ("convert 80 EUR to my home currency" asked fifty
+#: times must not push "my home currency is DKK" out of the neighbours of its correction).
+OVERFETCH = 24
+#: How many times deeper the second page of neighbours reaches when the first holds too few of the speaker's
+#: statements (see ``_neighbours``).
+DEEPER = 8
 #: Most recent live statements of the scope, offered too for Chinese text and withdrawals (words, not vectors: the
 #: English MiniLM cannot tell unrelated Chinese sentences apart, and a withdrawal names its object in few words).
 RECENT = 50
@@ -311,24 +317,11 @@ def _candidates(
         if st.slot:
             rows.update((r["id"], r) for r in ledger_reads.scope_rows(user, agent, slot=st.slot))
         if user_statement:
-            if revises and d.embedding is not None:
-                # The index learns of status changes from the deferred sync, so a memory withdrawn a moment ago
-                # may still look live there: ask for more and keep the NEIGHBOURS nearest the ledger says are live
-                # (the same ones as with an index in step, whatever the sync thread's timing).
-                where = IndexFilter(user_id=user, agent_id=agent, statuses=_LIVE)
-                for hit in ports.index.query(d.embedding, NEIGHBOURS + OVERFETCH, where):
-                    similarity[hit.id] = hit.similarity
             if recent:
                 limit = RECENT_CJK if cjk else RECENT
                 rows.update((r["id"], r) for r in ledger_reads.scope_rows(user, agent, limit=limit))
-            read = set(rows)
-            missing = sorted(set(similarity) - read)
-            if missing:
-                rows.update((r["id"], r) for r in ledger_reads.rows_by_id(user, agent, missing))
-            # rows only holds live memories: keep the NEIGHBOURS nearest of them (the index lists nearest first)
-            nearest = [i for i in similarity if i in rows][:NEIGHBOURS]
-            similarity = {i: similarity[i] for i in nearest}
-            rows = {i: r for i, r in rows.items() if i in read or i in similarity}
+            if revises and d.embedding is not None:
+                similarity = _neighbours(ports, ledger_reads, d, rows)
     lacking = [i for i in rows if i not in similarity]
     # Only a correction cue lets closeness in meaning alone make a possible update (reconcile._generic): the other
     # candidates' vectors are read for such statements only (a read of their blobs per statement costs ingest 10x).
@@ -373,6 +366,54 @@ def _candidates(
         )
     out.extend(_batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk))
     return out
+
+
+def _neighbours(ports: _Ports, ledger_reads: _Reads, d: Any, rows: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """The statement's nearest live memories by vector: their similarity, their rows added to ``rows``.
+
+    Keeps the NEIGHBOURS nearest statements of the speaker and the NEIGHBOURS nearest of other sources, plus
+    the closeness of rows already held (slot holders, recent statements) among the NEIGHBOURS nearest. A question or
+    request is never updated (reconcile skips it) and takes no place: where the speaker asked about a value fifty
+    times ("convert 80 EUR to my home currency") and answers repeat it ("your home currency is KRW"), those must
+    not push the speaker's own statement of it out, so a page that holds too few statements is followed by a
+    deeper one (``DEEPER`` times as many entries; only in such scopes).
+    """
+    user, agent = d.scope.user_id, d.scope.agent_id
+    held = set(rows)
+    # The index learns of status changes from the deferred sync, so a memory withdrawn a moment ago may still look
+    # live there: ask for more and keep the nearest the ledger says are live (the same ones as with an index in
+    # step, whatever the sync thread's timing).
+    where = IndexFilter(user_id=user, agent_id=agent, statuses=_LIVE)
+    want = NEIGHBOURS + OVERFETCH
+    user_kind = SourceKind.USER.value
+    while True:
+        similarity = {hit.id: hit.similarity for hit in ports.index.query(d.embedding, want, where)}
+        missing = sorted(set(similarity) - set(rows))
+        if missing:
+            rows.update((r["id"], r) for r in ledger_reads.rows_by_id(user, agent, missing))
+        live = [i for i in similarity if i in rows]  # rows only holds live memories; the index lists nearest first
+        found = [i for i in live if i not in held]  # rows read for their closeness only
+        said = [i for i in found if rows[i]["source_kind"] == user_kind and not _asks_only(rows[i]["content"])]
+        if len(said) >= NEIGHBOURS or len(similarity) < want or want > NEIGHBOURS + OVERFETCH:
+            break
+        want *= DEEPER
+    nearest = {
+        *(i for i in live[:NEIGHBOURS] if i in held),
+        *said[:NEIGHBOURS],
+        *[i for i in found if rows[i]["source_kind"] != user_kind][:NEIGHBOURS],
+    }
+    for i in [i for i in rows if i not in held and i not in nearest]:
+        del rows[i]
+    return {i: similarity[i] for i in live if i in nearest}
+
+
+@cache
+def _asks_only(text: str) -> bool:
+    """Whether a memory's text only asks: a question or request holding no slot value (cached per text).
+
+    "I live in Paris, what should I pack?" asks, and still holds the residence a correction replaces.
+    """
+    return is_request(text) and slot_of(text)[0] is None
 
 
 class _Reads:

@@ -12,8 +12,12 @@ new memory and an erasure are applied before the call returns. A crash before th
 
 from __future__ import annotations
 
+import atexit
+import functools
 import logging
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterable
 
 __all__ = ["DeferredIndexSync"]
@@ -22,6 +26,20 @@ logger = logging.getLogger(__name__)
 
 #: Ids applied per call: each call holds the manager's index lock, which foreground index writes wait for.
 BATCH = 2000
+#: Seconds the worker waits, after the first id of a batch arrives, for more to join it. One Chroma ``upsert`` of an
+#: agent turn's three memories costs about what one of a single memory does, and holds the GIL and the index lock
+#: while it runs: writing each memory on its own made every foreground write of the turn wait for one. Measured
+#: with ``benchmarks/bench_turn.py`` (see the design notes, "Deferred index writes").
+LINGER_S = 0.5
+
+
+def _flush_at_exit(ref: weakref.ReferenceType[DeferredIndexSync]) -> None:
+    sync = ref()
+    if sync is not None:
+        try:
+            sync.flush()
+        except Exception:  # interpreter shutdown: the rows stay pending in the ledger for repair() on open
+            logger.warning("deferred index writes not applied at exit; repair() on open finishes them", exc_info=True)
 
 
 class DeferredIndexSync:
@@ -32,16 +50,24 @@ class DeferredIndexSync:
             a batch applied late applies the ledger's current state). Its errors are logged; the rows stay
             ``stale`` in the ledger for repair.
         name: Thread name (shows in thread dumps).
+        linger: Seconds (>= 0) the worker gathers ids after the first of a batch arrives, so that one call applies
+            what a burst of writes deferred (an agent turn's memories); :meth:`flush`, :meth:`close` and a full
+            batch cut it short. Ids still queued when the interpreter exits are applied then.
     """
 
-    def __init__(self, apply: Callable[[list[str]], object], *, name: str = "memlineage-index-sync") -> None:
+    def __init__(
+        self, apply: Callable[[list[str]], object], *, name: str = "memlineage-index-sync", linger: float = LINGER_S
+    ) -> None:
         self._apply = apply
         self._name = name
+        self._linger = max(0.0, float(linger))
         self._pending: dict[str, None] = {}
         self._cond = threading.Condition()
         self._busy = False
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._at_exit = functools.partial(_flush_at_exit, weakref.ref(self))
+        atexit.register(self._at_exit)
 
     def defer(self, ids: Iterable[str]) -> None:
         """Queue ``ids`` for the background thread (started on first use); returns at once."""
@@ -79,6 +105,7 @@ class DeferredIndexSync:
     def close(self) -> None:
         """Flush, then stop the thread. Later :meth:`defer` calls apply synchronously. Idempotent."""
         self.flush()
+        atexit.unregister(self._at_exit)
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -110,5 +137,13 @@ class DeferredIndexSync:
                     self._cond.wait()
                 if not self._pending:
                     return
+                deadline = time.monotonic() + self._linger
+                while self._pending and not self._closed and len(self._pending) < BATCH:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+                if not self._pending:  # a flush() applied them meanwhile
+                    continue
                 batch = self._take()
             self._run_batch(batch)

@@ -658,3 +658,17 @@ def test_a_second_trip_planned_in_another_conversation_replaces_no_trip() -> Non
     rome = mm.remember("I'm planning a trip to Rome in June.", scope=Scope(user_id="bob", session_id="s1"))
     mm.remember("Actually, I'm planning a trip to Naples instead.", scope=Scope(user_id="bob", session_id="s2"))
     assert mm.require(rome.id, scope="bob").status is Status.SUPERSEDED
+
+
+@pytest.mark.parametrize("asked", [0, 60])
+def test_a_correction_finds_its_statement_among_many_questions_about_it(asked: int) -> None:
+    """Questions about a value and answers repeating it (one per question) never push the statement out of reach."""
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    old = mm.remember("Actually, my home currency is SAR, not CHF.", scope=alice)
+    for i in range(asked):
+        mm.remember(f"How much is {10 * (i + 1)} EUR in my home currency?", scope=alice, source="user")
+        mm.remember("Your home currency is SAR.", scope=alice, source="agent", force=True)
+    new = mm.remember("Correction: my home currency is DKK now.", scope=alice)
+    assert mm.require(old.id, scope=alice).status is Status.SUPERSEDED
+    assert new.supersedes == old.id
