@@ -12,7 +12,7 @@ export MEMLINEAGE_EMBEDDING_MODEL_DIR ?= $(SHARED_MODEL)
 endif
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: install demo test test-fast test-reliability bench lint clean
+.PHONY: install demo test test-fast test-reliability bench bench-readme lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) benchmarks/run_all.py
+
+# rewrite the README's generated benchmark block from benchmarks/results/ (after make bench or single scripts)
+bench-readme: $(STAMP)
+	$(PY) benchmarks/run_all.py --collect-only --readme README.md
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

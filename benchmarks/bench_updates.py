@@ -9,7 +9,9 @@ Chinese-English (``zh``). The ``dev`` suites are for development; the ``test`` s
 their first-run figures are the honest ones (``--suites test``). Once a test suite has been run, later changes are
 measured on a fresh one written the same way by a helper who read neither the code nor the other suites:
 ``test2`` (first run after the read-time contenders rule was tuned on ``dev``), ``test3`` (first run after its
-precision was tuned on ``dev2``, a development suite heavy in look-alike non-updates). ``make bench`` runs them all
+precision was tuned on ``dev2``, a development suite heavy in look-alike non-updates), ``test4`` (first run after
+the neighbours of a correction stopped counting questions and the code had been tuned on no suite since test3's
+run). ``make bench`` runs them all
 in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
 
 The scenarios are dealt to users (at most one per category per user, so a user's facts never conflict across
@@ -24,8 +26,8 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|test2|test3|all] [--systems ...]``; writes
-``benchmarks/results/bench_updates.json``.
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|test2|test3|test4|all]
+[--systems ...]``; writes ``benchmarks/results/bench_updates.json``.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ K = 3
 
 
 def load_suites(which: str) -> list[dict[str, Any]]:
-    """The scenarios of one split (``dev``, ``dev2``, ``test``, ``test2``, ``test3``) or ``all``, tagged by suite."""
-    splits = ("dev", "dev2", "test", "test2", "test3") if which == "all" else (which,)
+    """The scenarios of one split (``dev``, ``dev2``, ``test``..., ``test4``) or ``all``, tagged by suite."""
+    splits = ("dev", "dev2", "test", "test2", "test3", "test4") if which == "all" else (which,)
     out = []
     for path in sorted(DATA.glob("updates_*_*.json")):
         if path.stem.rsplit("_", 1)[1] not in splits:
@@ -156,7 +158,7 @@ def score(system: System, histories: Sequence[History], asks: Sequence[dict[str,
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--suites", choices=("dev", "dev2", "test", "test2", "test3", "all"), default="dev")
+    ap.add_argument("--suites", choices=("dev", "dev2", "test", "test2", "test3", "test4", "all"), default="dev")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--fake-embedder", action="store_true")
     ap.add_argument("--failures", action="store_true", help="print the scenarios each MemLineage row gets wrong")

@@ -35,6 +35,11 @@ class LineageChatStore(BaseChatStore):
     history is append-only, so ``add_message(..., idx=...)`` only accepts the end. A store failure while an agent
     reads or writes (``get_messages``, ``add_message``, ``set_messages``) is recorded, never raised into the agent.
 
+    A chat store sees messages only: LlamaIndex writes a failed tool call's message without its ``is_error`` flag,
+    so the error text is stored as that tool's result and recall can serve it. Where tools can fail, use
+    ``lineage_memory`` together with ``capture_run``, which keeps a failed call as an activity with
+    ``outcome="error"`` and stores no memory of it.
+
     Setup:
         ``pip install "memlineage[llamaindex]"``.
 

@@ -124,7 +124,15 @@ class Activities:
             if not all(isinstance(k, str) for k in kind_set):
                 msg = f"kinds must be activity kind names such as ['tool_call'], got {kinds!r}"
                 raise InvalidInputError(msg)
-        rows = self.ledger.activities_of(user_id=scope.user_id, agent_id=scope.agent_id, session_id=scope.session_id)
+        if run_id is None and kind_set is not None and len(kind_set) == 1:
+            # one kind (a chat history's messages): the ledger filters, so the other activities are never built
+            rows = self.ledger.find_activity_rows(
+                scope.user_id, kind=next(iter(kind_set)), agent_id=scope.agent_id, session_id=scope.session_id
+            )
+        else:
+            rows = self.ledger.activities_of(
+                user_id=scope.user_id, agent_id=scope.agent_id, session_id=scope.session_id
+            )
         if run_id is not None:
             if run_id not in {r["id"] for r in rows}:
                 msg = f"no activity {run_id!r} in this scope; list the runs with activities(scope, kinds=['agent_run'])"

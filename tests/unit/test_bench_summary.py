@@ -1,0 +1,73 @@
+"""The README's benchmark block is generated from the results files (``benchmarks/run_all.py --readme``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+_RUN_ALL = Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_run_all", _RUN_ALL)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_run_all", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+run_all = _load()
+
+TURN = {
+    "load_average": [2.17, 1.5, 1.2],
+    "rows": [
+        {"surface": "middleware", "ratio": 1.56, "memory_work_ms": 75.9, "raw_chroma_turn_ms": 48.6,
+         "amortized_ratio": 1.61},
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture
+def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "bench_turn.json").write_text(json.dumps(TURN), encoding="utf-8")
+    monkeypatch.setattr(run_all, "RESULTS", out)
+    return out
+
+
+def test_the_readme_block_is_rewritten_from_the_results(results: Path, tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        f"# Title\n\nBefore.\n\n{run_all.README_START}\n| old | pasted | 9.99x |\n{run_all.README_END}\n\nAfter.\n",
+        encoding="utf-8",
+    )
+    assert run_all.main(["--collect-only", "--readme", str(readme)]) == 0
+    text = readme.read_text(encoding="utf-8")
+    assert text.startswith("# Title\n\nBefore.\n\n") and text.endswith(f"{run_all.README_END}\n\nAfter.\n")
+    block = text[text.index(run_all.README_START) : text.index(run_all.README_END)]
+    assert "9.99x" not in block  # what was pasted is gone
+    assert "| turn | middleware: memory work per turn vs raw Chroma (goal <= 1.5) | 1.56x |" in block
+    assert "charged back 1.61x" in block and "load 2.2" in block
+    assert "`bench_store.py`" in block  # scripts with no results are named, not given figures
+    assert (results / "summary.md").read_text(encoding="utf-8") in text
+
+
+def test_a_readme_without_the_markers_is_left_alone(results: Path, tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("# No block here\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="no generated block"):
+        run_all.main(["--collect-only", "--readme", str(readme)])
+    assert readme.read_text(encoding="utf-8") == "# No block here\n"
+
+
+def test_a_pipe_in_a_note_does_not_break_the_table() -> None:
+    rows = [{"area": "a", "figure": "x | y", "value": "1", "note": "n", "source": "s", "script": "bench_x"}]
+    table = run_all.render_markdown(rows, "now")
+    assert "| a | x \\| y | 1 | n | s |" in table
