@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
+import runpy
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 
 import pytest
 
-_RUN_ALL = Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_run_all", _RUN_ALL)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_run_all", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-run_all = _load()
+_SCRIPT = runpy.run_path(str(Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"), run_name="run_all")
+#: The globals the script's functions read (run_path returns a copy): a test points RESULTS elsewhere in them.
+_GLOBALS = _SCRIPT["main"].__globals__
+run_all = SimpleNamespace(**_SCRIPT)
 
 TURN = {
     "load_average": [2.17, 1.5, 1.2],
@@ -38,7 +28,7 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     out = tmp_path / "results"
     out.mkdir()
     (out / "bench_turn.json").write_text(json.dumps(TURN), encoding="utf-8")
-    monkeypatch.setattr(run_all, "RESULTS", out)
+    monkeypatch.setitem(_GLOBALS, "RESULTS", out)
     return out
 
 
