@@ -27,6 +27,7 @@ from memlineage.reconcile._signals import (
     answer_type,
     asks_about_past,
     asks_for_many,
+    asks_unmarked,
     asserting_text,
     clauses_of,
     numbers_in,
@@ -672,3 +673,45 @@ def test_a_correction_finds_its_statement_among_many_questions_about_it(asked: i
     new = mm.remember("Correction: my home currency is DKK now.", scope=alice)
     assert mm.require(old.id, scope=alice).status is Status.SUPERSEDED
     assert new.supersedes == old.id
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "query"),
+    [
+        (  # a later question to the assistant without a question mark, on the same topic
+            "I drink my coffee black, no sugar, no milk, 2 cups a day",
+            "is matcha actually healthier than coffee or is that marketing",
+            "How do I take my coffee?",
+        ),
+        ("我对花生过敏，挺严重的，点外卖都得小心", "牙齿敏感用什么牙膏好", "我对什么过敏？"),
+        ("我家地址是上海市徐汇区漕溪北路 88 号 12 楼", "有什么适合冬天喝的养生茶", "我家地址是什么？"),
+    ],
+)
+def test_a_question_without_a_question_mark_never_demotes_a_statement(
+    mm: MemoryManager, clock: Clock, first: str, later: str, query: str
+) -> None:
+    old = mm.require(say(mm, clock, first, 0), scope="alice")
+    new = mm.require(say(mm, clock, later, 30), scope="alice")
+    assert asks_unmarked(later) and not asks_unmarked(first)
+    assert competes(query, old, new, relevance=(0.8, 0.7), contenders=True, cosine=0.5) is None
+
+
+def test_unmarked_questions_and_statements_told_apart() -> None:
+    asks = ["should I get a Pixel or stay on iPhone", "Does this look right", "any tips for cleaning suede",
+            "是不是租得有点贵", "用什么洗衣液比较好"]  # fmt: skip
+    states = ["We moved to Porto", "what I meant is Lyon, not Lille", "Can't wait to move", "Will do",
+              "我现在什么肉都不吃了", "我房租一个月 4500"]  # fmt: skip
+    assert all(asks_unmarked(t) for t in asks)
+    assert not any(asks_unmarked(t) for t in states)
+
+
+def test_the_users_later_statement_never_demotes_the_assistants_answer_by_the_query_alone(
+    mm: MemoryManager, clock: Clock
+) -> None:
+    """The weakest rule (the query alone says what both are about) holds within one speaker's statements."""
+    clock.now = at(0)
+    answer = mm.remember("Green tea in the morning is a good habit.", scope="alice", source="agent")
+    later = mm.require(say(mm, clock, "I drink black coffee every morning now.", 30), scope="alice")
+    query = "What do I drink in the morning?"
+    verdict = competes(query, answer, later, relevance=(0.8, 0.7), contenders=True, cosine=0.35)
+    assert verdict is None  # before: "the later of the speaker's two statements that best answer the query"

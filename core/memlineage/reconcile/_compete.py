@@ -48,6 +48,7 @@ from memlineage.reconcile._signals import (
     asks_about_past,
     asks_about_speaker,
     asks_for_many,
+    asks_unmarked,
     clause_similarity,
     clauses_of,
     focus,
@@ -199,10 +200,11 @@ def competes(
     about_me = asks_about_speaker(query)
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
     temporary = _for_a_while(newer.content) and not _for_a_while(older.content)
+    same_speaker = newer.source.kind is older.source.kind
     others = _names_someone(newer.content) and not _names_someone(older.content)
     for cb in focus(newer.content, wanted):
-        if not cb.asserts_present or cb.additive or not cb.substantive:
-            continue
+        if not cb.asserts_present or cb.additive or not cb.substantive or asks_unmarked(cb.text):
+            continue  # a question, even one without a question mark ("is oat milk better"), replaces nothing
         if temporary:
             continue  # for a while only ("this week the meeting moved to Tuesday"): the standing value holds
         for ca in focus(older.content, wanted):
@@ -285,7 +287,9 @@ def competes(
         # a value of the asked kind that differs (a city, a date, a number) lets a weaker match contend, as below
         valued = other_value is not None and kind != "entity"
         close_enough = relevant or (valued and relevance is not None and relevance[1] >= 0.2 * relevance[0])
-        if eligible and contenders and close_enough and related and novel and about_me:
+        # the weakest rule (the query alone says what both are about): one speaker's statements only, never an
+        # answer of the assistant's demoted by what the user said later
+        if eligible and contenders and close_enough and related and novel and about_me and same_speaker:
             return "the later of the speaker's two statements that best answer the query", round(
                 best[0] if best is not None else 0.0, 3
             )
@@ -307,7 +311,14 @@ def competes(
     sim, ca, cb = best
     changed = sorted((cb.keys - ca.keys) | (ca.keys - cb.keys))
     if not changed and numbers_in(ca.text) == numbers_in(cb.text) and sim < RESTATED:
-        if contenders and about_me and novel and has_cjk(older.content + newer.content) and _words(cb.terms - ca.terms):
+        if (
+            contenders
+            and about_me
+            and novel
+            and same_speaker
+            and has_cjk(older.content + newer.content)
+            and _words(cb.terms - ca.terms)
+        ):
             # Chinese clauses are whole sentences: the shared words name the topic ("羽毛球"), the rest the change
             return "the later of the speaker's two statements that best answer the query", round(sim, 3)
         return None  # the same topic, no value changed: two facts about it, both may hold

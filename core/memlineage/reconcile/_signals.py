@@ -30,6 +30,7 @@ __all__ = [
     "asserting_text",
     "asks_about_past",
     "asks_about_speaker",
+    "asks_unmarked",
     "clause_similarity",
     "clauses_of",
     "focus",
@@ -397,6 +398,37 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
 def values_of_query(query: str, kind: str) -> frozenset[str]:
     """The values of one kind a question names itself (``"Theo"`` in "How old is Theo?"): never its answer."""
     return frozenset(v for c in clauses_of(query) for v in values_of(c, kind))
+
+
+#: A question asked without a question mark, as chat often is: an English clause that opens with an inverted
+#: auxiliary or a question word ("is matcha healthier than coffee", "should I get a Pixel"), "any tips/ideas...";
+#: a Chinese one that opens with a question phrase or asks which/what to choose ("有什么适合冬天喝的茶",
+#: "牙齿敏感用什么牙膏好", "是不是租得有点贵"). A statement that merely holds 什么 ("我现在什么肉都不吃") is none.
+_UNMARKED_QUESTION = re.compile(
+    r"^(?:(?:so|ok(?:ay)?|hey|hi|btw|also|and|but|lol|hmm+|quick question|random question|question)[,:!.\s-]+)*"
+    r"(?:(?:is|are|am|does|do|did)\s+\w"
+    r"|(?:can|could|should|would|will|shall)\s+(?:i|you|we|it|they|he|she|my|our|this|that|there|someone|anyone)\b"
+    r"|(?:what|which|who|how|why)\b(?!\s+(?:i|we)\s+(?:meant|mean|said|wrote)\b)"
+    r"|any\s+(?:tips|ideas|advice|suggestions|recommendations|thoughts)\b)"
+    r"|^(?:那|请问|所以)?(?:有什么|有没有|有哪些|哪里|哪儿|哪个|哪家|哪款|怎么|为什么|如何|什么)"
+    r"|(?:是不是|能不能|可不可以|要不要|用什么|买什么|选什么|吃什么|喝什么|穿什么|推荐什么|哪个好|哪款好|哪家好)",
+    re.IGNORECASE,
+)
+
+
+@text_cache(maxsize=16384)
+def asks_unmarked(text: str) -> bool:
+    """Whether a clause is a question asked without a question mark ("is oat milk better than almond milk").
+
+    Example:
+        >>> asks_unmarked("is matcha actually healthier than coffee or is that marketing")
+        True
+        >>> asks_unmarked("I drink my coffee black"), asks_unmarked("what I meant is Lyon, not Lille")
+        (False, False)
+        >>> asks_unmarked("牙齿敏感用什么牙膏好"), asks_unmarked("我现在什么肉都不吃了")
+        (True, False)
+    """
+    return bool(_UNMARKED_QUESTION.search(strip_transcript_prefix(text).strip()))
 
 
 @text_cache(maxsize=16384)
