@@ -715,3 +715,12 @@ def test_the_users_later_statement_never_demotes_the_assistants_answer_by_the_qu
     query = "What do I drink in the morning?"
     verdict = competes(query, answer, later, relevance=(0.8, 0.7), contenders=True, cosine=0.35)
     assert verdict is None  # before: "the later of the speaker's two statements that best answer the query"
+
+
+def test_a_generic_verb_names_no_replaced_value() -> None:
+    """ "... and not get climbed over" replaced a chess rating that said "get to 1600" (test5, first run)."""
+    chess = "my lichess rapid rating is around 1450. which openings should I learn to get to 1600?"
+    seats = (
+        "change of heart on seats btw. window from now on, I want to sleep against the wall and not get climbed over"
+    )
+    assert _status_after(chess, seats) is Status.ACTIVE

@@ -15,7 +15,7 @@ from memlineage.extractors._rules import (
 )
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
-from memlineage.reconcile._signals import asserting_text, clauses_of
+from memlineage.reconcile._signals import asserting_text, clauses_of, substantive_terms
 from memlineage.reconcile._text import (
     _naive,
     _norm_value,
@@ -183,7 +183,8 @@ class RuleReconciler:
             match = pattern.search(text)
             if not match:
                 continue
-            old = content_terms(match.group("old"))
+            # a generic word is no value ("... and not get climbed over" names nothing said before)
+            old = set(substantive_terms(content_terms(match.group("old"))))
             if not old:
                 continue
             best: tuple[float, datetime, int, Candidate] | None = None

@@ -14,6 +14,7 @@ Everything here is a pure function of the text, cached (memories are immutable).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from memlineage._evidence import has_bounded
@@ -37,6 +38,7 @@ __all__ = [
     "key_terms",
     "numbers_in",
     "query_terms",
+    "substantive_terms",
     "values_of",
 ]
 
@@ -414,6 +416,16 @@ _UNMARKED_QUESTION = re.compile(
     r"|(?:是不是|能不能|可不可以|要不要|用什么|买什么|选什么|吃什么|喝什么|穿什么|推荐什么|哪个好|哪款好|哪家好)",
     re.IGNORECASE,
 )
+
+
+def substantive_terms(terms: Iterable[str]) -> frozenset[str]:
+    """``terms`` without the generic ones (cues, fillers, light verbs such as "get": no subject matter of their own).
+
+    Example:
+        >>> sorted(substantive_terms({"get", "climbed", "over"}))
+        ['climbed', 'over']
+    """
+    return frozenset(t for t in terms if t not in _GENERIC and t not in _CJK_GENERIC)
 
 
 @text_cache(maxsize=16384)
