@@ -21,6 +21,7 @@ import numpy as np
 from sqlalchemy import Connection, Select, bindparam, select
 
 from memlineage import telemetry
+from memlineage._forget import text_cache
 from memlineage.errors import PolicyViolationError
 from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.index import IndexFilter, VectorIndex
@@ -407,11 +408,12 @@ def _neighbours(ports: _Ports, ledger_reads: _Reads, d: Any, rows: dict[str, dic
     return {i: similarity[i] for i in live if i in nearest}
 
 
-@cache
+@text_cache(maxsize=16384)
 def _asks_only(text: str) -> bool:
-    """Whether a memory's text only asks: a question or request holding no slot value (cached per text).
+    """Whether a memory's text only asks: a question or request holding no slot value.
 
-    "I live in Paris, what should I pack?" asks, and still holds the residence a correction replaces.
+    Cached per text and emptied by every erasure. "I live in Paris, what should I pack?" asks, and still holds the
+    residence a correction replaces.
     """
     return is_request(text) and slot_of(text)[0] is None
 
