@@ -29,7 +29,8 @@ BATCH = 2000
 #: Seconds the worker waits, after the first id of a batch arrives, for more to join it. One Chroma ``upsert`` of an
 #: agent turn's three memories costs about what one of a single memory does, and holds the GIL and the index lock
 #: while it runs: writing each memory on its own made every foreground write of the turn wait for one. Measured
-#: with ``benchmarks/bench_turn.py`` (see the design notes, "Deferred index writes").
+#: with ``benchmarks/bench_turn.py`` (see the design notes, "Deferred index writes gather"). Used only by a store
+#: that is the ledger's single writer: in server mode another process reads the shared index and must not wait.
 LINGER_S = 0.5
 
 
@@ -52,11 +53,12 @@ class DeferredIndexSync:
         name: Thread name (shows in thread dumps).
         linger: Seconds (>= 0) the worker gathers ids after the first of a batch arrives, so that one call applies
             what a burst of writes deferred (an agent turn's memories); :meth:`flush`, :meth:`close` and a full
-            batch cut it short. Ids still queued when the interpreter exits are applied then.
+            batch cut it short. Ids still queued when the interpreter exits are applied then. Default 0 (no
+            gathering); the embedded store's single writer uses :data:`LINGER_S`.
     """
 
     def __init__(
-        self, apply: Callable[[list[str]], object], *, name: str = "memlineage-index-sync", linger: float = LINGER_S
+        self, apply: Callable[[list[str]], object], *, name: str = "memlineage-index-sync", linger: float = 0.0
     ) -> None:
         self._apply = apply
         self._name = name

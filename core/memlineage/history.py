@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memlineage._evidence import argument_values, contains, content_premises, holders, is_filler
+from memlineage._forget import on_erase
 from memlineage.errors import InvalidInputError
 from memlineage.models import (
     Activity,
@@ -262,6 +263,10 @@ class ChatHistory:
         self.on_clear = on_clear
         self.kind = memory_kind
         self._lock = _session_lock(manager, base)
+        # The session's message occurrences as last read, with the ledger's stamp of them (see _activities);
+        # emptied by every erasure, so no erased wording stays here.
+        self._known: tuple[tuple[int, ...], tuple[Activity, ...]] | None = None
+        on_erase(self._forget_known)
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -313,8 +318,53 @@ class ChatHistory:
             window = window[1:]
         return window
 
+    def _forget_known(self) -> None:
+        self._known = None
+
+    def _stamp(self, ids: Sequence[str] | None = None) -> tuple[int, ...] | None:
+        """The ledger's fingerprint of the session's message occurrences (or of ``ids`` among them); None = none."""
+        stamp = getattr(getattr(self.manager, "ledger", None), "activity_stamp", None)
+        if not callable(stamp):
+            return None
+        found = stamp(
+            self.scope.user_id, kind=MESSAGE_ACTIVITY, agent_id=self.scope.agent_id, session_id=self.scope.session_id,
+            ids=ids,
+        )  # fmt: skip
+        return tuple(found)
+
     def _activities(self) -> list[Activity]:
-        return self.manager.activities(self.scope, kinds=[MESSAGE_ACTIVITY])
+        """The session's message occurrences: read again only when the ledger's stamp of them changed.
+
+        A long session made every append and every read build all of its occurrences again (O(session) per message).
+        The stamp (one aggregate read) changes when an occurrence is added, ended, cleared or redacted, by this
+        object or any other writer, in this process or another; it is read before the rows, so a change in between
+        only costs the next call a full read.
+        """
+        stamp = self._stamp()
+        known = self._known
+        if stamp is not None and known is not None and known[0] == stamp:
+            return list(known[1])
+        acts = self.manager.activities(self.scope, kinds=[MESSAGE_ACTIVITY])
+        self._known = (stamp, tuple(acts)) if stamp is not None else None
+        return acts
+
+    def _extend_known(self, base: tuple[tuple[int, ...], tuple[Activity, ...]] | None, ids: Sequence[str]) -> None:
+        """After this object's append: known = what it knew + what it wrote, when the stamps say nothing else changed.
+
+        The stamp's parts add up over disjoint rows: the session's stamp now must be the one the append started from
+        plus that of the rows it wrote; otherwise another writer changed something meanwhile and the next call
+        reads everything.
+        """
+        self._known = None
+        if base is None or not ids:
+            return
+        after, ours = self._stamp(), self._stamp(ids)
+        if after is None or ours is None or tuple(a + b for a, b in zip(base[0], ours, strict=True)) != after:
+            return
+        written = [self.manager.get_activity(i, scope=self.scope) for i in ids]
+        if any(a is None for a in written):
+            return
+        self._known = (after, (*base[1], *(a for a in written if a is not None)))
 
     def _occurrences(self, acts: Sequence[Activity] | None = None, *, include_cleared: bool = False) -> list[Activity]:
         acts = self._activities() if acts is None else acts
@@ -396,6 +446,7 @@ class ChatHistory:
     ) -> list[ChatTurn]:
         """Append under the session's hold; occurrences in ``leaving`` (about to be cleared) are no premises."""
         acts = self._activities()
+        base = self._known  # what the append starts from (None: no stamp to keep it by)
         # positions are never reused: unfinished, failed, cleared and redacted occurrences keep theirs
         position = 1 + max((int(a.metadata["position"]) for a in acts if "position" in a.metadata), default=-1)
         live = [a for a in self._occurrences(acts) if a.id not in leaving]
@@ -477,8 +528,10 @@ class ChatHistory:
                     since.append(mem.id)
             self._end_all(started, "success", finals)
         except BaseException:
+            self._known = None
             self._withdraw(started, created)
             raise
+        self._extend_known(base, [a.id for a in started])
         return out
 
     def _end_all(self, acts: Sequence[Activity], outcome: str, finals: Sequence[Mapping[str, Any]]) -> None:

@@ -189,6 +189,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             reconciler=_reconciler(reconciler),
             retrieval=retrieval or RetrievalConfig(),
             read_filter=read_filter,
+            single_writer=not shared,
         )
         self.path = path
         self._lock = lock

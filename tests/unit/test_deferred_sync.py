@@ -75,3 +75,18 @@ def test_a_full_batch_is_applied_without_waiting(monkeypatch) -> None:
     assert rec.done.wait(5)
     assert rec.calls == [["a", "b", "c"]]
     sync.close()
+
+
+def test_only_the_embedded_single_writer_gathers(tmp_path) -> None:
+    """In server mode another process reads the shared index: its deferred writes go at once."""
+    from memlineage import MemoryManager
+    from memlineage._indexsync import LINGER_S
+    from memlineage.testing import make_manager
+
+    shared = make_manager()  # no writer lock: other processes may write to and read this store
+    assert shared.services.index_sync._deferred._linger == 0.0
+    embedded = MemoryManager.open(tmp_path / "store", embedder=shared.services.embedding.embedder)
+    try:
+        assert embedded.services.index_sync._deferred._linger == LINGER_S > 0
+    finally:
+        embedded.close()

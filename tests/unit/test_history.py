@@ -341,3 +341,50 @@ def test_a_sessions_lock_lives_as_long_as_its_histories() -> None:
     del first, second
     gc.collect()
     assert len(held) == 0
+
+
+class _Counting:
+    """Counts the full reads of the session's occurrences (``manager.activities``)."""
+
+    def __init__(self, mm: object) -> None:
+        self.reads = 0
+        self._inner = mm.activities  # type: ignore[attr-defined]
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        self.reads += 1
+        return self._inner(*args, **kwargs)
+
+
+def test_a_long_session_is_not_read_whole_for_every_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    mm = make_manager()
+    history = ChatHistory(mm, scope="alice", session_id="s1")
+    history.append([ChatEntry("user", "I live in Paris."), ChatEntry("assistant", "Noted.")])
+    counting = _Counting(mm)
+    monkeypatch.setattr(mm, "activities", counting)
+    history.turns()  # one full read at most: what the append knew is still true
+    for i in range(5):
+        history.append([ChatEntry("user", f"Question {i} about Paris?"), ChatEntry("assistant", f"Answer {i}.")])
+    assert [t.text for t in history.turns()][-2:] == ["Question 4 about Paris?", "Answer 4."]
+    assert counting.reads <= 1
+    assert [t.position for t in history.turns()] == list(range(12))
+
+
+def test_what_another_writer_did_is_seen() -> None:
+    """Another object of the same session appends, clears; an erasure redacts: every change reaches the reader."""
+    mm = make_manager()
+    reader = ChatHistory(mm, scope="alice", session_id="s1")
+    writer = ChatHistory(mm, scope="alice", session_id="s1")
+    reader.append([ChatEntry("user", "My passport number is X123.")])
+    assert [t.text for t in reader.turns()] == ["My passport number is X123."]
+    writer.append([ChatEntry("assistant", "Saved.")])
+    assert [t.text for t in reader.turns()] == ["My passport number is X123.", "Saved."]
+    reader.append([ChatEntry("user", "Thanks.")])  # positions continue after the other writer's message
+    assert [t.position for t in reader.turns()] == [0, 1, 2]
+    first = reader.turns()[0]
+    mm.erase(first.memory.id, scope="alice")
+    assert reader._known is None  # the erasure emptied what the reader held, wording included
+    assert [t.text for t in reader.turns()] == ["Saved.", "Thanks."]
+    writer.clear()
+    assert reader.turns() == []
+    reader.append([ChatEntry("user", "New start.")])
+    assert [(t.text, t.position) for t in reader.turns()] == [("New start.", 3)]

@@ -19,9 +19,11 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Engine,
+    String,
     Update,
     bindparam,
     case,
+    cast,
     create_engine,
     delete,
     event,
@@ -527,6 +529,39 @@ class Ledger(GraphQueries, Locks):
         query = select(activities).where(*cond).order_by(activities.c.started_at, activities.c.id)
         with self._maybe(conn) as c:
             return [dict(r) for r in c.execute(query).mappings()]
+
+    def activity_stamp(
+        self,
+        user_id: str,
+        *,
+        kind: str | None = None,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        ids: Sequence[str] | None = None,
+        conn: Connection | None = None,
+    ) -> tuple[int, int, int, int]:
+        """A fingerprint of one user's activity rows matching the filters, in one aggregate read (no row is built).
+
+        ``(rows, ended, total outcome length, total metadata length)``: a row added, ended, given another outcome
+        or another metadata (a redaction, a ``cleared_by``) changes it. The parts add up over disjoint sets of rows,
+        so a writer can tell whether the rows it knew plus the rows it wrote are all there is.
+        """
+        cond = [activities.c.user_id == user_id]
+        for col, value in ((activities.c.kind, kind), (activities.c.agent_id, agent_id),
+                           (activities.c.session_id, session_id)):  # fmt: skip
+            if value is not None:
+                cond.append(col == value)
+        if ids is not None:
+            cond.append(activities.c.id.in_(list(ids)))
+        query = select(
+            func.count(),
+            func.count(activities.c.ended_at),
+            func.coalesce(func.sum(func.length(activities.c.outcome)), 0),
+            func.coalesce(func.sum(func.length(cast(activities.c.meta, String))), 0),
+        ).where(*cond)
+        with self._maybe(conn) as c:
+            row = c.execute(query).one()
+        return (int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
     def set_attribution(
         self, conn: Connection, memory_id: str, premises: Mapping[str, str], activity_id: str | None

@@ -60,6 +60,10 @@ class Parts:
     reconciler: Reconciler | None
     retrieval: RetrievalConfig
     read_filter: CandidateFilter | None
+    #: No other process writes to this ledger (the embedded store's writer lock is held): the background index
+    #: writes may gather over ``_indexsync.LINGER_S``. Other processes read the shared index in server mode, so
+    #: there each deferred write goes as soon as the worker takes it.
+    single_writer: bool = False
 
 
 @dataclass
@@ -99,7 +103,9 @@ def wire(parts: Parts, *, write_mutex: threading.RLock, previous: Services | Non
     ledger, index, clock = parts.ledger, parts.index, parts.clock
     if previous is not None:  # its deferred status syncs are applied before the new set takes over
         previous.index_sync.close()
-    index_sync = IndexSync(ledger=ledger, index=index, lexical=parts.lexical, embedding=embedding)
+    index_sync = IndexSync(
+        ledger=ledger, index=index, lexical=parts.lexical, embedding=embedding, gather=parts.single_writer
+    )
     cascade = Cascade(ledger=ledger, clock=clock, syncer=index_sync)
     policy = PolicyGate(parts.policy, ledger=ledger, clock=clock, expirer=cascade, syncer=index_sync)
     value = ValueGate(parts.value_model, ledger=ledger, index=index, clock=clock, archiver=cascade)

@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
-from memlineage._indexsync import DeferredIndexSync
+from memlineage._indexsync import LINGER_S, DeferredIndexSync
 from memlineage.errors import StorageError
 from memlineage.index import index_metadata
 from memlineage.index._base import DOCUMENT_KEY, STAMP_KEY
@@ -147,16 +147,26 @@ class IndexSync:
         index: The vector index port.
         lexical: The lexical index port.
         embedding: Embeds rows stored without a vector.
+        gather: Let the background worker gather deferred ids for ``LINGER_S`` into one write (only where no other
+            process reads the index: another process would not see this one's new memories until then).
     """
 
-    def __init__(self, *, ledger: Ledger, index: VectorIndex, lexical: LexicalIndexPort, embedding: Embedding) -> None:
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        index: VectorIndex,
+        lexical: LexicalIndexPort,
+        embedding: Embedding,
+        gather: bool = False,
+    ) -> None:
         self.ledger = ledger
         self.index = index
         self.lexical = lexical
         self.embedding = embedding
         # One index writer at a time (foreground syncs and the background worker): read rows, write, mark.
         self._lock = threading.RLock()
-        self._deferred = DeferredIndexSync(self._sync_deferred)
+        self._deferred = DeferredIndexSync(self._sync_deferred, linger=LINGER_S if gather else 0.0)
         # Legs that compare their scopes with the ledger (server mode) skip that while this process's own
         # deferred writes are queued: the ledger is ahead of them by those.
         for leg in (index, lexical):
