@@ -48,6 +48,8 @@ def on_erase(clear: Callable[[], Any]) -> None:
         ref = lambda: clear  # noqa: E731 - a strong reference that looks like a weak one
     with _lock:
         _clearers.append(ref)
+        if len(_clearers) % 1024 == 0:  # objects that registered and went (a chat history per request): drop them
+            _clearers[:] = [r for r in _clearers if r() is not None]
 
 
 def text_cache(maxsize: int) -> Callable[[_F], _F]:

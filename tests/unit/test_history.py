@@ -388,3 +388,17 @@ def test_what_another_writer_did_is_seen() -> None:
     assert reader.turns() == []
     reader.append([ChatEntry("user", "New start.")])
     assert [(t.text, t.position) for t in reader.turns()] == [("New start.", 3)]
+
+
+def test_histories_made_per_request_leave_no_trace_behind() -> None:
+    """Each ChatHistory registers for erasures; those that went are dropped, so a history per request never piles up."""
+    import gc
+
+    from memlineage import _forget
+
+    mm = make_manager()
+    before = len(_forget._clearers)
+    for _ in range(3000):
+        ChatHistory(mm, scope="alice", session_id="s1")
+    gc.collect()
+    assert len(_forget._clearers) - before < 1100
