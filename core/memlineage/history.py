@@ -324,24 +324,17 @@ class ChatHistory:
     def _stamp(self, ids: Sequence[str] | None = None) -> tuple[int, ...] | None:
         """The ledger's fingerprint of the session's message occurrences (or of ``ids`` among them); None = none."""
         stamp = getattr(getattr(self.manager, "ledger", None), "activity_stamp", None)
-        if not callable(stamp):
-            return None
-        found = stamp(
-            self.scope.user_id, kind=MESSAGE_ACTIVITY, agent_id=self.scope.agent_id, session_id=self.scope.session_id,
-            ids=ids,
-        )  # fmt: skip
-        return tuple(found)
+        scope = self.scope
+        return tuple(stamp(scope.user_id, kind=MESSAGE_ACTIVITY, agent_id=scope.agent_id, session_id=scope.session_id,
+                           ids=ids)) if callable(stamp) else None  # fmt: skip
 
     def _activities(self) -> list[Activity]:
-        """The session's message occurrences: read again only when the ledger's stamp of them changed.
+        """The session's message occurrences, read again only when the ledger's stamp of them changed.
 
-        A long session made every append and every read build all of its occurrences again (O(session) per message).
-        The stamp (one aggregate read) changes when an occurrence is added, ended, cleared or redacted, by this
-        object or any other writer, in this process or another; it is read before the rows, so a change in between
-        only costs the next call a full read.
+        The stamp (one aggregate read) changes when an occurrence is added, ended, cleared or redacted by any writer,
+        in any process; read before the rows, a change in between only costs the next call a full read.
         """
-        stamp = self._stamp()
-        known = self._known
+        stamp, known = self._stamp(), self._known
         if stamp is not None and known is not None and known[0] == stamp:
             return list(known[1])
         acts = self.manager.activities(self.scope, kinds=[MESSAGE_ACTIVITY])
@@ -349,12 +342,7 @@ class ChatHistory:
         return acts
 
     def _extend_known(self, base: tuple[tuple[int, ...], tuple[Activity, ...]] | None, ids: Sequence[str]) -> None:
-        """After this object's append: known = what it knew + what it wrote, when the stamps say nothing else changed.
-
-        The stamp's parts add up over disjoint rows: the session's stamp now must be the one the append started from
-        plus that of the rows it wrote; otherwise another writer changed something meanwhile and the next call
-        reads everything.
-        """
+        """After an append: known = what it started from + what it wrote, when the stamps add up (else unknown)."""
         self._known = None
         if base is None or not ids:
             return
@@ -362,9 +350,8 @@ class ChatHistory:
         if after is None or ours is None or tuple(a + b for a, b in zip(base[0], ours, strict=True)) != after:
             return
         written = [self.manager.get_activity(i, scope=self.scope) for i in ids]
-        if any(a is None for a in written):
-            return
-        self._known = (after, (*base[1], *(a for a in written if a is not None)))
+        if all(a is not None for a in written):
+            self._known = (after, (*base[1], *(a for a in written if a is not None)))
 
     def _occurrences(self, acts: Sequence[Activity] | None = None, *, include_cleared: bool = False) -> list[Activity]:
         acts = self._activities() if acts is None else acts
