@@ -20,7 +20,7 @@ class Recorder:
 
 def test_a_burst_of_deferrals_is_applied_in_one_call() -> None:
     rec = Recorder()
-    sync = DeferredIndexSync(rec, linger=0.3)
+    sync = DeferredIndexSync(rec, linger=1.0)
     for ids in (["a"], ["b", "c"], ["d"]):  # a turn's writes: the user message, a tool result, the answer
         sync.defer(ids)
         time.sleep(0.02)

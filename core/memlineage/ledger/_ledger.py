@@ -519,13 +519,10 @@ class Ledger(GraphQueries, Locks):
         conn: Connection | None = None,
     ) -> list[dict[str, Any]]:
         """One user's activity rows matching every given filter, oldest first."""
-        cond = [activities.c.user_id == user_id]
-        for col, value in (
-            (activities.c.run_id, run_id), (activities.c.tool_call_id, tool_call_id), (activities.c.kind, kind),
-            (activities.c.outcome, outcome), (activities.c.agent_id, agent_id), (activities.c.session_id, session_id),
-        ):  # fmt: skip
-            if value is not None:
-                cond.append(col == value)
+        cond = _activity_filter(
+            user_id, run_id=run_id, tool_call_id=tool_call_id, kind=kind, outcome=outcome, agent_id=agent_id,
+            session_id=session_id,
+        )  # fmt: skip
         query = select(activities).where(*cond).order_by(activities.c.started_at, activities.c.id)
         with self._maybe(conn) as c:
             return [dict(r) for r in c.execute(query).mappings()]
@@ -546,11 +543,7 @@ class Ledger(GraphQueries, Locks):
         or another metadata (a redaction, a ``cleared_by``) changes it. The parts add up over disjoint sets of rows,
         so a writer can tell whether the rows it knew plus the rows it wrote are all there is.
         """
-        cond = [activities.c.user_id == user_id]
-        for col, value in ((activities.c.kind, kind), (activities.c.agent_id, agent_id),
-                           (activities.c.session_id, session_id)):  # fmt: skip
-            if value is not None:
-                cond.append(col == value)
+        cond = _activity_filter(user_id, kind=kind, agent_id=agent_id, session_id=session_id)
         if ids is not None:
             cond.append(activities.c.id.in_(list(ids)))
         query = select(
@@ -740,3 +733,8 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
         cur.execute("PRAGMA secure_delete=ON")
     finally:
         cur.close()
+
+
+def _activity_filter(user_id: str, **equal: str | None) -> list[Any]:
+    """``WHERE`` terms for one user's activity rows: each given column (not None) equal to its value."""
+    return [activities.c.user_id == user_id, *(activities.c[col] == v for col, v in equal.items() if v is not None)]

@@ -48,7 +48,6 @@ from memlineage.reconcile._signals import (
     asks_about_past,
     asks_about_speaker,
     asks_for_many,
-    asks_unmarked,
     clause_similarity,
     clauses_of,
     focus,
@@ -203,8 +202,8 @@ def competes(
     same_speaker = newer.source.kind is older.source.kind
     others = _names_someone(newer.content) and not _names_someone(older.content)
     for cb in focus(newer.content, wanted):
-        if not cb.asserts_present or cb.additive or not cb.substantive or asks_unmarked(cb.text):
-            continue  # a question, even one without a question mark ("is oat milk better"), replaces nothing
+        if not cb.asserts_present or cb.additive or not cb.substantive:
+            continue  # a question (also one typed without "?": "is oat milk better"), a supposition, the past
         if temporary:
             continue  # for a while only ("this week the meeting moved to Tuesday"): the standing value holds
         for ca in focus(older.content, wanted):

@@ -63,7 +63,7 @@ class Clause:
         terms: Content terms (stemmed English words, CJK bigrams), without key tokens and generic words.
         keys: Key tokens: entities, numbers and dates, case-folded (what a correction changes).
         subject: ``"self"`` (the speaker), another person's role (``"sister"``, ``"女儿"``) or None (unknown).
-        asks: A question or a request: it asserts nothing new.
+        asks: A question (also one typed without a question mark) or a request: it asserts nothing new.
         question: A question (a request may still name a value: "the password is X, put it in the manual please").
         hypothetical: A supposition, a plan weighed, a wish.
         past: A state that held before ("used to", 以前).
@@ -167,7 +167,7 @@ def clauses_of(text: str) -> tuple[Clause, ...]:
                     terms=_terms(part, keys),
                     keys=keys,
                     subject=_subject(table, part),
-                    asks=sentence_asks,
+                    asks=sentence_asks or asks_unmarked(part),  # a question typed without "?" asserts nothing
                     question=sentence_question,
                     hypothetical=_any(table.hypothetical, part),
                     past=_any(table.past_markers, part),
