@@ -15,7 +15,7 @@ from llama_index.core.utils import get_tokenizer
 from memlineage.capture import RunRecorder, ToolCallSpec, ashield
 from memlineage.construct import typed_construction
 from memlineage.manager import MemoryManager
-from memlineage.models import Scope, normalize_content
+from memlineage.models import Memory, Scope, SourceKind, normalize_content
 from typing_extensions import override
 
 from memlineage_llamaindex._convert import (
@@ -148,11 +148,23 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
             include_suspect=self.include_suspect,
         )
         hits = [h for h in result if normalize_content(h.memory.content) not in visible][: self.k]
-        in_history = [h for h in result if normalize_content(h.memory.content) in visible]
-        # What the model sees (rendered, or already in the chat history) is the turn's context.
-        memories = [h.memory for h in [*hits, *in_history]]
+        in_history = [h.memory for h in result if normalize_content(h.memory.content) in visible]
+        if scope.session_id and visible:
+            in_history += await asyncio.to_thread(self._history_memories, scope, visible, len(messages or []))
+        # What the model sees (rendered, or already in the chat history) is the turn's context: a value the model
+        # takes from an earlier message of the session rests on that message's memory, recalled or not.
+        memories = [*(h.memory for h in hits), *in_history]
         await asyncio.to_thread(self._recorder.recalled_for, scope, query, memories)
         return render_hits(hits, _HEADER)
+
+    def _history_memories(self, scope: Scope, visible: set[str], shown: int) -> list[Memory]:
+        """The session's recent memories whose text the chat history shows (a tool result by its output).
+
+        Reads the session's newest ``2 * shown + 8`` memories (one message is one memory, plus model-step texts),
+        not the whole session.
+        """
+        recent = self.manager.find(scope=scope, session_only=True, newest=2 * shown + 8)
+        return [m for m in recent if _shown_text(m) in visible]
 
     @override
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
@@ -199,3 +211,11 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
                 name = name or (self._recorder.call_name(run, tool_id) if tool_id else None)
                 name = name or message.additional_kwargs.get("name") or "tool"
                 self._recorder.tool_end(run, tool_id, text, name=name, arguments=kwargs)
+
+
+def _shown_text(memory: Memory) -> str:
+    """How a memory's text appears as a chat message, normalised: a tool result as its output only."""
+    text = memory.content
+    if memory.lineage.source_kind is SourceKind.TOOL and " -> " in text:
+        text = text.split(" -> ", 1)[1]
+    return normalize_content(text)

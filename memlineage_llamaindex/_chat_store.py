@@ -16,6 +16,7 @@ from memlineage.models import Scope
 from typing_extensions import override
 
 from memlineage_llamaindex._convert import message_to_entry, turn_to_message
+from memlineage_llamaindex._failures import watch_failures
 
 __all__ = ["LineageChatStore"]
 
@@ -35,10 +36,13 @@ class LineageChatStore(BaseChatStore):
     history is append-only, so ``add_message(..., idx=...)`` only accepts the end. A store failure while an agent
     reads or writes (``get_messages``, ``add_message``, ``set_messages``) is recorded, never raised into the agent.
 
-    A chat store sees messages only: LlamaIndex writes a failed tool call's message without its ``is_error`` flag,
-    so the error text is stored as that tool's result and recall can serve it. Where tools can fail, use
-    ``lineage_memory`` together with ``capture_run``, which keeps a failed call as an activity with
-    ``outcome="error"`` and stores no memory of it.
+    A chat store sees messages only: LlamaIndex writes a failed tool call's message without its ``is_error`` flag.
+    The store therefore watches the workflow agents' ``call_tool`` spans (a span handler on LlamaIndex's root
+    dispatcher, added once per process, that writes nothing): a tool message whose call id and text are those of
+    a call seen failing in this process stays in the transcript, and its memory is withdrawn at once, so recall
+    never serves the error as a fact. A failure outside this process (a message written by another service)
+    cannot be told from a result; ``lineage_memory`` together with ``capture_run`` records a failed call as an
+    activity with ``outcome="error"`` wherever the agent runs.
 
     Setup:
         ``pip install "memlineage[llamaindex]"``.
@@ -74,6 +78,7 @@ class LineageChatStore(BaseChatStore):
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
         Scope(user_id=self.user_id, agent_id=self.agent_id)  # validates (InvalidInputError)
+        watch_failures()  # a failed call's message is an outcome, not a fact (see the class docstring)
         if self.on_clear not in ("retract", "forget"):
             msg = f"on_clear must be 'retract' or 'forget', got {self.on_clear!r}"
             raise InvalidInputError(msg)

@@ -18,6 +18,8 @@ from memlineage.models import Scope, check_text
 from memlineage.retrieval import RecallHit
 from memlineage.tools import recalled_line
 
+from memlineage_llamaindex._failures import failed_call
+
 #: Instrument-tag keys that name the scope of a run (see ``instrument_tags`` in
 #: ``llama_index.core.instrumentation.dispatcher``).
 TAG_USER_ID = "memlineage.user_id"
@@ -202,6 +204,7 @@ def message_to_entry(message: ChatMessage) -> ChatEntry:
         role=role,  # type: ignore[arg-type]
         text=text, name=str(name) if name else None, payload=payload, calls=requested,
         call_id=str(call_id) if call_id else None, confidence=confidence,
+        failed=role == "tool" and failed_call(str(call_id) if call_id else None, text),
     )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "holders",
     "is_filler",
     "is_filler_memory",
+    "names",
     "salient",
     "topic",
 ]
@@ -39,6 +40,13 @@ _STOPWORDS = frozenset(
     will would can could should may might must not no yes as if then than so too very just also about into over
     under after before there here some any all each more most other such only own same few both again further once
     please tell show find get give let make need want like know think see look go going book check""".split()
+)
+
+#: Discourse words (apologies, politeness, time fillers, correction cues): no subject matter, so never evidence that a
+#: text rests on a memory ("Sorry, the service is down" does not rest on "Sorry, I meant Berlin").
+_DISCOURSE = frozenset(
+    """sorry apologies unfortunately please later right now again currently moment actually meant instead okay
+    really still already maybe perhaps soon""".split()
 )
 
 
@@ -64,7 +72,7 @@ def salient(text: str) -> set[str]:
         if (
             any(ch.isdigit() for ch in low)
             or code
-            or (len(low) >= 4 and low not in _STOPWORDS and low not in _FILLER_WORDS)
+            or (len(low) >= 4 and low not in _STOPWORDS and low not in _FILLER_WORDS and low not in _DISCOURSE)
         ):
             out.add(low)
     return out
@@ -171,23 +179,38 @@ def holders(pool: Sequence[Memory], values: Iterable[str], holds: Callable[[Memo
     return found
 
 
-def content_premises(text: str, asked: str, pool: Sequence[Memory]) -> list[str]:
+def names(text: str) -> set[str]:
+    """Lower-cased capitalised words that do not open a sentence ("Rome", "LX939"): what a question can name."""
+    out = set()
+    for m in _WORD.finditer(text):
+        before = text[: m.start()].rstrip()
+        if m.group()[0].isupper() and before and before[-1] not in ".!?。！？:;\"'“‘(":
+            out.add(m.group().lower().strip("'’-"))
+    return out
+
+
+def content_premises(text: str, asked: str, pool: Sequence[Memory], *, names_only: bool = False) -> list[str]:
     """The memories of ``pool`` a text rests on by repeating what only they said (the ``"content"`` rule).
 
     The distinctive words of ``text`` that the question ``asked`` did not say are evidence; numbers and identifiers
     first, then words (the first class with a holder decides). When several memories hold a word, those about what
     the exchange is about (sharing its topic words) win; without a difference, the most original holder does (see
-    :func:`holders`).
+    :func:`holders`). A reply of the agent's that asks something back supplies no fact, so it is never a holder.
 
     Args:
         text: An answer.
         asked: The user's turn it answers (its words are not evidence); may be empty.
         pool: Memories it may rest on (the user turn itself left out by the caller).
+        names_only: Only numbers, identifiers and names (:func:`names`) are evidence, not plain words: for a
+            text that asks back ("Which city are you going to?" rests on no city guide that says "city").
 
     Returns:
         Memory ids, possibly empty.
     """
+    pool = [m for m in pool if m.source.kind.value != "agent" or not asks(m.content)]
     words = salient(text) - salient(asked)
+    if names_only:
+        words = {w for w in words if any(ch.isdigit() for ch in w) or w in names(text)}
     # a tool result's argument names ("city=") are the tool's vocabulary, not something it said
     held = {m.id: salient(_ARG_NAME.sub(" ", m.content) if m.source.kind.value == "tool" else m.content) for m in pool}
     about_turn = topic(f"{text} {asked}")

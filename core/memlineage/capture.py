@@ -45,7 +45,7 @@ from memlineage._forget import on_memories_erased, on_scope_erased
 from memlineage._shield import ashield, hook_span, shield
 from memlineage.errors import MemLineageError, StorageError
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, normalize_content
+from memlineage.models import Activity, Memory, Scope, SourceKind, match_short_id, new_id, normalize_content
 from memlineage.reconcile import Reconciler, using_reconciler
 from memlineage.tools import MEMORY_TOOL_NAMES, marker
 
@@ -142,6 +142,7 @@ class _Call:
     premises: dict[str, str]
     done: bool = False
     memory_id: str | None = None  # the result stored for it, if any
+    failed: bool = False
 
 
 #: What :func:`memlineage_langchain.tool_error_text` (and any adapter that marks a handled tool error) puts first in
@@ -649,7 +650,7 @@ class RunRecorder:
         call = run.calls[call_id]
         if call.done and call.memory_id is None:
             return
-        stored, call.done, call.memory_id = call.memory_id, True, None
+        stored, call.done, call.memory_id, call.failed = call.memory_id, True, None, True
         if stored is not None:
             run.results.pop(stored, None)
             self.manager.retract(
@@ -709,6 +710,12 @@ class RunRecorder:
         cited = cited_ids(text, self._citable(run))
         if cited:
             return dict.fromkeys(cited, "cited")
+        if asks(text):  # a reply that asks back asserts nothing: it rests on what it names, else on the turn
+            pool = [m for m in [*run.context.values(), *run.results.values()] if m.id != run.user_memory_id]
+            named = content_premises(text, run.user_text or "", pool, names_only=True)
+            if named:
+                return dict.fromkeys(named, "content")
+            return {run.user_memory_id: "context"} if run.user_memory_id else {}
         if run.results:
             return dict.fromkeys(run.results, "results")
         pool = [m for m in run.context.values() if m.id != run.user_memory_id]
@@ -721,12 +728,18 @@ class RunRecorder:
         """Premises of a text that repeats no memory's distinctive words nor cites one (``"context"``).
 
         The context memories about what the text adds to the user's turn (topic words of the text that the turn
-        did not say) are its premises; without one, or when the text asks back ("Which city are you going to?"),
-        only the user turn is: "I haven't searched for a flight yet" rests on the question that asked, not on every
-        memory recalled into the prompt.
+        did not say) are its premises; without one, when the text asks back ("Which city are you going to?") or when
+        the run's only tool calls failed, only the user turn is: "I haven't searched for a flight yet" rests on the
+        question that asked, and "the booking service is down" on the failed call's outcome (an activity, never a
+        memory), not on every memory recalled into the prompt.
         """
-        extra = set() if asks(text) else _topic(text) - _topic(run.user_text or "")
-        pool = [m for m in run.context.values() if m.id != run.user_memory_id and not _is_filler_memory(m)]
+        failed = any(c.failed for c in run.calls.values())
+        extra = set() if asks(text) or failed else _topic(text) - _topic(run.user_text or "")
+        pool = [
+            m for m in run.context.values()
+            if m.id != run.user_memory_id and not _is_filler_memory(m)
+            and not (m.source.kind is SourceKind.AGENT and asks(m.content))  # the agent's question supplies nothing
+        ]  # fmt: skip
         found = [m.id for m in pool if extra & _topic(m.content)] if extra else []
         if not found and run.user_memory_id:
             found = [run.user_memory_id]

@@ -142,6 +142,9 @@ class ChatEntry:
         call_id: For ``"tool"``: the id of the call this message answers.
         confidence: How sure it is that the message is what its role says, in [0, 1] (default 1); the memory's
             trust is its source's times this (an adapter lowers it for a message of unknown role).
+        failed: For ``"tool"``: the call failed, as the framework reported apart from the message (LlamaIndex's
+            ``ToolOutput.is_error``). The history keeps the message; its memory is withdrawn at once, as for a
+            payload that says so (LangChain ``status="error"``).
     """
 
     role: Role
@@ -151,6 +154,7 @@ class ChatEntry:
     calls: Mapping[str, Any] = field(default_factory=dict)
     call_id: str | None = None
     confidence: float = 1.0
+    failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -495,7 +499,7 @@ class ChatHistory:
                     self.manager.link(mem.id, act.id, scope=self.scope)
                 else:
                     created.append(mem.id)
-                if e.role == "tool" and _failed(e.payload):
+                if e.role == "tool" and (e.failed or _failed(e.payload)):
                     # the history keeps the message; its text is an error, never a fact: the memory is withdrawn
                     self.manager.retract(
                         mem.id, scope=self.scope, reason="the tool call failed: an outcome, not a fact"

@@ -217,3 +217,40 @@ def test_a_captured_manager_is_not_kept_alive_by_its_recorder() -> None:
     del mm, recorder
     gc.collect()
     assert gone() is None
+
+
+def test_a_reply_that_asks_back_rests_on_what_it_names_not_on_a_result_sharing_a_word(mm, alice):
+    """'Which city are you going to?' shares "city" with a city guide: a question asserts nothing, so no premise."""
+    trip = mm.remember("I'm going to Ghent next month.", scope=alice, source="user")
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Give me the city guide for where I'm going.", recalled=[trip])
+    rec.model_step(run, tool_calls=[ToolCallSpec("g1", "get_city_guide", {"city": "Ghent"})])
+    guide = rec.tool_end(run, "g1", "The complete Ghent city guide, every place worth a visit")
+    asked = rec.answer(run, "Which city are you going to? I can't find it in my notes.")
+    rec.end_run(run)
+    run = rec.start_run(alice, "r2", "Which flight should I take?", recalled=[trip, guide])
+    named = rec.answer(run, "Should I book the cheapest flight to Ghent?")  # a question that names a value
+    rec.end_run(run)
+    assert guide is not None and asked is not None and named is not None
+    run = rec.start_run(alice, "r3", "What did you find?", recalled=[trip, asked])
+    again = rec.answer(run, "I can't find that in my notes.")  # words an earlier question said are no evidence
+    rec.end_run(run)
+    assert again is not None
+    assert set(asked.derived_from) == {rec_user(mm, alice, "Give me the city guide for where I'm going.")}
+    assert set(named.derived_from) == {trip.id}
+    assert set(again.derived_from) == {rec_user(mm, alice, "What did you find?")}
+
+
+def test_an_answer_about_a_failed_call_rests_on_its_request_not_on_an_apology(mm, alice):
+    """'Sorry, the service is down' shares only discourse words ("sorry") with 'Sorry, I meant Berlin'."""
+    meant = mm.remember("Sorry, I meant Berlin, not Amsterdam.", scope=alice, source="user")
+    rec = RunRecorder(mm)
+    run = rec.start_run(alice, "r1", "Book me a hotel where I'm going.", recalled=[meant])
+    rec.model_step(run, tool_calls=[ToolCallSpec("h1", "book_hotel", {"city": "Berlin"})])
+    rec.tool_error(run, "h1", "Booking service unavailable (HTTP 503)")
+    down = rec.answer(run, "Sorry, the hotel booking service is down right now. Please try again later.")
+    rec.end_run(run)
+    assert down is not None
+    assert set(down.derived_from) == {rec_user(mm, alice, "Book me a hotel where I'm going.")}
+    report = mm.supersede(meant.id, "I'm going to Munich.", scope=alice, source="user")
+    assert down.id not in set(report.suspect)

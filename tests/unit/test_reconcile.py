@@ -420,6 +420,12 @@ def test_a_correction_keeps_the_other_facts_of_the_statement_it_replaces(old: st
             "My trip to Lisbon is in May and my trip to Lisbon is booked.",
             "The Lisbon trip is cancelled.",
         ),  # all touched
+        # the value a statement ruled out ("instead of Bruges") is no detail to keep: never "I'm going of Bruges."
+        (
+            "Change of plans: I'm going to Salzburg instead of Bruges.",
+            "Change of plans: I'm going to Bergen instead of Salzburg.",
+        ),
+        ("I'd rather fly to Oslo rather than Bergen.", "Actually, I'll fly to Tromso, not Oslo."),
     ],
 )
 def test_nothing_is_carried_over_when_nothing_else_stands(old: str, new: str) -> None:

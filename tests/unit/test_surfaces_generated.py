@@ -57,8 +57,9 @@ _FAILED_AS_FACT = (
 
 _UNSHIELDED_RAISES: dict[str, str] = {}  # both chat stores are shielded now
 _UNSHIELDED_LOST: dict[str, str] = {}
-# LlamaIndex drops a failed call's is_error before the chat store sees the tool message: nothing marks it failed
-_FAILED_KEPT_XFAIL = {"llamaindex-chat-store": _FAILED_AS_FACT}
+# Fixed: LlamaIndex drops a failed call's is_error before the chat store sees the tool message; the store now learns
+# it from the agent's call_tool span (memlineage_llamaindex._failures)
+_FAILED_KEPT_XFAIL: dict[str, str] = {}
 # Fixed: the correction phrasings the core rules missed ("..., not <old>", "I meant X, not Y"), requests taken for
 # statements, a user statement revising the agent's answer, 'context' attribution of unattributable answers, and
 # positional chat-history lineage. Their cases stay below as plain assertions.

@@ -203,9 +203,9 @@ def _kept_details(clause: str, new: str, replaced: str) -> str | None:
     k_new = _key_tokens(_without_cues(strip_transcript_prefix(new), table))
     # the old clause's own cues and the value it negated ("Actually, ... Prague, not Bordeaux") are no details
     own = tables_for(clause)[0]
-    clause = _without_cues(clause, own)
-    for pattern in own.contrast:
+    for pattern in own.contrast:  # before the cues go: "instead of Bruges" is a contrast, "instead" also a cue
         clause = pattern.sub("", clause)
+    clause = _without_cues(clause, own)
     clause = re.sub(r"^[\s,.;:!?，。；：！？]+", "", re.sub(r"\s{2,}", " ", clause)).strip()
     k_old = _key_tokens(clause)
     if replaced:

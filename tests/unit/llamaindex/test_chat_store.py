@@ -160,3 +160,51 @@ def test_a_bad_new_history_keeps_the_old_one_and_never_raises(manager: MemoryMan
     assert [m.content for m in store.get_messages("s1")] == ["keep me"]
     assert [m.content for m in manager.find(scope="alice")] == ["keep me"]
     assert manager.stats()["adapter_errors"]["LineageChatStore.set_messages"] == 1
+
+
+async def test_a_failed_tool_call_stays_in_the_transcript_and_is_never_a_fact(manager: MemoryManager) -> None:
+    """LlamaIndex writes a failed call's message without ``is_error``: the store learns it from the agent's span."""
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.core.tools import FunctionTool
+
+    from .conftest import say, scripted_llm
+
+    def book_hotel(city: str) -> str:
+        """Book a hotel in a city."""
+        raise RuntimeError("Booking service unavailable (HTTP 503)")
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"Sunny in {city}"
+
+    store = LineageChatStore(manager=manager, user_id="alice")
+    memory = ChatMemoryBuffer.from_defaults(chat_store=store, chat_store_key="s1")
+    llm = scripted_llm(
+        calls(("h-1", "book_hotel", {"city": "Rome"}), ("w-1", "get_weather", {"city": "Rome"})),
+        say("Sunny in Rome, but the booking service is down."),
+    )
+    agent = FunctionAgent(tools=[FunctionTool.from_defaults(fn=f) for f in (book_hotel, get_weather)], llm=llm)
+    await agent.run(user_msg="Book me a hotel in Rome and check the weather.", memory=memory)
+
+    tools = [m for m in store.get_messages("s1") if m.role == MessageRole.TOOL]
+    assert [m.additional_kwargs["tool_call_id"] for m in tools] == ["h-1", "w-1"]  # the transcript keeps both
+    assert "HTTP 503" in (tools[0].content or "")
+    scope = Scope(user_id="alice")
+    live = [m.content for m in manager.find(scope=scope)]
+    assert "Sunny in Rome" in live and not any("HTTP 503" in c for c in live)
+    hits = manager.recall("booking service unavailable", scope=scope, k=10, reinforce=False)
+    assert not any("HTTP 503" in h.memory.content for h in hits)
+
+
+def test_a_call_id_that_failed_elsewhere_does_not_withdraw_a_result(manager: MemoryManager) -> None:
+    """A failure is matched by call id and text: another agent's successful call with a reused id stays a fact."""
+    from memlineage_llamaindex._failures import watch_failures
+
+    watch_failures().remember("call_0", "Booking service unavailable (HTTP 503)")
+    store = LineageChatStore(manager=manager, user_id="bob")
+    store.add_message("s1", calls(("call_0", "get_weather", {"city": "Oslo"})))
+    for text in ("Snow in Oslo", "Booking service unavailable (HTTP 503)"):
+        store.add_message("s1", ChatMessage(role="tool", content=text, additional_kwargs={"tool_call_id": "call_0"}))
+    live = [m.content for m in manager.find(scope=Scope(user_id="bob"))]
+    assert any("Snow in Oslo" in c for c in live) and not any("HTTP 503" in c for c in live)
+    assert len([m for m in store.get_messages("s1") if m.role == MessageRole.TOOL]) == 2

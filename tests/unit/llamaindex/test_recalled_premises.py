@@ -200,3 +200,27 @@ async def test_capture_run_ignores_another_users_recall(manager: MemoryManager) 
     )
     flight = _find(manager, "search_flights(")
     assert flight.derived_from == (_find(manager, REQUEST).id,)
+
+
+@pytest.mark.parametrize("capture", [False, True], ids=["memory", "memory+capture_run"])
+async def test_a_value_read_from_the_chat_history_rests_on_its_message_when_recall_misses_it(
+    manager: MemoryManager, monkeypatch: pytest.MonkeyPatch, capture: bool
+) -> None:
+    """In a long session recall may rank the statement below many similar requests; the model still reads it in the
+    chat history, so the tool calls that take its city rest on it, recalled or not."""
+    memory = lineage_memory(manager, user_id="alice", session_id="s1")
+    await _ask(manager, memory, STATEMENT, capture)
+
+    async def recall_that_misses(*args: Any, **kwargs: Any) -> list[Any]:
+        return []
+
+    monkeypatch.setattr(manager, "arecall", recall_that_misses)
+    await _ask(manager, memory, REQUEST, capture)
+    paris = _find(manager, STATEMENT)
+    flight, hotel = _find(manager, "search_flights("), _find(manager, "search_hotels(")
+    assert "Paris" in flight.content
+    assert flight.derived_from == (paris.id,) and hotel.derived_from == (paris.id,)
+    report = manager.supersede(
+        paris.id, "I'm planning a trip to Lyon from 3 to 7 May.", scope=Scope(user_id="alice"), source="user"
+    )
+    assert {flight.id, hotel.id} <= set(report.suspect)
