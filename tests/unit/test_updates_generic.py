@@ -724,3 +724,67 @@ def test_a_generic_verb_names_no_replaced_value() -> None:
         "change of heart on seats btw. window from now on, I want to sleep against the wall and not get climbed over"
     )
     assert _status_after(chess, seats) is Status.ACTIVE
+
+
+@pytest.mark.parametrize(
+    ("text", "states", "asks"),
+    [
+        ("My rent is 900 EUR, is that normal for Leipzig?", "My rent is 900 EUR", "is that normal for Leipzig?"),
+        ("I drive a 2015 Golf, when should I change the brakes?", "I drive a 2015 Golf", "when should I change"),
+        ("我现在每天跑五公里，想报个半马，怎么安排训练比较好", "我现在每天跑五公里，想报个半马", "怎么安排训练比较好"),
+    ],
+)
+def test_a_statement_before_a_question_in_one_sentence_still_states(text: str, states: str, asks: str) -> None:
+    """ "I'm on X, is it ok to ...?": the part before the comma asserts; only the question after it asks."""
+    parts = clauses_of(text)
+    stated = " ".join(c.text for c in parts if not c.asks)
+    assert stated.startswith(states[:12]) and all(c.asks for c in parts if asks[:8] in c.text)
+    assert asserting_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "If I move to Berlin, what are the taxes?",
+        "Do I live in Berlin now, or in Paris?",
+        "So, is my flight to Lisbon on Monday?",
+        "Should I, as a vegetarian, eat fish?",
+    ],
+)
+def test_a_question_split_at_its_comma_still_asserts_nothing_new(text: str) -> None:
+    assert not any(c.asserts_present and not c.asks for c in clauses_of(text) if c.substantive)
+
+
+def test_a_later_number_stated_before_a_question_outranks_the_older(mm: MemoryManager, clock: Clock) -> None:
+    old = mm.require(say(mm, clock, "My rent is 900 EUR a month, is that normal for Leipzig?", 0), scope="alice")
+    new = mm.require(say(mm, clock, "The landlord raised it: rent is 1,050 EUR a month from now.", 40), scope="alice")
+    verdict = competes("How much is my rent?", old, new, relevance=(0.8, 0.6), contenders=True, cosine=0.45)
+    assert verdict is not None
+
+
+def test_a_value_that_is_no_name_changes_between_two_close_statements(mm: MemoryManager, clock: Clock) -> None:
+    """ "oat" for "almond" is no entity, number or date: each side says a word the other does not, close in meaning."""
+    old = mm.require(say(mm, clock, "I always get my flat white with almond milk.", 0), scope="alice")
+    new = mm.require(
+        say(mm, clock, "These days I get my flat white with oat milk, it foams better.", 30), scope="alice"
+    )
+    query = "What milk do I get in my flat white?"
+    assert competes(query, old, new, relevance=(0.8, 0.7), contenders=True, cosine=0.6) is not None
+    # not close in meaning, or a statement about someone else: no contest
+    assert competes(query, old, new, relevance=(0.8, 0.7), contenders=True, cosine=0.2) is None
+    sister = mm.require(say(mm, clock, "My sister gets her flat white with oat milk.", 31), scope="alice")
+    assert competes(query, old, sister, relevance=(0.8, 0.7), contenders=True, cosine=0.6) is None
+
+
+@pytest.mark.parametrize("someone", ["my cousin", "our landlord", "my niece", "my fiancée"])
+def test_a_later_value_said_of_any_relative_never_demotes_the_speakers_own(
+    mm: MemoryManager, clock: Clock, someone: str
+) -> None:
+    """Every role the people table knows names another person, not only the short list of ``others``."""
+    mine = mm.require(say(mm, clock, "My postal address is 12 Linden Lane, Apt 4, Dayton OH", 0), scope="alice")
+    theirs = mm.require(
+        say(mm, clock, f"mailing a parcel to {someone}, who lives at 7 Oak Court in Austin TX", 5), scope="alice"
+    )
+    assert (
+        competes("What's my postal address?", mine, theirs, relevance=(0.5, 0.4), contenders=True, cosine=0.5) is None
+    )

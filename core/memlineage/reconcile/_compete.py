@@ -136,8 +136,12 @@ def _words(terms: frozenset[str]) -> frozenset[str]:
 
 @text_cache(maxsize=16384)
 def _names_someone(text: str) -> bool:
-    """Whether ``text`` names another person anywhere (the table's ``others``); cached: recall asks per pair."""
-    return any(p.search(text) for p in tables_for(text)[0].others)
+    """Whether ``text`` names another person anywhere; cached: recall asks per pair.
+
+    The table's ``others``, or any role of its ``people`` ("my cousin", "our landlord").
+    """
+    table = tables_for(text)[0]
+    return any(p.search(text) for p in (*table.others, *table.people))
 
 
 @text_cache(maxsize=16384)
@@ -310,15 +314,20 @@ def competes(
     sim, ca, cb = best
     changed = sorted((cb.keys - ca.keys) | (ca.keys - cb.keys))
     if not changed and numbers_in(ca.text) == numbers_in(cb.text) and sim < RESTATED:
+        cjk = has_cjk(older.content + newer.content)
+        # Chinese clauses are whole sentences: the shared words name the topic ("羽毛球"), the rest the change. In
+        # English a value need not be a name ("almond milk" / "oat milk", "aisle" / "window"): each side then says
+        # a word the other does not, and the two statements are close in meaning.
+        swapped = bool(_words(cb.terms - ca.terms - wanted)) and bool(_words(ca.terms - cb.terms - wanted))
+        close = cosine is not None and cosine >= ANCHOR_COSINE
         if (
             contenders
             and about_me
             and novel
             and same_speaker
-            and has_cjk(older.content + newer.content)
             and _words(cb.terms - ca.terms)
+            and (cjk or (swapped and close))
         ):
-            # Chinese clauses are whole sentences: the shared words name the topic ("羽毛球"), the rest the change
             return "the later of the speaker's two statements that best answer the query", round(sim, 3)
         return None  # the same topic, no value changed: two facts about it, both may hold
     reason = "a later statement of the same speaker says the same about it"

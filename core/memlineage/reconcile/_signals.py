@@ -155,27 +155,69 @@ def clauses_of(text: str) -> tuple[Clause, ...]:
     """
     body = strip_transcript_prefix(text)
     out: list[Clause] = []
-    for sentence in (s for s in _SENTENCE.split(body) if s and s.strip()):
-        table = tables_for(sentence)[0]
-        sentence_question = is_question(sentence)
-        sentence_asks = sentence_question or is_request(sentence)
-        for part in clauses(sentence):
-            keys = _clean_keys(part, _key_tokens(part))
-            out.append(
-                Clause(
-                    text=part,
-                    terms=_terms(part, keys),
-                    keys=keys,
-                    subject=_subject(table, part),
-                    asks=sentence_asks or asks_unmarked(part),  # a question typed without "?" asserts nothing
-                    question=sentence_question,
-                    hypothetical=_any(table.hypothetical, part),
-                    past=_any(table.past_markers, part),
-                    additive=_any(table.additive, part),
-                    temporary=_any(table.temporary, part),
-                )
-            )
+    for whole in (s for s in _SENTENCE.split(body) if s and s.strip()):
+        for sentence, asking in _statement_then_question(whole):
+            out.extend(_sentence_clauses(sentence, asking))
     return tuple(out)
+
+
+#: How the question after a sentence's last comma opens ("I'm on 50mg sertraline, is it ok to take ibuprofen?",
+#: "我现在月薪一万二，想存钱买房，怎么做 budget 比较合理"): the part before that comma states, the rest asks.
+_QUESTION_OPENER = re.compile(
+    r"(?:so\s+|and\s+|but\s+)?(?:is|are|am|was|were|do|does|did|can|could|should|would|will|shall|what|what's|which|"
+    r"who|where|when|why|how|any)\b",
+    re.IGNORECASE,
+)
+_CJK_QUESTION_WORD = re.compile(r"怎么|什么|哪|吗|呢|多少|几|如何|为什么|是不是|能不能|可不可以|要不要|有没有")
+
+
+def _statement_then_question(sentence: str) -> list[tuple[str, bool | None]]:
+    """A sentence that states something and then asks after a comma, as its two parts; else the sentence whole.
+
+    Each part comes with whether it asks (``True`` for the question part) or ``None`` (decided from its own words).
+    The split is made only when the sentence asks and the part before the comma does not.
+
+    Example:
+        >>> _statement_then_question("I'm on 50mg sertraline, is it ok to take ibuprofen with it?")
+        [("I'm on 50mg sertraline", None), ('is it ok to take ibuprofen with it?', True)]
+        >>> _statement_then_question("If I move to Berlin, what are the taxes?")[0]
+        ('If I move to Berlin', None)
+        >>> _statement_then_question("Do I live in Berlin now, or in Paris?")
+        [('Do I live in Berlin now, or in Paris?', None)]
+    """
+    cut = max(sentence.rfind(","), sentence.rfind("，"))
+    head, tail = sentence[:cut].strip(), sentence[cut + 1 :].strip()
+    if cut < 0 or not (_QUESTION_OPENER.match(tail) or _CJK_QUESTION_WORD.search(tail)):
+        return [(sentence, None)]
+    asks = is_question(sentence) or is_request(sentence) or asks_unmarked(tail)
+    if not head or not tail or not asks or is_question(head) or is_request(head) or asks_unmarked(head):
+        return [(sentence, None)]
+    return [(head, None), (tail, True)]
+
+
+def _sentence_clauses(sentence: str, asking: bool | None) -> list[Clause]:
+    """The clauses of one sentence (``asking``: whether it asks, None = read from its words)."""
+    table = tables_for(sentence)[0]
+    sentence_question = is_question(sentence) if asking is None else asking
+    sentence_asks = sentence_question or (is_request(sentence) if asking is None else asking)
+    out: list[Clause] = []
+    for part in clauses(sentence):
+        keys = _clean_keys(part, _key_tokens(part))
+        out.append(
+            Clause(
+                text=part,
+                terms=_terms(part, keys),
+                keys=keys,
+                subject=_subject(table, part),
+                asks=sentence_asks or asks_unmarked(part),  # a question typed without "?" asserts nothing
+                question=sentence_question,
+                hypothetical=_any(table.hypothetical, part),
+                past=_any(table.past_markers, part),
+                additive=_any(table.additive, part),
+                temporary=_any(table.temporary, part),
+            )
+        )
+    return out
 
 
 @text_cache(maxsize=4096)
