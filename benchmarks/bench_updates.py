@@ -13,7 +13,9 @@ precision was tuned on ``dev2``, a development suite heavy in look-alike non-upd
 the neighbours of a correction stopped counting questions and the code had been tuned on no suite since test3's
 run), ``test5`` (first run after unmarked questions stopped contending, a change diagnosed on test4), ``test6``
 (first run after an "instead of" contrast stopped carrying its ruled-out value over and generic words stopped
-anchoring a replaced value, changes diagnosed on test5 and the surfaces benchmark). ``make
+anchoring a replaced value, changes diagnosed on test5 and the surfaces benchmark), ``test7`` (first run after
+one-offs, kin without a possessive, noun-phrase requests, 怎么 questions and dateless clauses stopped demoting
+facts, changes diagnosed on test6). ``make
 bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
 
 The scenarios are dealt to users (at most one per category per user, so a user's facts never conflict across
@@ -28,7 +30,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test6|all]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test7|all]
 [--systems ...]``; writes ``benchmarks/results/bench_updates.json``.
 """
 
@@ -58,7 +60,7 @@ K = 3
 
 def load_suites(which: str) -> list[dict[str, Any]]:
     """The scenarios of one split (``dev``, ``dev2``, ``test``..., ``test4``) or ``all``, tagged by suite."""
-    splits = ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6") if which == "all" else (which,)
+    splits = ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7") if which == "all" else (which,)
     out = []
     for path in sorted(DATA.glob("updates_*_*.json")):
         if path.stem.rsplit("_", 1)[1] not in splits:
@@ -160,7 +162,7 @@ def score(system: System, histories: Sequence[History], asks: Sequence[dict[str,
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    splits = ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "all")
+    splits = ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7", "all")
     ap.add_argument("--suites", choices=splits, default="dev")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--fake-embedder", action="store_true")

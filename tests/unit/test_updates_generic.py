@@ -788,3 +788,37 @@ def test_a_later_value_said_of_any_relative_never_demotes_the_speakers_own(
     assert (
         competes("What's my postal address?", mine, theirs, relevance=(0.5, 0.4), contenders=True, cosine=0.5) is None
     )
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "query"),
+    [
+        # a one-off for one day or once: the standing value holds
+        ("Our team sync is at 11:00 every Tuesday.", "the sync is at 14:00 today only, the CEO is visiting",
+         "When is our team sync?"),
+        ("I take the 8:10 train every morning.", "taking the 9:40 just this once because of the dentist",
+         "Which train do I take in the morning?"),
+        # kin named without a possessive
+        ("My phone number is 0176 5550 123.", "mom finally changed her number to 0176 5550 987",
+         "What's my phone number?"),
+        # a request said as a bare noun phrase asks, it states nothing
+        ("I do yoga on Thursday evenings.", "tips for yoga on thursday evenings when you are tired",
+         "When do I do yoga?"),
+        # a later clause with no date says nothing about a date
+        ("Our wedding anniversary is on 14 June.", "nice wedding anniversary gift for a wife who loves hiking",
+         "When is our wedding anniversary?"),
+        # 怎么 + a verb asks how
+        ("我家宽带是每月一百二的套餐", "宽带套餐怎么改便宜点", "我家宽带多少钱一个月"),
+    ],
+)  # fmt: skip
+def test_one_offs_kin_noun_phrase_requests_and_dateless_clauses_never_demote(
+    mm: MemoryManager, clock: Clock, first: str, later: str, query: str
+) -> None:
+    old = mm.require(say(mm, clock, first, 0), scope="alice")
+    new = mm.require(say(mm, clock, later, 20), scope="alice")
+    assert competes(query, old, new, relevance=(0.8, 0.7), contenders=True, cosine=0.55) is None
+
+
+def test_chinese_how_questions_told_apart_from_statements() -> None:
+    assert all(asks_unmarked(t) for t in ["地铁卡怎么买", "这个表格怎么导出成 PDF"])
+    assert not any(asks_unmarked(t) for t in ["我不怎么喝咖啡", "我怎么也睡不着"])

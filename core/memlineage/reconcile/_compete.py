@@ -251,8 +251,10 @@ def competes(
                 if va and vb and va != vb and other_value is None:
                     other_value = (va, vb)
                 # a new value of the asked kind, or none to compare; the same value again ("Denver winters are
-                # brutal" after "I live in Denver") changes nothing
-                novel = novel or not vb or not vb <= va
+                # brutal" after "I live in Denver") changes nothing. A time or a number is replaced only by a clause
+                # with digits in it: one that has none ("cute anniversary card message") says nothing about it.
+                loose = kind not in ("time", "number") or any(ch.isdigit() for ch in cb.text)  # "moved to the 5th"
+                novel = novel or (not vb and loose) or bool(vb and not vb <= va)
             else:
                 novel = True
             sim = clause_similarity(ca, cb)
@@ -301,7 +303,9 @@ def competes(
             return "a later statement of the same speaker answers the query's words", round(
                 best[0] if best is not None else 0.0, 3
             )
-        if eligible and not cjk and cosine is not None:  # the English embedder says nothing about Chinese text
+        # the English embedder says nothing about Chinese text; closeness in meaning replaces nothing the question
+        # asks of a kind the newer statement gives no value of ("cute anniversary card message" for a date)
+        if eligible and not cjk and cosine is not None and novel:
             if settles and cosine >= 0.3:
                 return "a later statement of the same speaker settles an option weighed before", round(cosine, 3)
             if relevant and cosine >= COMPETE_COSINE and same_subject:
@@ -312,6 +316,8 @@ def competes(
                 )
         return None
     sim, ca, cb = best
+    if not novel and not cue:
+        return None  # the newer statement gives no value of the kind asked (no digits for a date): nothing replaced
     changed = sorted((cb.keys - ca.keys) | (ca.keys - cb.keys))
     if not changed and numbers_in(ca.text) == numbers_in(cb.text) and sim < RESTATED:
         cjk = has_cjk(older.content + newer.content)

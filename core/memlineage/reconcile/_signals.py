@@ -453,9 +453,13 @@ _UNMARKED_QUESTION = re.compile(
     r"(?:(?:is|are|am|does|do|did)\s+\w"
     r"|(?:can|could|should|would|will|shall)\s+(?:i|you|we|it|they|he|she|my|our|this|that|there|someone|anyone)\b"
     r"|(?:what|which|who|how|why)\b(?!\s+(?:i|we)\s+(?:meant|mean|said|wrote)\b)"
-    r"|any\s+(?:tips|ideas|advice|suggestions|recommendations|thoughts)\b)"
+    r"|any\s+(?:tips|ideas|advice|suggestions|recommendations|thoughts)\b"
+    # a request said as a bare noun phrase: "tips to keep standups short", "ideas for a 5 year old's party"
+    r"|(?:tips|ideas|advice|suggestions|recommendations|recipes?)\s+(?:for|to|on|about)\b)"
     r"|^(?:那|请问|所以)?(?:有什么|有没有|有哪些|哪里|哪儿|哪个|哪家|哪款|怎么|为什么|如何|什么)"
-    r"|(?:是不是|能不能|可不可以|要不要|用什么|买什么|选什么|吃什么|喝什么|穿什么|推荐什么|哪个好|哪款好|哪家好)",
+    r"|(?:是不是|能不能|可不可以|要不要|用什么|买什么|选什么|吃什么|喝什么|穿什么|推荐什么|哪个好|哪款好|哪家好)"
+    # 怎么 + a verb anywhere asks how ("地铁卡怎么买"), unless 不怎么 ("not much") or 怎么也/都 ("no matter how")
+    r"|(?<!不)怎么(?![也都])",
     re.IGNORECASE,
 )
 
