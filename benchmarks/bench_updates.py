@@ -60,7 +60,9 @@ K = 3
 
 def load_suites(which: str) -> list[dict[str, Any]]:
     """The scenarios of one split (``dev``, ``dev2``, ``test``..., ``test4``) or ``all``, tagged by suite."""
-    splits = ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7") if which == "all" else (which,)
+    splits = (
+        ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7") if which == "all" else (which,)
+    )
     out = []
     for path in sorted(DATA.glob("updates_*_*.json")):
         if path.stem.rsplit("_", 1)[1] not in splits:

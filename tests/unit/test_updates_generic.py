@@ -822,3 +822,15 @@ def test_one_offs_kin_noun_phrase_requests_and_dateless_clauses_never_demote(
 def test_chinese_how_questions_told_apart_from_statements() -> None:
     assert all(asks_unmarked(t) for t in ["地铁卡怎么买", "这个表格怎么导出成 PDF"])
     assert not any(asks_unmarked(t) for t in ["我不怎么喝咖啡", "我怎么也睡不着"])
+
+
+@pytest.mark.parametrize(
+    ("standing", "once"),
+    [
+        ("每周四晚上去游泳", "这周四不去了 家里有事"),
+        ("I play five-a-side football every Monday night.", "Not playing football this Monday, I sprained my wrist."),
+        ("My piano lesson is on Saturday mornings.", "The piano lesson moved to Sunday just this once."),
+    ],
+)
+def test_a_one_off_never_withdraws_or_replaces_a_standing_fact(standing: str, once: str) -> None:
+    assert _status_after(standing, once) is Status.ACTIVE

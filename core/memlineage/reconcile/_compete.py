@@ -49,8 +49,8 @@ from memlineage.reconcile._signals import (
     asks_about_speaker,
     asks_for_many,
     clause_similarity,
-    clauses_of,
     focus,
+    for_a_while,
     key_terms,
     mentions,
     numbers_in,
@@ -144,12 +144,6 @@ def _names_someone(text: str) -> bool:
     return any(p.search(text) for p in (*table.others, *table.people))
 
 
-@text_cache(maxsize=16384)
-def _for_a_while(text: str) -> bool:
-    """Whether a clause of ``text`` states something for a while only (``Clause.temporary``); cached."""
-    return any(c.temporary for c in clauses_of(text))
-
-
 def competes(
     query: str,
     older: Memory,
@@ -202,7 +196,7 @@ def competes(
     asked_about = query_people(query)
     about_me = asks_about_speaker(query)
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
-    temporary = _for_a_while(newer.content) and not _for_a_while(older.content)
+    temporary = for_a_while(newer.content) and not for_a_while(older.content)
     same_speaker = newer.source.kind is older.source.kind
     others = _names_someone(newer.content) and not _names_someone(older.content)
     for cb in focus(newer.content, wanted):

@@ -15,7 +15,7 @@ from memlineage.extractors._rules import (
 )
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
-from memlineage.reconcile._signals import asserting_text, clauses_of, substantive_terms
+from memlineage.reconcile._signals import asserting_text, clauses_of, for_a_while, substantive_terms
 from memlineage.reconcile._text import (
     _naive,
     _norm_value,
@@ -131,11 +131,11 @@ class RuleReconciler:
             if decision is not None:
                 if decision.action is Action.NEW:
                     return decision
-                return decision.model_copy(update={"confidence": confidence})
+                return _standing(st, cands, decision.model_copy(update={"confidence": confidence}))
         if self.signals:
             found = signal_update(st, cands)
             if found is not None:
-                return found
+                return _standing(st, cands, found)
         return UpdateDecision(reason="no candidate about the same subject and attribute")
 
     def _same_slot(
@@ -393,3 +393,15 @@ def _negated(text: str) -> str | None:
             if match:
                 return match.group(0)
     return None
+
+
+def _standing(st: Statement, cands: Sequence[Candidate], decision: UpdateDecision) -> UpdateDecision:
+    """``decision``, unless the statement holds for a while only and its target is a standing fact.
+
+    "这周三不去了" (not going this Wednesday) neither withdraws nor replaces "每周三晚上打羽毛球" (badminton every
+    Wednesday); it may still correct another one-off ("this week the meeting is on Tuesday").
+    """
+    target = next((c for c in cands if c.id == decision.target), None)
+    if target is None or not for_a_while(st.content) or for_a_while(target.content):
+        return decision
+    return UpdateDecision(reason="holds for a while only (this week, this once): the standing fact it names stays")

@@ -475,6 +475,19 @@ def substantive_terms(terms: Iterable[str]) -> frozenset[str]:
 
 
 @text_cache(maxsize=16384)
+def for_a_while(text: str) -> bool:
+    """Whether a clause of ``text`` states something for a while only (``Clause.temporary``).
+
+    "this week", "just this once", 这周三: such a statement neither replaces nor withdraws a standing fact.
+
+    Example:
+        >>> for_a_while("这周三不去了 要加班"), for_a_while("I play badminton every Wednesday")
+        (True, False)
+    """
+    return any(c.temporary for c in clauses_of(text))
+
+
+@text_cache(maxsize=16384)
 def asks_unmarked(text: str) -> bool:
     """Whether a clause is a question asked without a question mark ("is oat milk better than almond milk").
 
