@@ -105,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--fault-turns", type=int, default=200, help="turns of a second pass on a failing store (0 = skip)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="surfaces played at once (processes)")
     args = ap.parse_args(argv)
+    commit = _commit()  # the code measured is the code imported now, not what the tree holds when the run ends
     surfaces = [s for s in args.surfaces.split(",") if s]
     script = generate(args.seed, args.turns)
     info = summary(script)
@@ -160,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("the applied ones; failed kept = failed tool calls stored as memories (goal 0); unseen = turns where the")
     print("model could not see a value it needed (it asked instead)")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    doc = {"commit": _commit(), "script": info, "store": args.store, "surfaces": out}
+    doc = {"commit": commit, "script": info, "store": args.store, "surfaces": out}
     (RESULTS / "bench_surfaces.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return 0
 
