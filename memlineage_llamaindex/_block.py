@@ -158,12 +158,12 @@ class LineageMemoryBlock(BaseMemoryBlock[str]):
         return render_hits(hits, _HEADER)
 
     def _history_memories(self, scope: Scope, visible: set[str], shown: int) -> list[Memory]:
-        """The session's recent memories whose text the chat history shows (a tool result by its output).
+        """The session's recent active memories whose text the chat history shows (a tool result by its output).
 
         Reads the session's newest ``2 * shown + 8`` memories (one message is one memory, plus model-step texts),
-        not the whole session.
+        not the whole session. A suspect one is shown to the model but never taken as a premise.
         """
-        recent = self.manager.find(scope=scope, session_only=True, newest=2 * shown + 8)
+        recent = self.manager.find(scope=scope, session_only=True, newest=2 * shown + 8, include_suspect=False)
         return [m for m in recent if _shown_text(m) in visible]
 
     @override

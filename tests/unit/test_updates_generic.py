@@ -834,3 +834,14 @@ def test_chinese_how_questions_told_apart_from_statements() -> None:
 )
 def test_a_one_off_never_withdraws_or_replaces_a_standing_fact(standing: str, once: str) -> None:
     assert _status_after(standing, once) is Status.ACTIVE
+
+
+def test_a_professionals_appointment_is_the_speakers_own(mm: MemoryManager, clock: Clock) -> None:
+    """ "my dentist appointment" asks about no one else: a later statement need not name the dentist."""
+    assert query_people("When is my dentist appointment?") == frozenset()
+    assert query_people("What does my dentist charge?") == frozenset({"dentist"})
+    old = mm.require(say(mm, clock, "My dentist check-up is on Monday at 8am.", 0), scope="alice")
+    new = mm.require(say(mm, clock, "They moved my check-up to Wednesday at 5pm.", 3), scope="alice")
+    query = "When is my dentist check-up?"
+    assert query_people(query) == frozenset()
+    assert competes(query, old, new, relevance=(0.8, 0.7), contenders=True, cosine=0.6) is not None
