@@ -845,3 +845,15 @@ def test_a_professionals_appointment_is_the_speakers_own(mm: MemoryManager, cloc
     query = "When is my dentist check-up?"
     assert query_people(query) == frozenset()
     assert competes(query, old, new, relevance=(0.8, 0.7), contenders=True, cosine=0.6) is not None
+
+
+def test_a_standing_update_said_beside_a_one_off_still_applies() -> None:
+    """Only a statement whose every clause holds for a while leaves the standing fact alone."""
+    from memlineage.reconcile import UpdateDecision
+    from memlineage.reconcile._rules import _standing
+
+    moved = UpdateDecision(action=Action.UPDATE, target="m1", reason="moved")
+    home = [cand("m1", "I live in Hamburg.")]
+    both = st("I'm in Berlin this week. I moved to Munich for good.")
+    assert _standing(both, home, moved) is moved
+    assert _standing(st("I'm in Berlin this week."), home, moved).action is Action.NEW

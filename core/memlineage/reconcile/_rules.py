@@ -402,6 +402,9 @@ def _standing(st: Statement, cands: Sequence[Candidate], decision: UpdateDecisio
     Wednesday); it may still correct another one-off ("this week the meeting is on Tuesday").
     """
     target = next((c for c in cands if c.id == decision.target), None)
-    if target is None or not for_a_while(st.content) or for_a_while(target.content):
+    # st.content holds only what the statement asserts; a clause says something when it has content words or keys
+    said = [c for c in clauses_of(st.content) if c.substantive or c.keys]
+    once = bool(said) and all(c.temporary for c in said)  # "I'm in Berlin this week. I moved to Munich." still moves
+    if target is None or not once or for_a_while(target.content):
         return decision
     return UpdateDecision(reason="holds for a while only (this week, this once): the standing fact it names stays")
