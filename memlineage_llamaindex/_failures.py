@@ -92,9 +92,10 @@ class FailedCallWatcher(BaseSpanHandler[SimpleSpan]):
 
     def remember(self, tool_id: str, text: str) -> None:
         """Record a failed call: its id and the text its message carries."""
+        key = (tool_id, normalize_content(text))
         with self._mutex:
-            self._failed[(tool_id, normalize_content(text))] = None
-            self._failed.move_to_end((tool_id, normalize_content(text)))
+            self._failed[key] = None
+            self._failed.move_to_end(key)
             while len(self._failed) > MAX_FAILURES:
                 self._failed.popitem(last=False)
 

@@ -186,8 +186,10 @@ def _statement_then_question(sentence: str) -> list[tuple[str, bool | None]]:
         [('Do I live in Berlin now, or in Paris?', None)]
     """
     cut = max(sentence.rfind(","), sentence.rfind("，"))
+    if cut < 0:
+        return [(sentence, None)]
     head, tail = sentence[:cut].strip(), sentence[cut + 1 :].strip()
-    if cut < 0 or not (_QUESTION_OPENER.match(tail) or _CJK_QUESTION_WORD.search(tail)):
+    if not (_QUESTION_OPENER.match(tail) or _CJK_QUESTION_WORD.search(tail)):
         return [(sentence, None)]
     asks = is_question(sentence) or is_request(sentence) or asks_unmarked(tail)
     if not head or not tail or not asks or is_question(head) or is_request(head) or asks_unmarked(head):
@@ -199,7 +201,7 @@ def _sentence_clauses(sentence: str, asking: bool | None) -> list[Clause]:
     """The clauses of one sentence (``asking``: whether it asks, None = read from its words)."""
     table = tables_for(sentence)[0]
     sentence_question = is_question(sentence) if asking is None else asking
-    sentence_asks = sentence_question or (is_request(sentence) if asking is None else asking)
+    sentence_asks = sentence_question or (asking is None and is_request(sentence))
     out: list[Clause] = []
     for part in clauses(sentence):
         keys = _clean_keys(part, _key_tokens(part))
