@@ -1,7 +1,9 @@
 """``MemoryManager``: the facade that speaks the seeds' verbs over the ledger, the index and the lineage DAG.
 
-remember / recall / get / revise / supersede / retract / impact / revalidate / forget / erase / explain / audit,
-each with an ``a``-prefixed async twin that offloads the sync implementation to a thread (STYLE R6).
+remember / recall / get / revise / supersede / retract / impact / revalidate / forget / erase / explain / audit
+and the rest: each is declared with :func:`~memlineage._verbs._calls.verb` (a bad call raises
+``InvalidInputError``, a call on a closed store ``StorageError``) and has an ``a``-prefixed async twin generated
+with the verb's full signature that runs it in a worker thread (STYLE R6).
 
 The manager holds a store's parts and wires the services of :mod:`memlineage.services` from them (one per stage
 of the write and read paths, see ``docs/architecture.md``); the verbs themselves live in the mixins of
@@ -10,9 +12,7 @@ of the write and read paths, see ``docs/architecture.md``); the verbs themselves
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import inspect
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -23,10 +23,11 @@ from typing import Any, Generic, TypeVar, overload
 from sqlalchemy.engine import make_url
 
 from memlineage._store_lock import acquire_lock
+from memlineage._verbs._calls import async_twin, verb
 from memlineage._verbs.activity import ActivityVerbs
 from memlineage._verbs.read import ReadVerbs
 from memlineage._verbs.write import WriteVerbs
-from memlineage.errors import ConfigurationError, InvalidInputError, StorageError
+from memlineage.errors import ConfigurationError, StorageError
 from memlineage.index import ChromaIndex, Embedder, OnnxMiniLMEmbedder, ScopedVectorIndex, VectorIndex, ensure_embedder
 from memlineage.index.lexical import LexicalIndex
 from memlineage.ledger import Ledger
@@ -204,6 +205,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
 
     # ================================================================== construction
     @classmethod
+    @verb
     def open(
         cls,
         path: str | Path | None = None,
@@ -324,6 +326,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         return {"policy": builtin_policies(), "value_model": ValueModel()}
 
     @classmethod
+    @verb
     def from_settings(
         cls,
         settings: Any = None,
@@ -436,6 +439,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             self._lock.release()
 
     # ================================================================== export, import, backup
+    @verb
     def export(
         self,
         path: str | Path,
@@ -460,6 +464,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
             on_progress=on_progress,
         )
 
+    @verb
     def import_file(
         self,
         path: str | Path,
@@ -478,6 +483,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
 
         return import_store(self, path, merge=merge, on_progress=on_progress, on_reindex_progress=on_reindex_progress)
 
+    @verb
     def backup(self, path: str | Path) -> Any:
         """Copy this embedded store's ledger to the new directory ``path`` while the store stays in use.
 
@@ -487,6 +493,10 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         from memlineage.transfer import backup_store
 
         return backup_store(self, path)
+
+    aexport = async_twin(export)
+    aimport_file = async_twin(import_file)
+    abackup = async_twin(backup)
 
     def __enter__(self) -> MemoryManager:
         return self
@@ -546,50 +556,3 @@ def _utc_clock(clock: Callable[[], datetime]) -> Callable[[], datetime]:
         return as_utc(clock(), "the clock's value")
 
     return now
-
-
-def _typed_arguments(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a call with unknown or missing arguments into :class:`InvalidInputError` (no overhead otherwise).
-
-    A call on a closed manager raises :class:`StorageError` saying so, before anything runs.
-
-    Python raises ``TypeError`` before the method body runs, so nothing was written; the binding is only
-    checked when a ``TypeError`` comes out, to tell a bad call from an error inside the method.
-    """
-    signature = inspect.signature(method)
-
-    @functools.wraps(method)
-    def checked(*args: Any, **kwargs: Any) -> Any:
-        if args and getattr(args[0], "_closed", False):
-            msg = f"{method.__name__}(): this MemoryManager is closed; open the store again (MemoryManager.open(...))"
-            raise StorageError(msg)
-        try:
-            return method(*args, **kwargs)
-        except TypeError as exc:
-            try:
-                signature.bind(*args, **kwargs)
-            except TypeError:
-                msg = f"{method.__name__}(): {exc}; see help(MemoryManager.{method.__name__}) for its arguments"
-                raise InvalidInputError(msg) from None
-            raise
-
-    return checked
-
-
-#: Public verbs whose bad calls (unknown keyword, missing argument) raise InvalidInputError, not TypeError.
-_VERBS = (
-    "remember", "remember_many", "retract", "impact", "supersede", "revise", "revalidate", "forget", "erase",
-    "expire_due", "get", "get_many", "require", "find", "slots", "recall", "admin_recall", "ancestors",
-    "descendants", "explain", "audit", "stats", "sweep", "consolidate", "slot_history", "slot_value",
-    "record_activity", "get_activity", "end_activity", "link", "repair", "verify", "reindex", "undo", "confirm",
-    "reject",
-    "flush_reinforcement", "buffered", "activities", "find_activities",
-)  # fmt: skip
-for _name in _VERBS:
-    setattr(MemoryManager, _name, _typed_arguments(getattr(MemoryManager, _name)))
-for _name in ("open", "from_settings"):  # the constructors too: an unknown option is named, not a TypeError
-    setattr(MemoryManager, _name, classmethod(_typed_arguments(getattr(MemoryManager, _name).__func__)))
-
-# Export, import and backup (memlineage.transfer) take the same typed-argument checks as the verbs.
-for _name in ("export", "import_file", "backup"):
-    setattr(MemoryManager, _name, _typed_arguments(getattr(MemoryManager, _name)))

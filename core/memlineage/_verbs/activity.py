@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from memlineage._verbs._calls import async_twin, verb
 from memlineage.models import Activity, Relation, Scope
 from memlineage.services import Services
 from memlineage.services.index_sync import ConsistencyReport
@@ -40,6 +40,7 @@ class ActivityVerbs:
         counts[surface] += 1
         self.services.activities.record_adapter_error(surface, error, scope=scope)
 
+    @verb
     def record_activity(self, activity: Activity, *, scope: Scope | Mapping[str, Any] | str | None = None) -> Activity:
         """Insert or update an activity (agent run, LLM call, tool call...) owned by a scope.
 
@@ -62,10 +63,9 @@ class ActivityVerbs:
         """
         return self.services.activities.record_activity(activity, scope=scope)
 
-    async def arecord_activity(self, activity: Activity, **kwargs: Any) -> Activity:
-        """Async :meth:`record_activity`."""
-        return await asyncio.to_thread(self.record_activity, activity, **kwargs)
+    arecord_activity = async_twin(record_activity)
 
+    @verb
     def activities(
         self,
         scope: Scope | Mapping[str, Any] | str,
@@ -96,10 +96,9 @@ class ActivityVerbs:
         """
         return self.services.activities.of_scope(scope, run_id=run_id, kinds=kinds, outcome=outcome, limit=limit)
 
-    async def aactivities(self, scope: Scope | Mapping[str, Any] | str, **kwargs: Any) -> list[Activity]:
-        """Async :meth:`activities`."""
-        return await asyncio.to_thread(self.activities, scope, **kwargs)
+    aactivities = async_twin(activities)
 
+    @verb
     def get_activity(self, activity_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Activity | None:
         """The activity with this id if it is readable in ``scope`` (same user; same agent when one is named).
 
@@ -108,10 +107,9 @@ class ActivityVerbs:
         """
         return self.services.activities.get_activity(activity_id, scope=scope)
 
-    async def aget_activity(self, activity_id: str, **kwargs: Any) -> Activity | None:
-        """Async :meth:`get_activity`."""
-        return await asyncio.to_thread(self.get_activity, activity_id, **kwargs)
+    aget_activity = async_twin(get_activity)
 
+    @verb
     def find_activities(
         self,
         scope: Scope | Mapping[str, Any] | str,
@@ -133,10 +131,9 @@ class ActivityVerbs:
             scope, run_id=run_id, tool_call_id=tool_call_id, kind=kind, outcome=outcome, session_only=session_only
         )
 
-    async def afind_activities(self, scope: Scope | Mapping[str, Any] | str, **kwargs: Any) -> list[Activity]:
-        """Async :meth:`find_activities`."""
-        return await asyncio.to_thread(self.find_activities, scope, **kwargs)
+    afind_activities = async_twin(find_activities)
 
+    @verb
     def end_activity(
         self,
         activity_id: str,
@@ -153,10 +150,9 @@ class ActivityVerbs:
         """
         return self.services.activities.end_activity(activity_id, scope=scope, outcome=outcome, metadata=metadata)
 
-    async def aend_activity(self, activity_id: str, **kwargs: Any) -> Activity:
-        """Async :meth:`end_activity`."""
-        return await asyncio.to_thread(self.end_activity, activity_id, **kwargs)
+    aend_activity = async_twin(end_activity)
 
+    @verb
     def link(
         self,
         memory_id: str,
@@ -187,10 +183,9 @@ class ActivityVerbs:
         """
         return self.services.activities.link(memory_id, activity_id, relation, scope=scope)
 
-    async def alink(self, memory_id: str, activity_id: str, *args: Any, **kwargs: Any) -> bool:
-        """Async :meth:`link`."""
-        return await asyncio.to_thread(self.link, memory_id, activity_id, *args, **kwargs)
+    alink = async_twin(link)
 
+    @verb
     def repair(self) -> dict[str, int]:
         """Finish index writes interrupted by a crash (run on open); never fails because of one bad entry.
 
@@ -206,6 +201,9 @@ class ActivityVerbs:
         """
         return self.services.index_sync.repair()
 
+    arepair = async_twin(repair)
+
+    @verb
     def flush_index(self) -> None:
         """Apply now the index status changes that cascades left to the background sync (see design notes).
 
@@ -214,6 +212,9 @@ class ActivityVerbs:
         """
         self.services.index_sync.flush()
 
+    aflush_index = async_twin(flush_index)
+
+    @verb
     def verify(self, *, fix: bool = False) -> ConsistencyReport:
         """Check that the index agrees with the ledger: ids, scope, status and content hash.
 
@@ -234,6 +235,9 @@ class ActivityVerbs:
         """
         return self.services.index_sync.verify(fix=fix)
 
+    averify = async_twin(verify)
+
+    @verb
     def reindex(self, *, on_progress: Callable[[int, int], None] | None = None) -> int:
         """Rebuild the whole index from the ledger (vectors stored in the ledger; re-embedded where missing).
 
@@ -245,3 +249,5 @@ class ActivityVerbs:
             Number of entries indexed.
         """
         return self.services.index_sync.reindex(on_progress=on_progress)
+
+    areindex = async_twin(reindex)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from memlineage._verbs._calls import async_twin, verb
 from memlineage.ledger import Event
 from memlineage.lineage import Explanation
 from memlineage.models import Memory, MemoryKind, Scope
@@ -24,6 +24,7 @@ class ReadVerbs:
 
     services: Services
 
+    @verb
     def get(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Memory | None:
         """The memory version with this id, or ``None`` when absent or in another scope.
 
@@ -32,14 +33,16 @@ class ReadVerbs:
         """
         return self.services.reads.get(memory_id, scope=scope)
 
-    async def aget(self, memory_id: str, **kwargs: Any) -> Memory | None:
-        """Async :meth:`get`."""
-        return await asyncio.to_thread(self.get, memory_id, **kwargs)
+    aget = async_twin(get)
 
+    @verb
     def get_many(self, ids: Sequence[str], *, scope: Scope | Mapping[str, Any] | str) -> list[Memory | None]:
         """Batch :meth:`get`, aligned with ``ids`` (``None`` for misses and other scopes' memories)."""
         return self.services.reads.get_many(ids, scope=scope)
 
+    aget_many = async_twin(get_many)
+
+    @verb
     def require(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Memory:
         """Like :meth:`get` but raises.
 
@@ -49,10 +52,9 @@ class ReadVerbs:
         """
         return self.services.reads.require(memory_id, scope=scope)
 
-    async def arequire(self, memory_id: str, **kwargs: Any) -> Memory:
-        """Async :meth:`require`."""
-        return await asyncio.to_thread(self.require, memory_id, **kwargs)
+    arequire = async_twin(require)
 
+    @verb
     def find(
         self,
         *,
@@ -98,10 +100,9 @@ class ReadVerbs:
             newest=newest,
         )
 
-    async def afind(self, **kwargs: Any) -> list[Memory]:
-        """Async :meth:`find`."""
-        return await asyncio.to_thread(self.find, **kwargs)
+    afind = async_twin(find)
 
+    @verb
     def slots(
         self,
         *,
@@ -122,10 +123,9 @@ class ReadVerbs:
         """
         return self.services.reads.slots(scope=scope, prefix=prefix, admin=admin)
 
-    async def aslots(self, **kwargs: Any) -> list[tuple[str, str]]:
-        """Async :meth:`slots`."""
-        return await asyncio.to_thread(self.slots, **kwargs)
+    aslots = async_twin(slots)
 
+    @verb
     def recall(
         self,
         query: str,
@@ -186,10 +186,9 @@ class ReadVerbs:
             budget=budget,
         )
 
-    async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
-        """Async :meth:`recall`."""
-        return await asyncio.to_thread(self.recall, query, **kwargs)
+    arecall = async_twin(recall)
 
+    @verb
     def admin_recall(
         self,
         query: str,
@@ -211,10 +210,9 @@ class ReadVerbs:
         query = self.services.policy.admin_access(query, scope=Scope.coerce(scope), actor=actor, reason=reason)
         return self.recall(query, scope=Scope.coerce(scope), **kwargs)
 
-    async def aadmin_recall(self, query: str, **kwargs: Any) -> RecallResult:
-        """Async :meth:`admin_recall`."""
-        return await asyncio.to_thread(self.admin_recall, query, **kwargs)
+    aadmin_recall = async_twin(admin_recall)
 
+    @verb
     def ancestors(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
         """Every premise of the memory, transitively, nearest first.
 
@@ -223,6 +221,9 @@ class ReadVerbs:
         """
         return self.services.reads.ancestors(memory_id, scope=scope)
 
+    aancestors = async_twin(ancestors)
+
+    @verb
     def descendants(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
         """Every memory derived from this one, transitively, nearest first.
 
@@ -231,6 +232,9 @@ class ReadVerbs:
         """
         return self.services.reads.descendants(memory_id, scope=scope)
 
+    adescendants = async_twin(descendants)
+
+    @verb
     def explain(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> Explanation:
         """The provenance chain of a memory down to its source memories and activities.
 
@@ -243,10 +247,9 @@ class ReadVerbs:
         """
         return self.services.reads.explain(memory_id, scope=scope)
 
-    async def aexplain(self, memory_id: str, **kwargs: Any) -> Explanation:
-        """Async :meth:`explain`."""
-        return await asyncio.to_thread(self.explain, memory_id, **kwargs)
+    aexplain = async_twin(explain)
 
+    @verb
     def audit(
         self,
         scope: Scope | Mapping[str, Any] | str,
@@ -262,10 +265,9 @@ class ReadVerbs:
         """
         return self.services.reads.audit(scope, memory_id=memory_id, types=types, limit=limit)
 
-    async def aaudit(self, scope: Scope | Mapping[str, Any] | str, **kwargs: Any) -> list[Event]:
-        """Async :meth:`audit`."""
-        return await asyncio.to_thread(self.audit, scope, **kwargs)
+    aaudit = async_twin(audit)
 
+    @verb
     def stats(self, scope: Scope | Mapping[str, Any] | str | None = None) -> dict[str, Any]:
         """Counts per status, kind and source, edges, activities, events and index size.
 
@@ -280,10 +282,16 @@ class ReadVerbs:
         out["adapter_errors"] = dict(self.__dict__.get("_adapter_errors", {}))
         return out
 
+    astats = async_twin(stats)
+
+    @verb
     def slot_history(self, slot: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
         """Every version that ever held a semantic slot in the scope, oldest first (superseded included)."""
         return self.services.reads.slot_history(slot, scope=scope)
 
+    aslot_history = async_twin(slot_history)
+
+    @verb
     def slot_value(
         self, slot: str, *, scope: Scope | Mapping[str, Any] | str, as_of: datetime | None = None
     ) -> Memory | None:
@@ -296,3 +304,5 @@ class ReadVerbs:
             That memory, or ``None`` when the slot was empty then.
         """
         return self.services.reads.slot_value(slot, scope=scope, as_of=as_of)
+
+    aslot_value = async_twin(slot_value)

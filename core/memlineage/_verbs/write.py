@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from memlineage._forget import memories_erased, scope_erased
+from memlineage._verbs._calls import async_twin, verb
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import Activity, Memory, MemoryKind, Scope, Source, as_utc
 from memlineage.services import Services
@@ -23,6 +23,7 @@ class WriteVerbs:
 
     services: Services
 
+    @verb
     def remember(
         self,
         content: str,
@@ -96,10 +97,9 @@ class WriteVerbs:
         )  # fmt: skip
         return self.remember_many([item])[0]
 
-    async def aremember(self, content: str, **kwargs: Any) -> Memory:
-        """Async :meth:`remember`."""
-        return await asyncio.to_thread(self.remember, content, **kwargs)
+    aremember = async_twin(remember)
 
+    @verb
     def remember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """Batch :meth:`remember`: one ledger transaction and one index write for all items.
 
@@ -114,10 +114,9 @@ class WriteVerbs:
         """
         return self.services.writes.remember_many(items)
 
-    async def aremember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
-        """Async :meth:`remember_many`."""
-        return await asyncio.to_thread(self.remember_many, items)
+    aremember_many = async_twin(remember_many)
 
+    @verb
     def supersede(
         self,
         old_id: str,
@@ -144,10 +143,9 @@ class WriteVerbs:
         """
         return self.services.writes.supersede(old_id, new_content, scope=scope, source=source, **kwargs)
 
-    async def asupersede(self, old_id: str, new_content: str, **kwargs: Any) -> CascadeReport:
-        """Async :meth:`supersede`."""
-        return await asyncio.to_thread(self.supersede, old_id, new_content, **kwargs)
+    asupersede = async_twin(supersede)
 
+    @verb
     def revise(
         self,
         memory_id: str,
@@ -168,10 +166,9 @@ class WriteVerbs:
         """
         return self.services.writes.revise(memory_id, content, scope=scope, source=source, **kwargs)
 
-    async def arevise(self, memory_id: str, content: str, **kwargs: Any) -> Memory:
-        """Async :meth:`revise`."""
-        return await asyncio.to_thread(self.revise, memory_id, content, **kwargs)
+    arevise = async_twin(revise)
 
+    @verb
     def retract(
         self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "retracted",
         activity_id: str | None = None, source: Source | str | None = None,
@@ -200,10 +197,9 @@ class WriteVerbs:
             memory_id, scope=scope, reason=reason, activity_id=activity_id, source=source
         )
 
-    async def aretract(self, memory_id: str, **kwargs: Any) -> CascadeReport:
-        """Async :meth:`retract`."""
-        return await asyncio.to_thread(self.retract, memory_id, **kwargs)
+    aretract = async_twin(retract)
 
+    @verb
     def impact(self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str) -> CascadeReport:
         """Dry run of :meth:`retract`: which descendants would become suspect. Changes nothing.
 
@@ -212,10 +208,9 @@ class WriteVerbs:
         """
         return self.services.lifecycle.impact(memory_id, scope=scope)
 
-    async def aimpact(self, memory_id: str, **kwargs: Any) -> CascadeReport:
-        """Async :meth:`impact`."""
-        return await asyncio.to_thread(self.impact, memory_id, **kwargs)
+    aimpact = async_twin(impact)
 
+    @verb
     def revalidate(
         self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "revalidated"
     ) -> Memory:
@@ -227,10 +222,9 @@ class WriteVerbs:
         """
         return self.services.lifecycle.revalidate(memory_id, scope=scope, reason=reason)
 
-    async def arevalidate(self, memory_id: str, **kwargs: Any) -> Memory:
-        """Async :meth:`revalidate`."""
-        return await asyncio.to_thread(self.revalidate, memory_id, **kwargs)
+    arevalidate = async_twin(revalidate)
 
+    @verb
     def undo(
         self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "decision undone"
     ) -> Memory:
@@ -260,10 +254,9 @@ class WriteVerbs:
         """
         return self.services.lifecycle.undo(decision_id, scope=scope, reason=reason)
 
-    async def aundo(self, decision_id: str, **kwargs: Any) -> Memory:
-        """Async :meth:`undo`."""
-        return await asyncio.to_thread(self.undo, decision_id, **kwargs)
+    aundo = async_twin(undo)
 
+    @verb
     def confirm(
         self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "possible update confirmed"
     ) -> CascadeReport:
@@ -290,10 +283,9 @@ class WriteVerbs:
         """
         return self.services.lifecycle.confirm(decision_id, scope=scope, reason=reason)
 
-    async def aconfirm(self, decision_id: str, **kwargs: Any) -> CascadeReport:
-        """Async :meth:`confirm`."""
-        return await asyncio.to_thread(self.confirm, decision_id, **kwargs)
+    aconfirm = async_twin(confirm)
 
+    @verb
     def reject(
         self, decision_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "possible update rejected"
     ) -> Activity:
@@ -313,10 +305,9 @@ class WriteVerbs:
         """
         return self.services.lifecycle.reject(decision_id, scope=scope, reason=reason)
 
-    async def areject(self, decision_id: str, **kwargs: Any) -> Activity:
-        """Async :meth:`reject`."""
-        return await asyncio.to_thread(self.reject, decision_id, **kwargs)
+    areject = async_twin(reject)
 
+    @verb
     def forget(
         self, memory_id: str, *, scope: Scope | Mapping[str, Any] | str, reason: str = "forgotten",
         source: Source | str | None = None,
@@ -331,10 +322,9 @@ class WriteVerbs:
         """
         return self.services.lifecycle.forget(memory_id, scope=scope, reason=reason, source=source)
 
-    async def aforget(self, memory_id: str, **kwargs: Any) -> Memory:
-        """Async :meth:`forget`."""
-        return await asyncio.to_thread(self.forget, memory_id, **kwargs)
+    aforget = async_twin(forget)
 
+    @verb
     def erase(
         self, memory_id: str | None = None, *, scope: Scope | Mapping[str, Any] | str, reason: str = "erasure request",
         source: Source | str | None = None,
@@ -367,10 +357,9 @@ class WriteVerbs:
             memories_erased(self, Scope.coerce(scope), frozenset(receipt.memory_ids))
         return receipt
 
-    async def aerase(self, memory_id: str | None = None, **kwargs: Any) -> ErasureReceipt:
-        """Async :meth:`erase`."""
-        return await asyncio.to_thread(self.erase, memory_id, **kwargs)
+    aerase = async_twin(erase)
 
+    @verb
     def expire_due(self, *, scope: Scope | Mapping[str, Any] | str | None = None) -> list[str]:
         """Mark memories whose TTL has passed as ``expired`` (descendants become suspect).
 
@@ -382,10 +371,16 @@ class WriteVerbs:
         """
         return self.services.cascade.expire_due(scope=scope)
 
+    aexpire_due = async_twin(expire_due)
+
+    @verb
     def flush_reinforcement(self) -> int:
         """Write pending value reinforcements (+0.05 per use) now; returns the number of memories written."""
         return self.services.value.flush()
 
+    aflush_reinforcement = async_twin(flush_reinforcement)
+
+    @verb
     def buffered(self, scope: Scope | Mapping[str, Any] | str) -> list[Any]:
         """The session's short-term buffer: what the write gate kept out of long-term memory, oldest first.
 
@@ -394,6 +389,9 @@ class WriteVerbs:
         """
         return self.services.value.buffered(Scope.coerce(scope))
 
+    abuffered = async_twin(buffered)
+
+    @verb
     def sweep(self, *, now: datetime | None = None, scope: Scope | Mapping[str, Any] | str | None = None) -> Any:
         """The forget gate: archive memories whose decayed value ``V_eff`` fell below the threshold (0.2).
 
@@ -411,10 +409,9 @@ class WriteVerbs:
         at = as_utc(now, "now") if now is not None else None
         return self.services.value.sweep(now=at, scope=Scope.coerce(scope) if scope is not None else None)
 
-    async def asweep(self, **kwargs: Any) -> Any:
-        """Async :meth:`sweep`."""
-        return await asyncio.to_thread(self.sweep, **kwargs)
+    asweep = async_twin(sweep)
 
+    @verb
     def consolidate(
         self,
         scope: Scope | Mapping[str, Any] | str,
@@ -442,6 +439,4 @@ class WriteVerbs:
         """
         return self.services.consolidation.consolidate(scope, session_id, summarizer, require_overlap=require_overlap)
 
-    async def aconsolidate(self, scope: Scope | Mapping[str, Any] | str, *args: Any, **kwargs: Any) -> Any:
-        """Async :meth:`consolidate`."""
-        return await asyncio.to_thread(self.consolidate, scope, *args, **kwargs)
+    aconsolidate = async_twin(consolidate)
