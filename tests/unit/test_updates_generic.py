@@ -857,3 +857,67 @@ def test_a_standing_update_said_beside_a_one_off_still_applies() -> None:
     both = st("I'm in Berlin this week. I moved to Munich for good.")
     assert _standing(both, home, moved) is moved
     assert _standing(st("I'm in Berlin this week."), home, moved).action is Action.NEW
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("房贷每个月还八千五，还有二十年。", {"8500", "20"}),
+        ("提前还了一部分，现在每月只要六千二了。", {"6200"}),
+        ("年终奖发了三万六千块", {"36000"}),
+        ("我儿子今年七岁了", {"7"}),
+        ("十分开心，万一下雨也不怕，千万别忘了带伞", set()),  # words with numeral characters, no numbers
+    ],
+)
+def test_chinese_numerals_with_magnitudes_are_numbers(text: str, numbers: set[str]) -> None:
+    assert numbers_in(text) == frozenset(numbers)
+
+
+def test_a_chinese_number_given_in_numerals_replaces_the_older_one(mm: MemoryManager, clock: Clock) -> None:
+    """No digits on either side: the numerals are the values that changed (a number question)."""
+    old = mm.require(say(mm, clock, "房贷每个月还八千五，压力有点大。", 0), scope="alice")
+    new = mm.require(say(mm, clock, "提前还了一部分本金，现在房贷每月只要六千二了。", 30), scope="alice")
+    verdict = competes("我每个月房贷还多少钱？", old, new, relevance=(0.75, 0.6), contenders=True)
+    assert verdict is not None
+    # the same numeral again changes nothing
+    same = mm.require(say(mm, clock, "房贷每个月八千五，这个月也按时还了。", 31), scope="alice")
+    assert competes("我每个月房贷还多少钱？", old, same, relevance=(0.75, 0.6), contenders=True) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "about_someone"),
+    [
+        ("跟老公商量了一晚上，车还是换成了电动的。", False),  # company: the speaker's own decision
+        ("We talked it over with my husband and went with the electric one.", False),
+        ("My husband and I finally moved to Leeds.", False),
+        ("给女儿买了一辆自行车。", True),  # the bike is the daughter's
+        ("We bought my daughter a bike.", True),
+        ("Dinner tomorrow with my sister. She is vegan, so we're doing Thai.", True),  # then about her
+    ],
+)
+def test_a_person_named_as_company_leaves_the_statement_the_speakers_own(text: str, about_someone: bool) -> None:
+    from memlineage.reconcile._compete import _names_someone
+
+    assert _names_someone(text) is about_someone
+
+
+def test_a_correction_that_mentions_company_in_passing_still_replaces(mm: MemoryManager, clock: Clock) -> None:
+    old = mm.require(say(mm, clock, "我们家的车是一辆白色的油车，开了五年了。", 0), scope="alice")
+    new = mm.require(say(mm, clock, "跟老公商量了一晚上，还是把油车换成了电动车，上周提的车。", 30), scope="alice")
+    assert competes("我们家现在开的是什么车？", old, new, relevance=(0.75, 0.6), contenders=True) is not None
+    # naming the person the news is about still keeps the speaker's own fact
+    kid = mm.require(say(mm, clock, "给女儿换了一辆新自行车，她可高兴了。", 31), scope="alice")
+    assert competes("我们家现在开的是什么车？", old, kid, relevance=(0.75, 0.6), contenders=True) is None
+
+
+def test_a_pronoun_carries_the_person_asked_about_to_the_later_statement(mm: MemoryManager, clock: Clock) -> None:
+    old = mm.require(say(mm, clock, "My brother's graduation is May 20 in Austin.", 0), scope="alice")
+    new = mm.require(say(mm, clock, "He pushed the graduation to June 3, he still owes one course.", 30), scope="alice")
+    query = "When is my brother's graduation?"
+    assert competes(query, old, new, relevance=(0.75, 0.6), contenders=True, cosine=0.5) is not None
+    # no pronoun, no shared word: nothing says the later one is about him
+    other = mm.require(say(mm, clock, "The conference got pushed to June 3.", 31), scope="alice")
+    assert competes(query, old, other, relevance=(0.75, 0.6), contenders=True, cosine=0.5) is None
+    # a pronoun, but the later statement names someone else
+    cousin = mm.require(say(mm, clock, "My cousin said they pushed the graduation to June 9.", 32), scope="alice")
+    assert competes(query, old, cousin, relevance=(0.75, 0.6), contenders=True, cosine=0.5) is None

@@ -31,6 +31,7 @@ happened ("When did I go…?", ``event_query`` cues) two events never compete.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -134,14 +135,46 @@ def _words(terms: frozenset[str]) -> frozenset[str]:
     return frozenset(t for t in terms if t.isascii() or not (_SEAM & set(t)))
 
 
+#: What stands just before a person named as company, not as the one a statement is about: "with my wife",
+#: "跟老婆商量了", "陪我妈"; and just after: "my wife and I".
+_COMPANY_BEFORE = re.compile(
+    r"(?:\bwith|\balong with|\btogether with|[跟和与同陪])\s*(?:我的|我们|我)?\s*$", re.IGNORECASE
+)
+_COMPANY_AFTER = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\b|^一起", re.IGNORECASE)
+
+
 @text_cache(maxsize=16384)
 def _names_someone(text: str) -> bool:
-    """Whether ``text`` names another person anywhere; cached: recall asks per pair.
+    """Whether ``text`` names another person it may be about; cached: recall asks per pair.
 
-    The table's ``others``, or any role of its ``people`` ("my cousin", "our landlord").
+    The table's ``others``, or any role of its ``people`` ("my cousin", "our landlord"). A person named as company
+    ("we decided with my wife", "跟老婆商量了两个晚上", "my wife and I") does not count, unless a third-person pronoun
+    follows ("with my girlfriend. She hates horror"): the statement is still the speaker's own.
     """
     table = tables_for(text)[0]
-    return any(p.search(text) for p in (*table.others, *table.people))
+    for pattern in (*table.others, *table.people):
+        for m in pattern.finditer(text):
+            company = _COMPANY_BEFORE.search(text[: m.start()]) or _COMPANY_AFTER.search(text[m.end() :])
+            # ... unless the text goes on about them ("with my girlfriend. She hates horror")
+            if not company or _PRONOUN.search(text[m.end() :]):
+                return True
+    return False
+
+
+#: A third-person pronoun standing for someone named before ("They moved the wedding", "她下个月…").
+_PRONOUN = re.compile(r"\b(?:he|she|they|him|her|them|his|their)\b|[他她]们?", re.IGNORECASE)
+
+
+def _refers_back(ca: Any, cb: Any, people: frozenset[str]) -> bool:
+    """Whether ``cb`` speaks of the person ``ca`` names through a pronoun, about the same thing.
+
+    The older clause names one of ``people``, the newer one a third-person pronoun, and the two share a content
+    word ("My sister's wedding is June 14" / "They moved the wedding to September 6"), and the newer one names no
+    other person.
+    """
+    if _names_someone(cb.text):  # "My brother's wedding: they moved it" is about the brother
+        return False
+    return mentions(ca, people) and bool(_PRONOUN.search(cb.text)) and bool(_words(ca.terms & cb.terms))
 
 
 def competes(
@@ -215,7 +248,13 @@ def competes(
             qb = wanted & (cb.terms | cb.keys | key_terms(cb))
             if (qa - qb) & key_terms(ca):
                 continue  # the query names a key only the older clause holds ("in the morning" / "in the evenings")
-            if not (ca.keys ^ cb.keys) and qb and _words(qa - qb) and qb <= qa:
+            if (
+                not (ca.keys ^ cb.keys)
+                and numbers_in(ca.text) == numbers_in(cb.text)  # Chinese numerals are no keys ("八千五")
+                and qb
+                and _words(qa - qb)
+                and qb <= qa
+            ):
                 # no entity, number or date changed, and the newer clause leaves out a word of the query the older
                 # one answers: another context ("tea in the evening" for "what do I drink in the morning?")
                 continue
@@ -225,7 +264,7 @@ def competes(
                 and (tables_for(ca.text)[0].is_event(ca.text) or tables_for(cb.text)[0].is_event(cb.text))
             ):
                 continue  # asked what happened: two events are two events
-            if asked_about and not mentions(cb, asked_about):
+            if asked_about and not mentions(cb, asked_about) and not _refers_back(ca, cb, asked_about):
                 continue  # the query asks about someone ("How old is Ava?") the newer clause does not name
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
@@ -247,7 +286,12 @@ def competes(
                 # a new value of the asked kind, or none to compare; the same value again ("Denver winters are
                 # brutal" after "I live in Denver") changes nothing. A time or a number is replaced only by a clause
                 # with digits in it: one that has none ("cute anniversary card message") says nothing about it.
-                loose = kind not in ("time", "number") or any(ch.isdigit() for ch in cb.text)  # "moved to the 5th"
+                # digits ("moved to the 5th") or a Chinese numeral ("提到了三十二万")
+                loose = (
+                    kind not in ("time", "number")
+                    or any(ch.isdigit() for ch in cb.text)
+                    or (has_cjk(cb.text) and bool(numbers_in(cb.text)))
+                )
                 novel = novel or (not vb and loose) or bool(vb and not vb <= va)
             else:
                 novel = True

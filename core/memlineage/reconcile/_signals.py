@@ -392,13 +392,26 @@ _CJK_PLACE = re.compile(
 )
 
 
+#: A run of Chinese numerals with a magnitude (十, 百, 千, 万, 亿) that reads as one number: "二十五万", "两万一",
+#: "六千五". It starts with a digit or 十, so 万一 ("in case") and 千万 ("by all means") are no numbers.
+_CJK_MAGNITUDE = re.compile(r"[零一二两三四五六七八九十][零一二两三四五六七八九十百千万亿]+")
+
+
 def _cjk_number(text: str) -> int | None:
-    if "十" in text and len(text) <= 3:
-        tens, _, units = text.partition("十")
-        return _CJK_DIGIT.get(tens, 1) * 10 + _CJK_DIGIT.get(units, 0)
+    """A Chinese numeral's value (``"两万一"`` → 21000), or None when it does not read as one number.
+
+    Parsed by ``cn2an`` (Chinese numerals to Arabic, MIT), imported on the first Chinese numeral only: it takes about
+    half a second to load.
+    """
     if all(ch in _CJK_DIGIT for ch in text):
         return int("".join(str(_CJK_DIGIT[ch]) for ch in text))
-    return None
+    import cn2an  # deferred: only Chinese text with a numeral needs it
+
+    try:
+        value = cn2an.cn2an(text, "smart")
+    except ValueError:  # not a well-formed numeral ("十万一千万")
+        return None
+    return int(value) if float(value).is_integer() else None
 
 
 @text_cache(maxsize=32768)
@@ -410,8 +423,12 @@ def numbers_in(text: str) -> frozenset[str]:
             out.add(str(_NUMBER_WORDS[w]))
         elif w in _ORDINALS:
             out.add(str(_ORDINALS[w]))
-    for m in _CJK_NUMBER.finditer(text):
-        n = _cjk_number(m.group(0))
+    spans = [m.span() for m in _CJK_MAGNITUDE.finditer(text) if any(ch in "十百千万亿" for ch in m.group(0))]
+    runs = {text[a:b] for a, b in spans}
+    # a numeral before a measure word ("七岁"), unless it is part of a longer number ("二十五" in "二十五万")
+    runs |= {m.group(0) for m in _CJK_NUMBER.finditer(text) if not any(a <= m.start() < b for a, b in spans)}
+    for run in runs:
+        n = _cjk_number(run)
         if n is not None:
             out.add(str(n))
     return frozenset(out)
