@@ -15,7 +15,9 @@ run), ``test5`` (first run after unmarked questions stopped contending, a change
 (first run after an "instead of" contrast stopped carrying its ruled-out value over and generic words stopped
 anchoring a replaced value, changes diagnosed on test5 and the surfaces benchmark), ``test7`` (first run after
 one-offs, kin without a possessive, noun-phrase requests, 怎么 questions and dateless clauses stopped demoting
-facts, changes diagnosed on test6). ``make
+facts, changes diagnosed on test6), ``test8`` (first run after Chinese numerals became numbers, a person named as
+company stopped making a statement someone else's, and a pronoun started carrying the person asked about, changes
+diagnosed on dev). ``make
 bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
 
 The scenarios are dealt to users (at most one per category per user, so a user's facts never conflict across
@@ -61,7 +63,9 @@ K = 3
 def load_suites(which: str) -> list[dict[str, Any]]:
     """The scenarios of one split (``dev``, ``dev2``, ``test``..., ``test4``) or ``all``, tagged by suite."""
     splits = (
-        ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7") if which == "all" else (which,)
+        ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7", "test8")
+        if which == "all"
+        else (which,)
     )
     out = []
     for path in sorted(DATA.glob("updates_*_*.json")):
@@ -164,7 +168,7 @@ def score(system: System, histories: Sequence[History], asks: Sequence[dict[str,
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    splits = ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7", "all")
+    splits = ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7", "test8", "all")
     ap.add_argument("--suites", choices=splits, default="dev")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--fake-embedder", action="store_true")
