@@ -72,7 +72,7 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-class ScopeIds(Protocol):
+class _ScopeIds(Protocol):
     """What telemetry reads of a scope: its ids (a ``memlineage.Scope`` has them; the layer below cannot name it)."""
 
     @property
@@ -103,7 +103,7 @@ class _NoSpan:
         """Ignore the attributes."""
         return self
 
-    def scope(self, *scopes: ScopeIds, **ids: str | None) -> _NoSpan:
+    def scope(self, *scopes: _ScopeIds, **ids: str | None) -> _NoSpan:
         """Ignore the scopes."""
         return self
 
@@ -232,7 +232,7 @@ class _Span:
     __slots__ = ("_attrs", "_ctx_token", "_name", "_prefix", "_scope", "_span", "_state", "_t0", "_token", "recording")
 
     def __init__(
-        self, state: _Otel, name: str, prefix: str, scope: ScopeIds | None, attrs: Mapping[str, object]
+        self, state: _Otel, name: str, prefix: str, scope: _ScopeIds | None, attrs: Mapping[str, object]
     ) -> None:
         self._state = state
         self._name = name
@@ -276,7 +276,7 @@ class _Span:
                     self._span.set_attribute(f"{prefix}.{k}", _value(v))
         return self
 
-    def scope(self, *scopes: ScopeIds, **ids: str | None) -> _Span:
+    def scope(self, *scopes: _ScopeIds, **ids: str | None) -> _Span:
         """Record scope ids hashed: ``Scope`` objects (or anything with their fields), or ``user_id=`` etc.
 
         Several scopes that differ (a batch written for several users) record ``memlineage.scopes``, their number,
@@ -302,7 +302,7 @@ class _Span:
             self._span.set_attribute("error.type", f"{type(error).__module__}.{type(error).__qualname__}")
 
 
-def span(name: str, *, prefix: str | None = None, scope: ScopeIds | None = None, **attrs: object) -> _Span | _NoSpan:
+def span(name: str, *, prefix: str | None = None, scope: _ScopeIds | None = None, **attrs: object) -> _Span | _NoSpan:
     """A span ``name`` around a ``with`` block, current for the code inside it; :data:`NOOP` in the no-op mode.
 
     Args:
@@ -331,7 +331,7 @@ def traced(
     *,
     when: Callable[..., bool] | None = None,
     prefix: str | None = None,
-    scope: ScopeIds | None = None,
+    scope: _ScopeIds | None = None,
     **attrs: object,
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Decorator: each call runs in :func:`span` ``name`` (only calls for which ``when(*args, **kwargs)`` holds).
