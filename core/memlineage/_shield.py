@@ -6,8 +6,8 @@ Re-exported by :mod:`memlineage.capture`, where the adapters import it from.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from memlineage import telemetry
 
@@ -18,17 +18,45 @@ if TYPE_CHECKING:
 __all__ = ["ashield", "hook_span", "shield"]
 
 _R = TypeVar("_R")
+_D = TypeVar("_D")
+
+# ``*args`` and ``**kwargs`` are ``fn``'s, typed ``object`` rather than with a ParamSpec: ``default`` and ``scope``
+# are keyword-only parameters between them, which PEP 612 forbids next to ``P.args`` / ``P.kwargs`` (``fn`` can
+# never receive a keyword of those names).
+
+
+@overload
+def shield(
+    manager: MemoryManager,
+    surface: str,
+    fn: Callable[..., _R],
+    *args: object,
+    default: _D,
+    scope: Scope | None = None,
+    **kwargs: object,
+) -> _R | _D: ...
+
+
+@overload
+def shield(
+    manager: MemoryManager,
+    surface: str,
+    fn: Callable[..., _R],
+    *args: object,
+    scope: Scope | None = None,
+    **kwargs: object,
+) -> _R | None: ...
 
 
 def shield(
     manager: MemoryManager,
     surface: str,
     fn: Callable[..., _R],
-    *args: Any,
-    default: Any = None,
+    *args: object,
+    default: object = None,
     scope: Scope | None = None,
-    **kwargs: Any,
-) -> Any:
+    **kwargs: object,
+) -> object:
     """Run one memory step of a framework hook; what it raises is recorded and the agent goes on.
 
     Memory never raises into the agent loop: a failure is logged at WARNING, counted per ``surface`` and kept as an
@@ -52,15 +80,38 @@ def shield(
             return default
 
 
+@overload
 async def ashield(
     manager: MemoryManager,
     surface: str,
-    fn: Callable[..., Any],
-    *args: Any,
-    default: Any = None,
+    fn: Callable[..., Awaitable[_R]],
+    *args: object,
+    default: _D,
     scope: Scope | None = None,
-    **kwargs: Any,
-) -> Any:
+    **kwargs: object,
+) -> _R | _D: ...
+
+
+@overload
+async def ashield(
+    manager: MemoryManager,
+    surface: str,
+    fn: Callable[..., Awaitable[_R]],
+    *args: object,
+    scope: Scope | None = None,
+    **kwargs: object,
+) -> _R | None: ...
+
+
+async def ashield(
+    manager: MemoryManager,
+    surface: str,
+    fn: Callable[..., Awaitable[_R]],
+    *args: object,
+    default: object = None,
+    scope: Scope | None = None,
+    **kwargs: object,
+) -> object:
     """Async :func:`shield`: awaits ``fn(*args, **kwargs)``."""
     with hook_span(surface, scope):
         try:
@@ -70,7 +121,7 @@ async def ashield(
             return default
 
 
-def hook_span(surface: str, scope: Any = None) -> Any:
+def hook_span(surface: str, scope: Scope | None = None) -> Any:
     """The span of one framework hook call: ``memlineage.hook <surface>``, the scope's ids hashed.
 
     A failure the hook records (:meth:`~memlineage.MemoryManager.record_adapter_error`) marks it ERROR.

@@ -9,7 +9,7 @@ with pydantic's error kept as the cause.
 from __future__ import annotations
 
 import functools
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import ValidationError
 
@@ -29,7 +29,7 @@ def typed_construction(cls: T) -> T:
     original = cls.__init__  # type: ignore[misc]  # cls is the class being decorated, not an instance
 
     @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: object, *args: object, **kwargs: object) -> None:
         try:
             original(self, *args, **kwargs)
         except ValidationError as exc:

@@ -25,7 +25,7 @@ MemLineageError
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = [
     "ConfigurationError",
@@ -96,6 +96,26 @@ class ScopeViolationError(MemLineageError, PermissionError):
     """An operation tried to reach a memory that belongs to another scope."""
 
 
+class _Decision(Protocol):
+    """What a refusal's decision tells (a :class:`memlineage.Decision`; this bottom layer cannot name it)."""
+
+    @property
+    def id(self) -> str:
+        """The decision's id."""
+
+    @property
+    def policy_id(self) -> str | None:
+        """The deciding policy."""
+
+    @property
+    def reason(self) -> str:
+        """Why, in words."""
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        """The field values that mattered, by path."""
+
+
 class PolicyViolationError(MemLineageError, PermissionError):
     """A policy denied the operation; ``.decision`` says which policy and why.
 
@@ -104,7 +124,7 @@ class PolicyViolationError(MemLineageError, PermissionError):
         decision: The denying :class:`memlineage.Decision` (or ``None`` for a built-in rule).
     """
 
-    def __init__(self, message: str, decision: Any = None) -> None:
+    def __init__(self, message: str, decision: _Decision | None = None) -> None:
         super().__init__(message)
         self.decision = decision
 

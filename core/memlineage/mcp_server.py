@@ -32,7 +32,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ResourceError, ToolError
@@ -52,6 +52,9 @@ from memlineage.tools import (
     recalled_block,
     recalled_line,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["EXPLAIN_TOOL", "LINEAGE_URI", "USER_HEADER", "MemoryMCP", "build_server", "serve"]
 
@@ -76,6 +79,17 @@ def _described(tool: str, arg: str) -> str:
 class _Toolkit:
     tools: MemoryTools
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Options(TypedDict, total=False):
+    """The keyword options of :class:`MemoryMCP`, as :func:`build_server` and :func:`serve` pass them on."""
+
+    allow_user_header: bool
+    k: int
+    allow_user_origin: bool
+    name: str
+    host: str
+    port: int
 
 
 class MemoryMCP:
@@ -249,7 +263,7 @@ class MemoryMCP:
             log.warning("memlineage MCP: cannot end activity %s: %s", aid, exc)
 
     # ------------------------------------------------------------------ explain and lineage
-    def resolve_any(self, scope: Scope, memory_id: Any) -> Memory:
+    def resolve_any(self, scope: Scope, memory_id: str) -> Memory:
         """A memory of ``scope`` in any status, by full id, ``m:<short id>`` or ``[m:<short id>]``.
 
         Raises:
@@ -258,7 +272,7 @@ class MemoryMCP:
         """
         return self.toolkit(scope).tools.resolve(memory_id, live=False)
 
-    def explain_text(self, scope: Scope, memory_id: Any) -> str:
+    def explain_text(self, scope: Scope, memory_id: str) -> str:
         """``explain_memory``: where a memory came from, as an indented tree of premises and activities."""
         mem = self.resolve_any(scope, memory_id)
         try:
@@ -429,8 +443,17 @@ def _brief(mem: Memory) -> dict[str, Any]:
 class _Server(FastMCP[Any]):
     """FastMCP that refuses arguments a tool does not declare (``user_id`` above all) instead of dropping them."""
 
-    def __init__(self, owner: MemoryMCP, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(
+        self,
+        owner: MemoryMCP,
+        *,
+        name: str,
+        instructions: str,
+        host: str,
+        port: int,
+        log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+    ) -> None:
+        super().__init__(name=name, instructions=instructions, host=host, port=port, log_level=log_level)
         self._owner = owner
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
@@ -464,7 +487,7 @@ def _problems(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def build_server(manager: MemoryManager, scope: Scope | None, **options: Any) -> FastMCP[Any]:
+def build_server(manager: MemoryManager, scope: Scope | None, **options: Unpack[_Options]) -> FastMCP[Any]:
     """The FastMCP server for ``manager`` and ``scope`` (see :class:`MemoryMCP` for ``options``).
 
     ``server.run("stdio")``, ``server.run("streamable-http")`` or mount ``server.streamable_http_app()``.
@@ -473,7 +496,11 @@ def build_server(manager: MemoryManager, scope: Scope | None, **options: Any) ->
 
 
 def serve(
-    manager: MemoryManager, scope: Scope | None, *, transport: Literal["stdio", "http"] = "stdio", **options: Any
+    manager: MemoryManager,
+    scope: Scope | None,
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    **options: Unpack[_Options],
 ) -> None:
     """Serve until the client disconnects (stdio) or the process is stopped (HTTP, at ``/mcp``).
 

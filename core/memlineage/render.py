@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Protocol
 
 from rich.tree import Tree
 
-from memlineage.models import short_id
+from memlineage.models import Memory, short_id
 
 __all__ = ["explanation_tree"]
 
 
-def explanation_tree(ex: Any) -> Tree:
+class _Explained(Protocol):
+    """What the tree reads of a :class:`~memlineage.lineage.Explanation` (a sibling layer: not imported)."""
+
+    @property
+    def memory(self) -> Memory: ...
+
+    @property
+    def memories(self) -> Sequence[Memory]: ...
+
+    @property
+    def edges(self) -> Sequence[tuple[str, str, str]]: ...
+
+
+def explanation_tree(ex: _Explained) -> Tree:
     """A rich tree of an :class:`~memlineage.lineage.Explanation` (premises as children, each memory once)."""
     by_id = {m.id: m for m in ex.memories}
     kids: dict[str, list[str]] = {}

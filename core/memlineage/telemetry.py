@@ -36,7 +36,11 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
 
 __all__ = [
     "NOOP",
@@ -68,6 +72,22 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+class _ScopeIds(Protocol):
+    """What telemetry reads of a scope: its ids (a ``memlineage.Scope`` has them; the layer below cannot name it)."""
+
+    @property
+    def user_id(self) -> str | None:
+        """The user's id."""
+
+    @property
+    def agent_id(self) -> str | None:
+        """The agent's id."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The session's id."""
+
+
 class _NoSpan:
     """The span handle of the no-op mode (and of code running outside any MemLineage span)."""
 
@@ -79,11 +99,11 @@ class _NoSpan:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def set(self, **attrs: Any) -> _NoSpan:
+    def set(self, **attrs: object) -> _NoSpan:
         """Ignore the attributes."""
         return self
 
-    def scope(self, *scopes: Any, **ids: str | None) -> _NoSpan:
+    def scope(self, *scopes: _ScopeIds, **ids: str | None) -> _NoSpan:
         """Ignore the scopes."""
         return self
 
@@ -103,7 +123,12 @@ NOOP = _NoSpan()
 class _Otel:
     """The resolved OpenTelemetry API with this library's tracer, meter and instruments."""
 
-    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, salt: bytes = b"") -> None:
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        salt: bytes = b"",
+    ) -> None:
         from opentelemetry import context, metrics, trace
 
         from memlineage._version import __version__
@@ -155,8 +180,8 @@ def _resolve() -> _Otel | _Off:
 
 def configure(
     *,
-    tracer_provider: Any = None,
-    meter_provider: Any = None,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
     enabled: bool | None = None,
     hash_salt: str | bytes | None = None,
 ) -> None:
@@ -193,7 +218,7 @@ def hash_id(value: str) -> str:
     return hashlib.sha256(_salt + value.encode("utf-8")).hexdigest()[:16]
 
 
-def _value(v: Any) -> Any:
+def _value(v: object) -> Any:
     if isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, (list, tuple)):
@@ -206,7 +231,9 @@ class _Span:
 
     __slots__ = ("_attrs", "_ctx_token", "_name", "_prefix", "_scope", "_span", "_state", "_t0", "_token", "recording")
 
-    def __init__(self, state: _Otel, name: str, prefix: str, scope: Any, attrs: Mapping[str, Any]) -> None:
+    def __init__(
+        self, state: _Otel, name: str, prefix: str, scope: _ScopeIds | None, attrs: Mapping[str, object]
+    ) -> None:
         self._state = state
         self._name = name
         self._prefix = prefix
@@ -240,7 +267,7 @@ class _Span:
             st.context.detach(self._ctx_token)
             self._span.end()
 
-    def set(self, **attrs: Any) -> _Span:
+    def set(self, **attrs: object) -> _Span:
         """Set attributes ``<prefix>.<key>`` (None values are skipped)."""
         if self.recording:
             prefix = self._prefix
@@ -249,7 +276,7 @@ class _Span:
                     self._span.set_attribute(f"{prefix}.{k}", _value(v))
         return self
 
-    def scope(self, *scopes: Any, **ids: str | None) -> _Span:
+    def scope(self, *scopes: _ScopeIds, **ids: str | None) -> _Span:
         """Record scope ids hashed: ``Scope`` objects (or anything with their fields), or ``user_id=`` etc.
 
         Several scopes that differ (a batch written for several users) record ``memlineage.scopes``, their number,
@@ -275,7 +302,7 @@ class _Span:
             self._span.set_attribute("error.type", f"{type(error).__module__}.{type(error).__qualname__}")
 
 
-def span(name: str, *, prefix: str | None = None, scope: Any = None, **attrs: Any) -> _Span | _NoSpan:
+def span(name: str, *, prefix: str | None = None, scope: _ScopeIds | None = None, **attrs: object) -> _Span | _NoSpan:
     """A span ``name`` around a ``with`` block, current for the code inside it; :data:`NOOP` in the no-op mode.
 
     Args:
@@ -300,16 +327,24 @@ def current() -> _Span | _NoSpan:
 
 
 def traced(
-    name: str, *, when: Callable[..., bool] | None = None, **attrs: Any
+    name: str,
+    *,
+    when: Callable[..., bool] | None = None,
+    prefix: str | None = None,
+    scope: _ScopeIds | None = None,
+    **attrs: object,
 ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
-    """Decorator: each call runs in :func:`span` ``name`` (only calls for which ``when(*args, **kwargs)`` holds)."""
+    """Decorator: each call runs in :func:`span` ``name`` (only calls for which ``when(*args, **kwargs)`` holds).
+
+    ``prefix``, ``scope`` and ``attrs`` are :func:`span`'s.
+    """
 
     def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         @functools.wraps(fn)
         def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             if _state is _OFF or (when is not None and not when(*args, **kwargs)):
                 return fn(*args, **kwargs)
-            with span(name, **attrs):
+            with span(name, prefix=prefix, scope=scope, **attrs):
                 return fn(*args, **kwargs)
 
         return inner
@@ -317,7 +352,7 @@ def traced(
     return wrap
 
 
-def count(name: str, value: int = 1, **attrs: Any) -> None:
+def count(name: str, value: int = 1, **attrs: object) -> None:
     """Add ``value`` to counter ``name`` (attributes ``memlineage.<key>``)."""
     st = _state if _state is not None else _resolve()
     if st is _OFF or value == 0:

@@ -5,14 +5,25 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
-from memlineage.index import InMemoryIndex
+from memlineage._store_lock import StoreLock
+from memlineage.index import Embedder, InMemoryIndex, VectorIndex
 from memlineage.ledger import Ledger
 from memlineage.manager import MemoryManager
+from memlineage.policy import Policy, PolicyEngine
+from memlineage.ports import LexicalIndexPort
+from memlineage.reconcile import Reconciler
+from memlineage.retrieval import CandidateFilter, RetrievalConfig
+from memlineage.value import ValueModel
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["FakeEmbedder", "make_manager"]
 
@@ -67,11 +78,35 @@ class FakeEmbedder:
         return out
 
 
-def make_manager(**kwargs: Any) -> MemoryManager:
+class _ManagerArgs(TypedDict, total=False):
+    """:class:`MemoryManager`'s keyword arguments, each optional here (:func:`make_manager` fills in the fakes).
+
+    ``embedder`` is an :class:`~memlineage.index.Embedder` such as :class:`FakeEmbedder` (``MemoryManager`` also
+    wraps LangChain / LlamaIndex embeddings and callables, which a fake store has no use for).
+    """
+
+    ledger: Ledger
+    index: VectorIndex
+    embedder: Embedder | None
+    clock: Callable[[], datetime] | None
+    trust_by_source: Mapping[str, float] | None
+    policy: PolicyEngine | Iterable[Policy] | None
+    value_model: ValueModel | None
+    lock: StoreLock | None
+    path: Path | None
+    repair_on_open: bool
+    lexical: LexicalIndexPort | None
+    retrieval: RetrievalConfig | None
+    read_filter: CandidateFilter | None
+    reconciler: Reconciler | None | str
+    exact_max: int | None
+
+
+def make_manager(**kwargs: Unpack[_ManagerArgs]) -> MemoryManager:
     """A :class:`MemoryManager` on in-memory SQLite, :class:`InMemoryIndex` and :class:`FakeEmbedder`.
 
     Keyword arguments override the collaborators (``ledger``, ``index``, ``embedder``, ``clock``, ``policy``...).
     """
-    params: dict[str, Any] = {"ledger": Ledger("sqlite://"), "index": InMemoryIndex(), "embedder": FakeEmbedder()}
+    params: _ManagerArgs = {"ledger": Ledger("sqlite://"), "index": InMemoryIndex(), "embedder": FakeEmbedder()}
     params.update(kwargs)
     return MemoryManager(**params)

@@ -41,9 +41,10 @@ import asyncio
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, Field
 
@@ -58,6 +59,7 @@ from memlineage.errors import (
 from memlineage.manager import MemoryManager
 from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, short_id
 from memlineage.reconcile import using_reconciler
+from memlineage.retrieval import RecallHit
 
 __all__ = [
     "ARG_SCHEMAS",
@@ -83,6 +85,22 @@ MAX_K = 20
 _MAX_SHOWN = 2048
 
 _ID = re.compile(r"^\[?\s*(?:m:)?\s*([0-9a-fA-F][0-9a-fA-F-]{5,35})\s*\]?$")
+
+
+class _Completes(Protocol):
+    """A LlamaIndex LLM: ``complete(prompt)``."""
+
+    def complete(self, prompt: str, /) -> object: ...
+
+
+class _Invokes(Protocol):
+    """A LangChain chat model or runnable: ``invoke(prompt)``."""
+
+    def invoke(self, prompt: str, /) -> object: ...
+
+
+#: The agent's model as :meth:`~memlineage.MemoryManager.model_reconciler` takes it (checked there at run time).
+_AgentModel: TypeAlias = _Completes | _Invokes | Callable[[str], object]
 
 
 class MemoryToolError(InvalidInputError):
@@ -201,7 +219,7 @@ def quoted_text(text: str) -> str:
     return json.dumps(" ".join(text.split()), ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def recalled_line(hit: Any) -> str:
+def recalled_line(hit: RecallHit | Memory) -> str:
     """One recalled memory as the model sees it: marker, status, who said it, date, then the quoted text.
 
     ``- [m:1a2b3c4d] (active, user, 2025-06-01) "I live in Berlin"``. A memory a later one of the same speaker
@@ -213,7 +231,7 @@ def recalled_line(hit: Any) -> str:
     Args:
         hit: A :class:`~memlineage.retrieval.RecallHit`, or a :class:`~memlineage.Memory`.
     """
-    mem = getattr(hit, "memory", hit)
+    mem = hit if isinstance(hit, Memory) else hit.memory
     status = mem.status.value
     if status == "suspect":
         status = "suspect: a premise changed"
@@ -221,7 +239,7 @@ def recalled_line(hit: Any) -> str:
         status = "superseded: an earlier value"
     when = (mem.valid_from or mem.created_at).date().isoformat()
     parts = [status, str(mem.source), when]
-    newer = getattr(hit, "newer", None)
+    newer: str | None = getattr(hit, "newer", None)
     if newer:
         parts.append(f"older: see {marker(newer)}")
     return f"- {marker(mem.id)} ({', '.join(parts)}) {quoted_text(mem.content)}"
@@ -238,7 +256,7 @@ def recalled_block(header: str, lines: list[str]) -> str:
     return "\n".join([header, RECALLED_DATA_NOTE, RECALLED_BLOCK_OPEN, *lines, RECALLED_BLOCK_CLOSE])
 
 
-def _text(value: Any, what: str, limit: int = MAX_TEXT) -> str:
+def _text(value: object, what: str, limit: int = MAX_TEXT) -> str:
     if not isinstance(value, str) or not value.strip():
         raise MemoryToolError(f"{what} must be a non-empty string")
     text = value.strip()
@@ -247,11 +265,11 @@ def _text(value: Any, what: str, limit: int = MAX_TEXT) -> str:
     return text
 
 
-def _origin(value: Any, allow_user: bool) -> str:
+def _origin(value: object, allow_user: bool) -> str:
     origin = str(value).strip().lower() if isinstance(value, str) else value
     if origin not in ("user", "agent"):
         raise MemoryToolError("origin must be 'user' (the user said it) or 'agent' (your own conclusion)")
-    return origin if allow_user else "agent"
+    return "user" if allow_user and origin == "user" else "agent"
 
 
 class MemoryTools:
@@ -280,7 +298,7 @@ class MemoryTools:
         k: int = 5,
         allow_user_origin: bool = True,
         kind: str = "semantic",
-        llm: Any = None,
+        llm: _AgentModel | None = None,
     ) -> None:
         if scope is None:
             msg = "memory tools need a scope (a user id at least); MemLineage never uses a shared pool"
@@ -303,7 +321,7 @@ class MemoryTools:
         while len(self._shown) > _MAX_SHOWN:
             self._shown.popitem(last=False)
 
-    def resolve(self, memory_id: Any, *, live: bool = True) -> Memory:
+    def resolve(self, memory_id: object, *, live: bool = True) -> Memory:
         """The memory a model-given id names (``m:1a2b3c4d``, ``[m:1a2b3c4d]``, or a full id) in this scope.
 
         Args:
@@ -384,7 +402,7 @@ class MemoryTools:
         return act.id
 
     # ------------------------------------------------------------------ the tools
-    def search(self, query: Any, k: Any = None, *, activity_id: str | None = None) -> str:
+    def search(self, query: object, k: object = None, *, activity_id: str | None = None) -> str:
         """``search_memory``: the best ``k`` memories for ``query``, one marked line each, best first.
 
         Raises:
@@ -406,7 +424,7 @@ class MemoryTools:
             lines.append(recalled_line(hit))
         return "\n".join(lines)
 
-    def remember(self, content: Any, origin: Any = "agent", *, activity_id: str | None = None) -> str:
+    def remember(self, content: object, origin: object = "agent", *, activity_id: str | None = None) -> str:
         """``remember``: store ``content`` with source ``agent`` or (relayed) ``user``.
 
         Raises:
@@ -426,7 +444,9 @@ class MemoryTools:
             out += f" It replaces {marker(mem.supersedes)} (detected as an update; the old version is kept)."
         return out
 
-    def correct(self, memory_id: Any, new_content: Any, origin: Any = "user", *, activity_id: str | None = None) -> str:
+    def correct(
+        self, memory_id: object, new_content: object, origin: object = "user", *, activity_id: str | None = None
+    ) -> str:
         """``correct_memory``: supersede a memory with new words; its dependents become suspect.
 
         Raises:
@@ -448,7 +468,7 @@ class MemoryTools:
         self._note(new.id)
         return f"Corrected: {marker(old.id)} is replaced by {marker(new.id)}." + _suspects(report.suspect)
 
-    def forget(self, memory_id: Any, reason: Any, *, activity_id: str | None = None) -> str:
+    def forget(self, memory_id: object, reason: object, *, activity_id: str | None = None) -> str:
         """``forget_memory``: retract a memory with a reason (kept in the history); its dependents become suspect.
 
         Raises:
@@ -468,21 +488,21 @@ class MemoryTools:
         return f"Withdrew {marker(mem.id)} ({why}); it stays in the history." + _suspects(report.suspect)
 
     # ------------------------------------------------------------------ async twins
-    async def asearch(self, query: Any, k: Any = None, *, activity_id: str | None = None) -> str:
+    async def asearch(self, query: object, k: object = None, *, activity_id: str | None = None) -> str:
         """Async :meth:`search` (the store call runs in a worker thread)."""
         return await asyncio.to_thread(self.search, query, k, activity_id=activity_id)
 
-    async def aremember(self, content: Any, origin: Any = "agent", *, activity_id: str | None = None) -> str:
+    async def aremember(self, content: object, origin: object = "agent", *, activity_id: str | None = None) -> str:
         """Async :meth:`remember`."""
         return await asyncio.to_thread(self.remember, content, origin, activity_id=activity_id)
 
     async def acorrect(
-        self, memory_id: Any, new_content: Any, origin: Any = "user", *, activity_id: str | None = None
+        self, memory_id: object, new_content: object, origin: object = "user", *, activity_id: str | None = None
     ) -> str:
         """Async :meth:`correct`."""
         return await asyncio.to_thread(self.correct, memory_id, new_content, origin, activity_id=activity_id)
 
-    async def aforget(self, memory_id: Any, reason: Any, *, activity_id: str | None = None) -> str:
+    async def aforget(self, memory_id: object, reason: object, *, activity_id: str | None = None) -> str:
         """Async :meth:`forget`."""
         return await asyncio.to_thread(self.forget, memory_id, reason, activity_id=activity_id)
 
@@ -501,7 +521,9 @@ class _mapped:  # noqa: N801 - used as a context manager, reads as a phrase
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc is None or isinstance(exc, MemoryToolError) or not isinstance(exc, MemLineageError):
             return
         if isinstance(exc, PolicyViolationError):
