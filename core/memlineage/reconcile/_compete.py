@@ -44,6 +44,7 @@ from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import transcript_speaker
 from memlineage.models import Memory, SourceKind
 from memlineage.reconcile._signals import (
+    Clause,
     answer_type,
     asks_about_events,
     asks_about_past,
@@ -165,7 +166,7 @@ def _names_someone(text: str) -> bool:
 _PRONOUN = re.compile(r"\b(?:he|she|they|him|her|them|his|their)\b|[他她]们?", re.IGNORECASE)
 
 
-def _refers_back(ca: Any, cb: Any, people: frozenset[str]) -> bool:
+def _refers_back(ca: Clause, cb: Clause, people: frozenset[str]) -> bool:
     """Whether ``cb`` speaks of the person ``ca`` names through a pronoun, about the same thing.
 
     The older clause names one of ``people``, the newer one a third-person pronoun, and the two share a content
