@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 from memlineage.models import Memory
 
@@ -78,7 +77,7 @@ def salient(text: str) -> set[str]:
     return out
 
 
-def argument_values(arguments: Any) -> list[str]:
+def argument_values(arguments: object) -> list[str]:
     """The leaf values of tool arguments that can be traced to a memory (strings of 2+ characters, numbers)."""
     out: list[str] = []
     if isinstance(arguments, Mapping):

@@ -218,7 +218,7 @@ class RuleBasedConsolidator:
 
 
 def summarize_session(
-    summarizer: Any, messages: Sequence[SourceMessage], *, require_overlap: bool = True
+    summarizer: object, messages: Sequence[SourceMessage], *, require_overlap: bool = True
 ) -> ConsolidationResult:
     """Label the messages, run the summariser and apply the citation check.
 
@@ -240,8 +240,9 @@ def summarize_session(
     if not labelled:
         return result
     summarizer = summarizer if summarizer is not None else RuleBasedConsolidator()
-    if callable(getattr(summarizer, "summarize", None)):
-        answer = summarizer.summarize(labelled)
+    summarize = getattr(summarizer, "summarize", None)
+    if callable(summarize):
+        answer = summarize(labelled)
     else:
         answer = call_model(summarizer, build_prompt(labelled))
     result.accepted, result.rejected = check_citations(str(answer or ""), labelled, require_overlap=require_overlap)

@@ -12,11 +12,14 @@ import json
 from collections import defaultdict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memlineage.models import INVALIDATING_STATUSES, Activity, Memory, Status, short_id
+
+if TYPE_CHECKING:
+    from memlineage.ledger._cascade import CascadeWalk
 
 __all__ = ["CascadeReport", "ErasureReceipt", "Explanation", "evaluate_cascade", "plan_cascade"]
 
@@ -77,7 +80,7 @@ def evaluate_cascade(
     return newly
 
 
-def plan_cascade(walk: Any, status: Status) -> tuple[list[str], list[str], bool]:
+def plan_cascade(walk: CascadeWalk, status: Status) -> tuple[list[str], list[str], bool]:
     """Decide a cascade below ``walk.root`` (about to take the invalidating ``status``) from one walk of the graph.
 
     The walk lists the descendants with their status and number of support groups. When none has an alternative

@@ -66,7 +66,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -460,9 +459,26 @@ class ValueModel:
         """Async twin of :meth:`extract` (runs it in a worker thread; useful with an LLM extractor)."""
         return await asyncio.to_thread(self.extract, text, goal=goal)
 
-    async def aassess(self, text: str, **kwargs: Any) -> ValueAssessment:
+    async def aassess(
+        self,
+        text: str,
+        *,
+        goal: str | None = None,
+        nearest_similarity: float | None = None,
+        trust: float = 1.0,
+        goal_similarity: float | None = None,
+        scope: Scope | None = None,
+    ) -> ValueAssessment:
         """Async twin of :meth:`assess` (runs it in a worker thread)."""
-        return await asyncio.to_thread(self.assess, text, **kwargs)
+        return await asyncio.to_thread(
+            self.assess,
+            text,
+            goal=goal,
+            nearest_similarity=nearest_similarity,
+            trust=trust,
+            goal_similarity=goal_similarity,
+            scope=scope,
+        )
 
     def should_store(self, assessment: ValueAssessment, profile: ValueProfile | None = None) -> bool:
         """Write gate: True when storage is forced or V ≥ the store threshold."""

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import case, select, update
 
@@ -38,6 +38,30 @@ class ValueState:
 
     buffer: ShortTermBuffer
     batch: ReinforcementBatch
+
+
+class _NoveltyDraft(Protocol):
+    """What novelty reads of a write draft (:class:`memlineage.services.draft.Draft`)."""
+
+    @property
+    def content(self) -> str:
+        """The statement's text."""
+        ...
+
+    @property
+    def scope(self) -> Scope:
+        """The scope it is written in."""
+        ...
+
+    @property
+    def slot(self) -> str | None:
+        """Its slot, if any."""
+        ...
+
+    @property
+    def embedding(self) -> Sequence[float] | None:
+        """Its embedding (a list or a float64 array), None when not embedded yet."""
+        ...
 
 
 def _bigram_similarity(a: str, b: str) -> float:
@@ -110,7 +134,7 @@ class ValueGate:
         for d in drafts:
             d.extra_rows["_features"] = vm.extract(d.content, goal=getattr(d, "goal", None))
 
-    def _nearest_similarity(self, d: Any) -> float | None:
+    def _nearest_similarity(self, d: _NoveltyDraft) -> float | None:
         """Similarity of the nearest live memory in the draft's scope, ignoring the draft's own slot.
 
         Cosine of the embeddings in general; for Chinese text the word overlap (CJK bigram Jaccard) of the nearest

@@ -40,10 +40,10 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from memlineage.errors import ConfigurationError, ContextOverflowError, InvalidInputError, MemLineageError
-from memlineage.models import Scope, new_id
+from memlineage.models import Memory, Scope, new_id
 from memlineage.window_chat import ChatMessage, HistoryBackend, ToolCall
 from memlineage.window_tokens import DEFAULT_ENCODING, count_tokens, decode_prefix, fit_to_budget, get_encoding
 
@@ -547,6 +547,14 @@ def _check_window(window: Sequence[ChatMessage], history: Sequence[ChatMessage])
             raise MemLineageError(msg)
 
 
+class MemoryWriter(Protocol):
+    """What :class:`WriteGateSink` calls on its manager (a :class:`~memlineage.MemoryManager` has it)."""
+
+    def remember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """Store the items (``remember``'s keyword arguments) in one batch; one memory per item."""
+        ...
+
+
 class WriteGateSink:
     """An ``on_evict`` callback that hands messages leaving the window to a manager's write gate.
 
@@ -566,7 +574,9 @@ class WriteGateSink:
         kind: Memory kind for the stored messages (default ``episodic``).
     """
 
-    def __init__(self, manager: Any, *, scope: Any, kind: str = "episodic") -> None:
+    def __init__(
+        self, manager: MemoryWriter, *, scope: Scope | Mapping[str, Any] | str, kind: str = "episodic"
+    ) -> None:
         self.manager = manager
         self.scope = Scope.coerce(scope)
         self.kind = kind

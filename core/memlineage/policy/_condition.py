@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import functools
 import logging
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -299,7 +300,9 @@ class CompiledCondition:
     python: tuple[Callable[..., Any], Callable[..., Any]] | None = None
 
 
-def compile_condition(condition: Any, *, batch: bool = False, inputs: Sequence[str] = ()) -> CompiledCondition:
+def compile_condition(
+    condition: str | Callable[..., Any] | None, *, batch: bool = False, inputs: Sequence[str] = ()
+) -> CompiledCondition:
     """Compile a policy condition once.
 
     Args:
@@ -438,7 +441,7 @@ _ALLOWED_NODES = (
 )  # fmt: skip
 
 
-def _cel_eq(a: Any, b: Any) -> bool:
+def _cel_eq(a: object, b: object) -> bool:
     """CEL equality: a bool only equals a bool (Python's ``True == 1`` is not CEL's)."""
     if isinstance(a, bool) is not isinstance(b, bool):
         return False
@@ -447,37 +450,35 @@ def _cel_eq(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _orderable(a: Any, b: Any) -> None:
+def _orderable(a: object, b: object) -> tuple[int | float | str, int | float | str]:
+    """The operands of a CEL ordering: two bools, two numbers (int or double) or two strings, else a TypeError."""
     if isinstance(a, bool) or isinstance(b, bool):
-        if not (isinstance(a, bool) and isinstance(b, bool)):
-            raise TypeError("no such overload")
-    elif not (
-        (isinstance(a, (int, float)) and isinstance(b, (int, float))) or (isinstance(a, str) and isinstance(b, str))
-    ):
-        raise TypeError("no such overload")
+        if isinstance(a, bool) and isinstance(b, bool):
+            return a, b
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a, b
+    elif isinstance(a, str) and isinstance(b, str):
+        return a, b
+    raise TypeError("no such overload")
 
 
-def _lt(a: Any, b: Any) -> bool:
-    _orderable(a, b)
-    return bool(a < b)
+def _lt(a: object, b: object) -> bool:
+    return bool(operator.lt(*_orderable(a, b)))
 
 
-def _le(a: Any, b: Any) -> bool:
-    _orderable(a, b)
-    return bool(a <= b)
+def _le(a: object, b: object) -> bool:
+    return bool(operator.le(*_orderable(a, b)))
 
 
-def _gt(a: Any, b: Any) -> bool:
-    _orderable(a, b)
-    return bool(a > b)
+def _gt(a: object, b: object) -> bool:
+    return bool(operator.gt(*_orderable(a, b)))
 
 
-def _ge(a: Any, b: Any) -> bool:
-    _orderable(a, b)
-    return bool(a >= b)
+def _ge(a: object, b: object) -> bool:
+    return bool(operator.ge(*_orderable(a, b)))
 
 
-def _in(a: Any, b: Any) -> bool:
+def _in(a: object, b: object) -> bool:
     if isinstance(b, list):
         return any(_cel_eq(a, x) for x in b)
     if isinstance(b, dict):
@@ -485,33 +486,33 @@ def _in(a: Any, b: Any) -> bool:
     raise TypeError("no such overload")
 
 
-def _same_arith(a: Any, b: Any, kinds: tuple[type, ...]) -> None:
+def _same_arith(a: object, b: object, kinds: tuple[type, ...]) -> None:
     if isinstance(a, bool) or isinstance(b, bool) or type(a) is not type(b) or not isinstance(a, kinds):
         raise TypeError("no such overload")  # CEL never mixes int and double, nor bools, in arithmetic
 
 
-def _add(a: Any, b: Any) -> Any:
+def _add(a: object, b: object) -> Any:
     _same_arith(a, b, (int, float, str, list))
-    return a + b
+    return operator.add(a, b)
 
 
-def _sub(a: Any, b: Any) -> Any:
+def _sub(a: object, b: object) -> Any:
     _same_arith(a, b, (int, float))
-    return a - b
+    return operator.sub(a, b)
 
 
-def _mul(a: Any, b: Any) -> Any:
+def _mul(a: object, b: object) -> Any:
     _same_arith(a, b, (int, float))
-    return a * b
+    return operator.mul(a, b)
 
 
-def _neg(a: Any) -> Any:
+def _neg(a: object) -> Any:
     if isinstance(a, bool) or not isinstance(a, (int, float)):
         raise TypeError("no such overload")
     return -a
 
 
-def _b(a: Any) -> bool:
+def _b(a: object) -> bool:
     if not isinstance(a, bool):
         raise TypeError("no such overload: logical operator on a non-bool")
     return a

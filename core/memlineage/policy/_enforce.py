@@ -11,16 +11,16 @@ import dataclasses
 import hashlib
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from memlineage import telemetry
 from memlineage.errors import InvalidInputError, PolicyViolationError, ScopeViolationError
 from memlineage.ledger import Ledger
 from memlineage.models import Memory, MemoryKind, Scope, Source, Status, check_text, to_epoch
 from memlineage.policy._engine import SCOPE_POLICY_ID, PolicyEngine
-from memlineage.policy._model import Decision, Effect, Operation, PolicyRequest
+from memlineage.policy._model import Decision, Effect, Operation, Policy, PolicyRequest
 from memlineage.ports import Clock, Expirer, IndexSyncer
 from memlineage.retrieval import RecallHit, Trace
 
@@ -40,7 +40,18 @@ _LONG_TERM = frozenset({MemoryKind.SEMANTIC, MemoryKind.PROCEDURAL})
 _LIVE = (Status.ACTIVE.value, Status.SUSPECT.value)
 
 
-def ensure_engine(policy: Any) -> PolicyEngine | None:
+class _WriteDraft(Protocol):
+    """What write enforcement reads and sets on a draft (:class:`memlineage.services.draft.Draft`)."""
+
+    scope: Scope
+    slot: str | None
+    hash: str
+    kind: MemoryKind
+    expires_at: datetime | None
+    auto_kind: bool  # no kind was given: the value model may promote it
+
+
+def ensure_engine(policy: PolicyEngine | Iterable[Policy] | None) -> PolicyEngine | None:
     """Normalise the manager's ``policy=`` argument: None, a :class:`PolicyEngine` or an iterable of policies.
 
     Raises:
@@ -55,8 +66,8 @@ def ensure_engine(policy: Any) -> PolicyEngine | None:
         raise InvalidInputError(msg) from None
 
 
-def _has_engine(gate: PolicyGate, *args: Any, **kwargs: Any) -> bool:
-    """Policy checks are traced only where a policy engine is configured."""
+def _has_engine(gate: PolicyGate, *args: object, **kwargs: object) -> bool:
+    """Policy checks are traced only where a policy engine is configured (the checked call's arguments are unused)."""
     return gate.engine is not None
 
 
@@ -127,7 +138,7 @@ def _without_text(decision: Decision) -> Decision:
     return decision.model_copy(update={"memory_id": None, "inputs": inputs})
 
 
-def _apply_obligations(d: Any, decision: Decision, now: datetime) -> None:
+def _apply_obligations(d: _WriteDraft, decision: Decision, now: datetime) -> None:
     ob = decision.obligations
     if "ttl_seconds" in ob:
         deadline = now + timedelta(seconds=float(ob["ttl_seconds"]))
@@ -350,7 +361,7 @@ class PolicyGate:
             _raise(*failure)
         return [d for d, _, _ in recorded]
 
-    def _live_slot_holder(self, d: Any) -> Memory | None:
+    def _live_slot_holder(self, d: _WriteDraft) -> Memory | None:
         if not d.slot:
             return None
         rows = [r for r in self.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot) if r["status"] in _LIVE]

@@ -117,8 +117,14 @@ class PolicyEngine:
 
     # ------------------------------------------------------------------ policy set
     @classmethod
-    def from_files(cls, *paths: str | os.PathLike[str], **kwargs: Any) -> PolicyEngine:
-        """Build an engine from YAML/JSON policy files.
+    def from_files(
+        cls,
+        *paths: str | os.PathLike[str],
+        refresh_hooks: Mapping[str, RefreshHook] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        on_admin_grant: Callable[[AdminGrant], None] | None = None,
+    ) -> PolicyEngine:
+        """Build an engine from YAML/JSON policy files (the keyword arguments are the constructor's).
 
         Raises:
             PolicyLoadError: a file is invalid (the message names file, policy and field).
@@ -126,7 +132,7 @@ class PolicyEngine:
         policies: list[Policy] = []
         for path in paths:
             policies.extend(load_policy_file(path))
-        return cls(policies, **kwargs)
+        return cls(policies, refresh_hooks=refresh_hooks, clock=clock, on_admin_grant=on_admin_grant)
 
     def load(self, path: str | os.PathLike[str]) -> list[Policy]:
         """Load a YAML/JSON policy file and add its policies; return them.

@@ -24,7 +24,6 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -76,7 +75,7 @@ def load_policy_file(path: str | os.PathLike[str]) -> list[Policy]:
     return load_policies(data, source=source)
 
 
-def load_policies(data: Any, *, source: str = "<data>") -> list[Policy]:
+def load_policies(data: object, *, source: str = "<data>") -> list[Policy]:
     """Validate policies given as data: a list of mappings, or a mapping with a ``policies`` list.
 
     Args:

@@ -95,7 +95,7 @@ _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]*$")
 RESERVED_PREFIX = "builtin.scope"
 
 
-def _strs(value: Any) -> Any:
+def _strs(value: object) -> Any:
     if isinstance(value, str):
         return (value,)
     return value
@@ -208,7 +208,7 @@ class Policy(BaseModel):
 
     _compiled: CompiledCondition = PrivateAttr()
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: object) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
@@ -229,7 +229,7 @@ class Policy(BaseModel):
 
     @field_validator("operations", "inputs", mode="before")
     @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
+    def _one_or_many(cls, value: object) -> Any:
         return _strs(value)
 
     @field_validator("operations")
@@ -242,7 +242,7 @@ class Policy(BaseModel):
 
     @field_validator("condition")
     @classmethod
-    def _check_condition(cls, value: Any) -> Any:
+    def _check_condition(cls, value: str | Callable[..., Any] | None) -> Any:
         if value is None or callable(value):
             return value
         if not isinstance(value, str) or not value.strip():
@@ -298,7 +298,7 @@ class Policy(BaseModel):
             raise ValueError(msg)
         return self
 
-    def model_post_init(self, __context: Any) -> None:  # noqa: D102
+    def model_post_init(self, __context: object) -> None:  # noqa: D102
         self._compiled = compile_condition(self.condition, batch=self.batch, inputs=self.inputs)
 
     @property
@@ -330,7 +330,7 @@ class Policy(BaseModel):
         return data
 
 
-def format_validation_error(exc: ValidationError, *, source: str, policy_id: Any, index: int | None = None) -> str:
+def format_validation_error(exc: ValidationError, *, source: str, policy_id: object, index: int | None = None) -> str:
     """Turn a pydantic error into one message naming the source, the policy and the field(s)."""
     where = f"policy {policy_id!r}" if policy_id else "policy"
     if index is not None:

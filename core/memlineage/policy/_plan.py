@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,9 @@ from memlineage.policy._model import (
     Policy,
     PolicyTarget,
 )
+
+if TYPE_CHECKING:
+    from cel import Program
 
 __all__ = [
     "NO_VERDICT",
@@ -277,7 +280,7 @@ def cel_results(
     new = None if ctx.new is None else memory_fields(ctx.new, ctx, plan.cel_new_fields)
     fallback: list[Any] = []  # lazily built CEL context (map form) for items the Python form cannot decide
 
-    def cel_eval(program: Any, i: int) -> bool | BaseException:
+    def cel_eval(program: Program, i: int) -> bool | BaseException:
         if not fallback:
             context = cel.Context()
             context.add_variable("request", req)

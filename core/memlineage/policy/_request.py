@@ -6,13 +6,14 @@ the model compiles, can name the request without importing the model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memlineage.models import Scope, Source, new_id, utcnow
+from memlineage.models import Scope, Source, SourceKind, new_id, utcnow
 
 __all__ = ["AdminGrant", "Operation", "PolicyRequest"]
 
@@ -75,7 +76,7 @@ class PolicyRequest(BaseModel):
 
     @field_validator("source", mode="before")
     @classmethod
-    def _parse_source(cls, value: Any) -> Any:
+    def _parse_source(cls, value: Source | str | SourceKind | Mapping[str, Any] | None) -> Any:
         return None if value is None else Source.parse(value)
 
     def for_operation(self, operation: Operation | str) -> PolicyRequest:
