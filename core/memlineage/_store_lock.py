@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any
 
 from filelock import FileLock, Timeout
 
@@ -48,7 +47,7 @@ def acquire_lock(store: Path, timeout: float) -> StoreLock:
 class StoreLock:
     """The writer lock of an embedded store, also registered as open in this process until released."""
 
-    def __init__(self, lock: Any, key: Path) -> None:
+    def __init__(self, lock: FileLock, key: Path) -> None:
         self._lock = lock
         self._key = key
         self._held = True

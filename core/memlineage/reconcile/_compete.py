@@ -61,6 +61,7 @@ from memlineage.reconcile._signals import (
     values_of,
     values_of_query,
 )
+from memlineage.retrieval import RecallHit
 
 __all__ = ["Conflict", "competes", "resolve_conflicts"]
 
@@ -381,7 +382,7 @@ def competes(
     return reason, round(sim, 3)
 
 
-def _closeness(hit: Any) -> float:
+def _closeness(hit: RecallHit) -> float:
     """A hit's closeness to the query in [0, 1].
 
     Its cosine to the query when the vector leg found it (not normalised over the candidates, unlike the fused

@@ -7,7 +7,6 @@ import json
 import re
 import unicodedata
 from datetime import datetime, timezone
-from typing import Any
 
 from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, tables_for
@@ -45,7 +44,7 @@ def may_update(new_source: str, old_source: str) -> bool:
     return new_source == old_source and old_kind != SourceKind.USER.value
 
 
-def tool_slot(tool_source: str, arguments: Any) -> str | None:
+def tool_slot(tool_source: str, arguments: object) -> str | None:
     """The slot of a tool result: the tool and its arguments (a new fare for the same query replaces the old).
 
     Args:
@@ -65,10 +64,11 @@ def tool_slot(tool_source: str, arguments: Any) -> str | None:
     if arguments is None or arguments == "" or not tool_source.startswith("tool:"):
         return None
     if isinstance(arguments, str):
+        text = arguments
         try:
-            arguments = json.loads(arguments)
+            arguments = json.loads(text)
         except ValueError:
-            arguments = " ".join(arguments.split()).casefold()
+            arguments = " ".join(text.split()).casefold()
     canonical = json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str)
     digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"tool.{_slug(tool_source.split(':', 1)[1])}.{digest}"

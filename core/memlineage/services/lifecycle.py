@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, case, select
@@ -176,7 +177,7 @@ class Lifecycle:
         self.syncer.sync(touched)
         return self.reads.require(target, scope=scope)
 
-    def _undo_in(self, conn: Connection, row: Mapping[str, Any], scope: Scope, reason: str, now: Any) -> list[str]:
+    def _undo_in(self, conn: Connection, row: Mapping[str, Any], scope: Scope, reason: str, now: datetime) -> list[str]:
         """Undo one applied decision in ``conn``; return the ids whose status changed (for the index sync).
 
         Everything the decision withdrew comes back where it is still supported: its target, and what its cascade
