@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 from uuid import UUID
@@ -24,6 +25,9 @@ from typing_extensions import override
 from memlineage_langchain._capture_events import _Recorder
 
 __all__ = ["AsyncLineageCaptureCallback", "LineageCaptureCallback"]
+
+#: The handlers' logger (``_capture_events`` logs its warnings under this name too).
+logger = logging.getLogger(__name__)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
