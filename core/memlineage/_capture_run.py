@@ -2,17 +2,19 @@
 
 :class:`CaptureRun` is one agent run being recorded (ids and the memories in its context); the premise rules decide
 what a tool call, a text or an answer of the run derives from, and how each premise was attributed
-(:data:`ATTRIBUTIONS`). :class:`~memlineage.capture.RunRecorder` writes what they decide.
+(:data:`ATTRIBUTIONS`). :class:`~memlineage.capture.RunRecorder` writes what they decide, one moment of a run at a
+time (:func:`_per_run`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from memlineage._evidence import argument_values as _values
 from memlineage._evidence import asks, content_premises
@@ -131,6 +133,20 @@ class CaptureRun:
     kind: str | None = None
     reconciler: Reconciler | None = None
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _per_run(fn: _F) -> _F:
+    """Serialise the moments of one run: two observers of the same run report them from different threads."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, run: CaptureRun, *args: Any, **kwargs: Any) -> Any:
+        with run.lock:
+            return fn(self, run, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------ premise rules

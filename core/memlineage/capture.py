@@ -29,11 +29,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from memlineage._capture_run import (
     _MARKER,
@@ -43,6 +42,7 @@ from memlineage._capture_run import (
     ToolCallSpec,
     _arguments,
     _Call,
+    _per_run,
     call_premises,
     citable,
     cited_ids,
@@ -84,20 +84,6 @@ _CURRENT_CALL: contextvars.ContextVar[tuple[CaptureRun, str] | None] = contextva
 
 _recorders: weakref.WeakKeyDictionary[Any, RunRecorder] = weakref.WeakKeyDictionary()
 _recorders_lock = threading.Lock()
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _per_run(fn: _F) -> _F:
-    """Serialise the moments of one run: two observers of the same run report them from different threads."""
-
-    @functools.wraps(fn)
-    def wrapper(self: Any, run: CaptureRun, *args: Any, **kwargs: Any) -> Any:
-        with run.lock:
-            return fn(self, run, *args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 class RunRecorder:
