@@ -20,32 +20,42 @@ decides the rest:
   no premises and are never premises.
 - **One run, many observers.** Runs are keyed by scope and framework run id and, while open, by the user turn, so
   a memory component and a capture callback attached to the same run record it once.
+
+The run's records (:class:`CaptureRun`) and the premise rules live in :mod:`memlineage._capture_run`; this module
+holds the recorder that writes what they decide.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
-import json
-import re
 import threading
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-from memlineage._evidence import argument_values as _values
-from memlineage._evidence import asks, content_premises, is_filler
-from memlineage._evidence import contains as _contains
-from memlineage._evidence import holders as _holders
+from memlineage._capture_run import (
+    _MARKER,
+    ATTRIBUTIONS,
+    TOOL_ERROR_PREFIX,
+    CaptureRun,
+    ToolCallSpec,
+    _arguments,
+    _Call,
+    _per_run,
+    call_premises,
+    citable,
+    cited_ids,
+    text_premises,
+    tool_result_text,
+)
+from memlineage._evidence import is_filler
 from memlineage._evidence import is_filler_memory as _is_filler_memory
-from memlineage._evidence import topic as _topic
 from memlineage._forget import on_memories_erased, on_scope_erased
 from memlineage._shield import ashield, hook_span, shield
 from memlineage.errors import MemLineageError, StorageError
 from memlineage.manager import MemoryManager
-from memlineage.models import Activity, Memory, Scope, SourceKind, match_short_id, new_id, normalize_content
+from memlineage.models import Activity, Memory, Scope, match_short_id, new_id, normalize_content
 from memlineage.reconcile import Reconciler, using_reconciler
 from memlineage.tools import MEMORY_TOOL_NAMES, marker
 
@@ -66,12 +76,6 @@ __all__ = [
     "tool_result_text",
 ]
 
-#: How a premise was attributed, strongest first.
-ATTRIBUTIONS = ("cited", "arguments", "results", "content", "context")
-
-#: ``[m:1a2b3c4d]`` or ``[m:1a2b3c4d tool:x 2025-01-01 ...]``: the marker a recalled memory is shown with.
-_MARKER = re.compile(r"\[m:([0-9a-fA-F-]{4,36})")
-_MAX_ARGS_CHARS = 200
 #: The tool call running in this context (its run and call id), set by adapters around the tool's execution so that
 #: what the tool writes through another surface (a LangGraph store) carries the call's activity and premises.
 _CURRENT_CALL: contextvars.ContextVar[tuple[CaptureRun, str] | None] = contextvars.ContextVar(
@@ -80,122 +84,6 @@ _CURRENT_CALL: contextvars.ContextVar[tuple[CaptureRun, str] | None] = contextva
 
 _recorders: weakref.WeakKeyDictionary[Any, RunRecorder] = weakref.WeakKeyDictionary()
 _recorders_lock = threading.Lock()
-
-
-def cited_ids(text: str, candidates: Iterable[str]) -> list[str]:
-    """The ids among ``candidates`` that ``text`` cites with ``[m:<short id>]`` markers, in citation order.
-
-    A marker cites the one candidate it names (:func:`memlineage.models.match_short_id`: the full id, a short id, or
-    the 8-character prefix earlier versions showed); an ambiguous or unknown marker cites nothing.
-    """
-    pool = list(dict.fromkeys(candidates))
-    out: list[str] = []
-    for key in _MARKER.findall(text or ""):
-        matches = match_short_id(key, pool)
-        if len(matches) == 1 and matches[0] not in out:
-            out.append(matches[0])
-    return out
-
-
-def tool_result_text(name: str, arguments: Mapping[str, Any], output: str) -> str:
-    """The stored text of a tool result, e.g. ``get_weather(city='Paris') -> 18°C, light rain``."""
-    args = ", ".join(f"{k}={v!r}" for k, v in sorted(arguments.items()))
-    if len(args) > _MAX_ARGS_CHARS:
-        args = args[: _MAX_ARGS_CHARS - 1] + "…"
-    return f"{name}({args}) -> {output.strip()}"
-
-
-def _json_safe(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
-
-
-def _arguments(value: Any) -> dict[str, Any]:
-    """Tool arguments as the dict the tool received (a JSON string is parsed; a scalar becomes ``{"input": v}``)."""
-    if isinstance(value, Mapping):
-        return _json_safe(dict(value))
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            return {"input": value} if value else {}
-        return _json_safe(parsed) if isinstance(parsed, dict) else {"input": value}
-    return {} if value is None else {"input": _json_safe(value)}
-
-
-@dataclass(frozen=True)
-class ToolCallSpec:
-    """A tool call the model requested: its id, tool name and arguments.
-
-    ``arguments`` is the dict the tool receives; a JSON string or a scalar input is accepted and normalised.
-    """
-
-    id: str
-    name: str
-    arguments: Any = None
-
-
-@dataclass
-class _Call:
-    activity_id: str
-    name: str
-    arguments: dict[str, Any]
-    premises: dict[str, str]
-    done: bool = False
-    memory_id: str | None = None  # the result stored for it, if any
-    failed: bool = False
-
-
-#: What :func:`memlineage_langchain.tool_error_text` (and any adapter that marks a handled tool error) puts first in
-#: the text the model receives: a framework that hands a handled error to observers as plain text (``AgentExecutor``
-#: with ``handle_tool_error``) still lets the capture tell a failure from a result.
-TOOL_ERROR_PREFIX = "Tool error: "
-
-
-@dataclass
-class CaptureRun:
-    """One agent run being recorded (ids only; the ledger holds the rest).
-
-    Attributes:
-        scope: Owner of everything the run writes.
-        run_id: The framework's run id (``run_id`` attribute of the run's activities).
-        activity_id: The run's ``agent_run`` activity.
-        user_memory_id: The user turn's memory, once stored.
-        user_text: The user turn.
-        reconciler: Decides whether what the run writes updates a memory (the agent's model, see
-            :meth:`~memlineage.MemoryManager.model_reconciler`); None = the store's own.
-    """
-
-    scope: Scope
-    run_id: str
-    activity_id: str
-    user_text: str = ""
-    user_memory_id: str | None = None
-    context: dict[str, Memory] = field(default_factory=dict)
-    results: dict[str, Memory] = field(default_factory=dict)
-    calls: dict[str, _Call] = field(default_factory=dict)
-    step_citations: list[str] = field(default_factory=list)
-    llm_activity_id: str | None = None
-    texts: set[str] = field(default_factory=set)
-    answered: bool = False
-    ended: bool = False
-    aliases: set[str] = field(default_factory=set)
-    kind: str | None = None
-    reconciler: Reconciler | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _per_run(fn: _F) -> _F:
-    """Serialise the moments of one run: two observers of the same run report them from different threads."""
-
-    @functools.wraps(fn)
-    def wrapper(self: Any, run: CaptureRun, *args: Any, **kwargs: Any) -> Any:
-        with run.lock:
-            return fn(self, run, *args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
 
 
 class RunRecorder:
@@ -523,7 +411,7 @@ class RunRecorder:
         )  # fmt: skip
         run.llm_activity_id = act.id
         said = " ".join(t for t in (text, reasoning) if t)
-        run.step_citations = cited_ids(said, self._citable(run))
+        run.step_citations = cited_ids(said, citable(run))
         ids = [self.tool_start(run, spec.id, spec.name, spec.arguments) for spec in tool_calls]
         if text and text.strip():
             if tool_calls:  # text sent with tool calls rests on what the calls rest on, unless it cites
@@ -569,7 +457,7 @@ class RunRecorder:
                     known = {**act.metadata, "framework_id": framework_id}
                     self.manager.record_activity(act.model_copy(update={"metadata": known}))
             return call_id
-        premises = self._call_premises(run, args)
+        premises = call_premises(run, args)
         meta: dict[str, Any] = {"tool_call_id": call_id, "arguments": args}
         if framework_id:
             meta["framework_id"] = framework_id
@@ -581,15 +469,6 @@ class RunRecorder:
         )  # fmt: skip
         run.calls[call_id] = _Call(activity_id=act.id, name=name, arguments=args, premises=premises)
         return call_id
-
-    def _call_premises(self, run: CaptureRun, args: Mapping[str, Any]) -> dict[str, str]:
-        if run.step_citations:
-            return dict.fromkeys(run.step_citations, "cited")
-        pool = [*run.context.values(), *run.results.values()]
-        found = _holders(pool, _values(args), lambda m, v: _contains(m.content, v))
-        if found:
-            return dict.fromkeys(found, "arguments")
-        return dict.fromkeys(self._context_ids(run), "context")
 
     @_per_run
     def tool_end(
@@ -690,11 +569,11 @@ class RunRecorder:
         if key in run.texts:
             return None
         run.texts.add(key)
-        cited = cited_ids(text, self._citable(run))
+        cited = cited_ids(text, citable(run))
         if is_filler(text):
             premises: dict[str, str] = {}
         elif cited or not default:
-            premises = self._text_premises(run, text)
+            premises = text_premises(run, text)
         else:
             premises = dict(default)
         meta: dict[str, Any] = {"filler": True} if is_filler(text) else {}
@@ -706,52 +585,7 @@ class RunRecorder:
         self._attribute(run, mem, premises, activity_id)
         return mem
 
-    def _text_premises(self, run: CaptureRun, text: str) -> dict[str, str]:
-        cited = cited_ids(text, self._citable(run))
-        if cited:
-            return dict.fromkeys(cited, "cited")
-        if asks(text):  # a reply that asks back asserts nothing: it rests on what it names, else on the turn
-            pool = [m for m in [*run.context.values(), *run.results.values()] if m.id != run.user_memory_id]
-            named = content_premises(text, run.user_text or "", pool, names_only=True)
-            if named:
-                return dict.fromkeys(named, "content")
-            return {run.user_memory_id: "context"} if run.user_memory_id else {}
-        if run.results:
-            return dict.fromkeys(run.results, "results")
-        pool = [m for m in run.context.values() if m.id != run.user_memory_id]
-        found = content_premises(text, run.user_text or "", pool)
-        if found:
-            return dict.fromkeys(found, "content")
-        return self._fallback_premises(run, text)
-
-    def _fallback_premises(self, run: CaptureRun, text: str) -> dict[str, str]:
-        """Premises of a text that repeats no memory's distinctive words nor cites one (``"context"``).
-
-        The context memories about what the text adds to the user's turn (topic words of the text that the turn
-        did not say) are its premises; without one, when the text asks back ("Which city are you going to?") or when
-        the run's only tool calls failed, only the user turn is: "I haven't searched for a flight yet" rests on the
-        question that asked, and "the booking service is down" on the failed call's outcome (an activity, never a
-        memory), not on every memory recalled into the prompt.
-        """
-        failed = any(c.failed for c in run.calls.values())
-        extra = set() if asks(text) or failed else _topic(text) - _topic(run.user_text or "")
-        pool = [
-            m for m in run.context.values()
-            if m.id != run.user_memory_id and not _is_filler_memory(m)
-            and not (m.source.kind is SourceKind.AGENT and asks(m.content))  # the agent's question supplies nothing
-        ]  # fmt: skip
-        found = [m.id for m in pool if extra & _topic(m.content)] if extra else []
-        if not found and run.user_memory_id:
-            found = [run.user_memory_id]
-        return dict.fromkeys(found, "context")
-
     # ------------------------------------------------------------------ helpers
-    def _citable(self, run: CaptureRun) -> list[str]:
-        return [*run.context, *run.results]
-
-    def _context_ids(self, run: CaptureRun) -> list[str]:
-        return list(run.context)
-
     def _link(self, run: CaptureRun, mem: Memory, activity_id: str) -> None:
         """Link a memory to this run's activity when an earlier identical write absorbed the write."""
         if mem.lineage.activity_id != activity_id:

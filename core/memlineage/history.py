@@ -23,24 +23,33 @@ anything is written, and its turns appear together or, when a write fails midway
 ``clear()`` is an invalidation, never a hard delete: it closes the session's occurrences (outcome ``cleared``) and
 retracts their memories (or archives them with ``on_clear="forget"``), under one ``chat_clear`` activity, except
 memories another session still holds; the ledger keeps every version and event.
+
+The message records (:class:`ChatEntry`, :class:`ChatTurn`) and the payload JSON helpers live in
+:mod:`memlineage._history_entries`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import logging
-import math
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from memlineage._evidence import argument_values, contains, content_premises, holders, is_filler
 from memlineage._forget import on_erase
+from memlineage._history_entries import (
+    ChatEntry,
+    ChatTurn,
+    _check_storable,
+    _failed,
+    _same,
+    payload_from_json,
+    payload_to_json,
+)
+from memlineage._history_entries import Role as Role
 from memlineage.errors import InvalidInputError
 from memlineage.models import (
     Activity,
@@ -50,7 +59,6 @@ from memlineage.models import (
     Source,
     Status,
     check_id,
-    check_storable_text,
     check_text,
     new_id,
     normalize_metadata,
@@ -60,49 +68,10 @@ __all__ = ["ChatEntry", "ChatHistory", "ChatTurn", "payload_from_json", "payload
 
 logger = logging.getLogger(__name__)
 
-Role = Literal["user", "assistant", "tool", "system"]
-
 _SOURCE = {"user": "user", "assistant": "agent", "system": "system"}
 
 #: Activity kind of one message occurrence.
 MESSAGE_ACTIVITY = "chat_message"
-
-#: Key under which :func:`payload_to_json` keeps bytes (base64); the reserved metadata prefix, so never a user key.
-_BYTES_KEY = "_ml_bytes"
-
-
-def payload_to_json(value: Any) -> Any:
-    """A JSON-safe copy of framework message data that :func:`payload_from_json` turns back into the original.
-
-    Bytes (an image's data, an audio clip) are kept exactly, as base64 under a reserved key; tuples become lists;
-    mapping keys become strings; a float that JSON cannot hold (NaN, infinity) and any other object become their
-    ``str`` (the framework rebuilds what it can from it).
-    """
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {_BYTES_KEY: base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, Mapping):
-        return {str(k): payload_to_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [payload_to_json(v) for v in value]
-    return str(value)
-
-
-def payload_from_json(value: Any) -> Any:
-    """The framework data :func:`payload_to_json` encoded (bytes restored)."""
-    if isinstance(value, Mapping):
-        if len(value) == 1 and isinstance(value.get(_BYTES_KEY), str):
-            try:
-                return base64.b64decode(value[_BYTES_KEY], validate=True)
-            except (binascii.Error, ValueError):
-                return dict(value)
-        return {k: payload_from_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [payload_from_json(v) for v in value]
-    return value
 
 
 # One lock per (store, session) in this process, shared by every ChatHistory object of that session; held weakly
@@ -125,83 +94,6 @@ def _session_lock(manager: Any, scope: Scope) -> threading.RLock:
         if lock is None:
             lock = locks[key] = threading.RLock()
         return lock
-
-
-@dataclass(frozen=True)
-class ChatEntry:
-    """A message to append.
-
-    Attributes:
-        role: ``"user"``, ``"assistant"``, ``"tool"`` or ``"system"``.
-        text: The memory's text; non-empty (an assistant message that only calls tools passes a description of
-            the calls, and its original content in ``payload``).
-        name: For ``"tool"``: the tool name (the memory's source is ``tool:<name>``).
-        payload: JSON-like framework data that rebuilds the message (type, tool calls, ids...), without the text.
-        calls: For ``"assistant"``: the tool calls it requested, ``{tool_call_id: arguments}`` (arguments as the
-            tool receives them); their values name the premises of the results.
-        call_id: For ``"tool"``: the id of the call this message answers.
-        confidence: How sure it is that the message is what its role says, in [0, 1] (default 1); the memory's
-            trust is its source's times this (an adapter lowers it for a message of unknown role).
-        failed: For ``"tool"``: the call failed, as the framework reported apart from the message (LlamaIndex's
-            ``ToolOutput.is_error``). The history keeps the message; its memory is withdrawn at once, as for a
-            payload that says so (LangChain ``status="error"``).
-    """
-
-    role: Role
-    text: str
-    name: str | None = None
-    payload: Mapping[str, Any] = field(default_factory=dict)
-    calls: Mapping[str, Any] = field(default_factory=dict)
-    call_id: str | None = None
-    confidence: float = 1.0
-    failed: bool = False
-
-
-@dataclass(frozen=True)
-class ChatTurn:
-    """One message occurrence of the session, in order.
-
-    Attributes:
-        role: As appended.
-        memory: The memory holding the text (shared with earlier occurrences of the same words).
-        payload: The framework data given at append time.
-        position: 0-based position in the session (positions of cleared turns are not reused).
-        activity_id: The ``chat_message`` activity of this occurrence.
-        wording: The words as said, when the memory holding them has other words (a restatement merged into an
-            earlier memory: "i live in paris" into "I live in Paris."); ``None`` when the memory's content is
-            exactly what was said.
-    """
-
-    role: Role
-    memory: Memory
-    payload: Mapping[str, Any]
-    position: int
-    activity_id: str
-    wording: str | None = None
-
-    @property
-    def text(self) -> str:
-        """The message text exactly as appended (erased memories never appear as turns)."""
-        return self.wording if self.wording is not None else self.memory.content
-
-
-def _check_storable(value: Any, what: str) -> None:
-    """Refuse text no backend can store (a lone surrogate, NUL) anywhere in a JSON-like value: keys and strings.
-
-    Raises:
-        InvalidInputError: such text, naming where it is.
-    """
-    stack: list[tuple[Any, str]] = [(value, what)]
-    while stack:
-        item, where = stack.pop()
-        if isinstance(item, str):
-            check_storable_text(item, where)
-        elif isinstance(item, Mapping):
-            for k, v in item.items():
-                check_storable_text(str(k), f"a key in {where}")
-                stack.append((v, f"{where}[{str(k)[:40]!r}]"))
-        elif isinstance(item, (list, tuple)):
-            stack.extend((v, where) for v in item)
 
 
 class ChatHistory:
@@ -674,13 +566,6 @@ class ChatHistory:
         return await asyncio.to_thread(self.replace, entries, reason)
 
 
-def _failed(payload: Mapping[str, Any]) -> bool:
-    """Whether a tool message's framework data says the call failed (LangChain ``status="error"``, ``is_error``)."""
-    data = payload.get("data")
-    fields: Mapping[str, Any] = data if isinstance(data, Mapping) else payload
-    return bool(fields.get("status") == "error" or fields.get("is_error") or payload.get("is_error"))
-
-
 def _tools_after(occurrences: Sequence[Activity], user_memory: str) -> list[str]:
     """Memory ids of the tool results after the last occurrence of ``user_memory``."""
     out: list[str] = []
@@ -690,12 +575,3 @@ def _tools_after(occurrences: Sequence[Activity], user_memory: str) -> list[str]
         if a.metadata["role"] == "tool":
             out.append(a.metadata["memory_id"])
     return out[::-1]
-
-
-def _same(turn: ChatTurn, entry: ChatEntry) -> bool:
-    """Whether a stored turn is the message ``entry`` describes (role, exact text and framework data)."""
-    return (
-        turn.role == entry.role
-        and turn.text == entry.text
-        and payload_to_json(turn.payload) == payload_to_json(entry.payload)
-    )

@@ -350,7 +350,7 @@ def test_cli_export_import_reindex(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     for var in ("MEMLINEAGE_HOME", "MEMLINEAGE_LEDGER_URL", "MEMLINEAGE_CHROMA_HOST"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("MEMLINEAGE_EMBEDDING_MODEL_DIR", raising=False)
-    monkeypatch.setattr("memlineage.cli._embedder", lambda settings: FakeEmbedder())
+    monkeypatch.setattr("memlineage.cli._store._embedder", lambda settings: FakeEmbedder())
     src = _open_sqlite(tmp_path / "src")
     ids = _fill(src)  # held by this process while the CLI exports a snapshot
     runner = CliRunner()

@@ -229,7 +229,7 @@ def test_adapter_constructors_raise_typed_errors_with_pydantics_reason():
 
 
 def test_python_dash_m_cli_knows_every_command():
-    """``python -m memlineage.cli`` registers every command before it runs (the ``__main__`` guard stays last)."""
+    """``python -m memlineage.cli`` registers every command before it runs (``cli/__main__.py`` runs the app last)."""
     from memlineage.cli import app
 
     names = {c.name or c.callback.__name__ for c in app.registered_commands}

@@ -34,7 +34,7 @@ def _chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
 
 
 class GraphQueries:
-    """Premises, walks, the set-based cascade and index-state queries; needs ``_maybe`` and ``update_memories``."""
+    """Premises, walks, edges, the set-based cascade and index-state queries; needs ``_maybe``, ``update_memories``."""
 
     def _maybe(self, conn: Connection | None) -> AbstractContextManager[Connection]:  # pragma: no cover - Ledger's
         raise NotImplementedError
@@ -294,3 +294,21 @@ class GraphQueries:
                         out[(target, statement)] = act_id
         keep = set(wanted)
         return {pair: act for pair, act in out.items() if pair[0] in keep and pair[1] in keep}
+
+    def edges_touching(self, ids: Sequence[str], conn: Connection | None = None) -> list[dict[str, Any]]:
+        """Every edge whose ``src`` is in ``ids``."""
+        out: list[dict[str, Any]] = []
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                query = select(edges).where(edges.c.src.in_(chunk)).order_by(edges.c.id)
+                out.extend(dict(r) for r in c.execute(query).mappings())
+        return out
+
+    def edges_into(self, ids: Sequence[str], relation: str, conn: Connection | None = None) -> list[dict[str, Any]]:
+        """Every edge of ``relation`` whose ``dst`` is in ``ids`` (e.g. the activities that ``used`` a memory)."""
+        out: list[dict[str, Any]] = []
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                query = select(edges).where(edges.c.dst.in_(chunk), edges.c.relation == relation).order_by(edges.c.id)
+                out.extend(dict(r) for r in c.execute(query).mappings())
+        return out

@@ -8,6 +8,8 @@ on), never the manager; :func:`wire` builds the whole set from a store's parts. 
   gate, persistence) and supersede / revise.
 - ``memlineage.services._concurrency``: the write path's checks repeated under database locks inside the writing
   transaction (several writers on one PostgreSQL ledger).
+- ``memlineage.services._corroborate`` and ``memlineage.services._decisions``: the write path's merging of duplicates
+  (``seen_again``, corroboration) and its update-decision records (and what a correction keeps).
 - :mod:`~memlineage.services.cascade`: invalidation and its cascade, expiry, archiving.
 - :mod:`~memlineage.services.lifecycle`: retract, impact, revalidate, undo, forget, erase.
 - :mod:`~memlineage.services.index_sync`: pending → indexed, repair, verify, reindex.
