@@ -77,7 +77,7 @@ class InvokableModel(Protocol):
 
 #: What :func:`call_model` calls: a LlamaIndex LLM, a LangChain chat model / runnable or a callable ``str -> str``
 #: (its answer is read as text). Duck-typed, so that the core never imports LangChain or LlamaIndex.
-LanguageModel: TypeAlias = "CompletionModel | InvokableModel | Callable[[str], object]"
+LanguageModel: TypeAlias = CompletionModel | InvokableModel | Callable[[str], object]
 
 
 class LLMFeatureOutput(BaseModel):
@@ -96,12 +96,12 @@ class LLMFeatureOutput(BaseModel):
     slot_value: str | None = Field(default=None, description="Value assigned to the slot, if any.")
 
 
-def call_model(model: LanguageModel, prompt: str) -> str:
+def call_model(model: object, prompt: str) -> str:
     """Send ``prompt`` to a duck-typed LLM and return its text answer.
 
     Args:
         model: A LlamaIndex LLM (``complete``), a LangChain chat model / runnable (``invoke``) or a callable
-            ``str -> str``.
+            ``str -> str`` (a :data:`LanguageModel`); any other object is refused here, at run time.
         prompt: The full prompt text.
 
     Returns:

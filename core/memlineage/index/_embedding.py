@@ -73,7 +73,7 @@ class LlamaIndexEmbedding(Protocol):
 #: LangChain ``Embeddings``, a LlamaIndex embedding, or a callable ``f(list[str]) -> list[vector]`` (e.g. a chromadb
 #: ``EmbeddingFunction``).
 EmbedderLike: TypeAlias = (
-    "Embedder | LangChainEmbeddings | LlamaIndexEmbedding | Callable[[list[str]], Iterable[Iterable[float]]]"
+    Embedder | LangChainEmbeddings | LlamaIndexEmbedding | Callable[[list[str]], Iterable[Iterable[float]]]
 )
 
 

@@ -32,7 +32,7 @@ class Summarizer(Protocol):
 #: What :meth:`Consolidation.consolidate` summarises with: a :class:`Summarizer`, or a model asked with a prompt
 #: (a LangChain chat model, a LlamaIndex LLM or a callable ``prompt -> str``, see
 #: :func:`~memlineage.extractors._llm.call_model`).
-SummarizerLike: TypeAlias = "Summarizer | LanguageModel"
+SummarizerLike: TypeAlias = Summarizer | LanguageModel
 
 
 class Consolidation:

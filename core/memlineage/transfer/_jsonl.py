@@ -59,7 +59,7 @@ class HasLedger(Protocol):
 
 
 #: What export, import and backup read or write: a manager (anything with ``.ledger``) or a ledger itself.
-LedgerSource: TypeAlias = "HasLedger | Ledger"
+LedgerSource: TypeAlias = HasLedger | Ledger
 
 
 class _Hash(Protocol):
