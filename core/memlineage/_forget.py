@@ -18,7 +18,10 @@ import functools
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+if TYPE_CHECKING:
+    from memlineage.models import Scope
 
 __all__ = [
     "clear_text_caches", "memories_erased", "on_erase", "on_memories_erased", "on_scope_erased", "scope_erased",
@@ -85,8 +88,8 @@ def on_scope_erased(hook: Callable[[Any, Any], Any]) -> None:
             _scope_hooks.append(hook)
 
 
-def scope_erased(manager: Any, scope: Any) -> None:
-    """Run the hooks of :func:`on_scope_erased` for ``scope`` (a :class:`~memlineage.models.Scope`) of ``manager``."""
+def scope_erased(manager: object, scope: Scope) -> None:
+    """Run the hooks of :func:`on_scope_erased` for ``scope`` of ``manager`` (passed on as it is: the hooks know it)."""
     with _lock:
         hooks = list(_scope_hooks)
     for hook in hooks:
@@ -100,8 +103,8 @@ def on_memories_erased(hook: Callable[[Any, Any, Any], Any]) -> None:
             _memory_hooks.append(hook)
 
 
-def memories_erased(manager: Any, scope: Any, ids: Any) -> None:
-    """Run the hooks of :func:`on_memories_erased` for the erased ``ids`` of ``scope`` of ``manager``."""
+def memories_erased(manager: object, scope: Scope, ids: frozenset[str]) -> None:
+    """Run the hooks of :func:`on_memories_erased` for the erased version ``ids`` of ``scope`` of ``manager``."""
     with _lock:
         hooks = list(_memory_hooks)
     for hook in hooks:

@@ -15,31 +15,37 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
 from sqlalchemy.engine import make_url
 
-from memlineage._store_lock import acquire_lock
+from memlineage._store_lock import StoreLock, acquire_lock
 from memlineage._verbs._calls import async_twin, verb
 from memlineage._verbs.activity import ActivityVerbs
 from memlineage._verbs.read import ReadVerbs
 from memlineage._verbs.write import WriteVerbs
 from memlineage.errors import ConfigurationError, StorageError
+from memlineage.extractors._llm import LanguageModel
 from memlineage.index import ChromaIndex, Embedder, OnnxMiniLMEmbedder, ScopedVectorIndex, VectorIndex, ensure_embedder
+from memlineage.index._embedding import EmbedderLike
 from memlineage.index.lexical import LexicalIndex
 from memlineage.ledger import Ledger
-from memlineage.models import DEFAULT_TRUST, as_utc, utcnow
-from memlineage.policy import builtin_policies
+from memlineage.models import DEFAULT_TRUST, Scope, as_utc, utcnow
+from memlineage.policy import Policy, PolicyEngine, builtin_policies
 from memlineage.policy._enforce import ensure_engine
+from memlineage.ports import LexicalIndexPort
 from memlineage.reconcile import LLMReconciler, Reconciler, RuleReconciler
 from memlineage.retrieval import CandidateFilter, RetrievalConfig
 from memlineage.services import Parts, Services, wire
 from memlineage.services.index_sync import ConsistencyReport, ledger_loader
 from memlineage.settings import MemLineageSettings
 from memlineage.value import ValueModel
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
 
 __all__ = ["ConsistencyReport", "MemoryManager"]
 
@@ -48,30 +54,38 @@ ENV_HOME = "MEMLINEAGE_HOME"
 DEFAULT_DIR = ".memlineage"
 
 T = TypeVar("T")
+V = TypeVar("V")
+
+#: What the ``policy=`` option takes: a policy engine, policies (one engine is made of them), or None for none.
+PolicyOption: TypeAlias = PolicyEngine | Iterable[Policy] | None
 
 
-class _Part(Generic[T]):
-    """A part of the store (ledger, index, policy...): setting it re-wires the services that use it."""
+class _Part(Generic[V, T]):
+    """A part of the store (ledger, index, policy...): setting it re-wires the services that use it.
 
-    def __init__(self, normalize: Callable[[Any], T] | None = None) -> None:
+    ``V`` is what may be assigned, ``T`` what is kept and read back: ``normalize`` turns one into the other (e.g. a
+    LangChain embedding into an :class:`~memlineage.index.Embedder`); without it they are the same type.
+    """
+
+    def __init__(self, normalize: Callable[[V], T] | None = None) -> None:
         self.normalize = normalize
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
     @overload
-    def __get__(self, obj: None, owner: type | None = None) -> _Part[T]: ...
+    def __get__(self, obj: None, owner: type | None = None) -> _Part[V, T]: ...
 
     @overload
     def __get__(self, obj: object, owner: type | None = None) -> T: ...
 
-    def __get__(self, obj: object | None, owner: type | None = None) -> _Part[T] | T:
+    def __get__(self, obj: object | None, owner: type | None = None) -> _Part[V, T] | T:
         if obj is None:
             return self
         value: T = getattr(obj.parts, self.name)  # type: ignore[attr-defined]
         return value
 
-    def __set__(self, obj: Any, value: Any) -> None:
+    def __set__(self, obj: MemoryManager, value: V) -> None:
         setattr(obj.parts, self.name, self.normalize(value) if self.normalize is not None else value)
         obj.services = wire(obj.parts, write_mutex=obj._write_mutex, previous=obj.services)
 
@@ -136,32 +150,32 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         ConfigurationError: collaborators are missing or inconsistent.
     """
 
-    ledger = _Part[Ledger]()
-    index = _Part[VectorIndex]()
-    embedder = _Part[Embedder](ensure_embedder)
-    lexical = _Part[Any]()
-    clock = _Part[Callable[[], datetime]]()
-    trust_by_source = _Part[Mapping[str, float]]()
-    policy = _Part[Any](ensure_engine)
-    value_model = _Part[Any]()
-    reconciler = _Part[Reconciler | None]()
-    retrieval = _Part[RetrievalConfig]()
-    read_filter = _Part[CandidateFilter | None]()
+    ledger = _Part[Ledger, Ledger]()
+    index = _Part[VectorIndex, VectorIndex]()
+    embedder = _Part[EmbedderLike | None, Embedder](ensure_embedder)
+    lexical = _Part[LexicalIndexPort, LexicalIndexPort]()
+    clock = _Part[Callable[[], datetime], Callable[[], datetime]]()
+    trust_by_source = _Part[Mapping[str, float], Mapping[str, float]]()
+    policy = _Part[PolicyOption, PolicyEngine | None](ensure_engine)
+    value_model = _Part[ValueModel | None, ValueModel | None]()
+    reconciler = _Part[Reconciler | None, Reconciler | None]()
+    retrieval = _Part[RetrievalConfig, RetrievalConfig]()
+    read_filter = _Part[CandidateFilter | None, CandidateFilter | None]()
 
     def __init__(
         self,
         *,
         ledger: Ledger,
         index: VectorIndex,
-        embedder: Any = None,
+        embedder: EmbedderLike | None = None,
         clock: Callable[[], datetime] | None = None,
         trust_by_source: Mapping[str, float] | None = None,
-        policy: Any = None,
-        value_model: Any = None,
-        lock: Any = None,
+        policy: PolicyOption = None,
+        value_model: ValueModel | None = None,
+        lock: StoreLock | None = None,
         path: Path | None = None,
         repair_on_open: bool = True,
-        lexical: Any = None,
+        lexical: LexicalIndexPort | None = None,
         retrieval: RetrievalConfig | None = None,
         read_filter: CandidateFilter | None = None,
         reconciler: Reconciler | None | str = "rules",
@@ -212,20 +226,20 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         *,
         ledger_url: str | None = None,
         ledger_schema: str | None = None,
-        chroma_client: Any = None,
+        chroma_client: ClientAPI | None = None,
         index: VectorIndex | None = None,
-        embedder: Any = None,
+        embedder: EmbedderLike | None = None,
         collection: str | None = None,
         clock: Callable[[], datetime] | None = None,
         lock_timeout: float = 0.0,
-        policy: Any = DEFAULT,
-        value_model: Any = DEFAULT,
+        policy: PolicyOption = DEFAULT,
+        value_model: ValueModel | None = DEFAULT,
         reconciler: Reconciler | str | None = "rules",
         trust_by_source: Mapping[str, float] | None = None,
         exact_max: int | None = None,
         retrieval: RetrievalConfig | None = None,
         read_filter: CandidateFilter | None = None,
-        lexical: Any = None,
+        lexical: LexicalIndexPort | None = None,
         repair_on_open: bool = True,
     ) -> MemoryManager:
         """Open (or create) a store.
@@ -329,20 +343,20 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
     @verb
     def from_settings(
         cls,
-        settings: Any = None,
+        settings: MemLineageSettings | None = None,
         *,
         index: VectorIndex | None = None,
-        embedder: Any = None,
+        embedder: EmbedderLike | None = None,
         clock: Callable[[], datetime] | None = None,
         lock_timeout: float = 0.0,
-        policy: Any = DEFAULT,
-        value_model: Any = DEFAULT,
+        policy: PolicyOption = DEFAULT,
+        value_model: ValueModel | None = DEFAULT,
         reconciler: Reconciler | str | None = "rules",
         trust_by_source: Mapping[str, float] | None = None,
         exact_max: int | None = None,
         retrieval: RetrievalConfig | None = None,
         read_filter: CandidateFilter | None = None,
-        lexical: Any = None,
+        lexical: LexicalIndexPort | None = None,
         repair_on_open: bool = True,
     ) -> MemoryManager:
         """Open from :class:`~memlineage.settings.MemLineageSettings` (environment variables ``MEMLINEAGE_*``).
@@ -397,7 +411,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
                 index.close()
             raise
 
-    def model_reconciler(self, model: Any) -> Reconciler | None:
+    def model_reconciler(self, model: LanguageModel | None) -> Reconciler | None:
         """The reconciler that decides updates with ``model`` for this store (one per model, made on first use).
 
         The adapters call this with the agent's own model and wrap their writes in
@@ -444,7 +458,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         self,
         path: str | Path,
         *,
-        scope: Any = None,
+        scope: Scope | Mapping[str, Any] | str | None = None,
         format: str = "jsonl",  # noqa: A002 - the natural name of the option
         vectors: bool = True,
         on_progress: Callable[[int, int], None] | None = None,
@@ -533,7 +547,7 @@ def collection_for(ledger_url: str | None, schema: str | None = None) -> str:
     return f"memlineage_{digest}"
 
 
-def _reconciler(reconciler: Any) -> Reconciler | None:
+def _reconciler(reconciler: Reconciler | str | None) -> Reconciler | None:
     """``"rules"`` → the offline :class:`~memlineage.reconcile.RuleReconciler`; None → no update detection."""
     if reconciler is None or isinstance(reconciler, Reconciler):
         return reconciler

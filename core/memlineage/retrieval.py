@@ -20,10 +20,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlineage.errors import ConfigurationError
-from memlineage.models import Memory, Status
+from memlineage.models import Memory, Scope, Status
+
+if TYPE_CHECKING:
+    from memlineage.index import IndexFilter, VectorIndex
 
 __all__ = [
     "CandidateFilter",
@@ -368,11 +371,11 @@ def hybrid_recall(
     query: str,
     *,
     k: int,
-    where: Any,
-    scope: Any,
+    where: IndexFilter,
+    scope: Scope,
     now: datetime,
     query_vector: Callable[[], Sequence[float]],
-    vector_index: Any,
+    vector_index: VectorIndex,
     lexical_index: Any | None,
     load: Callable[[Sequence[str]], Sequence[Memory | None]],
     trace: Trace,

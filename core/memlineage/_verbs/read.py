@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from memlineage._verbs._calls import async_twin, verb
 from memlineage.ledger import Event
@@ -13,7 +13,25 @@ from memlineage.models import Memory, MemoryKind, Scope
 from memlineage.retrieval import RecallResult
 from memlineage.services import Services
 
-__all__ = ["ReadVerbs"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["ReadVerbs", "RecallOptions"]
+
+
+class RecallOptions(TypedDict, total=False):
+    """The keyword arguments of :meth:`ReadVerbs.recall` besides ``query`` and ``scope`` (for ``admin_recall``)."""
+
+    k: int
+    kinds: Iterable[MemoryKind | str] | None
+    tags: Iterable[str] | None
+    include_suspect: bool
+    purpose: str | None
+    session_only: bool
+    activity_id: str | None
+    trace: bool
+    reinforce: bool
+    budget: float | None
 
 
 class ReadVerbs:
@@ -196,7 +214,7 @@ class ReadVerbs:
         scope: Scope | Mapping[str, Any] | str,
         actor: str,
         reason: str,
-        **kwargs: Any,
+        **kwargs: Unpack[RecallOptions],
     ) -> RecallResult:
         """Explicit, audited cross-scope read: recall in ``scope`` (another user's) on behalf of an operator.
 

@@ -4,15 +4,42 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from memlineage._forget import memories_erased, scope_erased
 from memlineage._verbs._calls import async_twin, verb
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import Activity, Memory, MemoryKind, Scope, Source, as_utc
 from memlineage.services import Services
+from memlineage.services.consolidate import SummarizerLike
 
-__all__ = ["WriteVerbs"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["RememberOptions", "WriteVerbs"]
+
+
+class RememberOptions(TypedDict, total=False):
+    """The keyword arguments of :meth:`WriteVerbs.remember` besides ``content``, ``scope`` and ``source``.
+
+    What :meth:`WriteVerbs.supersede` and :meth:`WriteVerbs.revise` take for the new version.
+    """
+
+    kind: MemoryKind | str | None
+    tags: Iterable[str]
+    metadata: Mapping[str, Any] | None
+    derived_from: Iterable[str]
+    confidence: float
+    activity_id: str | None
+    parent_activity_id: str | None
+    valid_from: datetime | None
+    ttl: timedelta | float | None
+    slot: str | None
+    trust: float | None
+    context_hash: str | None
+    embedding: Sequence[float] | None
+    force: bool
+    goal: str | None
 
 
 class WriteVerbs:
@@ -124,7 +151,7 @@ class WriteVerbs:
         *,
         scope: Scope | Mapping[str, Any] | str,
         source: Source | str = "user",
-        **kwargs: Any,
+        **kwargs: Unpack[RememberOptions],
     ) -> CascadeReport:
         """Store a new value and keep the old one as ``superseded`` (never delete-without-add).
 
@@ -153,7 +180,7 @@ class WriteVerbs:
         *,
         scope: Scope | Mapping[str, Any] | str,
         source: Source | str | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[RememberOptions],
     ) -> Memory:
         """Write a new version of a memory (``wasRevisionOf``); same as :meth:`supersede` but returns the memory.
 
@@ -416,7 +443,7 @@ class WriteVerbs:
         self,
         scope: Scope | Mapping[str, Any] | str,
         session_id: str | None = None,
-        summarizer: Any = None,
+        summarizer: SummarizerLike | None = None,
         *,
         require_overlap: bool = True,
     ) -> Any:

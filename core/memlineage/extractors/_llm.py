@@ -20,7 +20,8 @@ import concurrent.futures
 import json
 import logging
 import re
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, Protocol, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -29,7 +30,10 @@ from memlineage.errors import ConfigurationError
 from memlineage.extractors._base import FeatureExtractor, GoalRelation, InfoType, MemoryFeatures
 from memlineage.extractors._rules import RuleBasedExtractor, is_forcing_directive
 
-__all__ = ["BoundedModel", "LLMExtractor", "LLMFeatureOutput", "ModelUnavailableError", "call_model", "check_model"]
+__all__ = [
+    "BoundedModel", "CompletionModel", "InvokableModel", "LLMExtractor", "LLMFeatureOutput", "LanguageModel",
+    "ModelUnavailableError", "call_model", "check_model",
+]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +59,27 @@ Previous answer: {answer}
 Answer again with ONE valid JSON object with the keys listed above and nothing else."""
 
 
+class CompletionModel(Protocol):
+    """A LlamaIndex ``LLM``: ``complete(prompt)`` returns a response whose ``.text`` is the answer."""
+
+    def complete(self, prompt: str, /) -> object:
+        """The model's response to ``prompt``."""
+        ...
+
+
+class InvokableModel(Protocol):
+    """A LangChain chat model or runnable: ``invoke(prompt)`` returns a message whose ``.content`` is the answer."""
+
+    def invoke(self, prompt: str, /) -> object:
+        """The model's message (or text) for ``prompt``."""
+        ...
+
+
+#: What :func:`call_model` calls: a LlamaIndex LLM, a LangChain chat model / runnable or a callable ``str -> str``
+#: (its answer is read as text). Duck-typed, so that the core never imports LangChain or LlamaIndex.
+LanguageModel: TypeAlias = CompletionModel | InvokableModel | Callable[[str], object]
+
+
 class LLMFeatureOutput(BaseModel):
     """The structured output asked from the model (seed 004 §3.1 JSON schema, plus slot and remember)."""
 
@@ -71,12 +96,12 @@ class LLMFeatureOutput(BaseModel):
     slot_value: str | None = Field(default=None, description="Value assigned to the slot, if any.")
 
 
-def call_model(model: Any, prompt: str) -> str:
+def call_model(model: object, prompt: str) -> str:
     """Send ``prompt`` to a duck-typed LLM and return its text answer.
 
     Args:
         model: A LlamaIndex LLM (``complete``), a LangChain chat model / runnable (``invoke``) or a callable
-            ``str -> str``.
+            ``str -> str`` (a :data:`LanguageModel`); any other object is refused here, at run time.
         prompt: The full prompt text.
 
     Returns:
@@ -86,10 +111,10 @@ def call_model(model: Any, prompt: str) -> str:
         ConfigurationError: ``model`` has none of the supported interfaces.
     """
     if callable(getattr(model, "complete", None)):
-        response = model.complete(prompt)
+        response = cast(CompletionModel, model).complete(prompt)
         return str(getattr(response, "text", response) or "")
     if callable(getattr(model, "invoke", None)):
-        response = model.invoke(prompt)
+        response = cast(InvokableModel, model).invoke(prompt)
         content = getattr(response, "content", response)
         if isinstance(content, list):  # LangChain content blocks
             content = "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
@@ -124,7 +149,7 @@ class BoundedModel:
         ConfigurationError: unsupported model, or ``timeout`` not > 0.
     """
 
-    def __init__(self, model: Any, *, timeout: float, name: str = "memlineage-llm") -> None:
+    def __init__(self, model: LanguageModel, *, timeout: float, name: str = "memlineage-llm") -> None:
         check_model(model)
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
             msg = f"timeout must be > 0 seconds, got {timeout!r}"
@@ -164,7 +189,7 @@ class BoundedModel:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def check_model(model: Any) -> None:
+def check_model(model: object) -> None:
     """Refuse a model :func:`call_model` cannot call.
 
     Raises:
@@ -222,7 +247,12 @@ class LLMExtractor:
     name = "llm"
 
     def __init__(
-        self, model: Any, *, fallback: FeatureExtractor | None = None, max_retries: int = 1, timeout: float = 20.0
+        self,
+        model: LanguageModel,
+        *,
+        fallback: FeatureExtractor | None = None,
+        max_retries: int = 1,
+        timeout: float = 20.0,
     ) -> None:
         self._call = BoundedModel(model, timeout=timeout, name="memlineage-llm-features")
         if not 0 <= max_retries <= 3:

@@ -9,11 +9,10 @@ table.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
 
 import yaml
 
@@ -157,7 +156,7 @@ class LanguageTable:
         return self.any_of("event_markers")(text)
 
 
-def _compile(items: Any, where: str) -> tuple[re.Pattern[str], ...]:
+def _compile(items: Iterable[object] | None, where: str) -> tuple[re.Pattern[str], ...]:
     try:
         return tuple(re.compile(str(p), re.IGNORECASE) for p in items or ())
     except re.error as exc:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 __all__ = ["IndexFilter", "IndexHit", "VectorIndex", "index_metadata"]
+
+_T = TypeVar("_T")
 
 #: The flat scalar metadata keys stored with each vector.
 METADATA_KEYS = (
@@ -156,7 +158,7 @@ def ledger_stamp(
     return stamp(user_id)
 
 
-def _scalar(value: Any) -> Any:
+def _scalar(value: _T | None) -> _T | str:
     return "" if value is None else value
 
 

@@ -10,12 +10,15 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from memlineage.errors import MissingDependencyError, StorageError
 from memlineage.index._base import DOCUMENT_KEY, IndexFilter, IndexHit
+
+if TYPE_CHECKING:  # type names only: chromadb is imported at run time on first use
+    from chromadb.api import ClientAPI
 
 __all__ = ["ChromaIndex"]
 
@@ -84,7 +87,7 @@ class ChromaIndex:
         StorageError: the collection cannot be opened.
     """
 
-    def __init__(self, client: Any, collection: str = "memlineage", *, owns_client: bool = False) -> None:
+    def __init__(self, client: ClientAPI, collection: str = "memlineage", *, owns_client: bool = False) -> None:
         self.client = client
         self.collection_name = collection
         self._owns_client = owns_client  # persistent() sets it too: close() releases the client then
@@ -160,7 +163,7 @@ class ChromaIndex:
 
         return cls(chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False)), collection)
 
-    def _call(self, what: str, method: str, /, **kwargs: Any) -> Any:
+    def _call(self, what: str, method: str, /, **kwargs: object) -> Any:
         """Call ``method`` of the collection; reopen it once by name when Chroma no longer knows its id.
 
         Another process sharing the collection may have dropped and recreated it (``reindex``): the handle held
@@ -311,7 +314,7 @@ def _collection_gone(exc: BaseException) -> bool:
     )
 
 
-def close_client(client: Any) -> None:
+def close_client(client: ClientAPI) -> None:
     """Close a chromadb client, including an ``HttpClient``'s connection pool.
 
     ``Client.close()`` releases the client's shared system but (chromadb 1.5) leaves the httpx sessions of an

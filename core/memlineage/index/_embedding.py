@@ -12,15 +12,18 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
 
 import numpy as np
 
 from memlineage.errors import ConfigurationError, InvalidInputError, MissingDependencyError
 
-__all__ = ["Embedder", "OnnxMiniLMEmbedder", "default_model_dir", "ensure_embedder"]
+__all__ = [
+    "Embedder", "EmbedderLike", "LangChainEmbeddings", "LlamaIndexEmbedding", "OnnxMiniLMEmbedder", "default_model_dir",
+    "ensure_embedder",
+]  # fmt: skip
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +51,30 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts``; returns one vector per text, in input order."""
         ...
+
+
+class LangChainEmbeddings(Protocol):
+    """What MemLineage calls on a LangChain ``Embeddings``: ``embed_documents(texts)``, one vector per text."""
+
+    def embed_documents(self, texts: list[str], /) -> Sequence[Iterable[float]]:
+        """Embed ``texts``; one vector per text, in input order."""
+        ...
+
+
+class LlamaIndexEmbedding(Protocol):
+    """What MemLineage calls on a LlamaIndex ``BaseEmbedding``: ``get_text_embedding_batch(texts)``."""
+
+    def get_text_embedding_batch(self, texts: list[str], /) -> Sequence[Iterable[float]]:
+        """Embed ``texts``; one vector per text, in input order."""
+        ...
+
+
+#: What :func:`ensure_embedder` (and ``MemoryManager(embedder=...)``) accepts besides None: an :class:`Embedder`, a
+#: LangChain ``Embeddings``, a LlamaIndex embedding, or a callable ``f(list[str]) -> list[vector]`` (e.g. a chromadb
+#: ``EmbeddingFunction``).
+EmbedderLike: TypeAlias = (
+    Embedder | LangChainEmbeddings | LlamaIndexEmbedding | Callable[[list[str]], Iterable[Iterable[float]]]
+)
 
 
 def default_model_dir() -> Path:
@@ -193,7 +220,7 @@ class _CallableEmbedder:
 class _LangChainEmbedder:
     """Adapts a LangChain ``Embeddings`` (``embed_documents``)."""
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: LangChainEmbeddings) -> None:
         self._obj = obj
         self.name = f"langchain:{type(obj).__name__}"
 
@@ -204,7 +231,7 @@ class _LangChainEmbedder:
 class _LlamaIndexEmbedder:
     """Adapts a LlamaIndex ``BaseEmbedding`` (``get_text_embedding_batch``)."""
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: LlamaIndexEmbedding) -> None:
         self._obj = obj
         self.name = f"llamaindex:{type(obj).__name__}"
 
@@ -212,7 +239,7 @@ class _LlamaIndexEmbedder:
         return [list(map(float, v)) for v in self._obj.get_text_embedding_batch(list(texts))]
 
 
-def ensure_embedder(obj: Any) -> Embedder:
+def ensure_embedder(obj: EmbedderLike | None) -> Embedder:
     """Normalise an embedder: ours, a LangChain ``Embeddings``, a LlamaIndex embedding, or a plain callable.
 
     ``None`` gives the default :class:`OnnxMiniLMEmbedder`.
@@ -223,11 +250,11 @@ def ensure_embedder(obj: Any) -> Embedder:
     if obj is None:
         return OnnxMiniLMEmbedder()
     if hasattr(obj, "embed") and callable(obj.embed) and hasattr(obj, "name") and isinstance(obj.name, str):
-        return obj  # type: ignore[no-any-return]
+        return cast(Embedder, obj)  # duck-typed: checked above
     if hasattr(obj, "embed_documents"):
-        return _LangChainEmbedder(obj)
+        return _LangChainEmbedder(cast(LangChainEmbeddings, obj))
     if hasattr(obj, "get_text_embedding_batch"):
-        return _LlamaIndexEmbedder(obj)
+        return _LlamaIndexEmbedder(cast(LlamaIndexEmbedding, obj))
     if callable(obj):
         name = getattr(obj, "name", None)
         label = name() if callable(name) else (name or type(obj).__name__)

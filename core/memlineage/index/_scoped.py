@@ -21,9 +21,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from memlineage import telemetry
 from memlineage.index._base import (
@@ -32,11 +33,12 @@ from memlineage.index._base import (
     IndexFilter,
     IndexHit,
     ScopeTally,
+    VectorIndex,
     index_metadata,
     ledger_stamp,
 )
 
-__all__ = ["IN_ANN", "ScopedVectorIndex"]
+__all__ = ["IN_ANN", "ScopedVectorIndex", "VectorLedger"]
 
 #: Key a loader may set in a row's metadata: False when the wrapped index does not hold the memory yet.
 IN_ANN = "_in_ann"
@@ -50,13 +52,40 @@ ScopeCounter = Callable[[str], int]
 ScopeStamp = Callable[[str], tuple[int, int, int]]
 
 
+class VectorLedger(Protocol):
+    """What :meth:`ScopedVectorIndex.over_ledger` reads of a :class:`~memlineage.ledger.Ledger`.
+
+    A protocol, since the index layer never imports the ledger (they are siblings).
+    """
+
+    def indexable_rows(self, user_id: str, /) -> Iterable[Mapping[str, Any]]:
+        """One user's rows that belong in the index, with their vectors (``embedding``) and ``index_state``."""
+        ...
+
+    def count_indexable(self, user_id: str, /) -> int:
+        """How many of one user's rows belong in the index."""
+        ...
+
+    def count_awaiting_ann(self, user_id: str, /) -> int:
+        """How many of one user's indexable rows the ANN index does not hold yet."""
+        ...
+
+    def scope_stamp(self, user_id: str, /) -> tuple[int, int, int]:
+        """``(indexable rows, sum of their stamp keys, sum of the active ones' keys)`` for one user."""
+        ...
+
+    def scope_plan_counts(self, user_ids: Sequence[str], /) -> dict[str, tuple[int, int]]:
+        """``user_id -> (indexable rows, rows in the ANN index or on their way there)``."""
+        ...
+
+
 class _Codes:
     """Small integer codes for the filter columns' strings (shared by every block)."""
 
     def __init__(self) -> None:
         self._codes: dict[str, int] = {}
 
-    def of(self, value: Any) -> int:
+    def of(self, value: object) -> int:
         key = "" if value is None else str(value)
         code = self._codes.get(key)
         if code is None:
@@ -238,7 +267,7 @@ class ScopedVectorIndex:
 
     def __init__(
         self,
-        inner: Any,
+        inner: VectorIndex,
         loader: BlockLoader | None = None,
         *,
         counter: ScopeCounter | None = None,
@@ -270,7 +299,9 @@ class ScopedVectorIndex:
         self.ann_queries = 0
 
     @classmethod
-    def over_ledger(cls, inner: Any, ledger: Any, *, shared: bool = False, **kwargs: Any) -> ScopedVectorIndex:
+    def over_ledger(
+        cls, inner: VectorIndex, ledger: VectorLedger, *, shared: bool = False, **kwargs: int
+    ) -> ScopedVectorIndex:
         """Wrap ``inner`` with blocks loaded from a :class:`~memlineage.ledger.Ledger`'s stored vectors.
 
         ``shared``: other processes write to this ledger (checks each query against ``Ledger.scope_stamp``).
@@ -567,7 +598,7 @@ def _public(metadatas: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any
     return [{k: v for k, v in m.items() if not k.startswith("_") or k == DOCUMENT_KEY} for m in metadatas]
 
 
-def _unit(vector: Any) -> np.ndarray:
+def _unit(vector: npt.ArrayLike) -> np.ndarray:
     arr = np.asarray(vector, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(arr))
     return arr / norm if norm > 0 else arr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import numpy as np
 
@@ -18,7 +17,7 @@ MAX_K = 10_000
 MAX_LIMIT = 2**31 - 1
 
 
-def vector(value: Any) -> np.ndarray:
+def vector(value: Iterable[float]) -> np.ndarray:
     """A precomputed embedding: a non-empty sequence of finite numbers, as a read-only float64 array (a copy).
 
     The array, not a list: the write path stores it as float32 bytes and compares it in numpy, so a list would be
@@ -54,7 +53,7 @@ def vector(value: Any) -> np.ndarray:
     return arr
 
 
-def unit_float(value: Any, name: str) -> float:
+def unit_float(value: float, name: str) -> float:
     """``value`` as a float in [0, 1] (booleans refused)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
         msg = f"{name} must be a number in [0, 1], got {value!r}"
@@ -62,7 +61,7 @@ def unit_float(value: Any, name: str) -> float:
     return float(value)
 
 
-def id_tuple(values: Any, name: str) -> tuple[str, ...]:
+def id_tuple(values: Iterable[str] | str | None, name: str) -> tuple[str, ...]:
     """Validated, de-duplicated memory ids (one bare string counts as one id)."""
     if values is None:
         return ()
@@ -78,7 +77,7 @@ def id_tuple(values: Any, name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def check_read_args(*, k: Any, purpose: Any, budget: Any, activity_id: Any) -> None:
+def check_read_args(*, k: int, purpose: str | None, budget: float | None, activity_id: str | None) -> None:
     """Validate recall's options up front, so no bad value reaches a policy request or the database."""
     if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_K:
         msg = f"k must be an int from 0 to {MAX_K}, got {k!r:.40}"
@@ -94,7 +93,7 @@ def check_read_args(*, k: Any, purpose: Any, budget: Any, activity_id: Any) -> N
         check_id(activity_id, "activity_id")
 
 
-def kind_values(kinds: Any) -> tuple[str, ...] | None:
+def kind_values(kinds: Iterable[MemoryKind | str] | MemoryKind | str | None) -> tuple[str, ...] | None:
     """Memory kinds as values; one kind may be passed as a bare string (``kinds="semantic"``)."""
     if kinds is None:
         return None

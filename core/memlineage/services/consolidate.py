@@ -6,17 +6,33 @@ the ledger and the value gate's short-term buffer and writes the accepted lines 
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, TypeAlias
 
 from memlineage.consolidation import ConsolidationResult, SourceMessage, summarize_session
 from memlineage.errors import InvalidInputError
+from memlineage.extractors._llm import LanguageModel
 from memlineage.ledger import Ledger
 from memlineage.models import Activity, MemoryKind, Scope, SourceKind, Status
 from memlineage.ports import Clock, ValueGatePort
 from memlineage.services.activities import Activities
 from memlineage.services.write import WritePath
 
-__all__ = ["Consolidation"]
+__all__ = ["Consolidation", "Summarizer", "SummarizerLike"]
+
+
+class Summarizer(Protocol):
+    """An object that writes the summary itself, e.g. :class:`~memlineage.consolidation.RuleBasedConsolidator`."""
+
+    def summarize(self, messages: Sequence[SourceMessage], /) -> object:
+        """The summary text of the labelled ``messages`` (each line citing its sources)."""
+        ...
+
+
+#: What :meth:`Consolidation.consolidate` summarises with: a :class:`Summarizer`, or a model asked with a prompt
+#: (a LangChain chat model, a LlamaIndex LLM or a callable ``prompt -> str``, see
+#: :func:`~memlineage.extractors._llm.call_model`).
+SummarizerLike: TypeAlias = Summarizer | LanguageModel
 
 
 class Consolidation:
@@ -41,9 +57,9 @@ class Consolidation:
 
     def consolidate(
         self,
-        scope: Any,
+        scope: Scope | Mapping[str, Any] | str,
         session_id: str | None = None,
-        summarizer: Any = None,
+        summarizer: SummarizerLike | None = None,
         *,
         require_overlap: bool = True,
     ) -> ConsolidationResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -113,26 +113,29 @@ class DraftBuilder:
 
     def draft(
         self,
-        content: Any,
-        scope: Any,
-        source: Any = "user",
-        kind: Any = None,
-        tags: Any = (),
-        metadata: Any = None,
-        derived_from: Any = (),
-        confidence: Any = 1.0,
-        activity_id: Any = None,
-        parent_activity_id: Any = None,
-        valid_from: Any = None,
-        ttl: Any = None,
-        slot: Any = None,
-        trust: Any = None,
-        context_hash: Any = None,
-        embedding: Any = None,
-        force: Any = False,
-        goal: Any = None,
+        content: str,
+        scope: Scope | Mapping[str, Any] | str,
+        source: Source | str = "user",
+        kind: MemoryKind | str | None = None,
+        tags: Iterable[str] = (),
+        metadata: Mapping[str, Any] | None = None,
+        derived_from: Iterable[str] = (),
+        confidence: float = 1.0,
+        activity_id: str | None = None,
+        parent_activity_id: str | None = None,
+        valid_from: datetime | None = None,
+        ttl: timedelta | float | None = None,
+        slot: str | None = None,
+        trust: float | None = None,
+        context_hash: str | None = None,
+        embedding: Sequence[float] | None = None,
+        force: bool = False,
+        goal: str | None = None,
     ) -> Draft:
-        """Validate one write request (``remember()``'s arguments) into a draft."""
+        """Validate one write request (``remember()``'s arguments, typed as there) into a draft.
+
+        Every argument is checked at run time as well: a ``remember_many()`` item reaches here unchecked.
+        """
         content = check_text(content)
         scope = Scope.coerce(scope)
         src = Source.parse(source)
@@ -193,7 +196,7 @@ class DraftBuilder:
         )
 
 
-def check_item(item: Any) -> dict[str, Any]:
+def check_item(item: object) -> dict[str, Any]:
     """One ``remember_many()`` item as a dict of known keyword arguments with ``content`` and ``scope``."""
     if not isinstance(item, Mapping):
         msg = f"each item must be a dict of remember() arguments, not {type(item).__name__}"

@@ -356,8 +356,12 @@ class IndexSync:
             logger.info("scope %s outgrew the exact plan: %d memories handed to the ANN index", user, len(ids))
             self.defer(ids)
 
-    def _local(self, method: str, *args: Any, **kwargs: Any) -> None:
-        """Call an in-memory leg method of the vector index (a plain index has none: its entries are all ANN)."""
+    def _local(self, method: str, *args: object, **kwargs: object) -> None:
+        """Call an in-memory leg method of the vector index (a plain index has none: its entries are all ANN).
+
+        The method is looked up by name (``put_local``, ``update_local``, ``drop_local``), so its arguments are
+        passed on as they are.
+        """
         fn = getattr(self.index, method, None)
         if fn is not None:
             fn(*args, **kwargs)

@@ -23,6 +23,7 @@ of edges, supports and events, so two stores holding the same data report the sa
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +36,7 @@ from memlineage.transfer._jsonl import (
     ExportSummary,
     ImportConflictError,
     ImportReport,
+    LedgerSource,
     ProgressCallback,
     TransferIntegrityError,
     export_jsonl,
@@ -69,10 +71,10 @@ EXPORT_FORMATS = ("jsonl", "prov")
 
 
 def export_store(
-    source: Any,
+    source: LedgerSource,
     path: str | os.PathLike[str],
     *,
-    scope: Scope | str | None = None,
+    scope: Scope | Mapping[str, Any] | str | None = None,
     format: Literal["jsonl", "prov"] = "jsonl",  # noqa: A002 - the natural name of the option
     vectors: bool = True,
     on_progress: ProgressCallback | None = None,
@@ -85,8 +87,9 @@ def export_store(
     Args:
         source: A :class:`~memlineage.MemoryManager` or a :class:`~memlineage.ledger.Ledger`.
         path: The file to write (replaced if it exists).
-        scope: ``None`` for the whole store, else one user: a ``Scope(user_id=...)`` or the user id. An agent or
-            session scope is refused (an export holds whole users so that every lineage edge has both ends).
+        scope: ``None`` for the whole store, else one user: a ``Scope(user_id=...)`` (or its mapping) or the user
+            id. An agent or session scope is refused (an export holds whole users so that every lineage edge has both
+            ends).
         format: ``"jsonl"`` (importable, see :mod:`memlineage.transfer`) or ``"prov"`` (PROV-JSON bundle).
         vectors: Include the memories' vectors (JSON Lines only). Without them an import embeds the content again.
         on_progress: ``on_progress(done, total)`` as records are written.

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from memlineage.errors import ConfigurationError, InvalidInputError, StorageError
-from memlineage.transfer._jsonl import resolve_ledger
+from memlineage.transfer._jsonl import LedgerSource, resolve_ledger
 
 __all__ = ["BackupReport", "backup_ledger_file", "backup_store"]
 
@@ -87,7 +87,7 @@ def _index_on_open(conn: sqlite3.Connection) -> None:
     conn.commit()
 
 
-def backup_store(source: Any, path: str | os.PathLike[str]) -> BackupReport:
+def backup_store(source: LedgerSource, path: str | os.PathLike[str]) -> BackupReport:
     """Back up the embedded ledger of an open store (a manager or its ledger) while it keeps working.
 
     Uses SQLite's online backup API on the store's own connection: the copy is one consistent point in time,

@@ -10,10 +10,10 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 from pydantic import BaseModel, Field
-from sqlalchemy import insert
+from sqlalchemy import Connection, insert
 from sqlalchemy.exc import IntegrityError
 
 from memlineage._version import __version__
@@ -28,6 +28,7 @@ __all__ = [
     "ExportSummary",
     "ImportConflictError",
     "ImportReport",
+    "LedgerSource",
     "ProgressCallback",
     "TransferIntegrityError",
     "export_jsonl",
@@ -46,6 +47,27 @@ _BATCH = 1000
 
 #: ``on_progress(done, total)``: records handled so far and in all.
 ProgressCallback = Callable[[int, int], None]
+
+
+class HasLedger(Protocol):
+    """A store that holds a ledger: a :class:`~memlineage.MemoryManager` (the transfer layer never imports it)."""
+
+    @property
+    def ledger(self) -> Ledger:
+        """The store's ledger."""
+        ...
+
+
+#: What export, import and backup read or write: a manager (anything with ``.ledger``) or a ledger itself.
+LedgerSource: TypeAlias = HasLedger | Ledger
+
+
+class _Hash(Protocol):
+    """A running hash (``hashlib.sha256()``)."""
+
+    def update(self, data: bytes, /) -> None:
+        """Feed ``data`` to the hash."""
+        ...
 
 
 class TransferIntegrityError(InvalidInputError):
@@ -94,7 +116,7 @@ class ImportReport(BaseModel):
     reindexed: int | None = Field(default=None, description="Index entries rebuilt afterwards (None: not asked).")
 
 
-def resolve_ledger(source: Any) -> Ledger:
+def resolve_ledger(source: LedgerSource) -> Ledger:
     """The :class:`~memlineage.ledger.Ledger` of a manager (anything with ``.ledger``) or the ledger itself.
 
     Raises:
@@ -261,7 +283,7 @@ def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
     return header
 
 
-def _records(path: Path, body: Any) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
+def _records(path: Path, body: _Hash) -> Iterator[tuple[int, bytes, dict[str, Any]]]:
     """``(line number, line, record)`` of every line after the header; feeds each line's bytes to ``body``."""
     with path.open("rb") as f:
         f.readline()
@@ -354,7 +376,7 @@ def _scan(path: Path, header: Mapping[str, Any]) -> tuple[set[str], int]:
 
 
 def import_store(
-    target: Any,
+    target: LedgerSource,
     path: str | os.PathLike[str],
     *,
     merge: bool = False,
@@ -495,7 +517,7 @@ def import_store(
     )
 
 
-def _verify_read_back(conn: Any, file: Path, header: Mapping[str, Any]) -> None:
+def _verify_read_back(conn: Connection, file: Path, header: Mapping[str, Any]) -> None:
     """Hash every table as the target returns it and compare with the header (the target was empty before)."""
     wrong: list[str] = []
     for table in t.tables():

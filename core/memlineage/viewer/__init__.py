@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
-from typing import Any
 
 from memlineage.errors import ConfigurationError
+from memlineage.settings import MemLineageSettings
 from memlineage.viewer._store import ViewerStore
 from memlineage.viewer.app import LOCAL_HOSTS, create_app
 
@@ -29,7 +29,7 @@ HOST = "127.0.0.1"
 
 
 def serve(
-    settings: Any,
+    settings: MemLineageSettings,
     *,
     port: int = 8765,
     user: str | None = None,

@@ -24,12 +24,13 @@ from memlineage.index import InMemoryIndex, OnnxMiniLMEmbedder
 from memlineage.ledger import Ledger
 from memlineage.manager import DEFAULT_DIR, MemoryManager
 from memlineage.policy import builtin_policies
+from memlineage.settings import MemLineageSettings
 from memlineage.transfer._backup import snapshot_ledger
 
 __all__ = ["ViewerStore"]
 
 
-def _embedder(settings: Any) -> Any:
+def _embedder(settings: MemLineageSettings) -> Any:
     # lazy: the model files are read only when something is embedded, which the read-only views never do
     return OnnxMiniLMEmbedder(settings.embedding_model_dir) if settings.embedding_model_dir else None
 
@@ -46,7 +47,7 @@ class ViewerStore:
         StorageError: the store cannot be read.
     """
 
-    def __init__(self, settings: Any, *, allow_writes: bool = False) -> None:
+    def __init__(self, settings: MemLineageSettings, *, allow_writes: bool = False) -> None:
         self.settings = settings
         self.allow_writes = allow_writes
         self._lock = threading.Lock()

@@ -87,7 +87,7 @@ def _when(value: datetime | None) -> str:
     return value.isoformat(timespec="seconds").replace("+00:00", "Z") if value is not None else ""
 
 
-def _short(text: Any, n: int) -> str:
+def _short(text: object, n: int) -> str:
     text = " ".join(str(text or "").split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -187,7 +187,7 @@ def create_app(
         except MemLineageError as exc:
             raise _HttpError(500, str(exc)) from None
 
-    def page(request: Request, name: str, *, http_status: int = 200, **context: Any) -> HTMLResponse:
+    def page(request: Request, name: str, *, http_status: int = 200, **context: object) -> HTMLResponse:
         user = request.query_params.get("user") or default_user or ""
         html = env.get_template(name).render(
             user=user, writes=writes, csrf=csrf, nav=name, q=urlencode({"user": user}), **context
