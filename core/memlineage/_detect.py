@@ -21,6 +21,7 @@ import numpy as np
 from sqlalchemy import Connection, Select, bindparam, select
 
 from memlineage import telemetry
+from memlineage._draft import Draft
 from memlineage._forget import text_cache
 from memlineage.errors import PolicyViolationError
 from memlineage.extractors._patterns import has_cjk, tables_for
@@ -35,6 +36,7 @@ from memlineage.reconcile import (
     Candidate,
     Reconciler,
     Statement,
+    UpdateDecision,
     may_revise,
     may_update,
     slot_of,
@@ -84,17 +86,17 @@ class _Ports:
 
 
 def detect_updates(
-    drafts: list[Any],
-    todo: list[Any],
+    drafts: list[Draft],
+    todo: list[Draft],
     batch_dups: list[tuple[int, int]],
-    merges: list[tuple[int, dict[str, Any], Any]],
+    merges: list[tuple[int, dict[str, Any], Draft]],
     now: datetime,
     *,
     ledger: Ledger,
     index: VectorIndex,
     reconciler: Reconciler | None,
     check_operation: CheckOperation,
-) -> list[Any]:
+) -> list[Draft]:
     """Decide, for each draft about to be stored, whether it updates, repeats or withdraws a live memory.
 
     Args:
@@ -191,7 +193,7 @@ def detect_updates(
     return [d for d in todo if id(d) not in dropped]
 
 
-def _drop_replaced_premises(ledger: Ledger, d: Any, target: str, decision: Any) -> None:
+def _drop_replaced_premises(ledger: Ledger, d: Draft, target: str, decision: UpdateDecision) -> None:
     """A statement cannot rest on what it replaces or withdraws, nor on anything built on that.
 
     Adapters that take the whole context as premises (a refreshed fare "derived from" the old fare that was
@@ -207,7 +209,7 @@ def _drop_replaced_premises(ledger: Ledger, d: Any, target: str, decision: Any) 
         decision.evidence["dropped_premises"] = dropped
 
 
-def _allowed(ports: _Ports, d: Any, target: str, action: Action) -> bool:
+def _allowed(ports: _Ports, d: Draft, target: str, action: Action) -> bool:
     """Whether a live ledger memory may be superseded / retracted by this draft (status and policies)."""
     row = ports.ledger.memory_rows([target])[0]
     if row is None or row["status"] not in _LIVE:
@@ -221,7 +223,7 @@ def _allowed(ports: _Ports, d: Any, target: str, action: Action) -> bool:
     return True
 
 
-def _statement(ports: _Ports, d: Any, now: datetime) -> Statement | None:
+def _statement(ports: _Ports, d: Draft, now: datetime) -> Statement | None:
     """The statement a draft makes, with its slot (given, or detected for user statements and tool results)."""
     if d.kind is MemoryKind.WORKING:
         return None
@@ -261,7 +263,7 @@ def _scope_key(user_id: str, agent_id: str | None) -> str:
     return json.dumps([user_id, agent_id], ensure_ascii=False)
 
 
-def _tool_arguments(ports: _Ports, d: Any) -> Any:
+def _tool_arguments(ports: _Ports, d: Draft) -> object:
     """The arguments of the tool call behind a tool result: from its metadata, else from its activity."""
     for key in ("tool_args", "arguments", "tool_input", "input"):
         if key in d.metadata:
@@ -281,7 +283,7 @@ def _tool_arguments(ports: _Ports, d: Any) -> Any:
 
 def _candidates(
     ports: _Ports,
-    d: Any,
+    d: Draft,
     st: Statement,
     earlier: _Earlier,
     ids: dict[int, str],
@@ -369,7 +371,7 @@ def _candidates(
     return out
 
 
-def _neighbours(ports: _Ports, ledger_reads: _Reads, d: Any, rows: dict[str, dict[str, Any]]) -> dict[str, float]:
+def _neighbours(ports: _Ports, ledger_reads: _Reads, d: Draft, rows: dict[str, dict[str, Any]]) -> dict[str, float]:
     """The statement's nearest live memories by vector: their similarity, their rows added to ``rows``.
 
     Keeps the NEIGHBOURS nearest statements of the speaker and the NEIGHBOURS nearest of other sources, plus
@@ -379,6 +381,8 @@ def _neighbours(ports: _Ports, ledger_reads: _Reads, d: Any, rows: dict[str, dic
     not push the speaker's own statement of it out, so a page that holds too few statements is followed by a
     deeper one (``DEEPER`` times as many entries; only in such scopes).
     """
+    if d.embedding is None:  # embedded before detection runs; a draft without a vector has no neighbours
+        return {}
     user, agent = d.scope.user_id, d.scope.agent_id
     held = set(rows)
     # The index learns of status changes from the deferred sync, so a memory withdrawn a moment ago may still look
@@ -461,7 +465,7 @@ class _Reads:
         return self._execute("ids", user, agent, None, ids=list(ids))
 
     def _execute(
-        self, shape: str, user: str, agent: str | None, limit: int | None, **params: Any
+        self, shape: str, user: str, agent: str | None, limit: int | None, **params: object
     ) -> list[dict[str, Any]]:
         """Run the ``shape`` read of the scope (:func:`_scope_query`) with ``params`` on the call's connection."""
         if self._conn is None:
@@ -512,7 +516,7 @@ class _Earlier:
         self._filled = 0
         self._mixed = False  # vectors of different sizes: every draft is compared pair by pair
 
-    def append(self, d: Any) -> None:
+    def append(self, d: Draft) -> None:
         """Add the draft that was just examined (its slot, if any, is final for the loop)."""
         if d.slot is not None:
             self.by_slot.setdefault(d.slot, []).append(len(self.drafts))
@@ -568,7 +572,7 @@ class _Earlier:
 
 
 def _batch_candidates(
-    d: Any, st: Statement, earlier: _Earlier, ids: dict[int, str], now: datetime, *, by_words: bool
+    d: Draft, st: Statement, earlier: _Earlier, ids: dict[int, str], now: datetime, *, by_words: bool
 ) -> list[Candidate]:
     """Earlier drafts of the same call and scope that the statement may update (same slot or close wording).
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
-__all__ = ["IndexFilter", "IndexHit", "VectorIndex", "index_metadata"]
+import numpy as np
+
+__all__ = ["IndexFilter", "IndexHit", "Vector", "VectorIndex", "index_metadata"]
+
+#: A query vector: a sequence of floats or a 1-d numpy array (what the embedder and the ledger hand out).
+Vector: TypeAlias = Sequence[float] | np.ndarray
 
 _T = TypeVar("_T")
 
@@ -88,7 +93,7 @@ class VectorIndex(Protocol):
     def delete(self, ids: Sequence[str]) -> int:
         """Delete entries; returns how many existed. An empty ``ids`` returns 0 without a backend call."""
 
-    def query(self, vector: Sequence[float], k: int, where: IndexFilter) -> list[IndexHit]:
+    def query(self, vector: Vector, k: int, where: IndexFilter) -> list[IndexHit]:
         """Top-``k`` entries by cosine similarity (highest first) among those passing ``where``."""
 
     def get_metadata(self, ids: Sequence[str]) -> list[dict[str, Any] | None]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memlineage.errors import MissingDependencyError, StorageError
-from memlineage.index._base import DOCUMENT_KEY, IndexFilter, IndexHit
+from memlineage.index._base import DOCUMENT_KEY, IndexFilter, IndexHit, Vector
 
 if TYPE_CHECKING:  # type names only: chromadb is imported at run time on first use
     from chromadb.api import ClientAPI
@@ -248,7 +248,7 @@ class ChromaIndex:
             found.update(res["ids"])
         return found
 
-    def query(self, vector: Sequence[float], k: int, where: IndexFilter) -> list[IndexHit]:
+    def query(self, vector: Vector, k: int, where: IndexFilter) -> list[IndexHit]:
         """Top-``k`` by cosine similarity (1 - Chroma's cosine distance), highest first."""
         if k <= 0:
             return []

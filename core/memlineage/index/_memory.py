@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from memlineage.index._base import DOCUMENT_KEY, IndexFilter, IndexHit
+from memlineage.index._base import DOCUMENT_KEY, IndexFilter, IndexHit, Vector
 
 __all__ = ["InMemoryIndex"]
 
@@ -61,7 +61,7 @@ class InMemoryIndex:
                     n += 1
             return n
 
-    def query(self, vector: Sequence[float], k: int, where: IndexFilter) -> list[IndexHit]:
+    def query(self, vector: Vector, k: int, where: IndexFilter) -> list[IndexHit]:
         """Top-``k`` by cosine similarity among entries passing ``where``, highest first (ties by id)."""
         if k <= 0:
             return []

@@ -33,6 +33,7 @@ from memlineage.index._base import (
     IndexFilter,
     IndexHit,
     ScopeTally,
+    Vector,
     VectorIndex,
     index_metadata,
     ledger_stamp,
@@ -493,7 +494,7 @@ class ScopedVectorIndex:
         return block.drop(mid) if block is not None else False
 
     # -- reads ------------------------------------------------------------------------------------------------
-    def query(self, vector: Sequence[float], k: int, where: IndexFilter) -> list[IndexHit]:
+    def query(self, vector: Vector, k: int, where: IndexFilter) -> list[IndexHit]:
         """Top-``k`` entries of ``where.user_id`` by cosine similarity, planned by the scope's size."""
         if k <= 0:
             return []

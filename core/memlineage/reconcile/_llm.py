@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memlineage import telemetry
 from memlineage.errors import ConfigurationError
-from memlineage.extractors._llm import BoundedModel, ModelUnavailableError, _json_object
+from memlineage.extractors._llm import BoundedModel, LanguageModel, ModelUnavailableError, _json_object
 from memlineage.reconcile._model import Action, Candidate, Reconciler, Statement, UpdateDecision
 from memlineage.reconcile._rules import RuleReconciler
 
@@ -118,7 +117,12 @@ class LLMReconciler:
     judges_meaning = True
 
     def __init__(
-        self, model: Any, *, fallback: Reconciler | None = None, timeout: float = 20.0, batch_size: int = 8
+        self,
+        model: LanguageModel,
+        *,
+        fallback: Reconciler | None = None,
+        timeout: float = 20.0,
+        batch_size: int = 8,
     ) -> None:
         self._call = BoundedModel(model, timeout=timeout, name="memlineage-llm-reconcile")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:

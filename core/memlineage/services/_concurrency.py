@@ -29,7 +29,7 @@ from sqlalchemy import Connection
 from memlineage.errors import ConflictError
 from memlineage.ledger import Ledger
 from memlineage.lineage import evaluate_cascade
-from memlineage.models import Status, new_id
+from memlineage.models import Scope, Status, new_id
 from memlineage.services._rows import LIVE, event_row
 
 __all__ = ["content_keys", "lock_premises", "recheck_targets", "settle"]
@@ -88,7 +88,7 @@ def recheck_targets(ledger: Ledger, conn: Connection, drafts: Sequence[Any]) -> 
             if key in claimed and intended:
                 d.supersedes = claimed[key]
             elif d.supersedes is None and intended:
-                holder = _slot_holder(ledger, conn, d)
+                holder = _slot_holder(ledger, conn, d.scope, d.slot)
                 d.supersedes = holder if holder is not None and holder["content_hash"] != d.hash else None
             version = d.supersedes["version"] + 1 if d.supersedes else 1
             claimed[key] = {"id": d.extra_rows["id"], "version": version, "slot": d.slot}
@@ -99,9 +99,9 @@ def recheck_targets(ledger: Ledger, conn: Connection, drafts: Sequence[Any]) -> 
     return max(replaced, default=None)
 
 
-def _slot_holder(ledger: Ledger, conn: Connection, d: Any) -> dict[str, Any] | None:
-    """The newest live holder of ``d.slot`` in the draft's scope, locked; None when the slot is free."""
-    live = [r["id"] for r in ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot, conn)]
+def _slot_holder(ledger: Ledger, conn: Connection, scope: Scope, slot: str) -> dict[str, Any] | None:
+    """The newest live holder of ``slot`` in ``scope``, locked; None when the slot is free."""
+    live = [r["id"] for r in ledger.slot_versions(scope.user_id, scope.agent_id, slot, conn)]
     rows = ledger.lock_rows(conn, live)
     current = [rows[i] for i in live if i in rows and rows[i]["status"] in LIVE]
     return current[-1] if current else None
