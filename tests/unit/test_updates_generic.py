@@ -921,3 +921,10 @@ def test_a_pronoun_carries_the_person_asked_about_to_the_later_statement(mm: Mem
     # a pronoun, but the later statement names someone else
     cousin = mm.require(say(mm, clock, "My cousin said they pushed the graduation to June 9.", 32), scope="alice")
     assert competes(query, old, cousin, relevance=(0.75, 0.6), contenders=True, cosine=0.5) is None
+
+
+def test_a_number_on_one_side_only_changes_no_value(mm: MemoryManager, clock: Clock) -> None:
+    """LongMemEval-like: a later aside about the place gives no duration; even a recorded link does not demote."""
+    old = mm.require(say(mm, clock, "By the way, I've been living in Lisbon for 4 months now.", 0), scope="alice")
+    new = mm.require(say(mm, clock, "I haven't explored much of the old town of Lisbon yet.", 0.01), scope="alice")
+    assert competes("How long have I been living in Lisbon?", old, new, linked=True) is None

@@ -250,13 +250,9 @@ def competes(
             qb = wanted & (cb.terms | cb.keys | key_terms(cb))
             if (qa - qb) & key_terms(ca):
                 continue  # the query names a key only the older clause holds ("in the morning" / "in the evenings")
-            if (
-                not (ca.keys ^ cb.keys)
-                and numbers_in(ca.text) == numbers_in(cb.text)  # Chinese numerals are no keys ("八千五")
-                and qb
-                and _words(qa - qb)
-                and qb <= qa
-            ):
+            # a number on both sides that changed is a changed value too (Chinese numerals are no keys: "八千五")
+            na, nb = numbers_in(ca.text), numbers_in(cb.text)
+            if not (ca.keys ^ cb.keys) and not (na and nb and na != nb) and qb and _words(qa - qb) and qb <= qa:
                 # no entity, number or date changed, and the newer clause leaves out a word of the query the older
                 # one answers: another context ("tea in the evening" for "what do I drink in the morning?")
                 continue
