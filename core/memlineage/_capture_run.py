@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from memlineage._evidence import argument_values as _values
 from memlineage._evidence import asks, content_premises
@@ -56,11 +56,11 @@ def tool_result_text(name: str, arguments: Mapping[str, Any], output: str) -> st
     return f"{name}({args}) -> {output.strip()}"
 
 
-def _json_safe(value: Any) -> Any:
+def _json_safe(value: object) -> Any:
     return json.loads(json.dumps(value, default=str, ensure_ascii=False))
 
 
-def _arguments(value: Any) -> dict[str, Any]:
+def _arguments(value: object) -> dict[str, Any]:
     """Tool arguments as the dict the tool received (a JSON string is parsed; a scalar becomes ``{"input": v}``)."""
     if isinstance(value, Mapping):
         return _json_safe(dict(value))
@@ -135,18 +135,22 @@ class CaptureRun:
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
+_S = TypeVar("_S")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-def _per_run(fn: _F) -> _F:
+def _per_run(
+    fn: Callable[Concatenate[_S, CaptureRun, _P], _R],
+) -> Callable[Concatenate[_S, CaptureRun, _P], _R]:
     """Serialise the moments of one run: two observers of the same run report them from different threads."""
 
     @functools.wraps(fn)
-    def wrapper(self: Any, run: CaptureRun, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: _S, run: CaptureRun, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with run.lock:
             return fn(self, run, *args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 # ------------------------------------------------------------------ premise rules

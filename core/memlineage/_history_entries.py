@@ -24,7 +24,7 @@ Role = Literal["user", "assistant", "tool", "system"]
 _BYTES_KEY = "_ml_bytes"
 
 
-def payload_to_json(value: Any) -> Any:
+def payload_to_json(value: object) -> Any:
     """A JSON-safe copy of framework message data that :func:`payload_from_json` turns back into the original.
 
     Bytes (an image's data, an audio clip) are kept exactly, as base64 under a reserved key; tuples become lists;
@@ -44,7 +44,7 @@ def payload_to_json(value: Any) -> Any:
     return str(value)
 
 
-def payload_from_json(value: Any) -> Any:
+def payload_from_json(value: object) -> Any:
     """The framework data :func:`payload_to_json` encoded (bytes restored)."""
     if isinstance(value, Mapping):
         if len(value) == 1 and isinstance(value.get(_BYTES_KEY), str):
@@ -116,13 +116,13 @@ class ChatTurn:
         return self.wording if self.wording is not None else self.memory.content
 
 
-def _check_storable(value: Any, what: str) -> None:
+def _check_storable(value: object, what: str) -> None:
     """Refuse text no backend can store (a lone surrogate, NUL) anywhere in a JSON-like value: keys and strings.
 
     Raises:
         InvalidInputError: such text, naming where it is.
     """
-    stack: list[tuple[Any, str]] = [(value, what)]
+    stack: list[tuple[object, str]] = [(value, what)]
     while stack:
         item, where = stack.pop()
         if isinstance(item, str):

@@ -84,7 +84,7 @@ def _problems(exc: ValidationError, what: str) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or what}: {e['msg']}" for e in exc.errors())
 
 
-def check_id(value: Any, what: str) -> str:
+def check_id(value: object, what: str) -> str:
     """Validate an id-like string: non-empty, at most :data:`MAX_ID_CHARS` characters, no NUL or lone surrogate.
 
     Raises:
@@ -124,7 +124,7 @@ def normalize_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def _check_key(key: Any) -> str:
+def _check_key(key: object) -> str:
     if not isinstance(key, str) or not key:
         msg = f"metadata keys must be non-empty strings, got {type(key).__name__}"
         raise InvalidInputError(msg)
@@ -135,7 +135,7 @@ def _check_key(key: Any) -> str:
     return key
 
 
-def _norm_value(value: Any, key: str, depth: int = 1) -> Any:
+def _norm_value(value: object, key: str, depth: int = 1) -> Any:
     if depth > MAX_METADATA_DEPTH:
         msg = f"metadata[{key!r}] nests deeper than {MAX_METADATA_DEPTH} levels (or refers to itself); flatten it"
         raise InvalidInputError(msg)
@@ -161,7 +161,7 @@ def _norm_value(value: Any, key: str, depth: int = 1) -> Any:
     raise InvalidInputError(msg)
 
 
-def _check_key_nested(key: Any, parent: str) -> str:
+def _check_key_nested(key: object, parent: str) -> str:
     if not isinstance(key, str):
         msg = f"metadata[{parent!r}] has a non-string key of type {type(key).__name__}; nested keys must be strings"
         raise InvalidInputError(msg)
@@ -191,7 +191,7 @@ def _visible(text: str) -> bool:
     return any(unicodedata.category(ch) not in _INVISIBLE for ch in text)
 
 
-def check_text(text: Any, what: str = "content") -> str:
+def check_text(text: object, what: str = "content") -> str:
     """Validate user text: a ``str`` with a visible character, storable on every backend.
 
     Raises:

@@ -34,9 +34,10 @@ import asyncio
 import logging
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from memlineage._evidence import argument_values, contains, content_premises, holders, is_filler
 from memlineage._forget import on_erase
@@ -83,7 +84,7 @@ _SESSION_LOCKS: weakref.WeakKeyDictionary[Any, weakref.WeakValueDictionary[tuple
 _SESSION_LOCKS_GUARD = threading.Lock()
 
 
-def _session_lock(manager: Any, scope: Scope) -> threading.RLock:
+def _session_lock(manager: object, scope: Scope) -> threading.RLock:
     key = (scope.user_id, scope.agent_id, scope.session_id)
     with _SESSION_LOCKS_GUARD:
         try:
@@ -96,7 +97,77 @@ def _session_lock(manager: Any, scope: Scope) -> threading.RLock:
         return lock
 
 
-class ChatHistory:
+class ChatManager(Protocol):
+    """What :class:`ChatHistory` calls on its manager (a :class:`~memlineage.MemoryManager` has it).
+
+    A ``ledger`` attribute is optional: when the manager has one, its ``guard``, ``activity_stamp`` and
+    ``upsert_activity`` are used where present (looked up at run time).
+    """
+
+    @property
+    def clock(self) -> Callable[[], datetime]:
+        """Returns "now" (timezone-aware UTC)."""
+        ...
+
+    def get(self, memory_id: str, *, scope: Scope) -> Memory | None:
+        """One memory of the scope, or None."""
+        ...
+
+    def get_many(self, ids: Sequence[str], *, scope: Scope) -> Sequence[Memory | None]:
+        """The memories of ``ids`` in order (None where there is none in the scope)."""
+        ...
+
+    def remember(
+        self,
+        content: str,
+        *,
+        scope: Scope,
+        source: Source | str,
+        kind: MemoryKind,
+        metadata: Mapping[str, Any] | None,
+        derived_from: Iterable[str],
+        confidence: float,
+        activity_id: str | None,
+        force: bool,
+    ) -> Memory:
+        """Store one memory with its lineage."""
+        ...
+
+    def retract(self, memory_id: str, *, scope: Scope, reason: str = ..., activity_id: str | None = None) -> object:
+        """Withdraw a memory (what derives from it becomes suspect)."""
+        ...
+
+    def forget(self, memory_id: str, *, scope: Scope, reason: str = ...) -> object:
+        """Archive a memory."""
+        ...
+
+    def record_activity(self, activity: Activity) -> Activity:
+        """Store an activity (its ``scope`` is its owner)."""
+        ...
+
+    def activities(self, scope: Scope, *, kinds: Iterable[str] | None = None) -> list[Activity]:
+        """The scope's activities of ``kinds``."""
+        ...
+
+    def get_activity(self, activity_id: str, *, scope: Scope) -> Activity | None:
+        """One activity of the scope, or None."""
+        ...
+
+    def end_activity(
+        self, activity_id: str, *, scope: Scope, outcome: str = ..., metadata: Mapping[str, Any] | None = None
+    ) -> object:
+        """Close an activity with ``outcome``."""
+        ...
+
+    def link(self, memory_id: str, activity_id: str, *, scope: Scope) -> object:
+        """Link a memory to the activity that generated it again."""
+        ...
+
+
+_M = TypeVar("_M", bound=ChatManager)
+
+
+class ChatHistory(Generic[_M]):
     """The ordered messages of one user's session, stored as memories with lineage.
 
     Setup:
@@ -130,7 +201,7 @@ class ChatHistory:
 
     def __init__(
         self,
-        manager: Any,
+        manager: _M,
         *,
         scope: Scope | Mapping[str, Any] | str,
         session_id: str | None = None,
@@ -484,7 +555,7 @@ class ChatHistory:
         return {m.id: m for m in found if m is not None and m.status.value in ("active", "suspect")}
 
     @staticmethod
-    def _argument_premises(arguments: Any, earlier: Mapping[str, Memory]) -> list[str]:
+    def _argument_premises(arguments: object, earlier: Mapping[str, Memory]) -> list[str]:
         """Earlier user and tool messages that hold the call's argument values (the capture's ``arguments`` rule)."""
         return holders(list(earlier.values()), argument_values(arguments), lambda m, v: contains(m.content, v))
 

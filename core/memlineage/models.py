@@ -197,7 +197,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_content(text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def as_utc(value: Any, what: str) -> datetime:
+def as_utc(value: object, what: str) -> datetime:
     """The one datetime rule, applied at every boundary: a naive ``datetime`` means UTC; aware ones convert to UTC.
 
     Raises:
@@ -243,7 +243,7 @@ class Scope(BaseModel):
             raise ValueError(msg)
         return value if value is None else _valid_unicode(value, "agent_id / session_id")
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: str | None) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
@@ -501,7 +501,7 @@ class Activity(BaseModel):
     def _aware(cls, value: datetime | None) -> datetime | None:
         return _utc(value)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, **data: object) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:

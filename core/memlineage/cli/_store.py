@@ -29,7 +29,7 @@ from memlineage.transfer._backup import snapshot_ledger
 
 def _settings(
     path: Path | None, ledger_url: str | None, chroma_host: str | None, chroma_port: int | None = None
-) -> Any:
+) -> MemLineageSettings:
     s = MemLineageSettings()
     update: dict[str, Any] = {}
     if path is not None:
@@ -43,7 +43,7 @@ def _settings(
     return s.model_copy(update=update) if update else s
 
 
-def _redacted(text: str, settings: Any) -> str:
+def _redacted(text: str, settings: MemLineageSettings | None) -> str:
     """``text`` without the ledger URL's password (every error the CLI prints passes through here)."""
     url = getattr(settings, "ledger_url", None) if settings is not None else None
     if not url:
@@ -58,13 +58,13 @@ def _redacted(text: str, settings: Any) -> str:
     return text
 
 
-def _embedder(settings: Any) -> Any:
+def _embedder(settings: MemLineageSettings) -> Any:
     if settings.embedding_model_dir:
         return OnnxMiniLMEmbedder(settings.embedding_model_dir)
     return None
 
 
-def _chroma_client(settings: Any) -> Any:
+def _chroma_client(settings: MemLineageSettings) -> Any:
     if not settings.chroma_host:
         return None
     import chromadb  # deferred: heavy, and only a Chroma server needs its HttpClient
@@ -91,7 +91,7 @@ def _has_ledger_tables(url: str, schema: str | None = None) -> bool:
         engine.dispose()
 
 
-def _ensure_exists(settings: Any, create: bool) -> None:
+def _ensure_exists(settings: MemLineageSettings, create: bool) -> None:
     """Refuse a store that does not exist (a typo must not print an empty result), or create it."""
     if settings.ledger_url:
         if _has_ledger_tables(settings.ledger_url, settings.ledger_schema):
@@ -137,7 +137,7 @@ def _load_index(mm: MemoryManager) -> None:
 
 
 @contextmanager
-def _reader(settings: Any, *, live: bool) -> Iterator[MemoryManager]:
+def _reader(settings: MemLineageSettings, *, live: bool) -> Iterator[MemoryManager]:
     """A manager for the views: a read-only snapshot (default) or the live store."""
     embedder = _embedder(settings)
     if live:
@@ -203,13 +203,13 @@ def _is_server(mm: MemoryManager) -> bool:
     return not mm.ledger.is_sqlite
 
 
-def _fail(exc: Exception, settings: Any) -> typer.Exit:
+def _fail(exc: Exception, settings: MemLineageSettings | None) -> typer.Exit:
     err_console.print(f"[red]error:[/] {escape(_redacted(str(exc), settings))}")
     return typer.Exit(2)
 
 
 @contextmanager
-def _writer(settings: Any) -> Iterator[MemoryManager]:
+def _writer(settings: MemLineageSettings) -> Iterator[MemoryManager]:
     """The store opened as its writer (created when missing), with the lock error explained."""
     try:
         mm = MemoryManager.from_settings(settings, embedder=_embedder(settings))

@@ -6,7 +6,7 @@ Registered on the app by :mod:`memlineage.cli`.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -25,7 +25,8 @@ from memlineage.cli._app import (
     err_console,
 )
 from memlineage.cli._store import _open, _resolve_activity, _resolve_id
-from memlineage.models import SHORT_ID_CHARS, Scope, short_id
+from memlineage.ledger import Event
+from memlineage.models import SHORT_ID_CHARS, Memory, Scope, short_id
 from memlineage.render import explanation_tree
 
 
@@ -128,7 +129,7 @@ def audit(
             err_console.print(f"no events for user {user!r}")
 
 
-def audit_row(event: Any, memory: Any = None) -> str:
+def audit_row(event: Event, memory: Memory | None = None) -> str:
     """One line for an audit event: time, type, short memory id, and what happened in words."""
     data = event["data"] or {}
     if event.type == "policy_decision":

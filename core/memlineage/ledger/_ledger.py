@@ -29,8 +29,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 from sqlalchemy.schema import CreateSchema
 
 from memlineage.errors import ConflictError, InvalidInputError, SchemaVersionError, StorageError
@@ -557,7 +558,7 @@ def _agent_eq(agent_id: str | None) -> Any:
     return memories.c.agent_id.is_(None) if agent_id is None else memories.c.agent_id == agent_id
 
 
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_conn: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
     cur = dbapi_conn.cursor()
     try:
         cur.execute("PRAGMA journal_mode=WAL")

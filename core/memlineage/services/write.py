@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from sqlalchemy import Connection
 
@@ -52,9 +52,36 @@ from memlineage.services.draft import Draft, DraftBuilder, check_item
 from memlineage.services.embedding import Embedding
 from memlineage.services.reads import Reads
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = ["WritePath"]
 
 logger = logging.getLogger(__name__)
+
+
+class RevisionOptions(TypedDict, total=False):
+    """The keyword arguments :meth:`WritePath.supersede` and :meth:`WritePath.revise` take past ``scope``, ``source``.
+
+    Those of ``remember()``, handed on to :meth:`~memlineage.services.draft.DraftBuilder.draft`, which checks them
+    at run time.
+    """
+
+    kind: MemoryKind | str | None
+    tags: Iterable[str]
+    metadata: Mapping[str, Any] | None
+    derived_from: Iterable[str]
+    confidence: float
+    activity_id: str | None
+    parent_activity_id: str | None
+    valid_from: datetime | None
+    ttl: timedelta | float | None
+    slot: str | None
+    trust: float | None
+    context_hash: str | None
+    embedding: Sequence[float] | None
+    force: bool
+    goal: str | None
 
 
 class WritePath:
@@ -497,7 +524,7 @@ class WritePath:
         *,
         scope: Scope | Mapping[str, Any] | str,
         source: Source | str = "user",
-        **kwargs: Any,
+        **kwargs: Unpack[RevisionOptions],
     ) -> CascadeReport:
         """See :meth:`memlineage.MemoryManager.supersede`."""
         scope = Scope.coerce(scope)
@@ -546,7 +573,7 @@ class WritePath:
         *,
         scope: Scope | Mapping[str, Any] | str,
         source: Source | str | None = None,
-        **kwargs: Any,
+        **kwargs: Unpack[RevisionOptions],
     ) -> Memory:
         """See :meth:`memlineage.MemoryManager.revise`."""
         old = self.reads.require(memory_id, scope=scope)
