@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from memlineage._forget import memories_erased, scope_erased
 from memlineage._verbs._calls import async_twin, verb
@@ -12,34 +12,12 @@ from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import Activity, Memory, MemoryKind, Scope, Source, as_utc
 from memlineage.services import Services
 from memlineage.services.consolidate import SummarizerLike
+from memlineage.services.write import RememberOptions
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = ["RememberOptions", "WriteVerbs"]
-
-
-class RememberOptions(TypedDict, total=False):
-    """The keyword arguments of :meth:`WriteVerbs.remember` besides ``content``, ``scope`` and ``source``.
-
-    What :meth:`WriteVerbs.supersede` and :meth:`WriteVerbs.revise` take for the new version.
-    """
-
-    kind: MemoryKind | str | None
-    tags: Iterable[str]
-    metadata: Mapping[str, Any] | None
-    derived_from: Iterable[str]
-    confidence: float
-    activity_id: str | None
-    parent_activity_id: str | None
-    valid_from: datetime | None
-    ttl: timedelta | float | None
-    slot: str | None
-    trust: float | None
-    context_hash: str | None
-    embedding: Sequence[float] | None
-    force: bool
-    goal: str | None
 
 
 class WriteVerbs:

@@ -55,16 +55,17 @@ from memlineage.services.reads import Reads
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["WritePath"]
+__all__ = ["RememberOptions", "WritePath"]
 
 logger = logging.getLogger(__name__)
 
 
-class RevisionOptions(TypedDict, total=False):
-    """The keyword arguments :meth:`WritePath.supersede` and :meth:`WritePath.revise` take past ``scope``, ``source``.
+class RememberOptions(TypedDict, total=False):
+    """The keyword arguments of ``remember()`` besides ``content``, ``scope`` and ``source``.
 
-    Those of ``remember()``, handed on to :meth:`~memlineage.services.draft.DraftBuilder.draft`, which checks them
-    at run time.
+    What ``supersede()`` and ``revise()`` take for the new version (:meth:`WritePath.supersede`,
+    :meth:`WritePath.revise`), handed on to :meth:`~memlineage.services.draft.DraftBuilder.draft`, which checks
+    them at run time.
     """
 
     kind: MemoryKind | str | None
@@ -524,7 +525,7 @@ class WritePath:
         *,
         scope: Scope | Mapping[str, Any] | str,
         source: Source | str = "user",
-        **kwargs: Unpack[RevisionOptions],
+        **kwargs: Unpack[RememberOptions],
     ) -> CascadeReport:
         """See :meth:`memlineage.MemoryManager.supersede`."""
         scope = Scope.coerce(scope)
@@ -532,7 +533,7 @@ class WritePath:
         if old.status.value not in LIVE:
             msg = f"memory {old_id!r} is {old.status.value}; supersede its newest version instead"
             raise InvalidInputError(msg)
-        params = {
+        params: RememberOptions = {
             "kind": old.kind,
             "tags": old.tags,
             "metadata": old.metadata,
@@ -573,7 +574,7 @@ class WritePath:
         *,
         scope: Scope | Mapping[str, Any] | str,
         source: Source | str | None = None,
-        **kwargs: Unpack[RevisionOptions],
+        **kwargs: Unpack[RememberOptions],
     ) -> Memory:
         """See :meth:`memlineage.MemoryManager.revise`."""
         old = self.reads.require(memory_id, scope=scope)
