@@ -1,0 +1,118 @@
+"""The route of a user's correction from the LangChain callback to the cascade (issue 29), counted at run time.
+
+A scripted ``AgentExecutor`` turn says "I live in Paris", the next one "Correction: I live in Lyon, not Paris".
+Printed: the project files on the call stack when the cascade starts (the path the correction travels down; a file
+entered again after another one is a return), and every project file that any call entered from the callback's
+``on_chain_start`` until then (update detection, the gates and the ledger included).
+
+Run from the repository root: ``.venv/bin/python scripts/correction_route.py``.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path.cwd()
+sys.path.insert(0, str(ROOT))
+
+import memlineage.services.cascade as cascade_module  # noqa: E402
+from langchain_core.messages import AIMessage  # noqa: E402
+from memlineage import MemoryManager, Scope  # noqa: E402
+from memlineage.testing import make_manager  # noqa: E402
+
+from memlineage_langchain import LineageCaptureCallback  # noqa: E402
+from tests.unit.langchain.conftest import get_weather, scripted  # noqa: E402
+from tests.unit.langchain.test_agent_executor import executor, memory_for, weather_model  # noqa: E402
+
+SCOPE = Scope(user_id="alice", session_id="s1")
+
+
+def _ours(filename: str) -> bool:
+    return "/memlineage" in filename and "site-packages" not in filename
+
+
+def _rel(filename: str) -> str:
+    return str(Path(filename).resolve().relative_to(ROOT))
+
+
+def _two_turns(mm: MemoryManager) -> None:
+    """The first turn, then the correction (the caller instruments the second)."""
+    handler = LineageCaptureCallback(mm, scope=SCOPE, raise_error=True)
+    memory = memory_for(mm, SCOPE)
+    first = executor(weather_model("Paris", answer="Pack sunglasses."), [get_weather], memory)
+    first.invoke({"input": "I live in Paris, what should I pack?"}, config={"callbacks": [handler]})
+    second = executor(scripted(AIMessage(content="Noted, Lyon.")), [get_weather], memory)
+    mm.__dict__["_route_turn"] = lambda: second.invoke(
+        {"input": "Correction: I live in Lyon, not Paris"}, config={"callbacks": [handler]}
+    )
+
+
+def stack_route() -> list[tuple[str, str]]:
+    """The project files on the stack when the cascade starts, from the callback down: ``(file, functions)``."""
+    mm = make_manager()
+    _two_turns(mm)
+    stacks: list[traceback.StackSummary] = []
+    original = cascade_module.Cascade.invalidate
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        stacks.append(traceback.extract_stack())
+        return original(self, *args, **kwargs)
+
+    cascade_module.Cascade.invalidate = spy  # type: ignore[method-assign]
+    try:
+        mm.__dict__["_route_turn"]()
+    finally:
+        cascade_module.Cascade.invalidate = original  # type: ignore[method-assign]
+    frames = [f for f in stacks[0] if _ours(f.filename)]
+    start = next(i for i, f in enumerate(frames) if "memlineage_langchain" in f.filename)
+    route: list[tuple[str, str]] = []
+    for f in frames[start:]:
+        if route and route[-1][0] == _rel(f.filename):
+            route[-1] = (route[-1][0], f"{route[-1][1]} > {f.name}")
+        else:
+            route.append((_rel(f.filename), f.name))
+    return route
+
+
+def every_file() -> list[str]:
+    """Every project file a call entered from the callback's ``on_chain_start`` until the cascade, in call order."""
+    mm = make_manager()
+    _two_turns(mm)
+    seen: list[str] = []
+    state = {"on": False, "done": False}
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event != "call" or state["done"] or not _ours(frame.f_code.co_filename):
+            return
+        name, filename = frame.f_code.co_name, frame.f_code.co_filename
+        state["on"] = state["on"] or (name == "on_chain_start" and "_callback" in filename)
+        if state["on"]:
+            seen.append(_rel(filename))
+            state["done"] = name == "invalidate" and "cascade" in filename
+
+    sys.setprofile(profile)
+    try:
+        mm.__dict__["_route_turn"]()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def main() -> None:
+    """Print both counts."""
+    route = stack_route()
+    files = [file for file, _ in route]
+    returns = [f for i, f in enumerate(files) if f in files[:i]]
+    for file, functions in route:
+        print(f"  {file}: {functions}")
+    print(f"on the stack: {len(route)} stops, {len(set(files))} files, {len(returns)} returns {returns}")
+    seen = every_file()
+    print(f"every call until the cascade: {len(seen)} calls in {len(set(seen))} files")
+
+
+if __name__ == "__main__":
+    main()
