@@ -147,8 +147,9 @@ def test_import_linter_contracts_hold():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([exe, "--no-cache"], capture_output=True, text=True, cwd=root)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "3 kept, 0 broken" in out.stdout
+    assert "4 kept, 0 broken" in out.stdout
     assert "core layers: facade over services over gates and ports over storage KEPT" in out.stdout
+    assert "only the ledger speaks SQL KEPT" in out.stdout
 
 
 def test_agent_demo_is_found_through_its_entry_point():
