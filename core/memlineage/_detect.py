@@ -14,11 +14,9 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Select, bindparam, select
 
 from memlineage import telemetry
 from memlineage._draft import Draft
@@ -26,8 +24,9 @@ from memlineage._forget import text_cache
 from memlineage.errors import PolicyViolationError
 from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.index import IndexFilter, VectorIndex
-from memlineage.ledger import Ledger, row_to_memory
-from memlineage.ledger._schema import activities, memories
+from memlineage.ledger import Connection, Ledger, row_to_memory
+from memlineage.ledger._queries_activities import activity_meta
+from memlineage.ledger._queries_detect import scope_rows
 from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, from_epoch, new_id
 from memlineage.reconcile import (
     APPLY_CONFIDENCE,
@@ -66,13 +65,6 @@ RECENT = 50
 RECENT_CJK = 200
 #: In-batch earlier statements count as neighbours at or above this cosine similarity.
 BATCH_SIMILARITY = 0.6
-
-#: The columns update detection reads (never the embedding blobs).
-_COLUMNS = (
-    memories.c.id, memories.c.user_id, memories.c.agent_id, memories.c.kind, memories.c.status,
-    memories.c.source_kind, memories.c.source_name, memories.c.content, memories.c.slot, memories.c.valid_from,
-    memories.c.recorded_at, memories.c.session_id,
-)  # fmt: skip
 
 #: Runs update / delete policies (operation, memories, scope, source); raises on a refusal, its result is unused.
 CheckOperation = Callable[[str, Sequence[Memory], Scope, Source], object]
@@ -270,9 +262,7 @@ def _tool_arguments(ports: _Ports, d: Draft) -> object:
             return d.metadata[key]
     if d.activity_id:
         with ports.ledger.read() as conn:
-            row = conn.execute(
-                select(activities.c.meta, activities.c.user_id).where(activities.c.id == d.activity_id)
-            ).first()
+            row = activity_meta(conn, d.activity_id)
         if row is not None and row[1] in (None, d.scope.user_id):
             meta = row[0] or {}
             for key in ("arguments", "tool_args", "tool_input", "input"):
@@ -427,9 +417,9 @@ class _Reads:
 
     The slot holders of a scope and its most recent statements are the same for every draft of a call (nothing is
     written before persistence), so each is read once and shared (read only); the statements are built once per
-    shape (:func:`_scope_query`), so a read costs its execution only, with the same SQL as a statement built per
-    draft. Used as a context manager around the reads of one draft: a connection is opened on the first read
-    that is not already known, and closed when the draft is done.
+    shape (:func:`memlineage.ledger._queries_detect.scope_query`), so a read costs its execution only, with
+    the same SQL as a statement built per draft. Used as a context manager around the reads of one draft: a
+    connection is opened on the first read that is not already known, and closed when the draft is done.
     """
 
     def __init__(self, ledger: Ledger) -> None:
@@ -454,48 +444,31 @@ class _Reads:
         found = self._known.get(key)
         if found is None:
             if slot is not None:
-                found = self._execute("slot", user, agent, None, slot=slot)
+                found = self._execute("slot", user, agent, slot=slot)
             else:
-                found = self._execute("recent", user, agent, limit)
+                found = self._execute("recent", user, agent, limit=limit)
             self._known[key] = found
         return found
 
     def rows_by_id(self, user: str, agent: str | None, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Live rows of the scope among ``ids``."""
-        return self._execute("ids", user, agent, None, ids=list(ids))
+        return self._execute("ids", user, agent, ids=list(ids))
 
     def _execute(
-        self, shape: str, user: str, agent: str | None, limit: int | None, **params: object
+        self,
+        shape: str,
+        user: str,
+        agent: str | None,
+        *,
+        limit: int | None = None,
+        slot: str | None = None,
+        ids: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Run the ``shape`` read of the scope (:func:`_scope_query`) with ``params`` on the call's connection."""
+        """Run the ``shape`` read of the scope (``slot``, ``recent`` or ``ids``) on the call's connection."""
         if self._conn is None:
             self._stack = ExitStack()
             self._conn = self._stack.enter_context(self.ledger.read())
-        params.update(user=user, live=list(_LIVE))
-        if agent is not None:
-            params["agent"] = agent
-        query = _scope_query(shape, agent is None, limit)
-        return [dict(r) for r in self._conn.execute(query, params).mappings()]
-
-
-@cache
-def _scope_query(shape: str, agent_null: bool, limit: int | None) -> Select[Any]:
-    """The candidate read of one shape (``slot``, ``recent`` or ``ids``), with bound parameters.
-
-    The live rows of a scope (``:user``, the agent, ``:live`` statuses), then ``slot = :slot``, the ``limit``
-    newest (``ORDER BY recorded_at DESC``) or ``id IN :ids``: the same SQL as the statement built with the values.
-    """
-    agent = memories.c.agent_id.is_(None) if agent_null else memories.c.agent_id == bindparam("agent")
-    mine = (memories.c.user_id == bindparam("user"), agent, memories.c.status.in_(bindparam("live", expanding=True)))
-    query = select(*_COLUMNS)
-    if shape == "slot":
-        return query.where(*mine, memories.c.slot == bindparam("slot"))
-    if shape == "ids":
-        return query.where(*mine, memories.c.id.in_(bindparam("ids", expanding=True)))
-    # the recent read serves user statements, which only revise user statements: tool results and answers in a
-    # chat do not crowd them out of the window
-    user_said = memories.c.source_kind == SourceKind.USER.value
-    return query.where(*mine, user_said).order_by(memories.c.recorded_at.desc()).limit(limit)
+        return scope_rows(self._conn, shape, user, agent, _LIVE, limit=limit, slot=slot, ids=ids)
 
 
 class _Earlier:

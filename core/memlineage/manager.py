@@ -20,8 +20,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
-from sqlalchemy.engine import make_url
-
 from memlineage._store_lock import StoreLock, acquire_lock
 from memlineage._verbs._calls import async_twin, verb
 from memlineage._verbs.activity import ActivityVerbs
@@ -32,7 +30,7 @@ from memlineage.extractors._llm import LanguageModel
 from memlineage.index import ChromaIndex, Embedder, OnnxMiniLMEmbedder, ScopedVectorIndex, VectorIndex, ensure_embedder
 from memlineage.index._embedding import EmbedderLike
 from memlineage.index.lexical import LexicalIndex
-from memlineage.ledger import Ledger
+from memlineage.ledger import Ledger, url_without_password
 from memlineage.models import DEFAULT_TRUST, Scope, as_utc, utcnow
 from memlineage.policy import Policy, PolicyEngine, builtin_policies
 from memlineage.policy._enforce import ensure_engine
@@ -540,7 +538,7 @@ def collection_for(ledger_url: str | None, schema: str | None = None) -> str:
     if ledger_url is None:
         return DEFAULT_COLLECTION
     try:
-        url = make_url(ledger_url).render_as_string(hide_password=True)
+        url = url_without_password(ledger_url)
     except Exception:  # noqa: BLE001 - an unparsable URL fails in Ledger() with its own message
         url = ledger_url
     digest = hashlib.sha256(f"{url}\x1f{schema or ''}".encode()).hexdigest()[:12]

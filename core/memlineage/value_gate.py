@@ -16,13 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import case, select, update
-
 from memlineage.extractors import InfoType, content_terms
 from memlineage.extractors._patterns import has_cjk
 from memlineage.index import IndexFilter, VectorIndex
 from memlineage.ledger import Ledger, row_to_memory
-from memlineage.ledger._schema import memories
+from memlineage.ledger._queries_memories import active_rows, reinforce_values
 from memlineage.models import MemoryKind, Scope
 from memlineage.ports import Archiver, Clock
 from memlineage.value import BufferedItem, ReinforcementBatch, ShortTermBuffer, SweepReport, ValueModel
@@ -273,13 +271,7 @@ class ValueGate:
         assert self.model is not None
         step = self.model.profile.reinforcement
         with self.ledger.transaction() as conn:
-            for memory_id, uses, _last in entries:
-                bump = step * uses
-                conn.execute(
-                    update(memories)
-                    .where(memories.c.id == memory_id)
-                    .values(value=case((memories.c.value + bump > 1.0, 1.0), else_=memories.c.value + bump))
-                )
+            reinforce_values(conn, [(memory_id, step * uses) for memory_id, uses, _last in entries])
 
     # ------------------------------------------------------------------ forget gate
     def sweep(self, *, now: datetime | None = None, scope: Scope | None = None) -> SweepReport:
@@ -296,17 +288,13 @@ class ValueGate:
         vm = self.model or ValueModel()
         self.flush()
         now = now or self.clock()
-        cond = [memories.c.status == "active"]
-        if scope is not None:
-            cond.append(memories.c.user_id == scope.user_id)
-            if scope.agent_id is not None:
-                cond.append(memories.c.agent_id == scope.agent_id)
+        user, agent = (scope.user_id, scope.agent_id) if scope is not None else (None, None)
         report = SweepReport(now=now)
         low: dict[str, float] = {}
         with self.ledger.read() as conn:
-            for row in conn.execute(select(memories).where(*cond)).mappings():
+            for row in active_rows(conn, user_id=user, agent_id=agent):
                 report.checked += 1
-                mem = row_to_memory(dict(row))
+                mem = row_to_memory(row)
                 v_eff = vm.memory_effective_value(mem, now)
                 if v_eff < vm.profile_for(mem.scope).forget_threshold:
                     low[mem.id] = v_eff

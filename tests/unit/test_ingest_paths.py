@@ -13,10 +13,12 @@ from datetime import timedelta
 import numpy as np
 import pytest
 from memlineage import Scope, Status
-from memlineage._detect import _COLUMNS, _LIVE, BATCH_SIMILARITY, _Earlier, _scope_query
+from memlineage._detect import _LIVE, BATCH_SIMILARITY, _Earlier
 from memlineage.errors import InvalidInputError
 from memlineage.extractors._patterns import AnyOf, tables
 from memlineage.extractors._rules import strip_transcript_prefix
+from memlineage.ledger._queries_detect import DETECT_COLUMNS as _COLUMNS
+from memlineage.ledger._queries_detect import scope_query as _scope_query
 from memlineage.ledger._schema import memories
 from memlineage.models import Activity, utcnow
 from memlineage.reconcile._text import _FIRST_PERSON, _profile, _without_cues, may_revise, withdraws

@@ -34,6 +34,9 @@ EXPECTED_ALL = {
     ],
     "memlineage.ledger": [
         "HEAD", "Event", "Ledger", "decode_vector", "encode_vector", "memory_to_row", "migrate", "row_to_memory",
+        # the SQLAlchemy names code outside the ledger may use (only the ledger imports SQLAlchemy)
+        "Connection", "IntegrityError", "OperationalError", "SQLAlchemyError", "Table", "has_memory_table",
+        "hide_url_password", "url_without_password",
     ],
     "memlineage.extractors": [
         "FeatureExtractor", "GoalRelation", "InfoType", "LLMExtractor", "LLMFeatureOutput", "MemoryFeatures",
@@ -144,8 +147,9 @@ def test_import_linter_contracts_hold():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([exe, "--no-cache"], capture_output=True, text=True, cwd=root)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "3 kept, 0 broken" in out.stdout
+    assert "4 kept, 0 broken" in out.stdout
     assert "core layers: facade over services over gates and ports over storage KEPT" in out.stdout
+    assert "only the ledger speaks SQL KEPT" in out.stdout
 
 
 def test_agent_demo_is_found_through_its_entry_point():

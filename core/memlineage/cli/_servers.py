@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from sqlalchemy.exc import SQLAlchemyError
 
 from memlineage.cli._app import ChromaOpt, ChromaPortOpt, CreateOpt, LedgerOpt, PathOpt, _Fail, err_console
 from memlineage.cli._store import _ensure_exists, _redacted, _settings
 from memlineage.errors import MemLineageError, StoreLockedError
+from memlineage.ledger import SQLAlchemyError
 from memlineage.manager import MemoryManager
 from memlineage.models import Scope
 

@@ -12,12 +12,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from sqlalchemy.exc import SQLAlchemyError
 
 from memlineage._demo import run_core_demo
 from memlineage.cli._app import LedgerOpt, PathOpt, _progress, console, err_console
 from memlineage.cli._store import _redacted, _settings
 from memlineage.errors import MemLineageError
+from memlineage.ledger import SQLAlchemyError
 from memlineage.ledger import migrate as migrate_ledger
 from memlineage.manager import DEFAULT_DIR
 

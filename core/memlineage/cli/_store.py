@@ -12,14 +12,11 @@ from typing import Any
 import numpy as np
 import typer
 from rich.markup import escape
-from sqlalchemy import create_engine, inspect
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from memlineage.cli._app import _Fail, err_console
 from memlineage.errors import MemLineageError, StoreLockedError
 from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, index_metadata
-from memlineage.ledger import Ledger
+from memlineage.ledger import Ledger, SQLAlchemyError, has_memory_table, hide_url_password
 from memlineage.manager import DEFAULT_DIR, MemoryManager, collection_for
 from memlineage.models import Scope, Status, match_short_id
 from memlineage.policy import builtin_policies
@@ -48,14 +45,7 @@ def _redacted(text: str, settings: MemLineageSettings | None) -> str:
     url = getattr(settings, "ledger_url", None) if settings is not None else None
     if not url:
         return text
-    try:
-        parsed = make_url(url)
-    except (ArgumentError, ValueError):
-        return text
-    if parsed.password:
-        text = text.replace(url, parsed.render_as_string(hide_password=True))
-        text = text.replace(str(parsed.password), "***")
-    return text
+    return hide_url_password(text, url)
 
 
 def _embedder(settings: MemLineageSettings) -> Any:
@@ -81,14 +71,11 @@ def _chroma_client(settings: MemLineageSettings) -> Any:
 
 
 def _has_ledger_tables(url: str, schema: str | None = None) -> bool:
-    engine = create_engine(url)
     try:
-        return inspect(engine).has_table("ml_memories", schema=schema)
+        return has_memory_table(url, schema)
     except SQLAlchemyError as exc:
         msg = f"cannot reach the ledger at {url!r}: {exc}; check --ledger-url / MEMLINEAGE_LEDGER_URL"
         raise _Fail(msg) from None
-    finally:
-        engine.dispose()
 
 
 def _ensure_exists(settings: MemLineageSettings, create: bool) -> None:

@@ -11,12 +11,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from sqlalchemy.exc import SQLAlchemyError
 
 from memlineage.cli._app import ChromaOpt, ChromaPortOpt, LedgerOpt, PathOpt, _Fail, _progress, console
 from memlineage.cli._store import _ensure_exists, _fail, _settings, _writer
 from memlineage.errors import MemLineageError
-from memlineage.ledger import Ledger
+from memlineage.ledger import Ledger, SQLAlchemyError
 from memlineage.manager import DEFAULT_DIR
 from memlineage.transfer._backup import snapshot_ledger
 

@@ -6,9 +6,36 @@ Internal to MemLineage apart from :class:`Ledger` (to build a :class:`memlineage
 
 from memlineage.ledger._ledger import Ledger
 from memlineage.ledger._rows import Event, decode_vector, encode_vector, memory_to_row, row_to_memory
+from memlineage.ledger._sql import (
+    Connection,
+    IntegrityError,
+    OperationalError,
+    SQLAlchemyError,
+    Table,
+    has_memory_table,
+    hide_url_password,
+    url_without_password,
+)
 from memlineage.ledger._versions import HEAD
 
-__all__ = ["HEAD", "Event", "Ledger", "decode_vector", "encode_vector", "memory_to_row", "migrate", "row_to_memory"]
+__all__ = [
+    "HEAD",
+    "Connection",
+    "Event",
+    "IntegrityError",
+    "Ledger",
+    "OperationalError",
+    "SQLAlchemyError",
+    "Table",
+    "decode_vector",
+    "encode_vector",
+    "has_memory_table",
+    "hide_url_password",
+    "memory_to_row",
+    "migrate",
+    "row_to_memory",
+    "url_without_password",
+]
 
 
 def migrate(url: str, *, schema: str | None = None) -> tuple[str, str]:

@@ -24,10 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection
-
 from memlineage.errors import ConflictError
-from memlineage.ledger import Ledger
+from memlineage.ledger import Connection, Ledger
 from memlineage.lineage import evaluate_cascade
 from memlineage.models import Scope, Status, new_id
 from memlineage.services._rows import LIVE, event_row

@@ -13,11 +13,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, update
-
 from memlineage.errors import LineageCycleError
-from memlineage.ledger import Ledger
-from memlineage.ledger._schema import supports
+from memlineage.ledger import Connection, Ledger
+from memlineage.ledger._queries_graph import set_support_premises
 from memlineage.models import Relation, Status, to_epoch
 from memlineage.services._concurrency import lock_premises, settle
 from memlineage.services._rows import edge_row, event_row
@@ -70,9 +68,7 @@ def corroborate(ledger: Ledger, conn: Connection, row: dict[str, Any], d: Draft,
                     for p in extra
                 ],
             )
-            conn.execute(
-                update(supports).where(supports.c.id == own["id"]).values(premises=own["premises"] + len(extra))
-            )
+            set_support_premises(conn, own["id"], own["premises"] + len(extra))
             # a premise added to a conjunctive group can only lower trust (minimum over all premises)
             ledger.update_memories(conn, [mid], {"trust": min(row["trust"], d.trust)})
         data: dict[str, Any] = {"source": str(d.source), "new_premises": extra if own["premises"] > 0 else []}

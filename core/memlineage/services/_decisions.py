@@ -12,9 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection
-
-from memlineage.ledger import Ledger
+from memlineage.ledger import Connection, Ledger
 from memlineage.models import Activity, Relation, SourceKind, from_epoch, new_id, to_epoch
 from memlineage.reconcile import Action, UpdateDecision
 from memlineage.reconcile._text import untouched_clauses

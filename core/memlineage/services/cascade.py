@@ -11,13 +11,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, select
-
 from memlineage import telemetry
 from memlineage._gcpause import gc_paused
 from memlineage.errors import MemoryNotFoundError
-from memlineage.ledger import Ledger
-from memlineage.ledger._schema import memories
+from memlineage.ledger import Connection, Ledger
+from memlineage.ledger._queries_memories import due_for_expiry
 from memlineage.lineage import plan_cascade
 from memlineage.models import Activity, Relation, Scope, Status, new_id, to_epoch
 from memlineage.ports import Clock, IndexSyncer
@@ -166,11 +164,9 @@ class Cascade:
             The ids that expired now.
         """
         t = to_epoch(self.clock())
-        cond = [memories.c.expires_at.is_not(None), memories.c.expires_at <= t, memories.c.status.in_(LIVE)]
-        if scope is not None:
-            cond.append(memories.c.user_id == Scope.coerce(scope).user_id)
+        user = Scope.coerce(scope).user_id if scope is not None else None
         with self.ledger.read() as conn:
-            due = [r[0] for r in conn.execute(select(memories.c.id).where(*cond))]
+            due = due_for_expiry(conn, t, LIVE, user_id=user)
         return self.expire(due)
 
     def expire(self, ids: Sequence[str], reason: str = "ttl elapsed") -> list[str]:

@@ -20,7 +20,6 @@ from typing import Any, cast
 
 import numpy as np
 from pydantic import BaseModel, Field
-from sqlalchemy import select
 
 from memlineage._indexsync import LINGER_S, DeferredIndexSync
 from memlineage.errors import StorageError
@@ -28,7 +27,7 @@ from memlineage.index import index_metadata
 from memlineage.index._base import DOCUMENT_KEY, STAMP_KEY
 from memlineage.index._scoped import IN_ANN
 from memlineage.ledger import Ledger, encode_vector
-from memlineage.ledger._schema import INDEXABLE_STATES, memories
+from memlineage.ledger._queries_index import INDEXABLE_STATES, lexical_rows
 from memlineage.models import Relation, Status
 from memlineage.ports import LexicalIndexPort, VectorIndex
 from memlineage.services.embedding import Embedding
@@ -89,9 +88,8 @@ def ledger_loader(ledger: Ledger) -> Callable[[str], list[tuple[str, str, dict[s
     """The lexical leg's loader: one user's indexable memories from ``ledger``, as ``(id, text, metadata)``."""
 
     def load(user_id: str) -> list[tuple[str, str, dict[str, Any]]]:
-        query = select(memories).where(memories.c.user_id == user_id, memories.c.index_state.in_(INDEXABLE_STATES))
         with ledger.transaction() as conn:
-            rows = [dict(r) for r in conn.execute(query).mappings()]
+            rows = lexical_rows(conn, user_id)
         return [(r["id"], text, _held_metadata(r)) for r, text in zip(rows, lexical_texts(ledger, rows))]
 
     return load

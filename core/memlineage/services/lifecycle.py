@@ -11,15 +11,14 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, case, select
-from sqlalchemy.exc import OperationalError
-
 from memlineage import telemetry
 from memlineage._forget import clear_text_caches
 from memlineage.errors import ConflictError, InvalidInputError, MemoryNotFoundError
-from memlineage.ledger import Ledger
+from memlineage.ledger import Connection, Ledger, OperationalError
 from memlineage.ledger._erase import ErasureSet
-from memlineage.ledger._schema import activities, events, memories
+from memlineage.ledger._queries_erase import redact_erased_activities, redact_erased_memories, truncate_wal
+from memlineage.ledger._queries_events import memories_with_event
+from memlineage.ledger._queries_memories import generated_by, revisions_of, scope_memory_ids
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import (
     Activity,
@@ -189,10 +188,8 @@ class Lifecycle:
         meta = dict(row["meta"] or {})
         target = str(meta.get("target"))
         t = to_epoch(now)
-        marked = conn.execute(
-            select(events.c.memory_id).where(events.c.activity_id == decision_id, events.c.type == "suspect")
-        ).all()
-        statuses = self.ledger.statuses([m[0] for m in marked if m[0]], conn)
+        marked = memories_with_event(conn, decision_id, "suspect")
+        statuses = self.ledger.statuses([m for m in marked if m], conn)
         candidates = sorted(m for m, st in statuses.items() if st == Status.SUSPECT.value)
         values: dict[str, Any] = {"status": Status.ACTIVE.value, "invalidated_at": None, "index_state": "stale"}
         if row["name"] == Action.UPDATE.value:
@@ -202,16 +199,7 @@ class Lifecycle:
         # What the decision generated (the untouched clauses it carried over) goes with it: the target is whole
         # again. The decisions those clauses made (stores written before carried-over clauses skipped detection)
         # are undone first.
-        carried = [
-            r[0]
-            for r in conn.execute(
-                select(memories.c.id).where(
-                    memories.c.activity_id == decision_id,
-                    memories.c.user_id == scope.user_id,
-                    memories.c.status.in_(LIVE),
-                )
-            )
-        ]
+        carried = generated_by(conn, decision_id, scope.user_id, LIVE)
         for sub in self._decisions_made_by(conn, carried, scope):
             touched += self._undo_in(conn, sub, scope, reason, now)
         for mid in carried:
@@ -419,22 +407,13 @@ class Lifecycle:
             )  # fmt: skip
             erased.record_invalidation(activity_id=act, at=t, data={"reason": reason})
             roots = erased.premises_of_others()
-            erased.redact_memories(
-                {
-                    "content": "", "content_hash": "erased", "meta": {}, "tags": [], "assessment": None, "slot": None,
-                    "status": Status.ERASED.value, "index_state": "removing", "context_hash": None,
-                    # the time of the first erasure stays on a memory erased before
-                    "invalidated_at": case((memories.c.status == Status.ERASED.value, memories.c.invalidated_at),
-                                           else_=t),
-                }
-            )  # fmt: skip
+            redact_erased_memories(erased, t)
             for root in roots:  # what was derived from the erased memories, outside them: suspect unless supported
                 suspects.extend(x for x in self.cascade.below(conn, root, Status.ERASED, now, activity_id=act))
             successors = erased.successors()
             redacted = erased.redact_events(user if memory_id is None and scope == Scope(user_id=user) else None,
                                             keep_types=("erasure_receipt",))  # fmt: skip
-            acts = erased.redact_activities(self._scope_conditions(scope) if memory_id is None else None, user,
-                                            keep=act)  # fmt: skip
+            acts = redact_erased_activities(erased, user, scope=scope if memory_id is None else None, keep=act)
             erased.close()
             self.ledger.insert_events(
                 conn,
@@ -458,26 +437,7 @@ class Lifecycle:
     def _scope_ids(self, scope: Scope) -> list[str]:
         """Every memory of the scope: the user's, or only one agent's / session's when the scope names one."""
         with self.ledger.read() as conn:
-            query = select(memories.c.id).where(*self._memory_conditions(scope))
-            return [r[0] for r in conn.execute(query.order_by(memories.c.recorded_at, memories.c.id))]
-
-    @staticmethod
-    def _memory_conditions(scope: Scope) -> list[Any]:
-        cond = [memories.c.user_id == scope.user_id]
-        if scope.agent_id is not None:
-            cond.append(memories.c.agent_id == scope.agent_id)
-        if scope.session_id is not None:
-            cond.append(memories.c.session_id == scope.session_id)
-        return cond
-
-    @staticmethod
-    def _scope_conditions(scope: Scope) -> list[Any]:
-        cond = [activities.c.user_id == scope.user_id]
-        if scope.agent_id is not None:
-            cond.append(activities.c.agent_id == scope.agent_id)
-        if scope.session_id is not None:
-            cond.append(activities.c.session_id == scope.session_id)
-        return cond
+            return scope_memory_ids(conn, scope.user_id, scope.agent_id, scope.session_id)
 
     def _revision_chain(self, mid: str) -> list[str]:
         chain = [mid]
@@ -489,7 +449,7 @@ class Lifecycle:
         frontier = [mid]
         with self.ledger.read() as conn:
             while frontier:
-                nxt = [r[0] for r in conn.execute(select(memories.c.id).where(memories.c.supersedes.in_(frontier)))]
+                nxt = revisions_of(conn, frontier)
                 nxt = [n for n in nxt if n not in chain]
                 chain.extend(nxt)
                 frontier = nxt
@@ -512,11 +472,8 @@ class Lifecycle:
             purge(ids)
         if self.ledger.is_sqlite and not self.ledger.shared_connection:
             # an in-memory database has no write-ahead log; its one connection is shared with other threads
-            with self.ledger.transaction() as conn:
-                conn.exec_driver_sql("SELECT 1")
             try:
-                with self.ledger.engine.connect() as conn:
-                    conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                truncate_wal(self.ledger)
             except OperationalError as exc:  # a reader holds the log: the next checkpoint truncates it
                 _log.warning("erasure: WAL checkpoint deferred (%s); the redaction itself is committed", exc)
                 telemetry.count("memlineage.erase.checkpoint_deferred")

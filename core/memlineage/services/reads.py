@@ -10,11 +10,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select
-
 from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViolationError
 from memlineage.ledger import Event, Ledger, row_to_memory
-from memlineage.ledger._schema import memories
+from memlineage.ledger._queries_memories import find_rows, slot_names
 from memlineage.lineage import Explanation
 from memlineage.models import (
     Activity,
@@ -102,18 +100,18 @@ class Reads:
             check_id(slot, "slot")
         wanted_tags = set(normalize_tags(tags))
         statuses = list(LIVE) if include_suspect else [Status.ACTIVE.value]
-        cond = [memories.c.user_id == scope.user_id, memories.c.status.in_(statuses)]
-        if scope.agent_id is not None:
-            cond.append(memories.c.agent_id.is_(None) | (memories.c.agent_id == scope.agent_id))
-        if session_only and scope.session_id is not None:
-            cond.append(memories.c.session_id == scope.session_id)
-        if slot is not None:
-            cond.append(memories.c.slot == slot)
-        if kinds_wanted is not None:
-            cond.append(memories.c.kind.in_(kinds_wanted))
-        query = select(memories.c.id, memories.c.tags).where(*cond).order_by(memories.c.recorded_at, memories.c.id)
+        session = scope.session_id if session_only else None
         with self.ledger.read() as conn:
-            ids = [r[0] for r in conn.execute(query) if wanted_tags <= set(r[1] or ())]
+            found = find_rows(
+                conn,
+                scope.user_id,
+                statuses,
+                agent_id=scope.agent_id,
+                session_id=session,
+                slot=slot,
+                kinds=kinds_wanted,
+            )
+            ids = [mid for mid, mem_tags in found if wanted_tags <= set(mem_tags or ())]
         ids = ids[offset:] if limit is None else ids[offset : offset + limit]
         if newest is not None:
             ids = ids[max(0, len(ids) - newest) :] if newest else []
@@ -127,7 +125,8 @@ class Reads:
         admin: tuple[str, str] | None = None,
     ) -> list[tuple[str, str]]:
         """See :meth:`memlineage.MemoryManager.slots`."""
-        cond: list[ColumnElement[bool]] = [memories.c.slot.is_not(None), memories.c.status.in_(list(LIVE))]
+        user: str | None = None
+        agent: str | None = None
         if scope is None:
             actor, reason = admin or ("", "")
             if not (isinstance(actor, str) and actor.strip() and isinstance(reason, str) and reason.strip()):
@@ -140,14 +139,9 @@ class Reads:
                 self.ledger.insert_events(conn, [event])
         if scope is not None:
             s = Scope.coerce(scope)
-            cond.append(memories.c.user_id == s.user_id)
-            if s.agent_id is not None:
-                cond.append(memories.c.agent_id.is_(None) | (memories.c.agent_id == s.agent_id))
-        if prefix:
-            cond.append(memories.c.slot.startswith(prefix, autoescape=True))
-        query = select(memories.c.user_id, memories.c.slot).where(*cond).distinct()
+            user, agent = s.user_id, s.agent_id
         with self.ledger.read() as conn:
-            return sorted((r[0], r[1]) for r in conn.execute(query))
+            return slot_names(conn, list(LIVE), user_id=user, agent_id=agent, prefix=prefix)
 
     def slot_history(self, slot: str, *, scope: Scope | Mapping[str, Any] | str) -> list[Memory]:
         """See :meth:`memlineage.MemoryManager.slot_history`."""

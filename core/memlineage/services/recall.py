@@ -12,13 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import update
-
 from memlineage import telemetry
 from memlineage.errors import StorageError
 from memlineage.index import IndexFilter
 from memlineage.ledger import Ledger
-from memlineage.ledger._schema import memories
+from memlineage.ledger._queries_memories import record_use
 from memlineage.models import (
     Memory,
     MemoryKind,
@@ -192,11 +190,7 @@ class Recall:
         self.value.reinforce(ids, now)
         try:
             with self.ledger.transaction() as conn:
-                conn.execute(
-                    update(memories)
-                    .where(memories.c.id.in_(ids))
-                    .values(use_count=memories.c.use_count + 1, last_used_at=t)
-                )
+                record_use(conn, ids, t)
                 user = mems[0].scope.user_id
                 # an activity id is the reader's own: another user's activity of the same id gets no edge into this
                 # user's memories (a read neither fails nor tells that the id is taken)

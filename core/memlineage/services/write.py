@@ -15,8 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from sqlalchemy import Connection
-
 from memlineage import telemetry
 from memlineage._detect import detect_updates
 from memlineage._gcpause import gc_paused
@@ -27,7 +25,7 @@ from memlineage.errors import (
     MemoryNotFoundError,
     ScopeViolationError,
 )
-from memlineage.ledger import Ledger, encode_vector, memory_to_row
+from memlineage.ledger import Connection, Ledger, encode_vector, memory_to_row
 from memlineage.ledger._ledger import new_stamp_key
 from memlineage.lineage import CascadeReport
 from memlineage.models import (

@@ -13,14 +13,12 @@ from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 from pydantic import BaseModel, Field
-from sqlalchemy import Connection, insert
-from sqlalchemy.exc import IntegrityError
 
 from memlineage._version import __version__
 from memlineage.errors import ConflictError, InvalidInputError, StorageError
-from memlineage.ledger import HEAD, Ledger
+from memlineage.ledger import HEAD, Connection, IntegrityError, Ledger
+from memlineage.ledger import _tables_io as t
 from memlineage.models import Scope
-from memlineage.transfer import _tables as t
 
 __all__ = [
     "FORMAT",
@@ -446,7 +444,7 @@ def import_store(
             if not batch:
                 return
             try:
-                conn.execute(insert(current), batch)
+                t.insert_rows(conn, current, batch)
             except IntegrityError as exc:
                 msg = (
                     f"the target store already holds {t.record_type(current)} rows of {str(file)!r} (the same ids "

@@ -13,16 +13,20 @@ from typing import Any
 from memlineage._version import __version__
 from memlineage.errors import StorageError
 from memlineage.ledger import HEAD, Ledger, row_to_memory
-from memlineage.ledger._schema import activities, edges, events, memories
+from memlineage.ledger import _tables_io as t
 from memlineage.lineage import Explanation
 from memlineage.services._rows import row_activity
-from memlineage.transfer import _tables as t
 from memlineage.transfer._jsonl import FORMAT, ExportSummary, ProgressCallback, _atomic_target
 
 __all__ = ["export_prov"]
 
 #: PROV-JSON namespaces of the bundle.
 _PREFIX = {"ml": "https://memlineage.dev/ns#", "prov": "http://www.w3.org/ns/prov#"}
+
+#: The ledger tables a bundle draws on (its events are only counted).
+memories, activities, edges, events = (
+    t.table_named(n) for n in ("ml_memories", "ml_activities", "ml_edges", "ml_events")
+)
 
 
 def export_prov(

@@ -1,10 +1,13 @@
-"""Table-by-table access to the ledger for export and import, generic over :data:`memlineage.ledger._schema.metadata`.
+"""Table-by-table access to the ledger for export and import (:mod:`memlineage.transfer`), generic over the schema.
 
 Every table of the ledger's SQLAlchemy metadata is exported, so a table added by a later migration is carried
 without a change here. A column is encoded from its SQLAlchemy type (``LargeBinary`` as base64, everything else as
 its JSON value); one user's rows are the rows whose ``user_id`` is that user's or, for a table without one, whose
 ``memory_id`` names one of the user's memories. A table that has neither cannot be split by user and makes a
 one-user export fail rather than leave it out silently.
+
+The export and import code outside the ledger holds tables as opaque :class:`~memlineage.ledger.Table` handles
+(their ``name``, and what the functions here do with them): every statement on them is built here.
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, LargeBinary, Select, Table, func, select, text
+from sqlalchemy import Connection, LargeBinary, Select, Table, func, insert, select, text
 
 from memlineage.errors import InvalidInputError
-from memlineage.ledger import Ledger
+from memlineage.ledger._ledger import Ledger
 from memlineage.ledger._schema import memories, metadata
 from memlineage.models import Status
 
@@ -31,11 +34,13 @@ __all__ = [
     "decode_row",
     "encode_line",
     "encode_values",
+    "insert_rows",
     "row_digest",
     "rows_of",
     "snapshot",
     "surrogate_key",
     "table_for_type",
+    "table_named",
     "tables",
 ]
 
@@ -65,6 +70,15 @@ def _sorted_tables() -> tuple[Table, ...]:
 def tables() -> list[Table]:
     """The ledger's tables in dependency order (the order of an export's records)."""
     return list(_sorted_tables())
+
+
+def table_named(name: str) -> Table:
+    """The ledger table called ``name`` (e.g. ``"ml_memories"``).
+
+    Raises:
+        KeyError: the ledger has no table of that name.
+    """
+    return metadata.tables[name]
 
 
 def record_type(table: Table) -> str:
@@ -288,6 +302,15 @@ def is_empty(conn: Connection) -> bool:
 def any_rows(conn: Connection, table: Table) -> bool:
     """Whether ``table`` has a row."""
     return conn.execute(select(1).select_from(table).limit(1)).first() is not None
+
+
+def insert_rows(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Insert ``rows`` into ``table`` as they are, in one ``executemany`` statement.
+
+    Raises:
+        IntegrityError: a row collides with one already there (a key or a unique constraint).
+    """
+    conn.execute(insert(table), rows)
 
 
 def reset_sequences(conn: Connection, ledger: Ledger) -> None:
