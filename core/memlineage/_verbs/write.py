@@ -100,7 +100,7 @@ class WriteVerbs:
             parent_activity_id=parent_activity_id, valid_from=valid_from, ttl=ttl, slot=slot, trust=trust,
             context_hash=context_hash, embedding=embedding, force=force, goal=goal,
         )  # fmt: skip
-        return self.services.writes.remember_many([item])[0]
+        return self.remember_many([item])[0]
 
     aremember = async_twin(remember)
 
