@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -39,22 +40,19 @@ def _rel(filename: str) -> str:
     return str(Path(filename).resolve().relative_to(ROOT))
 
 
-def _two_turns(mm: MemoryManager) -> None:
-    """The first turn, then the correction (the caller instruments the second)."""
+def _two_turns(mm: MemoryManager) -> Callable[[], object]:
+    """Play the first turn; return the correction turn, for the caller to instrument."""
     handler = LineageCaptureCallback(mm, scope=SCOPE, raise_error=True)
     memory = memory_for(mm, SCOPE)
     first = executor(weather_model("Paris", answer="Pack sunglasses."), [get_weather], memory)
     first.invoke({"input": "I live in Paris, what should I pack?"}, config={"callbacks": [handler]})
     second = executor(scripted(AIMessage(content="Noted, Lyon.")), [get_weather], memory)
-    mm.__dict__["_route_turn"] = lambda: second.invoke(
-        {"input": "Correction: I live in Lyon, not Paris"}, config={"callbacks": [handler]}
-    )
+    return lambda: second.invoke({"input": "Correction: I live in Lyon, not Paris"}, config={"callbacks": [handler]})
 
 
 def stack_route() -> list[tuple[str, str]]:
     """The project files on the stack when the cascade starts, from the callback down: ``(file, functions)``."""
-    mm = make_manager()
-    _two_turns(mm)
+    correction = _two_turns(make_manager())
     stacks: list[traceback.StackSummary] = []
     original = cascade_module.Cascade.invalidate
 
@@ -64,7 +62,7 @@ def stack_route() -> list[tuple[str, str]]:
 
     cascade_module.Cascade.invalidate = spy  # type: ignore[method-assign]
     try:
-        mm.__dict__["_route_turn"]()
+        correction()
     finally:
         cascade_module.Cascade.invalidate = original  # type: ignore[method-assign]
     frames = [f for f in stacks[0] if _ours(f.filename)]
@@ -80,8 +78,7 @@ def stack_route() -> list[tuple[str, str]]:
 
 def every_file() -> list[str]:
     """Every project file a call entered from the callback's ``on_chain_start`` until the cascade, in call order."""
-    mm = make_manager()
-    _two_turns(mm)
+    correction = _two_turns(make_manager())
     seen: list[str] = []
     state = {"on": False, "done": False}
 
@@ -96,7 +93,7 @@ def every_file() -> list[str]:
 
     sys.setprofile(profile)
     try:
-        mm.__dict__["_route_turn"]()
+        correction()
     finally:
         sys.setprofile(None)
     return seen

@@ -30,7 +30,6 @@ The message records (:class:`ChatEntry`, :class:`ChatTurn`) and the payload JSON
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import weakref
@@ -51,6 +50,7 @@ from memlineage._history_entries import (
     payload_to_json,
 )
 from memlineage._history_entries import Role as Role
+from memlineage._twins import async_twin
 from memlineage.errors import InvalidInputError
 from memlineage.models import (
     Activity,
@@ -618,23 +618,10 @@ class ChatHistory(Generic[_M]):
         return done
 
     # ------------------------------------------------------------------ async twins (R6)
-    async def aturns(self, last: int | None = None) -> list[ChatTurn]:
-        """Async :meth:`turns`."""
-        return await asyncio.to_thread(self.turns, last)
-
-    async def aappend(self, entries: Sequence[ChatEntry]) -> list[ChatTurn]:
-        """Async :meth:`append`."""
-        return await asyncio.to_thread(self.append, entries)
-
-    async def aclear(
-        self, reason: str = "chat history cleared", *, turns: Sequence[ChatTurn] | None = None
-    ) -> list[str]:
-        """Async :meth:`clear`."""
-        return await asyncio.to_thread(self.clear, reason, turns=turns)
-
-    async def areplace(self, entries: Sequence[ChatEntry], reason: str = "chat history replaced") -> list[ChatTurn]:
-        """Async :meth:`replace`."""
-        return await asyncio.to_thread(self.replace, entries, reason)
+    aturns = async_twin(turns)
+    aappend = async_twin(append)
+    aclear = async_twin(clear)
+    areplace = async_twin(replace)
 
 
 def _tools_after(occurrences: Sequence[Activity], user_memory: str) -> list[str]:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
 from memlineage._store_lock import StoreLock, acquire_lock
-from memlineage._verbs._calls import async_twin, verb
+from memlineage._twins import async_twin
+from memlineage._verbs._calls import verb
 from memlineage._verbs.activity import ActivityVerbs
 from memlineage._verbs.read import ReadVerbs
 from memlineage._verbs.write import WriteVerbs

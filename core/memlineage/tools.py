@@ -37,7 +37,6 @@ results should skip the tools named in :data:`MEMORY_TOOL_NAMES` (tag ``memlinea
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from collections import OrderedDict
@@ -48,6 +47,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 from pydantic import BaseModel, Field
 
+from memlineage._twins import async_twin
 from memlineage.errors import (
     InvalidInputError,
     LineageCycleError,
@@ -488,23 +488,10 @@ class MemoryTools:
         return f"Withdrew {marker(mem.id)} ({why}); it stays in the history." + _suspects(report.suspect)
 
     # ------------------------------------------------------------------ async twins
-    async def asearch(self, query: object, k: object = None, *, activity_id: str | None = None) -> str:
-        """Async :meth:`search` (the store call runs in a worker thread)."""
-        return await asyncio.to_thread(self.search, query, k, activity_id=activity_id)
-
-    async def aremember(self, content: object, origin: object = "agent", *, activity_id: str | None = None) -> str:
-        """Async :meth:`remember`."""
-        return await asyncio.to_thread(self.remember, content, origin, activity_id=activity_id)
-
-    async def acorrect(
-        self, memory_id: object, new_content: object, origin: object = "user", *, activity_id: str | None = None
-    ) -> str:
-        """Async :meth:`correct`."""
-        return await asyncio.to_thread(self.correct, memory_id, new_content, origin, activity_id=activity_id)
-
-    async def aforget(self, memory_id: object, reason: object, *, activity_id: str | None = None) -> str:
-        """Async :meth:`forget`."""
-        return await asyncio.to_thread(self.forget, memory_id, reason, activity_id=activity_id)
+    asearch = async_twin(search)
+    aremember = async_twin(remember)
+    acorrect = async_twin(correct)
+    aforget = async_twin(forget)
 
 
 def _suspects(ids: list[str]) -> str:

@@ -59,7 +59,6 @@ Gates:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import threading
@@ -70,6 +69,7 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memlineage._forget import on_erase
+from memlineage._twins import async_twin
 from memlineage.errors import ConfigurationError, InvalidInputError
 from memlineage.extractors import (
     FeatureExtractor,
@@ -455,30 +455,8 @@ class ValueModel:
             profile=self.profile_for(scope),
         )
 
-    async def aextract(self, text: str, *, goal: str | None = None) -> MemoryFeatures:
-        """Async twin of :meth:`extract` (runs it in a worker thread; useful with an LLM extractor)."""
-        return await asyncio.to_thread(self.extract, text, goal=goal)
-
-    async def aassess(
-        self,
-        text: str,
-        *,
-        goal: str | None = None,
-        nearest_similarity: float | None = None,
-        trust: float = 1.0,
-        goal_similarity: float | None = None,
-        scope: Scope | None = None,
-    ) -> ValueAssessment:
-        """Async twin of :meth:`assess` (runs it in a worker thread)."""
-        return await asyncio.to_thread(
-            self.assess,
-            text,
-            goal=goal,
-            nearest_similarity=nearest_similarity,
-            trust=trust,
-            goal_similarity=goal_similarity,
-            scope=scope,
-        )
+    aextract = async_twin(extract)
+    aassess = async_twin(assess)
 
     def should_store(self, assessment: ValueAssessment, profile: ValueProfile | None = None) -> bool:
         """Write gate: True when storage is forced or V ≥ the store threshold."""

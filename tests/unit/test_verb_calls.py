@@ -80,3 +80,29 @@ def test_a_twin_calls_a_subclass_override() -> None:
     asyncio.run(mm.astats())
     assert Counting.calls == 1
     mm.close()
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [
+        ("memlineage.value:ValueModel", "assess"),
+        ("memlineage.value:ValueModel", "extract"),
+        ("memlineage.extractors._llm:LLMExtractor", "extract"),
+        ("memlineage.history:ChatHistory", "turns"),
+        ("memlineage.history:ChatHistory", "append"),
+        ("memlineage.history:ChatHistory", "clear"),
+        ("memlineage.history:ChatHistory", "replace"),
+        ("memlineage.tools:MemoryTools", "search"),
+        ("memlineage.tools:MemoryTools", "remember"),
+        ("memlineage.tools:MemoryTools", "correct"),
+        ("memlineage.tools:MemoryTools", "forget"),
+    ],
+)
+def test_other_async_twins_are_generated_from_their_sync_method(owner: str, name: str) -> None:
+    import importlib
+
+    module, cls_name = owner.split(":")
+    cls = getattr(importlib.import_module(module), cls_name)
+    twin = getattr(cls, f"a{name}")
+    assert inspect.iscoroutinefunction(twin)
+    assert inspect.signature(twin) == inspect.signature(getattr(cls, name))

@@ -6,7 +6,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from memlineage._verbs._calls import async_twin, verb
+from memlineage._twins import async_twin
+from memlineage._verbs._calls import verb
 from memlineage.models import Activity, Relation, Scope
 from memlineage.services import Services
 from memlineage.services.index_sync import ConsistencyReport

@@ -6,7 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from memlineage._verbs._calls import async_twin, verb
+from memlineage._twins import async_twin
+from memlineage._verbs._calls import verb
 from memlineage.ledger import Event
 from memlineage.lineage import Explanation
 from memlineage.models import Memory, MemoryKind, Scope

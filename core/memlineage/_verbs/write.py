@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memlineage._forget import memories_erased, scope_erased
-from memlineage._verbs._calls import async_twin, verb
+from memlineage._twins import async_twin
+from memlineage._verbs._calls import verb
 from memlineage.lineage import CascadeReport, ErasureReceipt
 from memlineage.models import Activity, Memory, MemoryKind, Scope, Source, as_utc
 from memlineage.services import Services

@@ -15,7 +15,6 @@ bad model output.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import json
 import logging
@@ -26,6 +25,7 @@ from typing import Any, Literal, Protocol, TypeAlias, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memlineage import telemetry
+from memlineage._twins import async_twin
 from memlineage.errors import ConfigurationError
 from memlineage.extractors._base import FeatureExtractor, GoalRelation, InfoType, MemoryFeatures
 from memlineage.extractors._rules import RuleBasedExtractor, is_forcing_directive
@@ -303,9 +303,7 @@ class LLMExtractor:
         features = self.fallback.extract(text, goal=goal)
         return features.model_copy(update={"extractor": f"{features.extractor}(fallback)"})
 
-    async def aextract(self, text: str, *, goal: str | None = None) -> MemoryFeatures:
-        """Async twin of :meth:`extract` (runs it in a worker thread)."""
-        return await asyncio.to_thread(self.extract, text, goal=goal)
+    aextract = async_twin(extract)
 
     def _to_features(self, output: LLMFeatureOutput, text: str) -> MemoryFeatures:
         # The forcing directive is a user's explicit wish; the model may confirm it but the rule check is kept
