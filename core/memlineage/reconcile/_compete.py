@@ -58,9 +58,11 @@ from memlineage.reconcile._signals import (
     numbers_in,
     query_people,
     query_terms,
+    values_around,
     values_of,
     values_of_query,
 )
+from memlineage.reconcile._text import _TIME_WORDS, with_digits
 from memlineage.retrieval import RecallHit
 
 __all__ = ["Conflict", "competes", "resolve_conflicts"]
@@ -179,6 +181,16 @@ def _refers_back(ca: Clause, cb: Clause, people: frozenset[str]) -> bool:
     return mentions(ca, people) and bool(_PRONOUN.search(cb.text)) and bool(_words(ca.terms & cb.terms))
 
 
+def _same_name(ca: Clause, cb: Clause) -> bool:
+    """Whether two clauses name a person or thing by the same name (a shared key that is no number or time)."""
+    return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in ca.keys & cb.keys)
+
+
+def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
+    """Whether both sides of a changed value are identifiers (an e-mail address, digits), not names."""
+    return all(any("@" in v or any(ch.isdigit() for ch in v) for v in side) for side in values)
+
+
 def competes(
     query: str,
     older: Memory,
@@ -229,7 +241,9 @@ def competes(
     keyed = False  # some eligible pair shares a key (an entity, number or date)
     novel = False  # some eligible pair's newer clause gives a value of the asked kind the older does not, or none
     asked_about = query_people(query)
-    about_me = asks_about_speaker(query)
+    # a question that names nobody asks the speaker about their own world ("How many guests are coming to the
+    # wedding?" is the speaker's wedding): it is about the speaker as much as "my wedding" would be
+    about_me = asks_about_speaker(query) or not asked_about
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
     temporary = for_a_while(newer.content) and not for_a_while(older.content)
     same_speaker = newer.source.kind is older.source.kind
@@ -245,7 +259,10 @@ def competes(
             if ca.hypothetical:
                 settles = True  # a plan or option weighed before: a later statement on the topic settles it
             if ca.subject is not None and cb.subject is not None and ca.subject != cb.subject:
-                continue  # about different people
+                # about different people, unless both name the one the query asks about ("My brother Sam pointed out
+                # mom's birthday is the 16th" after "My mom's birthday is June 14", asked "When is Mom's birthday?")
+                if not (asked_about and mentions(ca, asked_about) and mentions(cb, asked_about)):
+                    continue
             qa = wanted & (ca.terms | ca.keys | key_terms(ca))
             qb = wanted & (cb.terms | cb.keys | key_terms(cb))
             if (qa - qb) & key_terms(ca):
@@ -263,7 +280,11 @@ def competes(
             ):
                 continue  # asked what happened: two events are two events
             if asked_about and not mentions(cb, asked_about) and not _refers_back(ca, cb, asked_about):
-                continue  # the query asks about someone ("How old is Ava?") the newer clause does not name
+                # the query asks about someone ("How old is Ava?") the newer clause does not name; unless the older
+                # one does not name them either and both name the same person otherwise ("School pickup for Lena"
+                # / "Lena's school switched", asked about "my daughter")
+                if mentions(ca, asked_about) or not _same_name(ca, cb):
+                    continue
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
             if not asked_about and about_me and others:
@@ -279,6 +300,12 @@ def competes(
                 # the values the question names itself ("How old is Theo?") are not its answer
                 asked = wanted | {k.casefold() for k in values_of_query(query, kind)}
                 va, vb = values_of(ca, kind) - asked, values_of(cb, kind) - asked
+                # a clause that matches the query without its value: the value said next to it in the message
+                va = va or values_around(older.content, kind, ca.subject) - asked
+                vb = vb or values_around(newer.content, kind, cb.subject) - asked
+                if kind == "entity" and not va and not vb:
+                    # "what" asks for anything, a number included ("What's the most we'll spend?")
+                    va, vb = numbers_in(ca.text) - asked, numbers_in(cb.text) - asked
                 if va and vb and va != vb and other_value is None:
                     other_value = (va, vb)
                 # a new value of the asked kind, or none to compare; the same value again ("Denver winters are
@@ -287,7 +314,7 @@ def competes(
                 # digits ("moved to the 5th") or a Chinese numeral ("提到了三十二万")
                 loose = (
                     kind not in ("time", "number")
-                    or any(ch.isdigit() for ch in cb.text)
+                    or any(ch.isdigit() for ch in with_digits(cb.text))  # "by a quarter to three"
                     or (has_cjk(cb.text) and bool(numbers_in(cb.text)))
                 )
                 novel = novel or (not vb and loose) or bool(vb and not vb <= va)
@@ -313,20 +340,16 @@ def competes(
                     float(score), 3
                 )
         relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
+        # a value of the asked kind that differs (a city, a date, a number) lets a weaker match contend, as below
+        # ... and so does an identifier that changed (an e-mail address, a phone number): no name is that specific
+        valued = other_value is not None and (kind != "entity" or _identifiers(other_value))
         # related beyond ranking: shared words with the query or the older clause; for English also values of the
         # asked kind on both sides or some closeness in meaning (Chinese values and vectors are too loose for it)
         if cjk:
             related = anchored
         else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only
             near = cosine is not None and cosine >= ANCHOR_COSINE
-            related = (
-                near
-                or keyed
-                or (other_value is not None and kind != "entity")
-                or (anchored and cosine is not None and cosine >= 0.3)
-            )
-        # a value of the asked kind that differs (a city, a date, a number) lets a weaker match contend, as below
-        valued = other_value is not None and kind != "entity"
+            related = near or keyed or valued or (anchored and cosine is not None and cosine >= 0.3)
         close_enough = relevant or (valued and relevance is not None and relevance[1] >= 0.2 * relevance[0])
         # the weakest rule (the query alone says what both are about): one speaker's statements only, never an
         # answer of the assistant's demoted by what the user said later

@@ -22,7 +22,7 @@ from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix
 from memlineage.index.lexical import STOPWORDS, tokenize
-from memlineage.reconcile._text import _key_tokens, clauses
+from memlineage.reconcile._text import _TIME_WORDS, EMAIL, _key_tokens, clauses, with_digits
 from memlineage.retrieval import is_question, is_request
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "numbers_in",
     "query_terms",
     "substantive_terms",
+    "values_around",
     "values_of",
 ]
 
@@ -189,8 +190,8 @@ def _statement_then_question(sentence: str) -> list[tuple[str, bool | None]]:
     if cut < 0:
         return [(sentence, None)]
     head, tail = sentence[:cut].strip(), sentence[cut + 1 :].strip()
-    if not (_QUESTION_OPENER.match(tail) or _CJK_QUESTION_WORD.search(tail)):
-        return [(sentence, None)]
+    if not (_QUESTION_OPENER.match(tail) or _CJK_QUESTION_WORD.search(tail) or is_request(tail)):
+        return [(sentence, None)]  # ("help me price the venue?" asks as much as "what would the venue cost?")
     asks = is_question(sentence) or is_request(sentence) or asks_unmarked(tail)
     if not head or not tail or not asks or is_question(head) or is_request(head) or asks_unmarked(head):
         return [(sentence, None)]
@@ -254,7 +255,7 @@ def query_people(query: str) -> frozenset[str]:
         out |= {
             k[:-2] if k.endswith(("'s", "’s")) else k
             for k in c.keys
-            if not _DIGITS.search(k) and not _TIME.fullmatch(k)
+            if not _DIGITS.search(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)  # 早上 is no one
         }
     return frozenset(out)
 
@@ -309,13 +310,17 @@ def focus(text: str, wanted: frozenset[str]) -> tuple[Clause, ...]:
     """
     parts = clauses_of(text)
     best, out = 0, []
-    for c in parts:
+    for i, c in enumerate(parts):
         n = len(c.terms & wanted) + len(c.keys & wanted)
         if n > best:
-            best, out = n, [c]
+            best, out = n, [i]
         elif n == best and n > 0:
-            out.append(c)
-    return tuple(out) if best > 0 else parts
+            out.append(i)
+    if best == 0:
+        return parts
+    # a clause too short to compare goes on in the next one ("We got a kitten! Named her Sushi.")
+    more = [i + 1 for i in out if not parts[i].substantive and i + 1 < len(parts) and not parts[i + 1].question]
+    return tuple(parts[i] for i in sorted(set(out) | set(more)))
 
 
 def clause_similarity(a: Clause, b: Clause) -> float:
@@ -416,9 +421,13 @@ def _cjk_number(text: str) -> int | None:
 
 @text_cache(maxsize=32768)
 def numbers_in(text: str) -> frozenset[str]:
-    """The numbers a text names, normalised: digits, number words and ordinals ("fifth" → 5), Chinese numerals."""
-    out = {n.replace(",", "") for n in _DIGITS.findall(text)}
-    for w in _WORD.findall(text.casefold()):
+    """The numbers a text names, normalised: digits, number words, ordinals ("fifth" → 5), Chinese numerals.
+
+    Spelled-out English numbers ("one hundred and five" → 105) are read by
+    :func:`~memlineage.reconcile._text.with_digits`.
+    """
+    out = {n.replace(",", "") for n in _DIGITS.findall(EMAIL.sub(" ", with_digits(text)))}
+    for w in _WORD.findall(with_digits(text).casefold()):
         if w in _NUMBER_WORDS and w != "_":
             out.add(str(_NUMBER_WORDS[w]))
         elif w in _ORDINALS:
@@ -456,6 +465,21 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
     if kind == "entity":  # identifiers with letters and digits ("lanternfish-0930"), not bare numbers
         named |= {k for k in clause.keys if any(ch.isdigit() for ch in k) and any(ch.isalpha() for ch in k)}
     return frozenset(named)
+
+
+def values_around(text: str, kind: str, subject: str | None) -> frozenset[str]:
+    """The values of one kind that the clauses of ``text`` stating something about ``subject`` give.
+
+    For a clause that matches a query but holds no value itself, the value often sits in the next clause of the
+    same message ("new number btw, switched carriers. its 628-555-0147 now", "We got a kitten! Named her Sushi").
+    Questions and clauses about another person than ``subject`` (unknown subjects count as the same) give none.
+    """
+    return frozenset(
+        v
+        for c in clauses_of(text)
+        if not c.question and (c.subject is None or subject is None or c.subject == subject)
+        for v in values_of(c, kind)
+    )
 
 
 def values_of_query(query: str, kind: str) -> frozenset[str]:

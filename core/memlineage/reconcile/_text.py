@@ -298,9 +298,50 @@ _NOT_ENTITIES = frozenset(
 )
 
 
+#: English number words that start a spelled-out number text2num can read ("one hundred and five", "thirty-two
+#: thousand", "a hundred"); text without any of them is never handed to it.
+_SPELLED = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million)\b",
+    re.IGNORECASE,
+)
+#: An e-mail address: an identifier a correction changes like a number ("use dana.k@lumenhealth.com from now on").
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+@text_cache(maxsize=16384)
+def with_digits(text: str) -> str:
+    """``text`` with the numbers it spells out in English words written as digits ("one hundred and five" → "105").
+
+    Converted by ``text2num`` (``alpha2digit``, MIT), which leaves an isolated small number word as it is ("that
+    one", "two tickets"). Text without a number word, and non-ASCII text (Chinese has its own numerals), is returned
+    unchanged without parsing.
+    """
+    if not text.isascii() or not _SPELLED.search(text):
+        return text
+    from text_to_num import alpha2digit  # deferred: most texts spell no number
+
+    try:
+        return str(alpha2digit(text, "en"))
+    except (ValueError, TypeError, OverflowError):  # an input the parser cannot read: left as it is
+        return text
+
+
+def spelled_numbers(text: str) -> frozenset[str]:
+    """The numbers ``text`` spells out in words, as digits (``"thirty-two thousand"`` → ``{"32000"}``)."""
+    converted = with_digits(text)
+    if converted is text:
+        return frozenset()
+    before = {n.replace(",", "") for n in _NUMBER.findall(text)}
+    return frozenset(n.replace(",", "") for n in _NUMBER.findall(converted)) - before
+
+
 def _key_tokens(text: str) -> set[str]:
-    """Entities, numbers and dates in ``text`` (what a correction changes), case-folded."""
-    keys = {n.replace(",", "") for n in _NUMBER.findall(text)}
+    """Entities, numbers (digits or spelled out), e-mail addresses and dates in ``text``, case-folded."""
+    keys = {n.replace(",", "") for n in _NUMBER.findall(EMAIL.sub(" ", text))}
+    keys |= spelled_numbers(text)
+    keys |= {m.group(0).casefold().rstrip(".") for m in EMAIL.finditer(text)}
+    text = EMAIL.sub(" ", text)
     keys |= {m.group(0).casefold() for m in _TIME_WORDS.finditer(text)}
     for match in _CAPITALISED.finditer(text):
         word = match.group(0)

@@ -1,0 +1,143 @@
+"""Issue 24: the values a correction changes, read without a pattern: spelled-out numbers, e-mail addresses, a value
+said in the clause next to the one that matches, a person named by name where the query names a role."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from memlineage import MemoryManager, Scope
+from memlineage.reconcile._signals import clauses_of, focus, numbers_in, query_people, query_terms, values_around
+from memlineage.testing import make_manager
+
+T0 = datetime(2025, 1, 1, 9, tzinfo=timezone.utc)
+
+
+class Clock:
+    """The store's clock, set by each statement's day."""
+
+    now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_spelled_out_numbers_are_numbers() -> None:
+    assert numbers_in("after the cuts we're down to one hundred and twelve") == {"112"}
+    assert numbers_in("we can go up to forty-five thousand, no more") == {"45000"}
+    assert numbers_in("I need two tickets") == {"2"}  # an isolated small number word is read as before
+    assert numbers_in("I have tried that one") == frozenset()
+    assert numbers_in("我们订了二十二桌") == {"22"}  # Chinese numerals unchanged
+
+
+def test_an_email_address_is_one_key_and_no_number() -> None:
+    (clause,) = clauses_of("Send it to j.ortiz2@northwind.dev from now on.")
+    assert "j.ortiz2@northwind.dev" in clause.keys and "2" not in clause.keys
+    assert numbers_in("mail j.ortiz2@northwind.dev") == frozenset()
+
+
+def test_a_start_date_is_no_stay_for_a_while() -> None:
+    (renewal,) = clauses_of("The lease renews at $2,300 a month starting next month.")
+    (one_off,) = clauses_of("The standup is at 10 this week.")
+    assert not renewal.temporary and one_off.temporary
+
+
+def test_a_time_word_is_nobody_the_query_asks_about() -> None:
+    assert query_people("我早上习惯喝什么？") == frozenset()
+    assert query_people("How old is my daughter Ava?") == {"ava", "daughter"}
+
+
+def test_a_clause_too_short_to_compare_goes_on_in_the_next_one() -> None:
+    texts = [c.text for c in focus("Got a puppy! Called him Biscuit. Is kibble ok?", query_terms("puppy name"))]
+    assert texts == ["Got a puppy!", "Called him Biscuit."]
+    # values said next to the matching clause, never in a question or about someone else
+    text = "new phone, finally. it's 917-555-0110 now. My sister's is 917-555-0199."
+    assert values_around(text, "number", "self") == {"917-555-0110"}
+
+
+@pytest.fixture
+def mm() -> tuple[MemoryManager, Clock]:
+    from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
+
+    if not (default_model_dir() / "model.onnx").is_file():
+        pytest.skip("embedding model files not available offline")
+    clock = Clock()
+    return make_manager(clock=clock, embedder=OnnxMiniLMEmbedder(default_model_dir())), clock
+
+
+def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
+    clock.now = T0 + timedelta(days=days)
+    return mm.remember(text, scope=Scope(user_id="alice", session_id=f"d{days}")).id
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        (
+            "We've invited 160 people to the reunion, help me price the venue?",
+            "Update on the reunion: a few families dropped out, so it's ninety-eight now.",
+            "How many people are coming to the reunion?",
+        ),
+        (
+            "Text my appointment reminders to 312-555-0148 please.",
+            "got a new phone plan, couldn't keep the old line. it's 872-555-0193 now",
+            "Which number should reminders go to?",
+        ),
+        (
+            "My personal email is r.mendes@fastmail.com, use it for receipts.",
+            "please switch to rmendes.home@proton.me for everything from today",
+            "Which email should receipts go to?",
+        ),
+        (
+            "We brought home a rescue dog! Named him Rocket. What should he eat?",
+            "we ended up calling the dog Pretzel, Rocket never stuck and he ignores it",
+            "What's my dog called?",
+        ),
+        (
+            "Nursery pickup for Mia is at 4:30, so keep my calls before four.",
+            "Mia's nursery changed its hours, I have to be there by a quarter past five now.",
+            "When do I pick up my daughter?",
+        ),
+    ],
+)
+def test_the_later_value_ranks_first_and_the_older_is_marked(
+    mm: tuple[MemoryManager, Clock], old: str, new: str, query: str
+) -> None:
+    manager, clock = mm
+    old_id = _say(manager, clock, old, 0)
+    _say(manager, clock, "Any tips for keeping basil alive indoors?", 4)
+    new_id = _say(manager, clock, new, 30)
+    result = manager.recall(query, scope="alice", k=3, trace=True)
+    assert result.ids[0] == new_id
+    demoted = [h for h in result if h.memory.id == old_id]
+    assert not demoted or demoted[0].newer == new_id
+    assert any(c.older == old_id and c.newer == new_id for c in result.trace.conflicts)
+    # nothing is written: the older statement is still active, and a question about the past finds it
+    assert manager.require(old_id, scope="alice").status.value == "active"
+
+
+@pytest.mark.parametrize(
+    ("kept", "later", "query"),
+    [
+        (
+            "My mobile is 07700 900411 if you need it.",
+            "Please also save my husband Dev's number: 07700 900977.",
+            "What's my phone number?",
+        ),
+        (
+            "Our budget for the bathroom is $12,000.",
+            "My neighbour spent twenty thousand on hers, which seems crazy.",
+            "What's our bathroom budget?",
+        ),
+        ("我早上一定要喝一杯美式。", "我老婆最近改成晚上跑步了，说早上起不来。", "我早上习惯喝什么？"),
+    ],
+)
+def test_someone_elses_value_demotes_nothing(
+    mm: tuple[MemoryManager, Clock], kept: str, later: str, query: str
+) -> None:
+    manager, clock = mm
+    kept_id = _say(manager, clock, kept, 0)
+    _say(manager, clock, later, 20)
+    result = manager.recall(query, scope="alice", k=3, trace=True)
+    assert kept_id in result.ids[:2] and result[result.ids.index(kept_id)].newer is None
+    assert not [c for c in result.trace.conflicts if c.older == kept_id]
