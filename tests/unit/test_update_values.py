@@ -55,6 +55,26 @@ def test_a_clause_too_short_to_compare_goes_on_in_the_next_one() -> None:
     assert values_around(text, "number", "self") == {"917-555-0110"}
 
 
+def test_sentences_end_at_an_emoji_but_not_after_a_title() -> None:
+    texts = [c.text for c in clauses_of("down to 74 at today's weigh-in 🎉 should I eat more protein?")]
+    assert texts == ["down to 74 at today's weigh-in 🎉", "should I eat more protein?"]
+    (moved,) = [c for c in clauses_of("Clinic rang, Dr. Osei is away so I'm on the 19th now.") if not c.question]
+    assert "19" in moved.keys and "osei" in moved.keys
+
+
+def test_a_question_is_never_the_clause_compared() -> None:
+    text = "I'm based in Porto, three years now. Any tips for quiet cafes in the city?"
+    # the question shares "city" with the query, the statement nothing: the statement is still compared
+    assert "I'm based in Porto, three years now." in [
+        c.text for c in focus(text, query_terms("Which city do I live in?"))
+    ]
+
+
+def test_a_supposition_gives_no_value_around() -> None:
+    text = "If I took the Phoenix contract for 13 weeks, would taxes change? Just exploring."
+    assert values_around(text, "place", None) == frozenset()
+
+
 @pytest.fixture
 def mm() -> tuple[MemoryManager, Clock]:
     from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
@@ -130,6 +150,12 @@ def test_the_later_value_ranks_first_and_the_older_is_marked(
             "What's our bathroom budget?",
         ),
         ("我早上一定要喝一杯美式。", "我老婆最近改成晚上跑步了，说早上起不来。", "我早上习惯喝什么？"),
+        (
+            # unrelated topics of one user, each with a value of the asked kind: the weakest rule pairs neither
+            "I work at a hospital in Leeds as a radiographer. How do I ask for a shift swap?",
+            "oops, I meant Bristol. Bath is where I grew up, my brain is mush. same question though?",
+            "Where do I work?",
+        ),
     ],
 )
 def test_someone_elses_value_demotes_nothing(

@@ -77,6 +77,10 @@ COMPETE_COSINE = 0.5
 #: Cosine at or above which two statements compete when the newer one names a word of the query or a key of the
 #: older one (the query anchors what they are about; their subjects need not be named).
 ANCHOR_COSINE = 0.4
+#: Cosine below which two English statements are about unrelated things: the weakest rule (contenders) never pairs
+#: them. With MiniLM, implicit updates lie at 0.16-0.5 ("renting in Denver" / "unpacked in our new Portland
+#: apartment" 0.26; the few below 0.2 are lost) and other topics of one user mostly below 0.2.
+UNRELATED_COSINE = 0.2
 #: How many of a speaker's best-matching statements for a query contend for its answer.
 CONTENDERS = 3
 
@@ -353,7 +357,19 @@ def competes(
         close_enough = relevant or (valued and relevance is not None and relevance[1] >= 0.2 * relevance[0])
         # the weakest rule (the query alone says what both are about): one speaker's statements only, never an
         # answer of the assistant's demoted by what the user said later
-        if eligible and contenders and close_enough and related and novel and about_me and same_speaker:
+        # ... and never two English statements whose vectors say they are about unrelated things ("I work at
+        # Google" / "oops, meant Dallas, Austin's where I grew up"), unless they share a key
+        unrelated = not cjk and cosine is not None and cosine < UNRELATED_COSINE and not keyed
+        if (
+            eligible
+            and contenders
+            and close_enough
+            and related
+            and novel
+            and about_me
+            and same_speaker
+            and not unrelated
+        ):
             return "the later of the speaker's two statements that best answer the query", round(
                 best[0] if best is not None else 0.0, 3
             )

@@ -52,7 +52,12 @@ _GENERIC = frozenset(
 _CJK_GENERIC = frozenset(
     "现在 其实 已经 刚刚 最近 一下 一个 这个 那个 我们 你们 他们 就是 还是 不是 没有 可以 觉得 知道".split()
 )
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*|\n+")
+#: Sentence ends: punctuation (not after a title: "Dr. Alvarez"), CJK punctuation, a line break, or an emoji that
+#: closes a statement ("down to 77 this morning 🎉 should I adjust calories?").
+_SENTENCE = re.compile(
+    r"(?<=[.!?;])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)\s+|(?<=[。！？；])\s*|\n+"
+    r"|(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF])\s+"
+)
 
 
 @dataclass(frozen=True)
@@ -311,6 +316,8 @@ def focus(text: str, wanted: frozenset[str]) -> tuple[Clause, ...]:
     parts = clauses_of(text)
     best, out = 0, []
     for i, c in enumerate(parts):
+        if c.question and not all(p.question for p in parts):
+            continue  # a question holds no fact: "I'm based in Lisbon. Any tips for spaces in the city?"
         n = len(c.terms & wanted) + len(c.keys & wanted)
         if n > best:
             best, out = n, [i]
@@ -388,7 +395,7 @@ _CJK_DIGIT = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五":
 _TIME = re.compile(
     r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|"
     r"june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b(?:\s+\d{1,2}(?:st|nd|rd|th)?)?|"
-    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b\d{4}-\d{2}-\d{2}\b|"
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b\d{4}-\d{2}-\d{2}\b|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|"
     r"(?:周|星期|礼拜)[一二三四五六日天]|[零一二两三四五六七八九十\d]{1,3}(?:点(?:半|[零一二三四五六七八九十\d]{1,3}分?)?|月(?:[零一二三四五六七八九十\d]{1,3}[日号])?|[日号])",
     re.IGNORECASE,
 )
@@ -472,12 +479,13 @@ def values_around(text: str, kind: str, subject: str | None) -> frozenset[str]:
 
     For a clause that matches a query but holds no value itself, the value often sits in the next clause of the
     same message ("new number btw, switched carriers. its 628-555-0147 now", "We got a kitten! Named her Sushi").
-    Questions and clauses about another person than ``subject`` (unknown subjects count as the same) give none.
+    Only clauses that assert the present count (not a question, a supposition or a past state: "If I took a contract
+    in Phoenix"), and none about another person than ``subject`` (unknown subjects count as the same).
     """
     return frozenset(
         v
         for c in clauses_of(text)
-        if not c.question and (c.subject is None or subject is None or c.subject == subject)
+        if c.asserts_present and (c.subject is None or subject is None or c.subject == subject)
         for v in values_of(c, kind)
     )
 
