@@ -18,7 +18,11 @@ one-offs, kin without a possessive, noun-phrase requests, 怎么 questions and d
 facts, changes diagnosed on test6), ``test8`` (first run after Chinese numerals became numbers, a person named as
 company stopped making a statement someone else's, and a pronoun started carrying the person asked about, changes
 diagnosed on dev), ``test9`` (first run after spelled-out numbers, e-mail addresses, a value said in the next
-clause and a person named by name where the query names a role became signals, changes diagnosed on test8). ``make
+clause and a person named by name where the query names a role became signals, changes diagnosed on test8),
+``test10`` (first run after the weakest contender rule stopped pairing unrelated statements and sentences started
+ending at an emoji, changes diagnosed on test9), ``test11`` (first run after a name after a preposition of place
+stopped counting as a person asked about, "my old ..." started asking about the past, and a query's context word
+stopped excluding a newer statement that names no other time, changes diagnosed on test10). ``make
 bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
 
 The scenarios are dealt to users (at most one per category per user, so a user's facts never conflict across
@@ -59,15 +63,27 @@ RESULTS = Path(__file__).resolve().parent / "results" / "bench_updates.json"
 SYSTEMS = ("chroma", "chroma+recency", "ml-core", "ml-langchain")
 BASE = datetime(2025, 3, 3, 9, 0, tzinfo=timezone.utc)
 K = 3
+#: Every suite, in the order they were written (``--suites all`` runs them in one store).
+SPLITS = (
+    "dev",
+    "dev2",
+    "test",
+    "test2",
+    "test3",
+    "test4",
+    "test5",
+    "test6",
+    "test7",
+    "test8",
+    "test9",
+    "test10",
+    "test11",
+)
 
 
 def load_suites(which: str) -> list[dict[str, Any]]:
     """The scenarios of one split (``dev``, ``dev2``, ``test``..., ``test4``) or ``all``, tagged by suite."""
-    splits = (
-        ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7", "test8", "test9")
-        if which == "all"
-        else (which,)
-    )
+    splits = SPLITS if which == "all" else (which,)
     out = []
     for path in sorted(DATA.glob("updates_*_*.json")):
         if path.stem.rsplit("_", 1)[1] not in splits:
@@ -169,8 +185,7 @@ def score(system: System, histories: Sequence[History], asks: Sequence[dict[str,
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    splits = ("dev", "dev2", "test", "test2", "test3", "test4", "test5", "test6", "test7", "test8", "test9", "all")
-    ap.add_argument("--suites", choices=splits, default="dev")
+    ap.add_argument("--suites", choices=(*SPLITS, "all"), default="dev")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--fake-embedder", action="store_true")
     ap.add_argument("--failures", action="store_true", help="print the scenarios each MemLineage row gets wrong")

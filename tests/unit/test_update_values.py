@@ -75,6 +75,14 @@ def test_a_supposition_gives_no_value_around() -> None:
     assert values_around(text, "place", None) == frozenset()
 
 
+def test_my_old_value_asks_about_the_past_and_a_buddy_is_someone_else() -> None:
+    from memlineage.reconcile._compete import _names_someone
+    from memlineage.reconcile._signals import asks_about_past
+
+    assert asks_about_past("What was my old phone number?") and not asks_about_past("How old is my son?")
+    assert _names_someone("My buddy Kofi just got hired at Shopify, so proud.")
+
+
 @pytest.fixture
 def mm() -> tuple[MemoryManager, Clock]:
     from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
@@ -114,6 +122,11 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
             "What's my dog called?",
         ),
         (
+            "My train to Glasgow leaves on May 9th at 7:10am.",
+            "The operator cancelled it, so they moved me to the May tenth service, 9:45 departure.",
+            "When is my train to Glasgow?",
+        ),
+        (
             "Nursery pickup for Mia is at 4:30, so keep my calls before four.",
             "Mia's nursery changed its hours, I have to be there by a quarter past five now.",
             "When do I pick up my daughter?",
@@ -150,6 +163,11 @@ def test_the_later_value_ranks_first_and_the_older_is_marked(
             "What's our bathroom budget?",
         ),
         ("我早上一定要喝一杯美式。", "我老婆最近改成晚上跑步了，说早上起不来。", "我早上习惯喝什么？"),
+        (
+            "I have porridge every morning before work.",
+            "In the evenings I usually eat pasta.",
+            "What do I eat in the morning?",
+        ),
         (
             # unrelated topics of one user, each with a value of the asked kind: the weakest rule pairs neither
             "I work at a hospital in Leeds as a radiographer. How do I ask for a shift swap?",

@@ -185,6 +185,16 @@ def _refers_back(ca: Clause, cb: Clause, people: frozenset[str]) -> bool:
     return mentions(ca, people) and bool(_PRONOUN.search(cb.text)) and bool(_words(ca.terms & cb.terms))
 
 
+#: Times of day, weekdays, months (as key tokens name them), plural too ("In the evenings", "on Mondays").
+_TIMES = re.compile(_TIME_WORDS.pattern.replace(")\\b", ")s?\\b", 1), re.IGNORECASE)
+
+
+@text_cache(maxsize=16384)
+def _times(text: str) -> frozenset[str]:
+    """The times of day, weekdays and months ``text`` names, case-folded and singular."""
+    return frozenset(m.group(0).casefold().removesuffix("s") for m in _TIMES.finditer(text))
+
+
 def _same_name(ca: Clause, cb: Clause) -> bool:
     """Whether two clauses name a person or thing by the same name (a shared key that is no number or time)."""
     return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in ca.keys & cb.keys)
@@ -269,8 +279,11 @@ def competes(
                     continue
             qa = wanted & (ca.terms | ca.keys | key_terms(ca))
             qb = wanted & (cb.terms | cb.keys | key_terms(cb))
-            if (qa - qb) & key_terms(ca):
-                continue  # the query names a key only the older clause holds ("in the morning" / "in the evenings")
+            if (qa - qb) & key_terms(ca) and _times(cb.text) - _times(ca.text):
+                # the query names a key only the older clause holds, and the newer one names another time ("in the
+                # morning" / "in the evenings"): another context. Not restating it ("my flight to Denver" / "they
+                # put me on the June fourth one") changes nothing.
+                continue
             # a number on both sides that changed is a changed value too (Chinese numerals are no keys: "八千五")
             na, nb = numbers_in(ca.text), numbers_in(cb.text)
             if not (ca.keys ^ cb.keys) and not (na and nb and na != nb) and qb and _words(qa - qb) and qb <= qa:

@@ -262,7 +262,8 @@ def query_people(query: str) -> frozenset[str]:
             for k in c.keys
             if not _DIGITS.search(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)  # 早上 is no one
         }
-    return frozenset(out)
+    # a name after a preposition of place is a place ("my train to Glasgow", "the flat in Porto")
+    return frozenset(p for p in out if not re.search(rf"\b(?:to|in|at|from|near|into)\s+{re.escape(p)}\b", query, re.I))
 
 
 def mentions(clause: Clause, people: frozenset[str]) -> bool:
