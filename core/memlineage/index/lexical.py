@@ -171,6 +171,10 @@ def _dates_in(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+#: What splits a word into parts that are also terms ("e-mail" → "e", "mail"; "v2.1" → "v2", "1").
+_PART_BREAK = re.compile(r"[-_.]")
+
+
 def tokenize(text: str, *, dates: bool = True) -> list[str]:
     """Split text into BM25 terms (see the module docstring for the rules).
 
@@ -189,7 +193,7 @@ def tokenize(text: str, *, dates: bool = True) -> list[str]:
             out.extend(cjk)
             out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
             continue
-        parts = re.split(r"[-_.]", word)
+        parts = _PART_BREAK.split(word)
         if len(parts) > 1:
             out.append(word)
         for part in parts:

@@ -239,6 +239,9 @@ def query_terms(query: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_AFTER_PLACE_PREPOSITION = re.compile(r"\b(?:to|in|at|from|near|into)\s+([A-Za-z][\w'’-]*)", re.IGNORECASE)
+
+
 @text_cache(maxsize=4096)
 def query_people(query: str) -> frozenset[str]:
     """Who a query asks about besides the asker: people it names by role ("my daughter", 我大女儿) or by name.
@@ -263,7 +266,7 @@ def query_people(query: str) -> frozenset[str]:
             if not _DIGITS.search(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)  # 早上 is no one
         }
     # a name after a preposition of place is a place ("my train to Glasgow", "the flat in Porto")
-    return frozenset(p for p in out if not re.search(rf"\b(?:to|in|at|from|near|into)\s+{re.escape(p)}\b", query, re.I))
+    return frozenset(out - {m.group(1).casefold() for m in _AFTER_PLACE_PREPOSITION.finditer(query)})
 
 
 def mentions(clause: Clause, people: frozenset[str]) -> bool:

@@ -306,7 +306,7 @@ _SPELLED = re.compile(
     re.IGNORECASE,
 )
 #: An e-mail address: an identifier a correction changes like a number ("use dana.k@lumenhealth.com from now on").
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")  # starts a run only: linear on "1111…"
 
 
 @text_cache(maxsize=16384)
