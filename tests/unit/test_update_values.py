@@ -127,6 +127,11 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
             "When is my train to Glasgow?",
         ),
         (
+            "My daughter is 9. Any chapter books she'd like?",
+            "She turned ten on Sunday and wants a telescope now 🔭 any beginner picks?",
+            "How old is my daughter?",
+        ),
+        (
             "Nursery pickup for Mia is at 4:30, so keep my calls before four.",
             "Mia's nursery changed its hours, I have to be there by a quarter past five now.",
             "When do I pick up my daughter?",

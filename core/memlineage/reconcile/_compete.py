@@ -173,16 +173,21 @@ def _names_someone(text: str) -> bool:
 _PRONOUN = re.compile(r"\b(?:he|she|they|him|her|them|his|their)\b|[他她]们?", re.IGNORECASE)
 
 
-def _refers_back(ca: Clause, cb: Clause, people: frozenset[str]) -> bool:
+def _refers_back(ca: Clause, cb: Clause, people: frozenset[str], kind: str | None = None) -> bool:
     """Whether ``cb`` speaks of the person ``ca`` names through a pronoun, about the same thing.
 
-    The older clause names one of ``people``, the newer one a third-person pronoun, and the two share a content
-    word ("My sister's wedding is June 14" / "They moved the wedding to September 6"), and the newer one names no
-    other person.
+    The older clause names one of ``people``, the newer one a third-person pronoun and names no other person, and
+    the two share a content word ("My sister's wedding is June 14" / "They moved the wedding to September 6") or
+    both give a value of the asked ``kind`` ("My son is 7" / "He turned eight yesterday", asked "How old is my
+    son?").
     """
     if _names_someone(cb.text):  # "My brother's wedding: they moved it" is about the brother
         return False
-    return mentions(ca, people) and bool(_PRONOUN.search(cb.text)) and bool(_words(ca.terms & cb.terms))
+    if not mentions(ca, people) or not _PRONOUN.search(cb.text):
+        return False
+    if _words(ca.terms & cb.terms):
+        return True
+    return kind is not None and bool(values_of(ca, kind)) and bool(values_of(cb, kind))
 
 
 #: Times of day, weekdays, months (as key tokens name them), plural too ("In the evenings", "on Mondays").
@@ -296,7 +301,7 @@ def competes(
                 and (tables_for(ca.text)[0].is_event(ca.text) or tables_for(cb.text)[0].is_event(cb.text))
             ):
                 continue  # asked what happened: two events are two events
-            if asked_about and not mentions(cb, asked_about) and not _refers_back(ca, cb, asked_about):
+            if asked_about and not mentions(cb, asked_about) and not _refers_back(ca, cb, asked_about, kind):
                 # the query asks about someone ("How old is Ava?") the newer clause does not name; unless the older
                 # one does not name them either and both name the same person otherwise ("School pickup for Lena"
                 # / "Lena's school switched", asked about "my daughter")

@@ -90,8 +90,13 @@ class Clause:
 
     @property
     def substantive(self) -> bool:
-        """Whether the clause says enough to compare (two content terms or keys at least; "By the way" does not)."""
-        return len(self.terms | self.keys) >= 2
+        """Whether the clause says enough to compare: two content terms, keys or numbers at least.
+
+        "By the way" does not; "My son is 7" does (a one-digit number is no key, but it is a value).
+        """
+        return len(self.terms | self.keys) >= 2 or (
+            len(self.terms | self.keys) == 1 and bool(numbers_in(self.text) - self.keys)
+        )
 
     @property
     def asserts_present(self) -> bool:
