@@ -127,6 +127,11 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
             "When is my train to Glasgow?",
         ),
         (
+            "体检约在4月2号上午十点，记得提醒我。",
+            "医院说主任那周出差，体检从2号改到9号了，时间不变。",
+            "我的体检约在哪天？",
+        ),
+        (
             "My daughter is 9. Any chapter books she'd like?",
             "She turned ten on Sunday and wants a telescope now 🔭 any beginner picks?",
             "How old is my daughter?",

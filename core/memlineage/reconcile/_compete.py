@@ -200,6 +200,23 @@ def _times(text: str) -> frozenset[str]:
     return frozenset(m.group(0).casefold().removesuffix("s") for m in _TIMES.finditer(text))
 
 
+_CJK_SEGMENT = re.compile(r"[，,。！？；!?;\s]+")
+
+
+@text_cache(maxsize=16384)
+def _for_a_while_at_value(text: str) -> bool:
+    """Whether ``text`` states its value for a while only (see :func:`for_a_while`).
+
+    A Chinese sentence is one clause, so a marker anywhere in it counted: "医生出差，给我挪到下周五上午十点了" (the
+    doctor is away; my appointment moved to Friday) is no stay for a while. For Chinese text the marker counts only
+    in a comma-separated part that gives a number or a time, when some part does.
+    """
+    if not has_cjk(text):
+        return for_a_while(text)
+    valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or _times(seg))]
+    return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
+
+
 def _same_name(ca: Clause, cb: Clause) -> bool:
     """Whether two clauses name a person or thing by the same name (a shared key that is no number or time)."""
     return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in ca.keys & cb.keys)
@@ -264,7 +281,7 @@ def competes(
     # wedding?" is the speaker's wedding): it is about the speaker as much as "my wedding" would be
     about_me = asks_about_speaker(query) or not asked_about
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
-    temporary = for_a_while(newer.content) and not for_a_while(older.content)
+    temporary = _for_a_while_at_value(newer.content) and not for_a_while(older.content)
     same_speaker = newer.source.kind is older.source.kind
     others = _names_someone(newer.content) and not _names_someone(older.content)
     for cb in focus(newer.content, wanted):
