@@ -22,7 +22,10 @@ clause and a person named by name where the query names a role became signals, c
 ``test10`` (first run after the weakest contender rule stopped pairing unrelated statements and sentences started
 ending at an emoji, changes diagnosed on test9), ``test11`` (first run after a name after a preposition of place
 stopped counting as a person asked about, "my old ..." started asking about the past, and a query's context word
-stopped excluding a newer statement that names no other time, changes diagnosed on test10). ``make
+stopped excluding a newer statement that names no other time, changes diagnosed on test10), ``test12`` (first run
+after a pronoun started carrying the person asked about by a changed value, a Chinese stay-for-a-while marker
+started counting only next to the value, and a capitalised thing stopped counting as a person, changes diagnosed on
+test11). ``make
 bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
 
 The scenarios are dealt to users (at most one per category per user, so a user's facts never conflict across

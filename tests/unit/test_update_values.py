@@ -45,6 +45,11 @@ def test_a_start_date_is_no_stay_for_a_while() -> None:
 def test_a_time_word_is_nobody_the_query_asks_about() -> None:
     assert query_people("我早上习惯喝什么？") == frozenset()
     assert query_people("How old is my daughter Ava?") == {"ava", "daughter"}
+    # a thing written in capitals is no person, nor a place after a preposition
+    assert query_people("What's the guest Wi-Fi password?") == frozenset()
+    assert query_people("What size TV did I get?") == frozenset()
+    assert query_people("When is my train to Glasgow?") == frozenset()
+    assert query_people("When are Lily's piano lessons?") == {"lily"}
 
 
 def test_a_clause_too_short_to_compare_goes_on_in_the_next_one() -> None:

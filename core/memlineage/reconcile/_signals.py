@@ -244,6 +244,7 @@ def query_terms(query: str) -> frozenset[str]:
     return frozenset(out)
 
 
+_WRITTEN_AS_NAME = re.compile(r"(?<![\w-])[A-Z][a-z]+(?![\w-])")
 _AFTER_PLACE_PREPOSITION = re.compile(r"\b(?:to|in|at|from|near|into)\s+([A-Za-z][\w'’-]*)", re.IGNORECASE)
 
 
@@ -264,14 +265,18 @@ def query_people(query: str) -> frozenset[str]:
         for m in pattern.finditer(query):
             who = str(m.group("who"))
             out.add(who.casefold().rstrip("s") if table.language == "en" else who)
+    roles = set(out)
     for c in clauses_of(query):
         out |= {
             k[:-2] if k.endswith(("'s", "’s")) else k
             for k in c.keys
             if not _DIGITS.search(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)  # 早上 is no one
         }
-    # a name after a preposition of place is a place ("my train to Glasgow", "the flat in Porto")
-    return frozenset(out - {m.group(1).casefold() for m in _AFTER_PLACE_PREPOSITION.finditer(query)})
+    # a name is written like one ("Ava", "Lily's"; not "TV", "Wi-Fi"), and one after a preposition of place is a
+    # place ("my train to Glasgow", "the flat in Porto")
+    names = {m.group(0).casefold() for m in _WRITTEN_AS_NAME.finditer(query)}
+    places = {m.group(1).casefold() for m in _AFTER_PLACE_PREPOSITION.finditer(query)}
+    return frozenset(p for p in out - places if not p.isascii() or p in names or p in roles)
 
 
 def mentions(clause: Clause, people: frozenset[str]) -> bool:
