@@ -81,6 +81,7 @@ SPLITS = (
     "test9",
     "test10",
     "test11",
+    "test12",
 )
 
 
