@@ -42,6 +42,11 @@ def test_a_start_date_is_no_stay_for_a_while() -> None:
     assert not renewal.temporary and one_off.temporary
 
 
+def test_a_clause_opening_with_a_name_in_the_possessive_is_about_that_person() -> None:
+    assert [c.subject for c in clauses_of("Priya's birthday is April 21.")] == ["priya"]
+    assert [c.subject for c in clauses_of("It's raining again.")] == [None]
+
+
 def test_a_time_word_is_nobody_the_query_asks_about() -> None:
     assert query_people("我早上习惯喝什么？") == frozenset()
     assert query_people("How old is my daughter Ava?") == {"ava", "daughter"}
@@ -178,6 +183,11 @@ def test_the_later_value_ranks_first_and_the_older_is_marked(
             "What's our bathroom budget?",
         ),
         ("我早上一定要喝一杯美式。", "我老婆最近改成晚上跑步了，说早上起不来。", "我早上习惯喝什么？"),
+        (
+            "My birthday's April 8, thinking of a quiet dinner.",
+            "Priya's birthday is April 21. Help me plan a picnic for her?",
+            "When is my birthday?",
+        ),
         (
             "I have porridge every morning before work.",
             "In the evenings I usually eat pasta.",

@@ -140,6 +140,12 @@ def _clean_keys(text: str, keys: set[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+#: A clause that opens with someone's name in the possessive is about them.
+_POSSESSIVE_NAME = re.compile(r"([A-Z][a-z]+)['’]s\b")
+#: Words that open a clause with "'s" and name no one ("It's", "Here's", "Let's").
+_NOT_NAMES = STOPWORDS | _GENERIC | {"here", "let", "there", "that", "what", "who", "where", "everyone", "nobody"}
+
+
 def _subject(table: LanguageTable, text: str) -> str | None:
     head = text.lstrip(" \t\"'“‘([-—–*•")
     for pattern in table.people:
@@ -149,7 +155,9 @@ def _subject(table: LanguageTable, text: str) -> str | None:
     for pattern in table.self_subject:
         if pattern.match(head):
             return "self"
-    return None
+    named = _POSSESSIVE_NAME.match(head)  # "Dan's birthday is May 19", "Jake's landlord raised his rent"
+    who = named.group(1).casefold() if named else None
+    return who if who is not None and who not in _NOT_NAMES else None
 
 
 def _any(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
