@@ -260,8 +260,9 @@ _AFTER_PLACE_PREPOSITION = re.compile(r"\b(?:to|in|at|from|near|into)\s+([A-Za-z
 def query_people(query: str) -> frozenset[str]:
     """Who a query asks about besides the asker: people it names by role ("my daughter", 我大女儿) or by name.
 
-    Names are the query's entity keys that are not times or numbers ("Ava" in "How old is Ava?"); roles come from
-    the table's ``people`` patterns, found anywhere in the query. Case-folded for English.
+    Names are the query's entity keys that are not times or numbers ("Ava" in "How old is Ava?"), written like a
+    name (not "TV", "Wi-Fi") and not after a preposition of place ("my train to Glasgow"); roles come from the
+    table's ``people`` patterns, found anywhere in the query. Case-folded for English.
 
     Example:
         >>> sorted(query_people("How old is my daughter Ava?"))
