@@ -210,3 +210,19 @@ def test_someone_elses_value_demotes_nothing(
     result = manager.recall(query, scope="alice", k=3, trace=True)
     assert kept_id in result.ids[:2] and result[result.ids.index(kept_id)].newer is None
     assert not [c for c in result.trace.conflicts if c.older == kept_id]
+
+
+def test_a_contrast_about_someone_else_replaces_nothing_of_the_speaker() -> None:
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    mine = _say(manager, clock, "I'm allergic to shellfish, so flag any recipes with prawns.", 0)
+    _say(manager, clock, "My son's allergy test came back: peanuts, not shellfish like me.", 12)
+    assert manager.require(mine, scope="alice").status.value == "active"
+    applied = [
+        a for a in manager.activities(Scope(user_id="alice"), kinds=["update_detection"]) if a.outcome == "applied"
+    ]
+    assert applied == []
+    # the speaker's own contrast still replaces
+    trip = _say(manager, clock, "I'm flying to Porto on the 3rd for the conference.", 20)
+    _say(manager, clock, "Actually I'm flying to Faro, not Porto.", 25)
+    assert manager.require(trip, scope="alice").status.value == "superseded"

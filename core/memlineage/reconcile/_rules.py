@@ -191,6 +191,8 @@ class RuleReconciler:
             for n, c in enumerate(cands):
                 if not _own_statement(c, kind, who):
                     continue
+                if _other_subjects(st.content, c.content):
+                    continue  # "My daughter's test: peanuts, not shellfish like me" corrects nothing of mine
                 share = _overlap(old, content_terms(strip_transcript_prefix(c.content)))
                 if share >= self.withdraw_overlap and (best is None or (share, _naive(c.valid_from), n) > best[:3]):
                     best = (share, _naive(c.valid_from), n, c)
