@@ -53,11 +53,13 @@ from memlineage.reconcile._signals import (
     clause_similarity,
     focus,
     for_a_while,
+    for_a_while_at_value,
     key_terms,
     mentions,
     numbers_in,
     query_people,
     query_terms,
+    times_in,
     values_around,
     values_of,
     values_of_query,
@@ -190,33 +192,6 @@ def _refers_back(ca: Clause, cb: Clause, people: frozenset[str], kind: str | Non
     return kind is not None and bool(values_of(ca, kind)) and bool(values_of(cb, kind))
 
 
-#: Times of day, weekdays, months (as key tokens name them), plural too ("In the evenings", "on Mondays").
-_TIMES = re.compile(_TIME_WORDS.pattern.replace(")\\b", ")s?\\b", 1), re.IGNORECASE)
-
-
-@text_cache(maxsize=16384)
-def _times(text: str) -> frozenset[str]:
-    """The times of day, weekdays and months ``text`` names, case-folded and singular."""
-    return frozenset(m.group(0).casefold().removesuffix("s") for m in _TIMES.finditer(text))
-
-
-_CJK_SEGMENT = re.compile(r"[，,。！？；!?;\s]+")
-
-
-@text_cache(maxsize=16384)
-def _for_a_while_at_value(text: str) -> bool:
-    """Whether ``text`` states its value for a while only (see :func:`for_a_while`).
-
-    A Chinese sentence is one clause, so a marker anywhere in it counted: "医生出差，给我挪到下周五上午十点了" (the
-    doctor is away; my appointment moved to Friday) is no stay for a while. For Chinese text the marker counts only
-    in a comma-separated part that gives a number or a time, when some part does.
-    """
-    if not has_cjk(text):
-        return for_a_while(text)
-    valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or _times(seg))]
-    return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
-
-
 def _same_name(ca: Clause, cb: Clause) -> bool:
     """Whether two clauses name a person or thing by the same name (a shared key that is no number or time)."""
     return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in ca.keys & cb.keys)
@@ -281,7 +256,7 @@ def competes(
     # wedding?" is the speaker's wedding): it is about the speaker as much as "my wedding" would be
     about_me = asks_about_speaker(query) or not asked_about
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
-    temporary = _for_a_while_at_value(newer.content) and not for_a_while(older.content)
+    temporary = for_a_while_at_value(newer.content) and not for_a_while(older.content)
     same_speaker = newer.source.kind is older.source.kind
     others = _names_someone(newer.content) and not _names_someone(older.content)
     for cb in focus(newer.content, wanted):
@@ -301,7 +276,7 @@ def competes(
                     continue
             qa = wanted & (ca.terms | ca.keys | key_terms(ca))
             qb = wanted & (cb.terms | cb.keys | key_terms(cb))
-            if (qa - qb) & key_terms(ca) and _times(cb.text) - _times(ca.text):
+            if (qa - qb) & key_terms(ca) and times_in(cb.text) - times_in(ca.text):
                 # the query names a key only the older clause holds, and the newer one names another time ("in the
                 # morning" / "in the evenings"): another context. Not restating it ("my flight to Denver" / "they
                 # put me on the June fourth one") changes nothing.

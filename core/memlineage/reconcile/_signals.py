@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from memlineage._evidence import has_bounded
 from memlineage._forget import text_cache
-from memlineage.extractors._patterns import LanguageTable, tables_for
+from memlineage.extractors._patterns import LanguageTable, has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix
 from memlineage.index.lexical import STOPWORDS, tokenize
 from memlineage.reconcile._text import _TIME_WORDS, EMAIL, _key_tokens, clauses, with_digits
@@ -39,6 +39,7 @@ __all__ = [
     "numbers_in",
     "query_terms",
     "substantive_terms",
+    "times_in",
     "values_around",
     "values_of",
 ]
@@ -94,9 +95,8 @@ class Clause:
 
         "By the way" does not; "My son is 7" does (a one-digit number is no key, but it is a value).
         """
-        return len(self.terms | self.keys) >= 2 or (
-            len(self.terms | self.keys) == 1 and bool(numbers_in(self.text) - self.keys)
-        )
+        said = len(self.terms | self.keys)
+        return said >= 2 or (said == 1 and bool(numbers_in(self.text) - self.keys))
 
     @property
     def asserts_present(self) -> bool:
@@ -456,8 +456,9 @@ def numbers_in(text: str) -> frozenset[str]:
     Spelled-out English numbers ("one hundred and five" → 105) are read by
     :func:`~memlineage.reconcile._text.with_digits`.
     """
-    out = {n.replace(",", "") for n in _DIGITS.findall(EMAIL.sub(" ", with_digits(text)))}
-    for w in _WORD.findall(with_digits(text).casefold()):
+    spelled = EMAIL.sub(" ", with_digits(text))
+    out = {n.replace(",", "") for n in _DIGITS.findall(spelled)}
+    for w in _WORD.findall(spelled.casefold()):
         if w in _NUMBER_WORDS and w != "_":
             out.add(str(_NUMBER_WORDS[w]))
         elif w in _ORDINALS:
@@ -559,6 +560,34 @@ def for_a_while(text: str) -> bool:
         (True, False)
     """
     return any(c.temporary for c in clauses_of(text))
+
+
+#: An English word ending in "s", for the plural of a time word ("In the evenings", "on Mondays").
+_PLURAL = re.compile(r"\b[A-Za-z]+s\b")
+
+
+@text_cache(maxsize=16384)
+def times_in(text: str) -> frozenset[str]:
+    """The times of day, weekdays and months ``text`` names (key-token time words), case-folded and singular."""
+    out = {m.group(0).casefold() for m in _TIME_WORDS.finditer(text)}
+    return frozenset(out | {w.casefold()[:-1] for w in _PLURAL.findall(text) if _TIME_WORDS.fullmatch(w[:-1])})
+
+
+_CJK_SEGMENT = re.compile(r"[，,。！？；!?;\s]+")
+
+
+@text_cache(maxsize=16384)
+def for_a_while_at_value(text: str) -> bool:
+    """Whether ``text`` states its value for a while only (see :func:`for_a_while`).
+
+    A Chinese sentence is one clause, so a marker anywhere in it counted: "医生出差，给我挪到下周五上午十点了" (the
+    doctor is away; my appointment moved to Friday) is no stay for a while. For Chinese text the marker counts only
+    in a comma-separated part that gives a number or a time, when some part does.
+    """
+    if not has_cjk(text):
+        return for_a_while(text)
+    valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or times_in(seg))]
+    return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
 
 
 @text_cache(maxsize=16384)

@@ -338,10 +338,9 @@ def spelled_numbers(text: str) -> frozenset[str]:
 
 def _key_tokens(text: str) -> set[str]:
     """Entities, numbers (digits or spelled out), e-mail addresses and dates in ``text``, case-folded."""
-    keys = {n.replace(",", "") for n in _NUMBER.findall(EMAIL.sub(" ", text))}
-    keys |= spelled_numbers(text)
-    keys |= {m.group(0).casefold().rstrip(".") for m in EMAIL.finditer(text)}
-    text = EMAIL.sub(" ", text)
+    keys = {m.group(0).casefold().rstrip(".") for m in EMAIL.finditer(text)}
+    text = EMAIL.sub(" ", text)  # an address's digits and capitals are no number or name of their own
+    keys |= {n.replace(",", "") for n in _NUMBER.findall(text)} | spelled_numbers(text)
     keys |= {m.group(0).casefold() for m in _TIME_WORDS.finditer(text)}
     for match in _CAPITALISED.finditer(text):
         word = match.group(0)
