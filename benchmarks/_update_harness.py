@@ -145,8 +145,9 @@ class _MemLineage(System):
         out = []
         for act in self.mm.activities(Scope(user_id=h.user), kinds=["update_detection"], limit=10_000):
             meta = act.metadata or {}
-            target = self.mm.get(meta.get("target") or "", scope=Scope(user_id=h.user))
-            statement = self.mm.get(meta.get("statement") or "", scope=Scope(user_id=h.user))
+            # a decision may name no memory on one side (a withdrawal names no statement): nothing to look up
+            target = self.mm.get(meta["target"], scope=Scope(user_id=h.user)) if meta.get("target") else None
+            statement = self.mm.get(meta["statement"], scope=Scope(user_id=h.user)) if meta.get("statement") else None
             out.append(
                 {
                     "action": act.name,

@@ -1,5 +1,6 @@
 """Issue 24: the values a correction changes, read without a pattern: spelled-out numbers, e-mail addresses, a value
-said in the clause next to the one that matches, a person named by name where the query names a role."""
+said in the clause next to the one that matches, a person named by name where the query names a role, a role by
+another of its names, identifiers in mixed Chinese text."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from memlineage import MemoryManager, Scope
-from memlineage.reconcile._signals import clauses_of, focus, numbers_in, query_people, query_terms, values_around
+from memlineage.reconcile._signals import (
+    clauses_of,
+    focus,
+    numbers_in,
+    query_people,
+    query_terms,
+    values_around,
+    values_of,
+)
 from memlineage.testing import make_manager
 
 T0 = datetime(2025, 1, 1, 9, tzinfo=timezone.utc)
@@ -45,6 +54,23 @@ def test_a_start_date_is_no_stay_for_a_while() -> None:
 def test_a_clause_opening_with_a_name_in_the_possessive_is_about_that_person() -> None:
     assert [c.subject for c in clauses_of("Priya's birthday is April 21.")] == ["priya"]
     assert [c.subject for c in clauses_of("It's raining again.")] == [None]
+
+
+def test_a_role_is_asked_about_by_each_of_its_names() -> None:
+    assert query_people("我女儿上几年级？") == {"女儿", "闺女"}
+    assert {"mom", "mother"} <= query_people("Where does my mom live?")
+    assert query_people("What's my boss's name?") >= {"boss", "manager"}  # "boss" is no plural of "bos"
+    assert query_people("What do my kids eat?") == {"kid", "child"}
+
+
+def test_identifiers_in_mixed_chinese_text_are_keys_and_time_words_no_places() -> None:
+    (flight,) = clauses_of("改签到21号早上的3U8882了")
+    assert {"3u8882", "21"} <= flight.keys
+    (booked,) = clauses_of("订了国航CA4112，早上8点的")
+    assert "ca4112" in booked.keys
+    assert values_of(booked, "entity") == {"ca4112"}  # 早上 is a time, not the thing asked for
+    (units,) = clauses_of("Meet me on the 21st at 5pm, bring the 256GB drive")
+    assert not any(ch.isalpha() for k in units.keys for ch in k if k[0].isdigit())  # 5pm, 21st: no identifiers
 
 
 def test_a_time_word_is_nobody_the_query_asks_about() -> None:
@@ -146,6 +172,20 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
             "She turned ten on Sunday and wants a telescope now 🔭 any beginner picks?",
             "How old is my daughter?",
         ),
+        # a role by another of its names: 女儿 / 闺女, mom / mother
+        ("我女儿今年上三年级，数学有点跟不上。", "闺女升四年级了，换了个新班主任，人挺好。", "我女儿上几年级？"),
+        (
+            "My mom lives in Tucson, near the university.",
+            "Mother finally sold the Tucson house and bought a condo in Phoenix.",
+            "Where does my mom live?",
+        ),
+        # Chinese: a date or identifier that changed ties two statements that share no word
+        ("开题报告的截止日期是3月20号，还有好多没写。", "老师通融了，可以推到3月底再交。", "我的开题报告什么时候交？"),
+        (
+            "订了周五去西安的高铁，G87，下午两点出发。",
+            "G87停运了，改成周六上午的G651，行李还没收拾。",
+            "我去西安坐哪个车次？",
+        ),
         (
             "Nursery pickup for Mia is at 4:30, so keep my calls before four.",
             "Mia's nursery changed its hours, I have to be there by a quarter past five now.",
@@ -193,6 +233,8 @@ def test_the_later_value_ranks_first_and_the_older_is_marked(
             "In the evenings I usually eat pasta.",
             "What do I eat in the morning?",
         ),
+        # two Chinese statements with numbers and nothing else in common: a number that differs ties nothing
+        ("我身高175，最近想练练腿。", "我吃素已经五年了。", "我身高多少？"),
         (
             # unrelated topics of one user, each with a value of the asked kind: the weakest rule pairs neither
             "I work at a hospital in Leeds as a radiographer. How do I ask for a shift swap?",

@@ -115,6 +115,13 @@ class LanguageTable:
     self_subject: tuple[re.Pattern[str], ...] = ()
     answer_types: tuple[tuple[str, re.Pattern[str]], ...] = ()
     event_query: tuple[re.Pattern[str], ...] = ()
+    #: Groups of names of one role ("mom", "mother"; "女儿", "闺女"), case-folded.
+    same_person: tuple[frozenset[str], ...] = ()
+
+    def synonyms(self, role: str) -> frozenset[str]:
+        """``role`` and every name sharing a :attr:`same_person` group with it (case-folded)."""
+        key = role.casefold()
+        return frozenset({key}.union(*(g for g in self.same_person if key in g)))
 
     @property
     def plan_slots(self) -> frozenset[str]:
@@ -204,6 +211,7 @@ def _load(language: str) -> LanguageTable:
         many_query=_compile(data.get("many_query"), f"{language}:many_query"),
         self_subject=_compile(data.get("self_subject"), f"{language}:self_subject"),
         event_query=_compile(data.get("event_query"), f"{language}:event_query"),
+        same_person=tuple(frozenset(str(w).casefold() for w in group) for group in data.get("same_person") or ()),
         answer_types=tuple(
             (str(name), _compile([pattern], f"{language}:answer_types")[0])
             for name, pattern in (data.get("answer_types") or {}).items()

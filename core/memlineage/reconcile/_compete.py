@@ -197,6 +197,19 @@ def _same_name(ca: Clause, cb: Clause) -> bool:
     return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in ca.keys & cb.keys)
 
 
+#: Chinese characters too common to tie two statements to one topic (pronouns, particles, copulas, measure words).
+_COMMON_CJK = frozenset(
+    "我你他她它们的了在是和也都就还又很有没不这那个么什吗呢吧啊哦嗯一二三四五六七八九十两几多少要会能想说到去来上下"
+)
+
+
+def _share_char(texts: tuple[str, str], query: str) -> bool:
+    """Whether the newer text shares a Chinese character beyond the commonest ones with the older text or the query."""
+    older, newer = texts
+    mine = {ch for ch in newer if has_cjk(ch)} - _COMMON_CJK
+    return bool(mine & ({ch for ch in older + query if has_cjk(ch)} - _COMMON_CJK))
+
+
 def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
     """Whether both sides of a changed value are identifiers (an e-mail address, digits), not names."""
     return all(any("@" in v or any(ch.isdigit() for ch in v) for v in side) for side in values)
@@ -256,6 +269,7 @@ def competes(
     # wedding?" is the speaker's wedding): it is about the speaker as much as "my wedding" would be
     about_me = asks_about_speaker(query) or not asked_about
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
+    changed_pair = ("", "")  # the (older, newer) clauses that gave other_value
     temporary = for_a_while_at_value(newer.content) and not for_a_while(older.content)
     same_speaker = newer.source.kind is older.source.kind
     others = _names_someone(newer.content) and not _names_someone(older.content)
@@ -322,6 +336,7 @@ def competes(
                     va, vb = numbers_in(ca.text) - asked, numbers_in(cb.text) - asked
                 if va and vb and va != vb and other_value is None:
                     other_value = (va, vb)
+                    changed_pair = (ca.text, cb.text)
                 # a new value of the asked kind, or none to compare; the same value again ("Denver winters are
                 # brutal" after "I live in Denver") changes nothing. A time or a number is replaced only by a clause
                 # with digits in it: one that has none ("cute anniversary card message") says nothing about it.
@@ -358,9 +373,12 @@ def competes(
         # ... and so does an identifier that changed (an e-mail address, a phone number): no name is that specific
         valued = other_value is not None and (kind != "entity" or _identifiers(other_value))
         # related beyond ranking: shared words with the query or the older clause; for English also values of the
-        # asked kind on both sides or some closeness in meaning (Chinese values and vectors are too loose for it)
+        # asked kind on both sides or some closeness in meaning (Chinese vectors are too loose for it)
         if cjk:
-            related = anchored
+            # a shared word; or a date, number or identifier that changed ("5月15号" / "5月底", "CA4112" / "3U8882")
+            # in statements sharing a less common character (Chinese places and names read off the text are loose)
+            moved = other_value is not None and (kind in ("time", "number") or _identifiers(other_value))
+            related = anchored or (moved and _share_char(changed_pair, query))
         else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only
             near = cosine is not None and cosine >= ANCHOR_COSINE
             related = near or keyed or valued or (anchored and cosine is not None and cosine >= 0.3)

@@ -262,7 +262,8 @@ def query_people(query: str) -> frozenset[str]:
 
     Names are the query's entity keys that are not times or numbers ("Ava" in "How old is Ava?"), written like a
     name (not "TV", "Wi-Fi") and not after a preposition of place ("my train to Glasgow"); roles come from the
-    table's ``people`` patterns, found anywhere in the query. Case-folded for English.
+    table's ``people`` patterns, found anywhere in the query, each with the other names of its role (the table's
+    ``same_person``: "mom" / "mother", 女儿 / 闺女). Case-folded for English.
 
     Example:
         >>> sorted(query_people("How old is my daughter Ava?"))
@@ -273,7 +274,11 @@ def query_people(query: str) -> frozenset[str]:
     for pattern in table.people:
         for m in pattern.finditer(query):
             who = str(m.group("who"))
-            out.add(who.casefold().rstrip("s") if table.language == "en" else who)
+            # ... by any of its names ("my mom" asks about "my mother", 女儿 about 闺女)
+            if table.language == "en":
+                who = who.casefold()
+                who = who[:-1] if who.endswith("s") and not who.endswith("ss") else who  # "kids", not "boss"
+            out |= table.synonyms(who)
     roles = set(out)
     for c in clauses_of(query):
         out |= {
@@ -490,7 +495,10 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
         return frozenset(m.group(0).casefold() for m in _TIME.finditer(text))
     if kind == "number":
         return numbers_in(text)
-    named = {k for k in clause.keys if not _DIGITS.fullmatch(k) and not _TIME.fullmatch(k)}
+    # a time word ("早上", "Monday") is a time, never the place or thing asked for
+    named = {
+        k for k in clause.keys if not _DIGITS.fullmatch(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)
+    }
     named = {k[:-2] if k.endswith(("'s", "’s")) else k for k in named}
     named |= {m.group(1) for m in _CJK_PLACE.finditer(text)}
     if kind == "entity":  # identifiers with letters and digits ("lanternfish-0930"), not bare numbers

@@ -284,7 +284,13 @@ def _norm_value(value: str | None) -> str:
 # Words: key tokens (entities, numbers, dates) and the terms around them
 # ------------------------------------------------------------------------------------------------------------
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
-_CAPITALISED = re.compile(r"\b[A-Z][\w'-]*[\w]")
+#: A word character that is not Chinese, Japanese or Korean: in mixed text an English name or identifier ends where
+#: the CJK text begins ("国航CA4112", "提了台Model 3").
+_LATIN_WORD = r"[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
+_CAPITALISED = re.compile(rf"(?<!{_LATIN_WORD})[A-Z](?:{_LATIN_WORD}|['-])*{_LATIN_WORD}")
+#: An identifier mixing letters and digits, letters first or digits-letters-digits ("ua123", "3U8882", "b12"); not a
+#: number with a unit or ordinal ("5pm", "21st", "256GB").
+_IDENTIFIER = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]+\d|\d+[A-Za-z]+\d)[A-Za-z0-9]*(?![A-Za-z0-9])")
 _TIME_WORDS = re.compile(
     r"\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|"
     r"nov(?:ember)?|dec(?:ember)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday|morning|afternoon|"
@@ -346,6 +352,7 @@ def _key_tokens(text: str) -> set[str]:
         word = match.group(0)
         if word.casefold() not in _NOT_ENTITIES:
             keys.add(word.casefold())
+    keys |= {m.group(0).casefold() for m in _IDENTIFIER.finditer(text)}
     return keys
 
 
