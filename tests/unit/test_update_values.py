@@ -49,6 +49,8 @@ def test_a_start_date_is_no_stay_for_a_while() -> None:
     (renewal,) = clauses_of("The lease renews at $2,300 a month starting next month.")
     (one_off,) = clauses_of("The standup is at 10 this week.")
     assert not renewal.temporary and one_off.temporary
+    (leaving,) = clauses_of("I'm leaving Acme at the end of this week, so use my personal address")
+    assert not leaving.temporary  # when a change happens, not how long a state lasts
 
 
 def test_a_clause_opening_with_a_name_in_the_possessive_is_about_that_person() -> None:
@@ -172,6 +174,18 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
             "She turned ten on Sunday and wants a telescope now 🔭 any beginner picks?",
             "How old is my daughter?",
         ),
+        # a question after a dash leaves the statement before it standing; the later one names the pet
+        (
+            "Our cat Miso is 8 lbs — is that a healthy weight for her size?",
+            "The vet weighed Miso at 10 lbs today, so she's going on a diet.",
+            "How much does Miso weigh?",
+        ),
+        # the same street with another number: the address changed
+        (
+            "Ship the samples to 412 Alder Lane, Eugene OR 97401.",
+            "small typo earlier, it's 421 Alder Lane not 412",
+            "What address should the samples go to?",
+        ),
         # a role by another of its names: 女儿 / 闺女, mom / mother
         ("我女儿今年上三年级，数学有点跟不上。", "闺女升四年级了，换了个新班主任，人挺好。", "我女儿上几年级？"),
         (
@@ -268,3 +282,70 @@ def test_a_contrast_about_someone_else_replaces_nothing_of_the_speaker() -> None
     trip = _say(manager, clock, "I'm flying to Porto on the 3rd for the conference.", 20)
     _say(manager, clock, "Actually I'm flying to Faro, not Porto.", 25)
     assert manager.require(trip, scope="alice").status.value == "superseded"
+
+
+@pytest.mark.parametrize(
+    ("said", "withdrawn"),
+    [
+        ("我对花生过敏，做菜别放花生。", "之前说花生过敏是我记错了，过敏的是我表哥，我自己吃花生没问题。"),
+        ("记一下，我对头孢过敏。", "刚才那条头孢过敏的你删了吧，是我爸过敏，不是我。"),
+        (
+            "I'm allergic to shellfish, keep that in mind for recipes.",
+            "Scratch the shellfish allergy thing, I mixed it up with my sister. I eat shrimp all the time.",
+        ),
+        ("My blood type is O negative.", "What I said about my blood type was wrong, I haven't actually been tested."),
+    ],
+)
+def test_a_statement_said_to_be_misremembered_is_withdrawn(said: str, withdrawn: str) -> None:
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    old = _say(manager, clock, said, 0)
+    _say(manager, clock, withdrawn, 3)
+    assert manager.require(old, scope="alice").status.value == "retracted"
+    # ... and what merely says something else was wrong withdraws nothing it does not name
+    kept = _say(manager, clock, "我养了一只猫叫花卷。", 5)
+    _say(manager, clock, "之前说的搬家那个不对，还没定。", 8)
+    assert manager.require(kept, scope="alice").status.value == "active"
+
+
+def test_an_alternative_question_and_an_indefinite_person_state_nothing_of_the_speaker() -> None:
+    (alternative,) = clauses_of("Would stretching to $1,200 get me much more, or is it not worth it?")
+    assert alternative.question and not alternative.asserts_present
+    assert [c.subject for c in clauses_of("A friend keeps raving about Porto.")] == ["friend"]
+    assert [c.subject for c in clauses_of("I have a friend in Denver.")] == ["self"]
+
+
+def test_a_question_after_a_dash_and_back_in_a_range_state_the_present() -> None:
+    statement, question = clauses_of("My daughter is 9 — what's a good first bike?")
+    assert statement.asserts_present and question.question
+    (lab,) = clauses_of("Got my results: cholesterol is 180 now, back in the healthy range!")
+    assert lab.asserts_present and not lab.past
+    assert clauses_of("Back in my twenties I waited tables.")[0].past
+
+
+def test_someone_who_only_reports_a_change_is_not_what_it_is_about() -> None:
+    from memlineage.reconcile._compete import _names_someone
+
+    assert not _names_someone("例会改到周四了，经理说周二会议室不够用。")
+    assert not _names_someone("My doctor said the follow-up moved to June 3.")
+    assert _names_someone("我妈下个月搬去杭州。") and _names_someone("My sister moved to Rome.")
+
+
+def test_a_city_one_works_in_is_no_employer() -> None:
+    from memlineage.extractors import detect_slot
+
+    assert detect_slot("我在北京工作五年了")[0] == "user.workplace"
+    assert detect_slot("我在字节做产品经理")[0] == "user.employer"
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    city = _say(manager, clock, "我在北京工作五年了，还是不太习惯这里的干燥。", 0)
+    _say(manager, clock, "我在字节做产品经理，最近OKR压力好大。", 30)
+    assert manager.require(city, scope="alice").status.value == "active"
+
+
+def test_two_statements_filling_different_slots_are_no_contenders(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    home = _say(manager, clock, "I live in Minneapolis, in the North Loop.", 0)
+    _say(manager, clock, "I'm a nurse in the ICU at Mass General.", 20)
+    result = manager.recall("What city do I live in?", scope="alice", k=3, trace=True)
+    assert result.ids[0] == home and not result.trace.conflicts

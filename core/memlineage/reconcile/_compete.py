@@ -82,7 +82,7 @@ ANCHOR_COSINE = 0.4
 #: Cosine below which two English statements are about unrelated things: the weakest rule (contenders) never pairs
 #: them. With MiniLM, implicit updates lie at 0.16-0.5 ("renting in Denver" / "unpacked in our new Portland
 #: apartment" 0.26; the few below 0.2 are lost) and other topics of one user mostly below 0.2.
-UNRELATED_COSINE = 0.2
+UNRELATED_COSINE = float(__import__("os").environ.get("EXP_UC", "0.2"))
 #: How many of a speaker's best-matching statements for a query contend for its answer.
 CONTENDERS = 3
 
@@ -158,17 +158,28 @@ def _names_someone(text: str) -> bool:
     """Whether ``text`` names another person it may be about; cached: recall asks per pair.
 
     The table's ``others``, or any role of its ``people`` ("my cousin", "our landlord"). A person named as company
-    ("we decided with my wife", "跟老婆商量了两个晚上", "my wife and I") does not count, unless a third-person pronoun
-    follows ("with my girlfriend. She hates horror"): the statement is still the speaker's own.
+    ("we decided with my wife", "跟老婆商量了两个晚上", "my wife and I") or as the source of what is said
+    ("领导说周一大家都太忙", "my doctor said ...") does not count, unless a third-person pronoun follows ("with my
+    girlfriend. She hates horror"): the statement is still the speaker's own.
     """
     table = tables_for(text)[0]
     for pattern in (*table.others, *table.people):
         for m in pattern.finditer(text):
-            company = _COMPANY_BEFORE.search(text[: m.start()]) or _COMPANY_AFTER.search(text[m.end() :])
+            after = text[m.end() :]
+            # company, or the source of what is said ("领导说周一大家都太忙", "my doctor said I'm prediabetic")
+            company = _COMPANY_BEFORE.search(text[: m.start()]) or _COMPANY_AFTER.search(after) or _SAYS.search(after)
             # ... unless the text goes on about them ("with my girlfriend. She hates horror")
             if not company or _PRONOUN.search(text[m.end() :]):
                 return True
     return False
+
+
+#: What follows a person who only reports something ("领导说…", "my doctor said…"): the statement is not about them.
+_SAYS = re.compile(
+    r"^\s*(?:说|讲|觉得|认为|表示|让我|叫我|告诉我|建议我)"
+    r"|^\s+(?:said|says|told me|tells me|thinks|reckons|wants me|asked me)\b",
+    re.IGNORECASE,
+)
 
 
 #: A third-person pronoun standing for someone named before ("They moved the wedding", "她下个月…").
@@ -250,6 +261,9 @@ def competes(
         # Within one conversation later turns go on with the topic; a correction said there carries a cue or the
         # same words, which update detection reads when it is written.
         return None
+    # both statements fill a known slot and the slots differ ("I live in Minneapolis" / "I'm a nurse at Mass
+    # General"): two attributes of the speaker, which the weakest rule never pairs
+    other_slot = older.slot is not None and newer.slot is not None and older.slot != newer.slot
     if not linked and asks_for_many(query):
         return None  # several answers hold at once ("What pets do we have?"): a later one replaces none
     wanted = query_terms(query)
@@ -346,7 +360,9 @@ def competes(
                     or any(ch.isdigit() for ch in with_digits(cb.text))  # "by a quarter to three"
                     or (has_cjk(cb.text) and bool(numbers_in(cb.text)))
                 )
-                novel = novel or (not vb and loose) or bool(vb and not vb <= va)
+                # ... or the same place or thing with another number ("86 Harbor Rd not 88": an address changed)
+                renumbered = kind in ("place", "entity") and bool(va & vb) and bool(nb - na) and bool(na - nb)
+                novel = novel or (not vb and loose) or bool(vb and not vb <= va) or renumbered
             else:
                 novel = True
             sim = clause_similarity(ca, cb)
@@ -397,6 +413,7 @@ def competes(
             and about_me
             and same_speaker
             and not unrelated
+            and not other_slot
         ):
             return "the later of the speaker's two statements that best answer the query", round(
                 best[0] if best is not None else 0.0, 3

@@ -27,10 +27,13 @@ from memlineage.reconcile._text import (
 )
 from memlineage.retrieval import is_request
 
-
 # ------------------------------------------------------------------------------------------------------------
 # The offline reconciler
 # ------------------------------------------------------------------------------------------------------------
+#: Slots whose value a change of another slot, said with a correction cue, replaces too: ``{new slot: (covered)}``.
+_COVERS: dict[str, tuple[str, ...]] = {"user.employer": ("user.workplace",)}
+
+
 class RuleReconciler:
     """Offline update detection from the per-language pattern tables (the default reconciler).
 
@@ -143,7 +146,10 @@ class RuleReconciler:
     ) -> UpdateDecision | None:
         if not st.slot:
             return None
-        holders = [c for c in cands if c.slot == st.slot]
+        # a change of employer said as one ("我跳槽到华为了": a correction cue, not merely "最近") also replaces
+        # where one said one works ("我在腾讯工作", a slot of its own since its value may be a city)
+        covered = {st.slot, *(_COVERS.get(st.slot, ()) if table.is_correction(text) else ())}
+        holders = [c for c in cands if c.slot in covered]
         if not holders:
             return None
         if ".preference." in st.slot and not (table.is_exclusive(text) or any(_exclusive(c.content) for c in holders)):

@@ -187,11 +187,15 @@ _QUESTION_OPENER = re.compile(
     r"who|where|when|why|how|any)\b",
     re.IGNORECASE,
 )
+#: Where a sentence's question may start: its last comma, or a dash ("My son is 11 — what's a good first phone?").
+_SEAM = re.compile(r"[,，]|\s[—–-]\s|—")
+#: The second half of an alternative question ("..., or is it not worth it?", "……，还是再等等？").
+_ALTERNATIVE = re.compile(r"or\b|还是", re.IGNORECASE)
 _CJK_QUESTION_WORD = re.compile(r"怎么|什么|哪|吗|呢|多少|几|如何|为什么|是不是|能不能|可不可以|要不要|有没有")
 
 
 def _statement_then_question(sentence: str) -> list[tuple[str, bool | None]]:
-    """A sentence that states something and then asks after a comma, as its two parts; else the sentence whole.
+    """A sentence that states something and then asks after a comma or dash, as its two parts; else the sentence whole.
 
     Each part comes with whether it asks (``True`` for the question part) or ``None`` (decided from its own words).
     The split is made only when the sentence asks and the part before the comma does not.
@@ -202,12 +206,17 @@ def _statement_then_question(sentence: str) -> list[tuple[str, bool | None]]:
         >>> _statement_then_question("If I move to Berlin, what are the taxes?")[0]
         ('If I move to Berlin', None)
         >>> _statement_then_question("Do I live in Berlin now, or in Paris?")
-        [('Do I live in Berlin now, or in Paris?', None)]
+        [('Do I live in Berlin now, or in Paris?', True)]
+        >>> _statement_then_question("Would $1,200 get me much more, or is it not worth it?")
+        [('Would $1,200 get me much more, or is it not worth it?', True)]
     """
-    cut = max(sentence.rfind(","), sentence.rfind("，"))
-    if cut < 0:
+    seams = list(_SEAM.finditer(sentence))
+    if not seams:
         return [(sentence, None)]
-    head, tail = sentence[:cut].strip(), sentence[cut + 1 :].strip()
+    last = seams[-1]
+    head, tail = sentence[: last.start()].strip(), sentence[last.end() :].strip()
+    if _ALTERNATIVE.match(tail) and is_question(sentence):
+        return [(sentence, True)]  # "Would $1,200 get me much more, or is it not worth it?": one question
     if not (_QUESTION_OPENER.match(tail) or _CJK_QUESTION_WORD.search(tail) or is_request(tail)):
         return [(sentence, None)]  # ("help me price the venue?" asks as much as "what would the venue cost?")
     asks = is_question(sentence) or is_request(sentence) or asks_unmarked(tail)
