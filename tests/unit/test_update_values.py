@@ -180,6 +180,12 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
             "The vet weighed Miso at 10 lbs today, so she's going on a diet.",
             "How much does Miso weigh?",
         ),
+        # the role and the name first, the name alone later: one person
+        (
+            "My wife Ana teaches chemistry at Lincoln High.",
+            "Ana got poached by Roosevelt Academy! Starts Monday, way better pay.",
+            "Where does my wife work?",
+        ),
         # the same street with another number: the address changed
         (
             "Ship the samples to 412 Alder Lane, Eugene OR 97401.",
@@ -246,6 +252,12 @@ def test_the_later_value_ranks_first_and_the_older_is_marked(
             "I have porridge every morning before work.",
             "In the evenings I usually eat pasta.",
             "What do I eat in the morning?",
+        ),
+        # the same employer named of someone else
+        (
+            "My husband works at Boeing as a structural engineer.",
+            "My brother just started at Boeing too, in the Renton plant.",
+            "Where does my husband work?",
         ),
         # two Chinese statements with numbers and nothing else in common: a number that differs ties nothing
         ("我身高175，最近想练练腿。", "我吃素已经五年了。", "我身高多少？"),

@@ -204,8 +204,13 @@ def _refers_back(ca: Clause, cb: Clause, people: frozenset[str], kind: str | Non
 
 
 def _same_name(ca: Clause, cb: Clause) -> bool:
-    """Whether two clauses name a person or thing by the same name (a shared key that is no number or time)."""
-    return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in ca.keys & cb.keys)
+    """Whether two clauses name a person or thing by the same name (a shared key that is no number or time).
+
+    A name the older clause gives as a key may open the newer one, where a capital says nothing ("My wife Ana ..." /
+    "Ana got poached by ..."): a word of the newer clause counts then.
+    """
+    shared = ca.keys & (cb.keys | cb.terms) | (ca.keys | ca.terms) & cb.keys
+    return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in shared)
 
 
 #: Chinese characters too common to tie two statements to one topic (pronouns, particles, copulas, measure words).
@@ -322,10 +327,10 @@ def competes(
             ):
                 continue  # asked what happened: two events are two events
             if asked_about and not mentions(cb, asked_about) and not _refers_back(ca, cb, asked_about, kind):
-                # the query asks about someone ("How old is Ava?") the newer clause does not name; unless the older
-                # one does not name them either and both name the same person otherwise ("School pickup for Lena"
-                # / "Lena's school switched", asked about "my daughter")
-                if mentions(ca, asked_about) or not _same_name(ca, cb):
+                # the query asks about someone ("How old is Ava?") the newer clause does not name; unless both
+                # name the same person otherwise ("School pickup for Lena" / "Lena's school switched", asked about
+                # "my daughter"; "My husband Jon works at Boeing" / "Jon landed at Blue Origin")
+                if not _same_name(ca, cb):
                     continue
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
