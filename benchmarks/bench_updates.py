@@ -31,7 +31,9 @@ less common character started tying two statements, changes diagnosed on test12 
 ``test14`` (first run after statements filling different slots stopped contending, an alternative question and
 someone named without a possessive stopped stating the speaker's value, a statement said to be misremembered
 started being withdrawn, 在X工作 got a slot of its own, and the same place with another number became a changed
-value, changes diagnosed on all earlier suites). ``make
+value, changes diagnosed on all earlier suites), ``test15`` (first run after a question after a dash, "back in" a
+range, a person who only reports a change, and a name said alone after a role and that name were read, changes
+diagnosed on test14). ``make
 bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
 
 The scenarios are dealt to users (scenarios of one suite file per user, at most one per topic, so a user's facts
@@ -92,6 +94,7 @@ SPLITS = (
     "test12",
     "test13",
     "test14",
+    "test15",
 )
 
 
