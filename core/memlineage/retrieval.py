@@ -334,6 +334,9 @@ _REQUEST = re.compile(
 def is_question(text: str) -> bool:
     """Whether a memory's text is only a question: its last sentence asks, and no earlier sentence states.
 
+    A short earlier sentence states nothing unless it names the speaker or a number ("Hi there. Where's the gym?" is
+    a question; "I make $78k. How much should I save?" and "我住北京。有什么好吃的？" are not only questions).
+
     Example:
         >>> is_question("How much is the Hotel Miramar for June 12-15?"), is_question("I live in Paris. Why?")
         (True, False)
@@ -342,7 +345,21 @@ def is_question(text: str) -> bool:
     if not _QUESTION_END.search(body):
         return False
     sentences = [x for x in re.split(r"(?<=[.!?。！？])\s*", body) if x.strip()]
-    return all(_QUESTION_END.search(x) or len(x.split()) <= 3 for x in sentences)
+    return all(_QUESTION_END.search(x) or _filler(x) for x in sentences)
+
+
+_CJK_TEXT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+#: What makes a short sentence a statement: the speaker or a number ("I'm vegan.", "I make $78k.", "我住北京。").
+_STATES = re.compile(r"\b(?:i|i'm|im|i've|my|we|we're|our)\b|\d|我|我们", re.IGNORECASE)
+
+
+def _filler(sentence: str) -> bool:
+    """Whether a sentence before a question states nothing: a greeting or interjection ("Hi there.", "Ugh!", "嗯。")."""
+    if _STATES.search(sentence):
+        return False
+    if _CJK_TEXT.search(sentence):
+        return len(re.sub(r"\W", "", sentence)) <= 3
+    return len(sentence.split()) <= 3
 
 
 def is_request(text: str) -> bool:

@@ -361,3 +361,39 @@ def test_two_statements_filling_different_slots_are_no_contenders(mm: tuple[Memo
     _say(manager, clock, "I'm a nurse in the ICU at Mass General.", 20)
     result = manager.recall("What city do I live in?", scope="alice", k=3, trace=True)
     assert result.ids[0] == home and not result.trace.conflicts
+
+
+def test_a_statement_before_a_question_is_no_mere_question() -> None:
+    from memlineage.retrieval import is_question
+
+    assert not is_question("I make $78k. How much should I put in my 401k?")
+    assert not is_question("我住北京。有什么好吃的？")
+    assert is_question("Hi there. Where is the nearest gym?") and is_question("你好。附近有什么好吃的？")
+
+
+def test_a_question_about_the_past_ranks_the_replaced_statement_first(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    before = _say(manager, clock, "I'm in Tucson and it's 112 degrees today. Indoor things to do?", 0)
+    _say(manager, clock, "What's a good beginner sourdough recipe?", 20)
+    after = _say(manager, clock, "We moved to Seattle last month. The rain is a lot, send help.", 90)
+    result = manager.recall("Where did I live before Seattle?", scope="alice", k=3, trace=True)
+    assert result.ids[:2] == [before, after]
+    assert "earlier" in result[0].flags and result[0].newer is None
+    assert any(c.older == before and c.newer == after for c in result.trace.conflicts)
+    # asked about the present, the later one ranks first as before
+    assert manager.recall("Where do I live?", scope="alice", k=3).ids[0] == after
+
+
+def test_a_trip_home_and_a_pronoun_seam_replace_nothing() -> None:
+    from memlineage.extractors import detect_slot
+
+    assert detect_slot("Flight home is December 20th.") == (None, None)
+    assert detect_slot("Home is Columbus, Ohio.")[0] == "user.residence"
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    home = _say(manager, clock, "我现在在上海工作，住在徐汇。", 0)
+    _say(manager, clock, "瑜伽馆换了老师，课表也调了，我现在改成周一和周五早上七点去。", 30)
+    berlin = _say(manager, clock, "I live in Berlin, in Kreuzberg.", 40)
+    _say(manager, clock, "Flight home is December 20th.", 60)
+    assert manager.require(home, scope="alice").status.value == "active"
+    assert manager.require(berlin, scope="alice").status.value == "active"

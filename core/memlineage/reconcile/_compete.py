@@ -23,7 +23,8 @@ What never competes: a clause that does not state the present (a question, a req
 not), an older clause that answers more of the query than the newer one ("how old is my daughter?"), a newer
 statement from a source that may not update the older (an agent never outranks what the user said; a
 tool's result only an earlier result of the same tool for the same arguments). A query about the past ("where did
-I live before?", "what was the first quote?") leaves the order as relevance made it, so the older memory is found;
+I live before Minneapolis?", "what was the first quote?") turns the rule round: the earlier statement of each
+competing pair ranks just ahead of the later one, which matched the question's words best;
 memories that are a transcript of named speakers (``[8 May 2023] Caroline: ...``, a conversation between other
 people kept as memory) are dialogue, reordered by recorded possible updates only; and for a question about what
 happened ("When did I go…?", ``event_query`` cues) two events never compete.
@@ -479,6 +480,27 @@ def _closeness(hit: RecallHit) -> float:
     return float(hit.score)
 
 
+def _earlier_first(hits: Sequence[Any], rivals: Mapping[int, Conflict]) -> list[Any]:
+    """For a question about the past: each earlier statement ranks just ahead of the later one that replaced it.
+
+    "What did I drive before the Maverick?" matches the statement naming the Maverick best; the one it replaced
+    ("My Jeep's soft top leaks") is the answer. An earlier statement already ahead stays where it is; a moved one
+    takes the later one's score (the order stays monotone in score) and the flag ``"earlier"``.
+    """
+    ids = [h.memory.id for h in hits]
+    order = list(range(len(hits)))
+    moved: dict[int, Any] = {}
+    for i, c in sorted(rivals.items(), key=lambda ic: ids.index(ic[1].newer)):
+        j = ids.index(c.newer)
+        if order.index(i) < order.index(j):
+            continue
+        order.remove(i)
+        order.insert(order.index(j), i)
+        h = hits[i]
+        moved[i] = replace(h, score=hits[j].score, flags=(*h.flags, "earlier"), scores={**h.scores, "earlier": 1.0})
+    return [moved.get(i, hits[i]) for i in order]
+
+
 def resolve_conflicts(
     query: str,
     hits: Sequence[Any],
@@ -499,11 +521,13 @@ def resolve_conflicts(
 
     Returns:
         The hits in their new order (demoted ones with ``newer`` set, flag ``"older"`` and ``scores["older"]``),
-        and the conflicts found. A query about the past returns the hits unchanged.
+        and the conflicts found. For a query about the past ("Where did I live before Minneapolis?") the earlier
+        statement of each pair ranks just ahead of the later one instead (flag ``"earlier"``), nothing is demoted.
     """
     n = len(hits)
-    if n < 2 or asks_about_past(query):
+    if n < 2:
         return list(hits), []
+    past = asks_about_past(query)
     links = links or {}
     unit = {}
     for mid, vec in (vectors or {}).items():
@@ -535,6 +559,8 @@ def resolve_conflicts(
                 newest_rival[i] = found  # later j overwrite: the newest competitor wins
     if not newest_rival:
         return list(hits), []
+    if past:
+        return _earlier_first(hits, newest_rival), list(newest_rival.values())
     # The demoted go after every other hit (the older value is served when nothing else is left), newest rival
     # first; their scores are capped below the last hit kept ahead, so the order stays monotone in score.
     kept = [h for i, h in enumerate(hits) if i not in newest_rival]

@@ -50,6 +50,8 @@ _GENERIC = frozenset(
     day days got get gets getting go going went thing things really realli pretty bit lot lots like think know want
     need said say tell told thank thanks okay ok yeah yes hey hi oh well sure good great also anyway btw""".split()
 )
+#: A Chinese bigram across a pronoun ("我现" in 我现在) is a seam of the bigram tokenizer, not a word.
+_CJK_PRONOUNS = frozenset("我你他她它")
 _CJK_GENERIC = frozenset(
     "现在 其实 已经 刚刚 最近 一下 一个 这个 那个 我们 你们 他们 就是 还是 不是 没有 可以 觉得 知道".split()
 )
@@ -562,8 +564,14 @@ def substantive_terms(terms: Iterable[str]) -> frozenset[str]:
     Example:
         >>> sorted(substantive_terms({"get", "climbed", "over"}))
         ['climbed', 'over']
+        >>> sorted(substantive_terms({"我现", "现在", "瑜伽"}))
+        ['瑜伽']
     """
-    return frozenset(t for t in terms if t not in _GENERIC and t not in _CJK_GENERIC)
+    return frozenset(
+        t
+        for t in terms
+        if t not in _GENERIC and t not in _CJK_GENERIC and not (not t.isascii() and _CJK_PRONOUNS & set(t))
+    )
 
 
 @text_cache(maxsize=16384)
