@@ -83,7 +83,7 @@ ANCHOR_COSINE = 0.4
 #: Cosine below which two English statements are about unrelated things: the weakest rule (contenders) never pairs
 #: them. With MiniLM, implicit updates lie at 0.16-0.5 ("renting in Denver" / "unpacked in our new Portland
 #: apartment" 0.26; the few below 0.2 are lost) and other topics of one user mostly below 0.2.
-UNRELATED_COSINE = float(__import__("os").environ.get("EXP_UC", "0.2"))
+UNRELATED_COSINE = 0.2
 #: How many of a speaker's best-matching statements for a query contend for its answer.
 CONTENDERS = 3
 
