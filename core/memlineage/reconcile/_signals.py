@@ -190,7 +190,7 @@ _QUESTION_OPENER = re.compile(
     re.IGNORECASE,
 )
 #: Where a sentence's question may start: its last comma, or a dash ("My son is 11 — what's a good first phone?").
-_SEAM = re.compile(r"[,，]|\s[—–-]\s|—")
+_ASK_SEAM = re.compile(r"[,，]|\s[—–-]\s|—")
 #: The second half of an alternative question ("..., or is it not worth it?", "……，还是再等等？").
 _ALTERNATIVE = re.compile(r"or\b|还是", re.IGNORECASE)
 _CJK_QUESTION_WORD = re.compile(r"怎么|什么|哪|吗|呢|多少|几|如何|为什么|是不是|能不能|可不可以|要不要|有没有")
@@ -212,7 +212,7 @@ def _statement_then_question(sentence: str) -> list[tuple[str, bool | None]]:
         >>> _statement_then_question("Would $1,200 get me much more, or is it not worth it?")
         [('Would $1,200 get me much more, or is it not worth it?', True)]
     """
-    seams = list(_SEAM.finditer(sentence))
+    seams = list(_ASK_SEAM.finditer(sentence))
     if not seams:
         return [(sentence, None)]
     last = seams[-1]
