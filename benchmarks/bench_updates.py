@@ -50,8 +50,9 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test7|all]
-[--systems ...]``; writes ``benchmarks/results/bench_updates.json``.
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test15|all] [--lang en|zh]
+[--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
+language only, so its figures differ from those of a deal of both.
 """
 
 from __future__ import annotations
