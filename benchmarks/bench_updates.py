@@ -137,8 +137,9 @@ def deal(scenarios: Sequence[dict[str, Any]], seed: int = 11) -> tuple[list[Hist
     rng.shuffle(order)
     users: list[list[dict[str, Any]]] = []
     for sc in order:
+        suite, lang, topic = _topic(sc)
         for u in users:
-            if len(u) < 5 and all(_topic(o)[:2] == _topic(sc)[:2] and _topic(o)[2] != _topic(sc)[2] for o in u):
+            if len(u) < 5 and all(_topic(o) != (suite, lang, topic) and _topic(o)[:2] == (suite, lang) for o in u):
                 u.append(sc)
                 break
         else:

@@ -348,6 +348,8 @@ def is_question(text: str) -> bool:
     return all(_QUESTION_END.search(x) or _filler(x) for x in sentences)
 
 
+#: Chinese, Japanese or Korean script (the ranges of ``index.lexical.CJK_RANGES``, written out: importing the index
+#: package here would load it, and chromadb's modules, with every ``import memlineage``).
 _CJK_TEXT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 #: What makes a short sentence a statement: the speaker or a number ("I'm vegan.", "I make $78k.", "我住北京。").
 _STATES = re.compile(r"\b(?:i|i'm|im|i've|my|we|we're|our)\b|\d|我|我们", re.IGNORECASE)

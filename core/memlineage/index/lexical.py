@@ -50,7 +50,8 @@ __all__ = ["LexicalHit", "LexicalIndex", "date_tokens", "tokenize"]
 
 logger = logging.getLogger(__name__)
 
-_CJK = (
+#: Character ranges of Chinese, Japanese and Korean script, for a regex character class.
+CJK_RANGES = _CJK = (
     "\u3040-\u30ff"  # hiragana, katakana
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han
     "\uac00-\ud7af"  # Hangul syllables

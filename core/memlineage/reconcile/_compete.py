@@ -215,9 +215,7 @@ def _same_name(ca: Clause, cb: Clause) -> bool:
 
 
 #: Chinese characters too common to tie two statements to one topic (pronouns, particles, copulas, measure words).
-_COMMON_CJK = frozenset(
-    "我你他她它们的了在是和也都就还又很有没不这那个么什吗呢吧啊哦嗯一二三四五六七八九十两几多少要会能想说到去来上下"
-)
+_COMMON_CJK = _SEAM | frozenset("有没不这那个么什吗呢吧啊哦嗯一二三四五六七八九十两几多少要会能想说到去来上下")
 
 
 def _share_char(texts: tuple[str, str], query: str) -> bool:
@@ -487,11 +485,10 @@ def _earlier_first(hits: Sequence[Any], rivals: Mapping[int, Conflict]) -> list[
     ("My Jeep's soft top leaks") is the answer. An earlier statement already ahead stays where it is; a moved one
     takes the later one's score (the order stays monotone in score) and the flag ``"earlier"``.
     """
-    ids = [h.memory.id for h in hits]
+    position = {h.memory.id: n for n, h in enumerate(hits)}
     order = list(range(len(hits)))
     moved: dict[int, Any] = {}
-    for i, c in sorted(rivals.items(), key=lambda ic: ids.index(ic[1].newer)):
-        j = ids.index(c.newer)
+    for i, j in sorted(((i, position[c.newer]) for i, c in rivals.items()), key=lambda ij: ij[1]):
         if order.index(i) < order.index(j):
             continue
         order.remove(i)

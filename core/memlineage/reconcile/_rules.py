@@ -189,10 +189,7 @@ class RuleReconciler:
             match = pattern.search(text)
             if not match:
                 continue
-            # a generic word is no value ("... and not get climbed over" names nothing said before), nor is who asked
-            # for the change ("医生让我改成早晚各一片": the doctor told me to take it twice a day)
-            if match.group("old").strip().endswith("我"):
-                continue
+            # a generic word is no value ("... and not get climbed over" names nothing said before)
             old = set(substantive_terms(content_terms(match.group("old"))))
             if not old:
                 continue
@@ -202,8 +199,9 @@ class RuleReconciler:
                     continue
                 if _other_subjects(st.content, c.content):
                     continue  # "My daughter's test: peanuts, not shellfish like me" corrects nothing of mine
-                share = _overlap(old, content_terms(strip_transcript_prefix(c.content)))
-                if len(old) > 1 and len(old & content_terms(strip_transcript_prefix(c.content))) < 2:
+                terms = content_terms(strip_transcript_prefix(c.content))
+                share = _overlap(old, terms)
+                if len(old) > 1 and len(old & terms) < 2:
                     # one shared word of several ("going back to school" / "I teach high school chemistry") names
                     # another thing; a one-word value ("not an espresso") is named by that word
                     continue

@@ -17,6 +17,7 @@ from memlineage.extractors._rules import (
     strip_transcript_prefix,
     transcript_speaker,
 )
+from memlineage.index.lexical import CJK_RANGES
 from memlineage.models import SourceKind
 
 
@@ -286,7 +287,7 @@ def _norm_value(value: str | None) -> str:
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 #: A word character that is not Chinese, Japanese or Korean: in mixed text an English name or identifier ends where
 #: the CJK text begins ("国航CA4112", "提了台Model 3").
-_LATIN_WORD = r"[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]"
+_LATIN_WORD = f"[^\\W{CJK_RANGES}]"
 _CAPITALISED = re.compile(rf"(?<!{_LATIN_WORD})[A-Z](?:{_LATIN_WORD}|['-])*{_LATIN_WORD}")
 #: An identifier mixing letters and digits, letters first or digits-letters-digits ("ua123", "3U8882", "b12"); not a
 #: number with a unit or ordinal ("5pm", "21st", "256GB").
