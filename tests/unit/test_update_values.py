@@ -397,3 +397,26 @@ def test_a_trip_home_and_a_pronoun_seam_replace_nothing() -> None:
     _say(manager, clock, "Flight home is December 20th.", 60)
     assert manager.require(home, scope="alice").status.value == "active"
     assert manager.require(berlin, scope="alice").status.value == "active"
+
+
+def test_someone_who_acts_on_the_speaker_or_whose_place_it_is_is_not_what_it_is_about(
+    mm: tuple[MemoryManager, Clock],
+) -> None:
+    from memlineage.reconcile._compete import _names_someone
+
+    assert not _names_someone("The cough wouldn't quit, so my doctor took me off the lisinopril.")
+    assert not _names_someone("Dropped my phone in the lake at my cousin's place.")
+    assert not _names_someone("医生给我换了药。") and not _names_someone("花卷送我妈那儿去了。")
+    # the person is what it is about
+    assert _names_someone("My sister just had twins!") and _names_someone("Green was my sister's pick.")
+    assert _names_someone("My son is taller than me.") and _names_someone("My cousin helped me move. She's great.")
+    manager, clock = mm
+    old = _say(manager, clock, "If you ever draft texts for me, my cell is 415-555-0182.", 0)
+    _say(manager, clock, "What's the capital of Australia?", 20)
+    new = _say(
+        manager, clock, "Dropped my phone in the lake at my cousin's place. The carrier gave me a fresh SIM with "
+        "415-555-0947, so use that.", 60,
+    )  # fmt: skip
+    result = manager.recall("What number should people use to reach me?", scope="alice", k=3, trace=True)
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    assert result.ids.index(new) < result.ids.index(old) if old in result.ids else new in result.ids

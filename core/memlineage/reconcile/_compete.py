@@ -159,16 +159,24 @@ def _names_someone(text: str) -> bool:
     """Whether ``text`` names another person it may be about; cached: recall asks per pair.
 
     The table's ``others``, or any role of its ``people`` ("my cousin", "our landlord"). A person named as company
-    ("we decided with my wife", "跟老婆商量了两个晚上", "my wife and I") or as the source of what is said
-    ("领导说周一大家都太忙", "my doctor said ...") does not count, unless a third-person pronoun follows ("with my
+    ("we decided with my wife", "跟老婆商量了两个晚上", "my wife and I"), as the source of what is said
+    ("领导说周一大家都太忙", "my doctor said ..."), as someone acting on the speaker ("my doctor took me off it")
+    or as whose place it is ("at my cousin's place") does not count, unless a third-person pronoun follows ("with my
     girlfriend. She hates horror"): the statement is still the speaker's own.
     """
     table = tables_for(text)[0]
     for pattern in (*table.others, *table.people):
         for m in pattern.finditer(text):
-            after = text[m.end() :]
-            # company, or the source of what is said ("领导说周一大家都太忙", "my doctor said I'm prediabetic")
-            company = _COMPANY_BEFORE.search(text[: m.start()]) or _COMPANY_AFTER.search(after) or _SAYS.search(after)
+            before, after = text[: m.start()], text[m.end() :]
+            # company, the source of what is said ("领导说周一大家都太忙", "my doctor said I'm prediabetic"), someone
+            # acting on the speaker, or whose place it is
+            company = (
+                _COMPANY_BEFORE.search(before)
+                or _COMPANY_AFTER.search(after)
+                or _SAYS.search(after)
+                or _ACTS_ON_ME.search(after)
+                or (_PLACE_BEFORE.search(before) and _PLACE_AFTER.search(after))
+            )
             # ... unless the text goes on about them ("with my girlfriend. She hates horror")
             if not company or _PRONOUN.search(text[m.end() :]):
                 return True
@@ -181,6 +189,13 @@ _SAYS = re.compile(
     r"|^\s+(?:said|says|told me|tells me|thinks|reckons|wants me|asked me)\b",
     re.IGNORECASE,
 )
+
+
+#: What follows a person who acts on the speaker ("my doctor took me off it", "医生给我换了药"): the speaker's own.
+_ACTS_ON_ME = re.compile(r"^\s+(?:[a-z]+\s+){1,2}(?:me|us)\b|^\s*[帮给替带把]我", re.IGNORECASE)
+#: A person whose place is named ("at my cousin's place", "送我妈那儿去了"): a place, not whom it is about.
+_PLACE_BEFORE = re.compile(r"\b(?:at|to|from|in|near|by)\s+$|[在去到送回]\s*$", re.IGNORECASE)
+_PLACE_AFTER = re.compile(r"^(?:'|’)s\b|^(?:那儿|那里|那边|家)")
 
 
 #: A third-person pronoun standing for someone named before ("They moved the wedding", "她下个月…").
