@@ -420,3 +420,9 @@ def test_someone_who_acts_on_the_speaker_or_whose_place_it_is_is_not_what_it_is_
     result = manager.recall("What number should people use to reach me?", scope="alice", k=3, trace=True)
     assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
     assert result.ids.index(new) < result.ids.index(old) if old in result.ids else new in result.ids
+
+
+def test_one_number_is_a_value_to_compare() -> None:
+    salary, ask = clauses_of("Got the promotion! I'm on £44,500 now")[1], clauses_of("By the way")[0]
+    assert salary.substantive and not ask.substantive
+    assert clauses_of("My son is 7")[0].substantive

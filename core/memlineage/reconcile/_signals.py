@@ -95,10 +95,11 @@ class Clause:
     def substantive(self) -> bool:
         """Whether the clause says enough to compare: two content terms, keys or numbers at least.
 
-        "By the way" does not; "My son is 7" does (a one-digit number is no key, but it is a value).
+        "By the way" does not; "My son is 7" and "I'm on £44,500 now" do (one number is a value, whether a key or
+        not: a one-digit number is no key).
         """
         said = len(self.terms | self.keys)
-        return said >= 2 or (said == 1 and bool(numbers_in(self.text) - self.keys))
+        return said >= 2 or (said == 1 and bool(numbers_in(self.text)))
 
     @property
     def asserts_present(self) -> bool:
