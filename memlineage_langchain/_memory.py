@@ -65,6 +65,8 @@ def _turn_messages(mems: Sequence[Memory]) -> list[BaseMessage]:
 #: Memories one exchange writes at most, for the read of the recent turns (user message, a model step's text, tool
 #: results, the answer); a turn with more tool calls shows its latest ones.
 _PER_TURN = 12
+#: Memories per exchange read first (the user's message, a tool result, the answer, and one to spare).
+_FIRST_PER_TURN = 4
 
 
 @typed_construction
@@ -201,13 +203,23 @@ class LineageMemory(BaseMemory):
             return [], set()
         runs: dict[str, list[Memory]] = {}
         active: set[str] = set()
-        # a turn writes a few memories (the user's message, tool results, the answer): read only the newest ones
-        for m in self.manager.find(scope=scope, session_only=True, newest=_PER_TURN * self.max_turns):
-            if m.status.value == "active":
-                active.add(m.id)
-            run = m.lineage.activity_id if m.source.kind.value == "user" else m.lineage.parent_activity_id
-            if run is not None:
-                runs.setdefault(run, []).append(m)
+        # a turn writes a few memories (the user's message, tool results, the answer): read only the newest ones,
+        # a few per turn first and more (up to _PER_TURN per turn) when turns with many tool calls need them
+        want = _FIRST_PER_TURN * self.max_turns
+        while True:
+            runs.clear()
+            active.clear()
+            recent = self.manager.find(scope=scope, session_only=True, newest=want)
+            for m in recent:
+                if m.status.value == "active":
+                    active.add(m.id)
+                run = m.lineage.activity_id if m.source.kind.value == "user" else m.lineage.parent_activity_id
+                if run is not None:
+                    runs.setdefault(run, []).append(m)
+            # the oldest run read may be cut short: enough when one more run than shown was read, or all there is
+            if len(runs) > self.max_turns or len(recent) < want or want >= _PER_TURN * self.max_turns:
+                break
+            want = min(2 * want, _PER_TURN * self.max_turns)
         messages: list[BaseMessage] = []
         ids: set[str] = set()
         for mems in list(runs.values())[-self.max_turns :]:

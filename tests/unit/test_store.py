@@ -839,6 +839,11 @@ def test_find_newest_lists_only_the_last_matches_oldest_first() -> None:
     assert [m.id for m in mm.find(scope=s, session_only=True, newest=2)] == ids[-2:]
     assert [m.id for m in mm.find(scope=s, newest=10)] == ids
     assert mm.find(scope=s, newest=0) == []
+    # read newest first with a limit, or (with a tag filter, an offset or a limit) from the whole list: the same order
+    tagged = mm.remember("I swim on Fridays.", scope=s, tags=["sport"], force=True).id
+    assert [m.id for m in mm.find(scope=s, newest=3)] == [*ids[-2:], tagged]
+    assert [m.id for m in mm.find(scope=s, newest=1, tags=["sport"])] == [tagged]
+    assert [m.id for m in mm.find(scope=s, limit=3, newest=2)] == ids[1:3]
     with pytest.raises(InvalidInputError):
         mm.find(scope=s, newest=-1)
 

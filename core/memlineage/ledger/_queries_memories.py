@@ -35,6 +35,7 @@ def find_rows(
     session_id: str | None = None,
     slot: str | None = None,
     kinds: Sequence[str] | None = None,
+    newest: int | None = None,
 ) -> Iterator[tuple[str, list[str] | None]]:
     """The memories of ``user_id`` with one of ``statuses`` matching exact criteria, oldest first.
 
@@ -46,6 +47,8 @@ def find_rows(
         session_id: Only this session's; None: any session's.
         slot: Only memories holding this slot.
         kinds: Only memories of these kinds; None: any kind.
+        newest: Only the last ``newest`` of them in that order (read newest first with a limit, returned oldest
+            first); None: all.
 
     Returns:
         ``(id, tags)`` of each memory, ordered by ``recorded_at`` then id (streamed from the result).
@@ -59,8 +62,12 @@ def find_rows(
         cond.append(memories.c.slot == slot)
     if kinds is not None:
         cond.append(memories.c.kind.in_(kinds))
-    query = select(memories.c.id, memories.c.tags).where(*cond).order_by(memories.c.recorded_at, memories.c.id)
-    for r in conn.execute(query):
+    query = select(memories.c.id, memories.c.tags).where(*cond)
+    if newest is not None:
+        last = query.order_by(memories.c.recorded_at.desc(), memories.c.id.desc()).limit(newest)
+        yield from reversed([(r[0], r[1]) for r in conn.execute(last)])
+        return
+    for r in conn.execute(query.order_by(memories.c.recorded_at, memories.c.id)):
         yield r[0], r[1]
 
 

@@ -101,6 +101,8 @@ class Reads:
         wanted_tags = set(normalize_tags(tags))
         statuses = list(LIVE) if include_suspect else [Status.ACTIVE.value]
         session = scope.session_id if session_only else None
+        # the newest few of a long history are read with a limit, not by reading every id (a chat window per turn)
+        pushed = newest if newest is not None and not wanted_tags and not offset and limit is None else None
         with self.ledger.read() as conn:
             found = find_rows(
                 conn,
@@ -110,6 +112,7 @@ class Reads:
                 session_id=session,
                 slot=slot,
                 kinds=kinds_wanted,
+                newest=pushed,
             )
             ids = [mid for mid, mem_tags in found if wanted_tags <= set(mem_tags or ())]
         ids = ids[offset:] if limit is None else ids[offset : offset + limit]

@@ -388,7 +388,16 @@ class WritePath:
         fresh = self.ledger.memories([row["id"] for _, row, _ in merged])
         for (i, _, _), mem in zip(merged, fresh):
             results[i] = mem
-        self.syncer.sync([row["id"] for _, row, _ in merged])
+        # A memory served again (a new support group of live premises) is synced before the call returns; other
+        # merges change nothing a read filters on and follow on the background thread, so the turn never waits
+        # for the index lock held by a Chroma write in flight.
+        changed = {
+            row["id"]
+            for (_, row, _), mem in zip(merged, fresh, strict=True)
+            if mem is None or mem.status.value != row["status"]
+        }
+        self.syncer.sync(sorted(changed))
+        self.syncer.defer(sorted({row["id"] for _, row, _ in merged} - changed))
         return back
 
     def _persist(

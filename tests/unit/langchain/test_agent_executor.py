@@ -316,6 +316,22 @@ def test_recent_turns_in_order_and_a_bounded_block(manager, alice):
     assert [m.content for m in turns] == [said[2], "Answer 2", said[3], "Answer 3"]
 
 
+def test_recent_turns_with_many_tool_calls_are_read_whole(manager, alice):
+    # each turn writes 6 memories (the message, 4 tool results, the answer): more than the first read of the newest
+    # memories takes per turn, so the read of the recent turns must widen to show max_turns whole exchanges
+    memory = LineageMemory(manager=manager, scope=alice, return_messages=True, max_turns=3)
+    cities = ("Paris", "Oslo", "Rome", "Lima")
+    for i in range(5):
+        model = weather_model(*cities, answer=f"Answer {i}")
+        ex = executor(model, [get_weather], memory)
+        ex.return_intermediate_steps = True
+        ex.invoke({"input": f"Weather in four cities, round {i}?"})
+    turns = [m for m in memory.load_memory_variables({"input": "x"})["history"] if not isinstance(m, SystemMessage)]
+    humans = [m.content for m in turns if isinstance(m, HumanMessage) and not m.content.startswith("Recalled")]
+    assert humans == [f"Weather in four cities, round {i}?" for i in (2, 3, 4)]
+    assert sum(1 for m in turns if type(m).__name__ == "ToolMessage") == 3 * len(cities)
+
+
 def test_a_turn_s_tool_calls_stay_inside_it(manager, alice):
     memory = memory_for(manager, alice)
     ex = executor(weather_model("Paris", answer="Sunny, pack light."), [get_weather], memory)
