@@ -426,3 +426,13 @@ def test_one_number_is_a_value_to_compare() -> None:
     salary, ask = clauses_of("Got the promotion! I'm on £44,500 now")[1], clauses_of("By the way")[0]
     assert salary.substantive and not ask.substantive
     assert clauses_of("My son is 7")[0].substantive
+
+
+def test_one_chinese_seam_bigram_is_no_word_left_out(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    old = _say(manager, clock, "我儿子乐乐在小区里的阳光幼儿园上中班。", 0)
+    _say(manager, clock, "小孩晚上老踢被子怎么办？", 20)
+    new = _say(manager, clock, "乐乐在启明双语幼儿园的第一天居然没哭，回来还说喜欢外教老师。", 60)
+    result = manager.recall("乐乐在哪个幼儿园上学？", scope="alice", k=3, trace=True)
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    assert result.ids[0] == new

@@ -330,7 +330,12 @@ def competes(
                 continue
             # a number on both sides that changed is a changed value too (Chinese numerals are no keys: "八千五")
             na, nb = numbers_in(ca.text), numbers_in(cb.text)
-            if not (ca.keys ^ cb.keys) and not (na and nb and na != nb) and qb and _words(qa - qb) and qb <= qa:
+            left_out = _words(qa - qb)
+            if has_cjk(ca.text + cb.text) and len(left_out) < 2:
+                # Chinese terms are bigrams: a word left out shows as itself and its seam with a neighbour; one
+                # bigram alone is a seam ("园上" of 幼儿园上中班 for 哪个幼儿园上学)
+                left_out = frozenset()
+            if not (ca.keys ^ cb.keys) and not (na and nb and na != nb) and qb and left_out and qb <= qa:
                 # no entity, number or date changed, and the newer clause leaves out a word of the query the older
                 # one answers: another context ("tea in the evening" for "what do I drink in the morning?")
                 continue
