@@ -38,7 +38,8 @@ no suite since), ``test17`` (first run after a person acting on the speaker or w
 a statement someone else's and one number became a value to compare, changes diagnosed on test16), ``test18``
 (first run after one Chinese seam bigram stopped counting as a word left out, a change diagnosed on test16).
 ``test19`` (``updates_<lang>_test19.json``) is written and has never been run: it is not in ``SPLITS`` yet, so
-``--suites all`` leaves it out; add it after the next change and report its first run. ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
+``--suites all`` leaves it out; add it after the next change and report its first run. ``make bench`` runs them
+all in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
 
 The scenarios are dealt to users (scenarios of one suite file per user, at most one per topic, so a user's facts
 never conflict across scenarios; until session 8 a user could hold, say, a "relocation" scenario of one suite and a
