@@ -201,14 +201,12 @@ class LineageMemory(BaseMemory):
         """The session's last ``max_turns`` exchanges as messages, in order, and the ids of their active memories."""
         if scope.session_id is None or self.max_turns == 0:
             return [], set()
-        runs: dict[str, list[Memory]] = {}
-        active: set[str] = set()
         # a turn writes a few memories (the user's message, tool results, the answer): read only the newest ones,
         # a few per turn first and more (up to _PER_TURN per turn) when turns with many tool calls need them
         want = _FIRST_PER_TURN * self.max_turns
         while True:
-            runs.clear()
-            active.clear()
+            runs: dict[str, list[Memory]] = {}
+            active: set[str] = set()
             recent = self.manager.find(scope=scope, session_only=True, newest=want)
             for m in recent:
                 if m.status.value == "active":

@@ -178,7 +178,7 @@ def _names_someone(text: str) -> bool:
                 or (_PLACE_BEFORE.search(before) and _PLACE_AFTER.search(after))
             )
             # ... unless the text goes on about them ("with my girlfriend. She hates horror")
-            if not company or _PRONOUN.search(text[m.end() :]):
+            if not company or _PRONOUN.search(after):
                 return True
     return False
 
