@@ -104,6 +104,7 @@ SPLITS = (
     "test16",
     "test17",
     "test18",
+    "test19",
 )
 
 
