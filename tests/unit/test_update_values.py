@@ -437,3 +437,89 @@ def test_one_chinese_seam_bigram_is_no_word_left_out(mm: tuple[MemoryManager, Cl
     result = manager.recall("乐乐在哪个幼儿园上学？", scope="alice", k=3, trace=True)
     assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
     assert result.ids[0] == new
+
+
+def test_a_product_name_with_an_inner_capital_is_a_name() -> None:
+    (clause,) = clauses_of("Mine is the iPad Air my sister handed down.")
+    assert "ipad" in clause.keys and "air" in clause.keys
+
+
+def test_a_name_before_an_apposition_is_no_clause_and_a_consequence_is_one() -> None:
+    (cat,) = clauses_of("Mochi, my rabbit, eats timothy hay.")
+    assert "mochi" in cat.terms and "hay" in cat.terms
+    reason, result = clauses_of("Ben's garage flooded, so we've been rehearsing at the church hall.")
+    assert reason.subject == "ben" and result.subject == "self"
+
+
+def test_a_question_for_the_date_of_something_asks_for_a_time() -> None:
+    from memlineage.reconcile._signals import answer_type
+
+    assert answer_type("What's the date of our housewarming?") == "time"
+    assert answer_type("What is my dentist appointment time?") == "time"
+    assert answer_type("What's my time zone?") == "entity"
+
+
+def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:
+    from memlineage.reconcile._signals import for_a_while_at_value
+
+    # the new date is stated for good; "this week" is about printing
+    assert not for_a_while_at_value("They could do March 9th instead, so we took it. Cards go out this week.")
+    # no sentence states a value with digits: the marker counts wherever it is
+    assert for_a_while_at_value("No piano this week, the teacher is away. Back to normal next Monday.")
+    # a question's digits state nothing
+    assert for_a_while_at_value("This week I'm swimming at night instead. Is 9pm too late to eat?")
+
+
+def test_a_value_said_in_another_sentence_replaces_the_one_asked_for(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    old = _say(manager, clock, "Put my mobile as 312-555-0188 on anything you fill in.", 0)
+    _say(manager, clock, "Any good podcasts about history?", 20)
+    new = _say(manager, clock, "Lost the old SIM and couldn't keep my number, ugh. I'm on 312-555-0421 now.", 60)
+    result = manager.recall("What number should go down as my mobile?", scope="alice", k=3, trace=True)
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    assert result.ids[0] == new
+
+
+def test_two_values_of_one_shape_fill_one_slot(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    old = _say(manager, clock, "I'm using a Galaxy S21, so Android steps please.", 0)
+    _say(manager, clock, "How do I free up storage on my laptop?", 20)
+    new = _say(
+        manager, clock, "How do I set up Face ID? It's the iPhone 16 I got on sale and I'm still learning it.", 60
+    )
+    result = manager.recall("What phone do I have?", scope="alice", k=3, trace=True)
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    # a model of someone else's is no value of the speaker's
+    _say(manager, clock, "Got my teenager a Pixel 9 for her exams, she's over the moon.", 90)
+    again = manager.recall("What phone do I have?", scope="alice", k=3, trace=True)
+    assert again.ids[0] == new
+
+
+def test_an_address_said_after_the_words_of_the_query_replaces_the_old_one(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    old = _say(manager, clock, "When you write to clients for me, my email is sam.lee@outlook.com.", 0)
+    _say(manager, clock, "Best way to learn touch typing?", 20)
+    new = _say(
+        manager, clock, "Closing the Outlook account, too much spam. Use sam.lee.design@proton.me from now on.", 60
+    )
+    result = manager.recall("Which email do I want on client letters?", scope="alice", k=3, trace=True)
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    assert result.ids[0] == new
+
+
+def test_the_person_asked_about_is_no_context_left_out(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    old = _say(manager, clock, "我女儿每周日下午学画画，一次两百。", 0)
+    _say(manager, clock, "孩子不爱吃青菜怎么办？", 20)
+    new = _say(manager, clock, "画画她坐不住，剩下的课退了，周日下午改去学游泳了。", 60)
+    result = manager.recall("我女儿周日下午学什么？", scope="alice", k=3, trace=True)
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    assert result.ids[0] == new
+
+
+def test_two_times_of_unrelated_things_do_not_compete(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    choir = _say(manager, clock, "Choir practice is every Tuesday at 8pm, I love it.", 0)
+    _say(manager, clock, "My dental cleaning is booked for October 12th.", 30)
+    result = manager.recall("When is my choir practice?", scope="alice", k=3, trace=True)
+    assert result.ids[0] == choir and not result.trace.conflicts

@@ -52,6 +52,7 @@ from memlineage.reconcile._signals import (
     asks_about_speaker,
     asks_for_many,
     clause_similarity,
+    clauses_of,
     focus,
     for_a_while,
     for_a_while_at_value,
@@ -240,9 +241,50 @@ def _share_char(texts: tuple[str, str], query: str) -> bool:
     return bool(mine & ({ch for ch in older + query if has_cjk(ch)} - _COMMON_CJK))
 
 
+#: A name followed by a number: a model, a flight, a unit ("Pixel 6", "iPhone 15", "UA 588", "Apt 4").
+_MODEL = re.compile(r"(?<![\w-])([A-Za-z][\w-]*)\s+#?\d{1,4}[A-Za-z]?\b")
+
+
+def _shapes(text: str, values: frozenset[str]) -> frozenset[str]:
+    """The shapes of a clause's values: ``email``, ``phone`` (seven digits or more) or ``model`` (a name and a number).
+
+    Two values of one shape that differ ("Pixel 6" / "iPhone 15", two addresses) fill one slot as surely as two
+    cities do; two names alone ("Fastmail" / "Gmail") may be anything.
+    """
+    out = {"email" for v in values if "@" in v}
+    out |= {"phone" for v in values if "@" not in v and sum(ch.isdigit() for ch in v) >= 7}
+    out |= {"model" for m in _MODEL.finditer(text) if m.group(1).casefold() in values}
+    return frozenset(out)
+
+
 def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
     """Whether both sides of a changed value are identifiers (an e-mail address, digits), not names."""
     return all(any("@" in v or any(ch.isdigit() for ch in v) for v in side) for side in values)
+
+
+def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Clause, ...]:
+    """The clauses of a newer statement that may answer the query.
+
+    Those that match it best (:func:`focus`), and those that state a value of the asked ``kind`` elsewhere in the
+    message ("Switched carriers, couldn't port my old number. I'm on 628-555-0147 now": the number is in another
+    sentence than the words of the query).
+
+    A value in another clause counts when the clause is the speaker's own ("I'm on ...") or the value is an
+    identifier (an e-mail address, digits: "Sign off with jr@gmail.com"), and for "what/which" only an identifier:
+    a name or a general figure in another sentence ("Rates are around 7% now") is as often about something else.
+    """
+    best = focus(text, wanted)
+    if kind is None:
+        return best
+    extra = tuple(
+        c
+        for c in clauses_of(text)
+        if c not in best
+        and c.asserts_present
+        and (c.subject == "self" or (c.subject is None and _identifiers((values_of(c, kind), values_of(c, kind)))))
+        and (kind != "entity" or _identifiers((values_of(c, kind), values_of(c, kind))))
+    )
+    return best + extra
 
 
 def competes(
@@ -303,10 +345,12 @@ def competes(
     about_me = asks_about_speaker(query) or not asked_about
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
     changed_pair = ("", "")  # the (older, newer) clauses that gave other_value
+    ided = False  # other_value's two sides are identifiers
+    shaped = False  # other_value's two sides have one shape (two addresses, two phone numbers, "Pixel 6" / "iPhone 15")
     temporary = for_a_while_at_value(newer.content) and not for_a_while(older.content)
     same_speaker = newer.source.kind is older.source.kind
     others = _names_someone(newer.content) and not _names_someone(older.content)
-    for cb in focus(newer.content, wanted):
+    for cb in _answering(newer.content, wanted, kind):
         if not cb.asserts_present or cb.additive or not cb.substantive:
             continue  # a question (also one typed without "?": "is oat milk better"), a supposition, the past
         if temporary:
@@ -330,7 +374,8 @@ def competes(
                 continue
             # a number on both sides that changed is a changed value too (Chinese numerals are no keys: "八千五")
             na, nb = numbers_in(ca.text), numbers_in(cb.text)
-            left_out = _words(qa - qb)
+            # the person asked about is checked below (a pronoun may stand for them): no context left out
+            left_out = frozenset(t for t in _words(qa - qb) if not any(p in t or t in p for p in asked_about))
             if has_cjk(ca.text + cb.text) and len(left_out) < 2:
                 # Chinese terms are bigrams: a word left out shows as itself and its seam with a neighbour; one
                 # bigram alone is a seam ("园上" of 幼儿园上中班 for 哪个幼儿园上学)
@@ -372,9 +417,13 @@ def competes(
                 if kind == "entity" and not va and not vb:
                     # "what" asks for anything, a number included ("What's the most we'll spend?")
                     va, vb = numbers_in(ca.text) - asked, numbers_in(cb.text) - asked
-                if va and vb and va != vb and other_value is None:
+                # the first pair of differing values, or a later pair of identifiers ("Fastmail" / "jordan@..." is no
+                # pair; the address in the next sentence is)
+                if va and vb and va != vb and (other_value is None or (_identifiers((va, vb)) and not ided)):
                     other_value = (va, vb)
                     changed_pair = (ca.text, cb.text)
+                    ided = _identifiers(other_value)
+                    shaped = bool(_shapes(ca.text, va) & _shapes(cb.text, vb))
                 # a new value of the asked kind, or none to compare; the same value again ("Denver winters are
                 # brutal" after "I live in Denver") changes nothing. A time or a number is replaced only by a clause
                 # with digits in it: one that has none ("cute anniversary card message") says nothing about it.
@@ -411,7 +460,7 @@ def competes(
         relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
         # a value of the asked kind that differs (a city, a date, a number) lets a weaker match contend, as below
         # ... and so does an identifier that changed (an e-mail address, a phone number): no name is that specific
-        valued = other_value is not None and (kind != "entity" or _identifiers(other_value))
+        valued = other_value is not None and (kind != "entity" or ided or shaped)
         # related beyond ranking: shared words with the query or the older clause; for English also values of the
         # asked kind on both sides or some closeness in meaning (Chinese vectors are too loose for it)
         if cjk:
@@ -422,7 +471,17 @@ def competes(
         else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only
             near = cosine is not None and cosine >= ANCHOR_COSINE
             related = near or keyed or valued or (anchored and cosine is not None and cosine >= 0.3)
-        close_enough = relevant or (valued and relevance is not None and relevance[1] >= 0.2 * relevance[0])
+        # a changed value lets a statement far less close to the query contend; a time or a number only when
+        # something beyond the kind of value ties the two ("Yoga is every Wednesday at 7pm" / "My knee surgery is
+        # booked for November 4th" are two times and nothing more; a city is specific, a time is everywhere)
+        tied = (
+            kind not in ("time", "number")
+            or shaped
+            or anchored
+            or cjk
+            or (cosine is not None and cosine >= ANCHOR_COSINE)
+        )
+        close_enough = relevant or (valued and tied and relevance is not None and relevance[1] >= 0.2 * relevance[0])
         # the weakest rule (the query alone says what both are about): one speaker's statements only, never an
         # answer of the assistant's demoted by what the user said later
         # ... and never two English statements whose vectors say they are about unrelated things ("I work at
@@ -555,10 +614,22 @@ def resolve_conflicts(
     # each hit's rank among the hits of its speaker (source kind and transcript speaker), as recall ranked them
     speaker_rank: dict[int, int] = {}
     seen: dict[tuple[Any, Any], int] = {}
+    # ... and, for Chinese (the default embedder ranks it loosely) when the query asks for a time, place or number,
+    # its rank among the speaker's hits that give one ("我的婚礼到底是哪天？": the statements naming a date contend)
+    kind = answer_type(query)
+    valued_rank: dict[int, int] = {}
+    valued_seen: dict[tuple[Any, Any], int] = {}
     for i, h in enumerate(hits):
         who = (h.memory.source.kind, transcript_speaker(h.memory.content))
         speaker_rank[i] = seen.get(who, 0)
         seen[who] = speaker_rank[i] + 1
+        if (
+            kind in ("time", "place", "number")
+            and has_cjk(h.memory.content)
+            and values_around(h.memory.content, kind, None)
+        ):
+            valued_rank[i] = valued_seen.get(who, 0)
+            valued_seen[who] = valued_rank[i] + 1
     newest_rival: dict[int, Conflict] = {}
     for pos, i in enumerate(order):
         for j in order[pos + 1 :]:
@@ -569,7 +640,9 @@ def resolve_conflicts(
             va, vb = unit.get(a.id), unit.get(b.id)
             cosine = float(va @ vb) if va is not None and vb is not None and va.shape == vb.shape else None
             rel = (_closeness(hits[i]), _closeness(hits[j]))
-            top = speaker_rank[i] < CONTENDERS and speaker_rank[j] < CONTENDERS
+            top = (speaker_rank[i] < CONTENDERS and speaker_rank[j] < CONTENDERS) or (
+                valued_rank.get(i, CONTENDERS) < CONTENDERS and valued_rank.get(j, CONTENDERS) < CONTENDERS
+            )
             verdict = competes(query, a, b, cosine=cosine, relevance=rel, linked=decision is not None, contenders=top)
             found = Conflict(a.id, b.id, verdict[0], verdict[1], decision) if verdict else None
             if found is not None:

@@ -607,12 +607,17 @@ def for_a_while_at_value(text: str) -> bool:
     """Whether ``text`` states its value for a while only (see :func:`for_a_while`).
 
     A Chinese sentence is one clause, so a marker anywhere in it counted: "医生出差，给我挪到下周五上午十点了" (the
-    doctor is away; my appointment moved to Friday) is no stay for a while. For Chinese text the marker counts only
-    in a comma-separated part that gives a number or a time, when some part does.
+    doctor is away; my appointment moved to Friday) is no stay for a while. The marker counts only in a part that
+    gives a value, when some part does: for Chinese a comma-separated part with a number or a time, for other text a
+    sentence that states something with digits ("They offered September 20th and we took it. Invitations get
+    reprinted this week.").
     """
-    if not has_cjk(text):
-        return for_a_while(text)
-    valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or times_in(seg))]
+    # Chinese: comma-separated parts; English: sentences ("They offered September 20th. Invitations get reprinted
+    # this week." states the date for good)
+    if has_cjk(text):
+        valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or times_in(seg))]
+    else:  # a sentence that states a value with digits ("No yoga this week. Back next Wednesday." states none)
+        valued = [seg for seg in _SENTENCE.split(text) if seg and _DIGITS.search(seg) and not is_question(seg)]
     return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
 
 

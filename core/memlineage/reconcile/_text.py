@@ -120,7 +120,18 @@ def clauses(text: str) -> list[str]:
     parts = [text]
     for pattern in tables_for(text)[0].clause_breaks:
         parts = [piece for part in parts for piece in pattern.split(part)]
-    return [p.strip() for p in parts if p and p.strip()]
+    out: list[str] = []
+    for piece in (p.strip() for p in parts if p and p.strip()):
+        if out and _APPOSED.fullmatch(out[-1]):
+            # a name alone before a comma is no clause: "Luna, my cat, eats salmon" says one thing about Luna
+            out[-1] = f"{out[-1]}, {piece}"
+        else:
+            out.append(piece)
+    return out
+
+
+#: A name of one or two words alone before a break at a comma ("Luna", "Aunt May"): an apposition, no clause.
+_APPOSED = re.compile(r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?")
 
 
 def untouched_clauses(
@@ -289,6 +300,8 @@ _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 #: the CJK text begins ("国航CA4112", "提了台Model 3").
 _LATIN_WORD = f"[^\\W{CJK_RANGES}]"
 _CAPITALISED = re.compile(rf"(?<!{_LATIN_WORD})[A-Z](?:{_LATIN_WORD}|['-])*{_LATIN_WORD}")
+#: A name with a capital inside a lower-case word ("iPhone", "eBay", "macOS").
+_CAMEL = re.compile(r"(?<![A-Za-z])[a-z]{1,4}[A-Z][A-Za-z]*")
 #: An identifier mixing letters and digits, letters first or digits-letters-digits ("ua123", "3U8882", "b12"); not a
 #: number with a unit or ordinal ("5pm", "21st", "256GB").
 _IDENTIFIER = re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z]+\d|\d+[A-Za-z]+\d)[A-Za-z0-9]*(?![A-Za-z0-9])")
@@ -349,6 +362,8 @@ def _key_tokens(text: str) -> set[str]:
     text = EMAIL.sub(" ", text)  # an address's digits and capitals are no number or name of their own
     keys |= {n.replace(",", "") for n in _NUMBER.findall(text)} | spelled_numbers(text)
     keys |= {m.group(0).casefold() for m in _TIME_WORDS.finditer(text)}
+    # a product name written with an inner capital ("iPhone", "eBay") is a name as much as a capitalised word
+    keys |= {m.group(0).casefold() for m in _CAMEL.finditer(text)}
     for match in _CAPITALISED.finditer(text):
         word = match.group(0)
         if word.casefold() not in _NOT_ENTITIES:
