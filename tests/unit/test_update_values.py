@@ -470,14 +470,42 @@ def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:
     assert for_a_while_at_value("This week I'm swimming at night instead. Is 9pm too late to eat?")
 
 
-def test_a_value_said_in_another_sentence_replaces_the_one_asked_for(mm: tuple[MemoryManager, Clock]) -> None:
+@pytest.mark.parametrize(
+    ("old", "filler", "new", "query"),
+    [
+        pytest.param(
+            "Put my mobile as 312-555-0188 on anything you fill in.",
+            "Any good podcasts about history?",
+            "Lost the old SIM and couldn't keep my number, ugh. I'm on 312-555-0421 now.",
+            "What number should go down as my mobile?",
+            id="a value said in another sentence",
+        ),
+        pytest.param(
+            "When you write to clients for me, my email is sam.lee@outlook.com.",
+            "Best way to learn touch typing?",
+            "Closing the Outlook account, too much spam. Use sam.lee.design@proton.me from now on.",
+            "Which email do I want on client letters?",
+            id="an address after the words of the query",
+        ),
+        pytest.param(
+            "我女儿每周日下午学画画，一次两百。",
+            "孩子不爱吃青菜怎么办？",
+            "画画她坐不住，剩下的课退了，周日下午改去学游泳了。",
+            "我女儿周日下午学什么？",
+            id="the person asked about is no context left out",
+        ),
+    ],
+)
+def test_a_value_outside_the_clause_that_matches_replaces_the_one_asked_for(
+    mm: tuple[MemoryManager, Clock], old: str, filler: str, new: str, query: str
+) -> None:
     manager, clock = mm
-    old = _say(manager, clock, "Put my mobile as 312-555-0188 on anything you fill in.", 0)
-    _say(manager, clock, "Any good podcasts about history?", 20)
-    new = _say(manager, clock, "Lost the old SIM and couldn't keep my number, ugh. I'm on 312-555-0421 now.", 60)
-    result = manager.recall("What number should go down as my mobile?", scope="alice", k=3, trace=True)
-    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
-    assert result.ids[0] == new
+    before = _say(manager, clock, old, 0)
+    _say(manager, clock, filler, 20)
+    after = _say(manager, clock, new, 60)
+    result = manager.recall(query, scope="alice", k=3, trace=True)
+    assert any(c.older == before and c.newer == after for c in result.trace.conflicts)
+    assert result.ids[0] == after
 
 
 def test_two_values_of_one_shape_fill_one_slot(mm: tuple[MemoryManager, Clock]) -> None:
@@ -493,28 +521,6 @@ def test_two_values_of_one_shape_fill_one_slot(mm: tuple[MemoryManager, Clock]) 
     _say(manager, clock, "Got my teenager a Pixel 9 for her exams, she's over the moon.", 90)
     again = manager.recall("What phone do I have?", scope="alice", k=3, trace=True)
     assert again.ids[0] == new
-
-
-def test_an_address_said_after_the_words_of_the_query_replaces_the_old_one(mm: tuple[MemoryManager, Clock]) -> None:
-    manager, clock = mm
-    old = _say(manager, clock, "When you write to clients for me, my email is sam.lee@outlook.com.", 0)
-    _say(manager, clock, "Best way to learn touch typing?", 20)
-    new = _say(
-        manager, clock, "Closing the Outlook account, too much spam. Use sam.lee.design@proton.me from now on.", 60
-    )
-    result = manager.recall("Which email do I want on client letters?", scope="alice", k=3, trace=True)
-    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
-    assert result.ids[0] == new
-
-
-def test_the_person_asked_about_is_no_context_left_out(mm: tuple[MemoryManager, Clock]) -> None:
-    manager, clock = mm
-    old = _say(manager, clock, "我女儿每周日下午学画画，一次两百。", 0)
-    _say(manager, clock, "孩子不爱吃青菜怎么办？", 20)
-    new = _say(manager, clock, "画画她坐不住，剩下的课退了，周日下午改去学游泳了。", 60)
-    result = manager.recall("我女儿周日下午学什么？", scope="alice", k=3, trace=True)
-    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
-    assert result.ids[0] == new
 
 
 def test_two_times_of_unrelated_things_do_not_compete(mm: tuple[MemoryManager, Clock]) -> None:
