@@ -37,8 +37,10 @@ diagnosed on test14), ``test16`` (first run at the code of test15's changes plus
 no suite since), ``test17`` (first run after a person acting on the speaker or whose place is named stopped making
 a statement someone else's and one number became a value to compare, changes diagnosed on test16), ``test18``
 (first run after one Chinese seam bigram stopped counting as a word left out, a change diagnosed on test16).
-``test19`` (``updates_<lang>_test19.json``) is written and has never been run: it is not in ``SPLITS`` yet, so
-``--suites all`` leaves it out; add it after the next change and report its first run. ``make bench`` runs them
+``test19`` (first run at the code of session 9's review, tuned on no suite since test18's run), ``test20``
+(first run after a value said in another sentence of the newer message, two values of one shape, the person asked
+about no longer counting as a context left out, and a time or number needing a tie beyond its kind, changes
+diagnosed on test19 and all earlier suites). ``make bench`` runs them
 all in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
 
 The scenarios are dealt to users (scenarios of one suite file per user, at most one per topic, so a user's facts
@@ -55,7 +57,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test18|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test20|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -105,6 +107,7 @@ SPLITS = (
     "test17",
     "test18",
     "test19",
+    "test20",
 )
 
 
