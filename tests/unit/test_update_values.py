@@ -529,3 +529,59 @@ def test_two_times_of_unrelated_things_do_not_compete(mm: tuple[MemoryManager, C
     _say(manager, clock, "My dental cleaning is booked for October 12th.", 30)
     result = manager.recall("When is my choir practice?", scope="alice", k=3, trace=True)
     assert result.ids[0] == choir and not result.trace.conflicts
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        pytest.param(
+            "My personal mobile is 555-201-3344, use it for the school forms.",
+            "The firm gave me a work phone last week, 555-201-9000. Strictly for office calls.",
+            "What's my personal mobile number?",
+            id="a qualifier picks another thing of the kind",
+        ),
+        pytest.param(
+            "Our main home is in Dayton, on Wyoming Street.",
+            "Heading up to our lake cabin in Wisconsin for the long weekend.",
+            "Where is our main home?",
+            id="a cabin is no main home",
+        ),
+        pytest.param(
+            "Our tabby Miso is eleven and still rules the house.",
+            "We adopted a puppy! His name is Bolt. Miso is not impressed but tolerates him.",
+            "What's my cat's name?",
+            id="the older name is still there",
+        ),
+        pytest.param(
+            "I live in Tucson, near the university.",
+            "Monsoon season is wild. I lived in Phoenix for six years before this and it was worse.",
+            "Where do I live?",
+            id="a state before this one",
+        ),
+        pytest.param(
+            "My salary is 82k at the agency.",
+            "Got a 105k offer from a startup but said no, the commute is brutal.",
+            "What's my salary?",
+            id="an offer turned down",
+        ),
+    ],
+)
+def test_look_alikes_of_an_update_keep_the_standing_fact_first(
+    mm: tuple[MemoryManager, Clock], old: str, new: str, query: str
+) -> None:
+    manager, clock = mm
+    standing = _say(manager, clock, old, 0)
+    _say(manager, clock, "Any tips for sleeping better?", 20)
+    later = _say(manager, clock, new, 60)
+    result = manager.recall(query, scope="alice", k=3, trace=True)
+    assert not any(c.older == standing and c.newer == later for c in result.trace.conflicts)
+    assert standing in result.ids[:2]
+    assert manager.require(standing, scope="alice").status.value == "active"
+
+
+def test_a_renamed_pet_is_no_name_still_there() -> None:
+    from memlineage.reconcile._compete import _still_there
+
+    assert not _still_there("Our dog is called Biscuit.", "Biscuit is now Waffles, the kids voted.")
+    assert not _still_there("It's a 2012 Civic.", "It is a Mazda now.")  # "It" is no name
+    assert _still_there("Rufus is our beagle.", "We got a kitten! Rufus is curious about her.")

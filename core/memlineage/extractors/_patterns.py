@@ -117,6 +117,9 @@ class LanguageTable:
     event_query: tuple[re.Pattern[str], ...] = ()
     #: Groups of names of one role ("mom", "mother"; "女儿", "闺女"), case-folded.
     same_person: tuple[frozenset[str], ...] = ()
+    #: Groups of qualifiers that pick one of several things of a kind ("personal" / "work" number, "main home" /
+    #: "cabin"): each group is a tuple of sides, each side one pattern.
+    contexts: tuple[tuple[re.Pattern[str], ...], ...] = ()
 
     def synonyms(self, role: str) -> frozenset[str]:
         """``role`` and every name sharing a :attr:`same_person` group with it (case-folded)."""
@@ -212,6 +215,7 @@ def _load(language: str) -> LanguageTable:
         self_subject=_compile(data.get("self_subject"), f"{language}:self_subject"),
         event_query=_compile(data.get("event_query"), f"{language}:event_query"),
         same_person=tuple(frozenset(str(w).casefold() for w in group) for group in data.get("same_person") or ()),
+        contexts=tuple(_compile(list(group), f"{language}:contexts") for group in data.get("contexts") or ()),
         answer_types=tuple(
             (str(name), _compile([pattern], f"{language}:answer_types")[0])
             for name, pattern in (data.get("answer_types") or {}).items()

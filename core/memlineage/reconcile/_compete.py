@@ -262,6 +262,57 @@ def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
     return all(any("@" in v or any(ch.isdigit() for ch in v) for v in side) for side in values)
 
 
+def _another_thing(query: str, newer: str) -> bool:
+    """Whether the query picks one thing of a kind by a qualifier and the ``newer`` clause names another one.
+
+    "What's my personal cell number?" / "Work handed me a phone for on-call, 617-555-0190": two phones, not a new
+    number of one. The qualifiers come from the table's ``contexts`` groups (a high-precision cue; without one the
+    statements are compared as they are).
+    """
+    for group in tables_for(query)[0].contexts:
+        asked = [i for i, side in enumerate(group) if side.search(query)]
+        if len(asked) != 1:
+            continue
+        said = {i for i, side in enumerate(group) if side.search(newer)}
+        if said and asked[0] not in said:
+            return True
+    return False
+
+
+#: A sentence that opens with a name and says how it is now ("Rufus is confused", "Luna is sniffing her").
+_STILL = re.compile(r"^\W*(?P<name>[A-Za-z][\w'-]*)\s+(?:is|are|has|seems|looks|loves|keeps)\b(?P<rest>[^.!?]*)")
+#: ... unless it says the name is gone or renamed ("Biscuit is now Waffles", "Rex is gone").
+_GONE = re.compile(
+    r"\b(?:gone|dead|sold|over|cancell?ed|history|no longer|not (?:with us|around|here)|died|passed|now|renamed|called|"
+    r"named|actually)\b",
+    re.IGNORECASE,
+)
+
+
+def _still_there(older: str, newer: str) -> bool:
+    """Whether ``newer`` says that a name of the ``older`` clause still is (an addition, not a replacement).
+
+    "We adopted a kitten! Her name is Pepper. Rufus is confused but gentle with her." names a second pet; the dog
+    Rufus of "Rufus is our 4-year-old beagle" is still there. A question ("can she share a tank with Spike?"), a
+    name said to be gone or renamed, or a word that is no name ("It is", "This is") does not count.
+    """
+    for clause in clauses_of(newer):
+        m = _STILL.match(clause.text)
+        if m is None or clause.question or _GONE.search(m.group("rest")):
+            continue
+        name = m.group("name")
+        if name[0].isupper() and name.casefold() not in _NOT_NAMES and re.search(rf"\b{re.escape(name)}\b", older):
+            return True
+    return False
+
+
+#: Capitalised sentence openers that are no names.
+_NOT_NAMES = frozenset(
+    "i it he she they we you this that there here what who which my our his her their its the a an one "
+    "everything everyone nothing someone something".split()
+)
+
+
 def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Clause, ...]:
     """The clauses of a newer statement that may answer the query.
 
@@ -400,6 +451,10 @@ def competes(
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
             if not asked_about and about_me and others:
                 continue  # ... or names another person the older clause does not ("给儿子办了生日会")
+            if _another_thing(query, cb.text):
+                continue  # asked for the personal number, the newer clause gives the work phone's
+            if _still_there(ca.text, newer.content):
+                continue  # "We adopted a kitten! Her name is Pepper. Rufus is confused": Rufus is still there
             eligible = True
             same_subject = same_subject or (ca.subject is not None and ca.subject == cb.subject)
             # Chinese clauses are whole sentences; one content word (bigram) they share anchors them ("羽毛球")
