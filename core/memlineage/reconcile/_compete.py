@@ -262,18 +262,21 @@ def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
     return all(any("@" in v or any(ch.isdigit() for ch in v) for v in side) for side in values)
 
 
-def _another_thing(query: str, newer: str) -> bool:
-    """Whether the query picks one thing of a kind by a qualifier and the ``newer`` clause names another one.
+def _another_thing(query: str, clause: str, message: str) -> bool:
+    """Whether the query picks one thing of a kind by a qualifier and the newer statement names another one.
 
     "What's my personal cell number?" / "Work handed me a phone for on-call, 617-555-0190": two phones, not a new
-    number of one. The qualifiers come from the table's ``contexts`` groups (a high-precision cue; without one the
-    statements are compared as they are).
+    number of one. The newer ``clause`` decides when it names a qualifier of the group; else its whole ``message``
+    does ("... at our lake cabin in Michigan, our little escape."). The qualifiers come from the table's
+    ``contexts`` groups (a high-precision cue; without one the statements are compared as they are).
     """
     for group in tables_for(query)[0].contexts:
         asked = [i for i, side in enumerate(group) if side.search(query)]
         if len(asked) != 1:
             continue
-        said = {i for i, side in enumerate(group) if side.search(newer)}
+        said = {i for i, side in enumerate(group) if side.search(clause)} or {
+            i for i, side in enumerate(group) if side.search(message)
+        }
         if said and asked[0] not in said:
             return True
     return False
@@ -451,7 +454,7 @@ def competes(
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
             if not asked_about and about_me and others:
                 continue  # ... or names another person the older clause does not ("给儿子办了生日会")
-            if _another_thing(query, cb.text):
+            if _another_thing(query, cb.text, newer.content):
                 continue  # asked for the personal number, the newer clause gives the work phone's
             if _still_there(ca.text, newer.content):
                 continue  # "We adopted a kitten! Her name is Pepper. Rufus is confused": Rufus is still there
