@@ -585,3 +585,18 @@ def test_a_renamed_pet_is_no_name_still_there() -> None:
     assert not _still_there("Our dog is called Biscuit.", "Biscuit is now Waffles, the kids voted.")
     assert not _still_there("It's a 2012 Civic.", "It is a Mazda now.")  # "It" is no name
     assert _still_there("Rufus is our beagle.", "We got a kitten! Rufus is curious about her.")
+
+
+def test_chinese_measure_words_of_doses_and_things_count_numbers() -> None:
+    assert numbers_in("维生素D一天吃两粒") == {"1", "2"} and numbers_in("每次一片") == {"1"}
+    assert numbers_in("提前还了一部分") == frozenset()  # 一部分 is "a part", no number
+
+
+def test_a_correction_that_names_nobody_goes_on_with_the_person_asked_about(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    old = _say(manager, clock, "我爸生日是8月3号，记得提醒我订蛋糕", 0)
+    _say(manager, clock, "蛋糕店推荐一家", 1)
+    new = _say(manager, clock, "不对不对，记错了，是8月13号，我老是记混", 15)
+    result = manager.recall("我爸生日是几号？", scope="alice", k=3, trace=True)
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    assert result.ids.index(new) < (result.ids.index(old) if old in result.ids else 99)

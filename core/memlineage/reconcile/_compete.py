@@ -448,7 +448,10 @@ def competes(
                 # the query asks about someone ("How old is Ava?") the newer clause does not name; unless both
                 # name the same person otherwise ("School pickup for Lena" / "Lena's school switched", asked about
                 # "my daughter"; "My husband Jon works at Boeing" / "Jon landed at Blue Origin")
-                if not _same_name(ca, cb):
+                # ... or the newer one corrects a value of the asked kind and names nobody ("不对不对 我记错了 是5月21"
+                # after "我妈生日是5月12号": a correction goes on with what was said)
+                corrects = cue and kind is not None and bool(values_of(cb, kind)) and not _names_someone(cb.text)
+                if not _same_name(ca, cb) and not corrects:
                     continue
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
@@ -515,7 +518,8 @@ def competes(
                 return f"a later statement of the same speaker gives another {kind}: {old_v} → {new_v}", round(
                     float(score), 3
                 )
-        relevant = relevance is None or relevance[1] >= 0.5 * relevance[0]
+        # (the default embedder is English: a Chinese statement's closeness to the query says less, a third will do)
+        relevant = relevance is None or relevance[1] >= (0.3 if cjk else 0.5) * relevance[0]
         # a value of the asked kind that differs (a city, a date, a number) lets a weaker match contend, as below
         # ... and so does an identifier that changed (an e-mail address, a phone number): no name is that specific
         valued = other_value is not None and (kind != "entity" or ided or shaped)
