@@ -600,3 +600,21 @@ def test_a_correction_that_names_nobody_goes_on_with_the_person_asked_about(mm: 
     result = manager.recall("我爸生日是几号？", scope="alice", k=3, trace=True)
     assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
     assert result.ids.index(new) < (result.ids.index(old) if old in result.ids else 99)
+
+
+def test_a_chinese_clause_is_past_only_where_its_values_are() -> None:
+    (new_number,) = clauses_of("换卡了，新号码 137 2468 1357，旧的那个下周停用。")
+    assert new_number.asserts_present and not new_number.past
+    (moved,) = clauses_of("以前住在成都，现在搬到重庆了")
+    assert not moved.past
+    assert clauses_of("我以前在成都上班")[0].past
+
+
+def test_a_correction_whose_value_part_names_nobody_is_the_speakers(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    old = _say(manager, clock, "家里路由器管理密码是 blue7788，帮我记着", 0)
+    _say(manager, clock, "空气炸锅能烤红薯吗？", 10)
+    new = _say(manager, clock, "路由器密码被我改成 Tree@5512 了，隔壁邻居老来蹭网", 40)
+    result = manager.recall("路由器管理密码是多少？", scope="alice", k=3, trace=True)
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    assert result.ids[0] == new

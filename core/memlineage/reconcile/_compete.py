@@ -262,6 +262,21 @@ def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
     return all(any("@" in v or any(ch.isdigit() for ch in v) for v in side) for side in values)
 
 
+#: A Chinese clause's comma-separated parts.
+_PARTS = re.compile(r"[，,；;]\s*")
+
+
+def _value_names_someone(text: str) -> bool:
+    """Whether the part of a clause that gives a value (digits, a Latin word, a Chinese number) names another person.
+
+    A Chinese clause runs over commas: "wifi密码被我改成 Mao@8866 了，楼下邻居一直在蹭" gives its value in a part
+    that names nobody. Text without such a part is read whole.
+    """
+    parts = _PARTS.split(text) if has_cjk(text) else [text]
+    valued = [p for p in parts if re.search(r"[0-9A-Za-z]", p) or numbers_in(p)]
+    return any(_names_someone(p) for p in valued) if valued else _names_someone(text)
+
+
 def _another_thing(query: str, clause: str, message: str) -> bool:
     """Whether the query picks one thing of a kind by a qualifier and the newer statement names another one.
 
@@ -455,8 +470,10 @@ def competes(
                     continue
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
-            if not asked_about and about_me and others:
-                continue  # ... or names another person the older clause does not ("给儿子办了生日会")
+            if not asked_about and about_me and others and not (cue and not _value_names_someone(cb.text)):
+                # ... or names another person the older clause does not ("给儿子办了生日会"); a correction whose new
+                # value is said without them is still the speaker's ("密码被我改成 Mao@8866 了，楼下邻居一直在蹭")
+                continue
             if _another_thing(query, cb.text, newer.content):
                 continue  # asked for the personal number, the newer clause gives the work phone's
             if _still_there(ca.text, newer.content):

@@ -167,6 +167,25 @@ def _any(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
     return any(p.search(text) for p in patterns)
 
 
+def _past(table: LanguageTable, part: str) -> bool:
+    """Whether a clause states a past state (the table's ``past_markers``).
+
+    A Chinese clause runs over commas ("换号了，新号码 139 8765 4321，旧的那个已经停机了"): it is past only when every
+    comma-separated part that gives a value (a number, a time, a place) is, so the old one named beside the new
+    value does not make the new one past.
+    """
+    if not _any(table.past_markers, part):
+        return False
+    if not has_cjk(part):
+        return True
+    valued = [
+        seg
+        for seg in _CJK_SEGMENT.split(part)
+        if seg and (numbers_in(seg) or times_in(seg) or _DIGITS.search(seg) or _CJK_PLACE.search(seg))
+    ]
+    return all(_any(table.past_markers, seg) for seg in valued) if valued else True
+
+
 @text_cache(maxsize=32768)
 def clauses_of(text: str) -> tuple[Clause, ...]:
     """The clauses of a statement with their signals (sentences, then the table's ``clause_breaks``).
@@ -245,7 +264,7 @@ def _sentence_clauses(sentence: str, asking: bool | None) -> list[Clause]:
                 asks=sentence_asks or asks_unmarked(part),  # a question typed without "?" asserts nothing
                 question=sentence_question,
                 hypothetical=_any(table.hypothetical, part),
-                past=_any(table.past_markers, part),
+                past=_past(table, part),
                 additive=_any(table.additive, part),
                 temporary=_any(table.temporary, part),
             )
