@@ -618,3 +618,12 @@ def test_a_correction_whose_value_part_names_nobody_is_the_speakers(mm: tuple[Me
     result = manager.recall("路由器管理密码是多少？", scope="alice", k=3, trace=True)
     assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
     assert result.ids[0] == new
+
+
+def test_a_clause_without_a_value_of_the_asked_kind_joins_no_comparison() -> None:
+    from memlineage.reconcile._compete import _answering
+
+    text = "I've been meaning to visit the castle. The flat is 3 stops from work and I love it."
+    wanted = query_terms("How many stops is my flat from work?")
+    extra = [c.text for c in _answering(text, wanted, "number")]
+    assert "I've been meaning to visit the castle." not in extra

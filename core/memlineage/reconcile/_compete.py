@@ -345,15 +345,15 @@ def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Cla
     best = focus(text, wanted)
     if kind is None:
         return best
-    extra = tuple(
-        c
-        for c in clauses_of(text)
-        if c not in best
-        and c.asserts_present
-        and (c.subject == "self" or (c.subject is None and _identifiers((values_of(c, kind), values_of(c, kind)))))
-        and (kind != "entity" or _identifiers((values_of(c, kind), values_of(c, kind))))
-    )
-    return best + extra
+    extra = []
+    for c in clauses_of(text):
+        values = values_of(c, kind)
+        if c in best or not c.asserts_present or not values:
+            continue
+        ided = _identifiers((values, values))
+        if (c.subject == "self" or (c.subject is None and ided)) and (kind != "entity" or ided):
+            extra.append(c)
+    return best + tuple(extra)
 
 
 def competes(
