@@ -114,7 +114,7 @@ def test_a_supposition_gives_no_value_around() -> None:
 
 
 def test_my_old_value_asks_about_the_past_and_a_buddy_is_someone_else() -> None:
-    from memlineage.reconcile._compete import _names_someone
+    from memlineage.reconcile._about import _names_someone
     from memlineage.reconcile._signals import asks_about_past
 
     assert asks_about_past("What was my old phone number?") and not asks_about_past("How old is my son?")
@@ -336,7 +336,7 @@ def test_a_question_after_a_dash_and_back_in_a_range_state_the_present() -> None
 
 
 def test_someone_who_only_reports_a_change_is_not_what_it_is_about() -> None:
-    from memlineage.reconcile._compete import _names_someone
+    from memlineage.reconcile._about import _names_someone
 
     assert not _names_someone("例会改到周四了，经理说周二会议室不够用。")
     assert not _names_someone("My doctor said the follow-up moved to June 3.")
@@ -402,7 +402,7 @@ def test_a_trip_home_and_a_pronoun_seam_replace_nothing() -> None:
 def test_someone_who_acts_on_the_speaker_or_whose_place_it_is_is_not_what_it_is_about(
     mm: tuple[MemoryManager, Clock],
 ) -> None:
-    from memlineage.reconcile._compete import _names_someone
+    from memlineage.reconcile._about import _names_someone
 
     assert not _names_someone("The cough wouldn't quit, so my doctor took me off the lisinopril.")
     assert not _names_someone("Dropped my phone in the lake at my cousin's place.")
@@ -460,7 +460,7 @@ def test_a_question_for_the_date_of_something_asks_for_a_time() -> None:
 
 
 def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:
-    from memlineage.reconcile._signals import for_a_while_at_value
+    from memlineage.reconcile._about import for_a_while_at_value
 
     # the new date is stated for good; "this week" is about printing
     assert not for_a_while_at_value("They could do March 9th instead, so we took it. Cards go out this week.")
@@ -580,7 +580,7 @@ def test_look_alikes_of_an_update_keep_the_standing_fact_first(
 
 
 def test_a_renamed_pet_is_no_name_still_there() -> None:
-    from memlineage.reconcile._compete import _still_there
+    from memlineage.reconcile._about import _still_there
 
     assert not _still_there("Our dog is called Biscuit.", "Biscuit is now Waffles, the kids voted.")
     assert not _still_there("It's a 2012 Civic.", "It is a Mazda now.")  # "It" is no name
@@ -621,7 +621,7 @@ def test_a_correction_whose_value_part_names_nobody_is_the_speakers(mm: tuple[Me
 
 
 def test_a_clause_without_a_value_of_the_asked_kind_joins_no_comparison() -> None:
-    from memlineage.reconcile._compete import _answering
+    from memlineage.reconcile._about import _answering
 
     text = "I've been meaning to visit the castle. The flat is 3 stops from work and I love it."
     wanted = query_terms("How many stops is my flat from work?")

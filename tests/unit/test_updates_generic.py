@@ -896,7 +896,7 @@ def test_a_chinese_number_given_in_numerals_replaces_the_older_one(mm: MemoryMan
     ],
 )
 def test_a_person_named_as_company_leaves_the_statement_the_speakers_own(text: str, about_someone: bool) -> None:
-    from memlineage.reconcile._compete import _names_someone
+    from memlineage.reconcile._about import _names_someone
 
     assert _names_someone(text) is about_someone
 

@@ -622,24 +622,6 @@ _CJK_SEGMENT = re.compile(r"[，,。！？；!?;\s]+")
 
 
 @text_cache(maxsize=16384)
-def for_a_while_at_value(text: str) -> bool:
-    """Whether ``text`` states its value for a while only (see :func:`for_a_while`).
-
-    A Chinese sentence is one clause, so a marker anywhere in it counted: "医生出差，给我挪到下周五上午十点了" (the
-    doctor is away; my appointment moved to Friday) is no stay for a while. The marker counts only in a part that
-    gives a value, when some part does: for Chinese a comma-separated part with a number or a time, for other text a
-    sentence that states something with digits ("They offered September 20th and we took it. Invitations get
-    reprinted this week.").
-    """
-    # Chinese: comma-separated parts; English: sentences ("They offered September 20th. Invitations get reprinted
-    # this week." states the date for good)
-    if has_cjk(text):
-        valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or times_in(seg))]
-    else:  # a sentence that states a value with digits ("No yoga this week. Back next Wednesday." states none)
-        valued = [seg for seg in _SENTENCE.split(text) if seg and _DIGITS.search(seg) and not is_question(seg)]
-    return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
-
-
 @text_cache(maxsize=16384)
 def asks_unmarked(text: str) -> bool:
     """Whether a clause is a question asked without a question mark ("is oat milk better than almond milk").

@@ -1,0 +1,265 @@
+"""What a statement is about: the people it names, the thing a qualifier picks, the values it gives and their shape.
+
+Helpers of read-time conflict resolution (:mod:`memlineage.reconcile._compete`): whether a newer statement names
+someone else than the older one ("my sister moved to Rome"), speaks of the same person through a pronoun, names the
+same thing, picks another thing of a kind by a qualifier ("personal" / "work" number), says that an older name is
+still there (a second pet), which of its clauses may answer a query, and the shapes of the values it gives (two
+e-mail addresses, two model names). None of them writes anything.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memlineage._forget import text_cache
+from memlineage.extractors._patterns import has_cjk, tables_for
+from memlineage.reconcile._signals import (
+    _CJK_SEGMENT,
+    _DIGITS,
+    _SENTENCE,
+    Clause,
+    clauses_of,
+    focus,
+    for_a_while,
+    mentions,
+    numbers_in,
+    times_in,
+    values_of,
+)
+from memlineage.reconcile._text import _TIME_WORDS
+from memlineage.retrieval import is_question
+
+#: Characters that make a Chinese bigram a grammatical seam rather than a word ("我儿", "的婚").
+_SEAM = frozenset("我你他她它们的了在是和也都就还又很")
+
+
+def _words(terms: frozenset[str]) -> frozenset[str]:
+    """``terms`` without Chinese bigrams across a pronoun or particle (a seam of the bigram tokenizer, no word)."""
+    return frozenset(t for t in terms if t.isascii() or not (_SEAM & set(t)))
+
+
+#: What stands just before a person named as company, not as the one a statement is about: "with my wife",
+#: "跟老婆商量了", "陪我妈"; and just after: "my wife and I".
+_COMPANY_BEFORE = re.compile(
+    r"(?:\bwith|\balong with|\btogether with|[跟和与同陪])\s*(?:我的|我们|我)?\s*$", re.IGNORECASE
+)
+_COMPANY_AFTER = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\b|^一起", re.IGNORECASE)
+
+
+@text_cache(maxsize=16384)
+def _names_someone(text: str) -> bool:
+    """Whether ``text`` names another person it may be about; cached: recall asks per pair.
+
+    The table's ``others``, or any role of its ``people`` ("my cousin", "our landlord"). A person named as company
+    ("we decided with my wife", "跟老婆商量了两个晚上", "my wife and I"), as the source of what is said
+    ("领导说周一大家都太忙", "my doctor said ..."), as someone acting on the speaker ("my doctor took me off it")
+    or as whose place it is ("at my cousin's place") does not count, unless a third-person pronoun follows ("with my
+    girlfriend. She hates horror"): the statement is still the speaker's own.
+    """
+    table = tables_for(text)[0]
+    for pattern in (*table.others, *table.people):
+        for m in pattern.finditer(text):
+            before, after = text[: m.start()], text[m.end() :]
+            # company, the source of what is said ("领导说周一大家都太忙", "my doctor said I'm prediabetic"), someone
+            # acting on the speaker, or whose place it is
+            company = (
+                _COMPANY_BEFORE.search(before)
+                or _COMPANY_AFTER.search(after)
+                or _SAYS.search(after)
+                or _ACTS_ON_ME.search(after)
+                or (_PLACE_BEFORE.search(before) and _PLACE_AFTER.search(after))
+            )
+            # ... unless the text goes on about them ("with my girlfriend. She hates horror")
+            if not company or _PRONOUN.search(after):
+                return True
+    return False
+
+
+#: What follows a person who only reports something ("领导说…", "my doctor said…"): the statement is not about them.
+_SAYS = re.compile(
+    r"^\s*(?:说|讲|觉得|认为|表示|让我|叫我|告诉我|建议我)"
+    r"|^\s+(?:said|says|told me|tells me|thinks|reckons|wants me|asked me)\b",
+    re.IGNORECASE,
+)
+
+
+#: What follows a person who acts on the speaker ("my doctor took me off it", "医生给我换了药"): the speaker's own.
+_ACTS_ON_ME = re.compile(r"^\s+(?:[a-z]+\s+){1,2}(?:me|us)\b|^\s*[帮给替带把]我", re.IGNORECASE)
+#: A person whose place is named ("at my cousin's place", "送我妈那儿去了"): a place, not whom it is about.
+_PLACE_BEFORE = re.compile(r"\b(?:at|to|from|in|near|by)\s+$|[在去到送回]\s*$", re.IGNORECASE)
+_PLACE_AFTER = re.compile(r"^(?:'|’)s\b|^(?:那儿|那里|那边|家)")
+
+
+#: A third-person pronoun standing for someone named before ("They moved the wedding", "她下个月…").
+_PRONOUN = re.compile(r"\b(?:he|she|they|him|her|them|his|their)\b|[他她]们?", re.IGNORECASE)
+
+
+def _refers_back(ca: Clause, cb: Clause, people: frozenset[str], kind: str | None = None) -> bool:
+    """Whether ``cb`` speaks of the person ``ca`` names through a pronoun, about the same thing.
+
+    The older clause names one of ``people``, the newer one a third-person pronoun and names no other person, and
+    the two share a content word ("My sister's wedding is June 14" / "They moved the wedding to September 6") or
+    both give a value of the asked ``kind`` ("My son is 7" / "He turned eight yesterday", asked "How old is my
+    son?").
+    """
+    if _names_someone(cb.text):  # "My brother's wedding: they moved it" is about the brother
+        return False
+    if not mentions(ca, people) or not _PRONOUN.search(cb.text):
+        return False
+    if _words(ca.terms & cb.terms):
+        return True
+    return kind is not None and bool(values_of(ca, kind)) and bool(values_of(cb, kind))
+
+
+def _same_name(ca: Clause, cb: Clause) -> bool:
+    """Whether two clauses name a person or thing by the same name (a shared key that is no number or time).
+
+    A name the older clause gives as a key may open the newer one, where a capital says nothing ("My wife Ana ..." /
+    "Ana got poached by ..."): a word of the newer clause counts then.
+    """
+    shared = ca.keys & (cb.keys | cb.terms) | (ca.keys | ca.terms) & cb.keys
+    return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in shared)
+
+
+#: Chinese characters too common to tie two statements to one topic (pronouns, particles, copulas, measure words).
+_COMMON_CJK = _SEAM | frozenset("有没不这那个么什吗呢吧啊哦嗯一二三四五六七八九十两几多少要会能想说到去来上下")
+
+
+def _share_char(texts: tuple[str, str], query: str) -> bool:
+    """Whether the newer text shares a Chinese character beyond the commonest ones with the older text or the query."""
+    older, newer = texts
+    mine = {ch for ch in newer if has_cjk(ch)} - _COMMON_CJK
+    return bool(mine & ({ch for ch in older + query if has_cjk(ch)} - _COMMON_CJK))
+
+
+#: A name followed by a number: a model, a flight, a unit ("Pixel 6", "iPhone 15", "UA 588", "Apt 4").
+_MODEL = re.compile(r"(?<![\w-])([A-Za-z][\w-]*)\s+#?\d{1,4}[A-Za-z]?\b")
+
+
+def _shapes(text: str, values: frozenset[str]) -> frozenset[str]:
+    """The shapes of a clause's values: ``email``, ``phone`` (seven digits or more) or ``model`` (a name and a number).
+
+    Two values of one shape that differ ("Pixel 6" / "iPhone 15", two addresses) fill one slot as surely as two
+    cities do; two names alone ("Fastmail" / "Gmail") may be anything.
+    """
+    out = {"email" for v in values if "@" in v}
+    out |= {"phone" for v in values if "@" not in v and sum(ch.isdigit() for ch in v) >= 7}
+    out |= {"model" for m in _MODEL.finditer(text) if m.group(1).casefold() in values}
+    return frozenset(out)
+
+
+def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
+    """Whether both sides of a changed value are identifiers (an e-mail address, digits), not names."""
+    return all(any("@" in v or any(ch.isdigit() for ch in v) for v in side) for side in values)
+
+
+#: A Chinese clause's comma-separated parts.
+_PARTS = re.compile(r"[，,；;]\s*")
+
+
+def _value_names_someone(text: str) -> bool:
+    """Whether the part of a clause that gives a value (digits, a Latin word, a Chinese number) names another person.
+
+    A Chinese clause runs over commas: "wifi密码被我改成 Mao@8866 了，楼下邻居一直在蹭" gives its value in a part
+    that names nobody. Text without such a part is read whole.
+    """
+    parts = _PARTS.split(text) if has_cjk(text) else [text]
+    valued = [p for p in parts if re.search(r"[0-9A-Za-z]", p) or numbers_in(p)]
+    return any(_names_someone(p) for p in valued) if valued else _names_someone(text)
+
+
+def _another_thing(query: str, clause: str, message: str) -> bool:
+    """Whether the query picks one thing of a kind by a qualifier and the newer statement names another one.
+
+    "What's my personal cell number?" / "Work handed me a phone for on-call, 617-555-0190": two phones, not a new
+    number of one. The newer ``clause`` decides when it names a qualifier of the group; else its whole ``message``
+    does ("... at our lake cabin in Michigan, our little escape."). The qualifiers come from the table's
+    ``contexts`` groups (a high-precision cue; without one the statements are compared as they are).
+    """
+    for group in tables_for(query)[0].contexts:
+        asked = [i for i, side in enumerate(group) if side.search(query)]
+        if len(asked) != 1:
+            continue
+        said = {i for i, side in enumerate(group) if side.search(clause)} or {
+            i for i, side in enumerate(group) if side.search(message)
+        }
+        if said and asked[0] not in said:
+            return True
+    return False
+
+
+#: A sentence that opens with a name and says how it is now ("Rufus is confused", "Luna is sniffing her").
+_STILL = re.compile(r"^\W*(?P<name>[A-Za-z][\w'-]*)\s+(?:is|are|has|seems|looks|loves|keeps)\b(?P<rest>[^.!?]*)")
+#: ... unless it says the name is gone or renamed ("Biscuit is now Waffles", "Rex is gone").
+_GONE = re.compile(
+    r"\b(?:gone|dead|sold|over|cancell?ed|history|no longer|not (?:with us|around|here)|died|passed|now|renamed|called|"
+    r"named|actually)\b",
+    re.IGNORECASE,
+)
+
+
+def _still_there(older: str, newer: str) -> bool:
+    """Whether ``newer`` says that a name of the ``older`` clause still is (an addition, not a replacement).
+
+    "We adopted a kitten! Her name is Pepper. Rufus is confused but gentle with her." names a second pet; the dog
+    Rufus of "Rufus is our 4-year-old beagle" is still there. A question ("can she share a tank with Spike?"), a
+    name said to be gone or renamed, or a word that is no name ("It is", "This is") does not count.
+    """
+    for clause in clauses_of(newer):
+        m = _STILL.match(clause.text)
+        if m is None or clause.question or _GONE.search(m.group("rest")):
+            continue
+        name = m.group("name")
+        if name[0].isupper() and name.casefold() not in _NOT_NAMES and re.search(rf"\b{re.escape(name)}\b", older):
+            return True
+    return False
+
+
+#: Capitalised sentence openers that are no names.
+_NOT_NAMES = frozenset(
+    "i it he she they we you this that there here what who which my our his her their its the a an one "
+    "everything everyone nothing someone something".split()
+)
+
+
+def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Clause, ...]:
+    """The clauses of a newer statement that may answer the query.
+
+    Those that match it best (:func:`focus`), and those that state a value of the asked ``kind`` elsewhere in the
+    message ("Switched carriers, couldn't port my old number. I'm on 628-555-0147 now": the number is in another
+    sentence than the words of the query).
+
+    A value in another clause counts when the clause is the speaker's own ("I'm on ...") or the value is an
+    identifier (an e-mail address, digits: "Sign off with jr@gmail.com"), and for "what/which" only an identifier:
+    a name or a general figure in another sentence ("Rates are around 7% now") is as often about something else.
+    """
+    best = focus(text, wanted)
+    if kind is None:
+        return best
+    extra = []
+    for c in clauses_of(text):
+        values = values_of(c, kind)
+        if c in best or not c.asserts_present or not values:
+            continue
+        ided = _identifiers((values, values))
+        if (c.subject == "self" or (c.subject is None and ided)) and (kind != "entity" or ided):
+            extra.append(c)
+    return best + tuple(extra)
+
+
+def for_a_while_at_value(text: str) -> bool:
+    """Whether ``text`` states its value for a while only (see :func:`for_a_while`).
+
+    A Chinese sentence is one clause, so a marker anywhere in it counted: "医生出差，给我挪到下周五上午十点了" (the
+    doctor is away; my appointment moved to Friday) is no stay for a while. The marker counts only in a part that
+    gives a value, when some part does: for Chinese a comma-separated part with a number or a time, for other text a
+    sentence that states something with digits ("They offered September 20th and we took it. Invitations get
+    reprinted this week.").
+    """
+    # Chinese: comma-separated parts; English: sentences ("They offered September 20th. Invitations get reprinted
+    # this week." states the date for good)
+    if has_cjk(text):
+        valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or times_in(seg))]
+    else:  # a sentence that states a value with digits ("No yoga this week. Back next Wednesday." states none)
+        valued = [seg for seg in _SENTENCE.split(text) if seg and _DIGITS.search(seg) and not is_question(seg)]
+    return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
