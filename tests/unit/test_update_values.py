@@ -627,3 +627,40 @@ def test_a_clause_without_a_value_of_the_asked_kind_joins_no_comparison() -> Non
     wanted = query_terms("How many stops is my flat from work?")
     extra = [c.text for c in _answering(text, wanted, "number")]
     assert "I've been meaning to visit the castle." not in extra
+
+
+def test_a_stay_is_stated_by_a_statement_not_by_a_question_or_a_lasting_change() -> None:
+    from memlineage.reconcile._about import for_a_while_at_value
+
+    assert not for_a_while_at_value(
+        "Dr. Lin left, so the practice moved me to Dr. Ruiz. First visit next week, what to bring?"
+    )
+    assert not for_a_while_at_value("Our HOA fee went up to $340 this month. Can they do that?")
+    assert for_a_while_at_value("Crashing at my brother's in Austin this week.")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        pytest.param(
+            "Daycare drop-off is 8:15, right before my shift.",
+            "From next term the daycare opens later, so drop-off is 8:45 now. Need to rejig my mornings.",
+            "What time do I drop my son off at daycare?",
+            id="a person asked about whom neither statement names",
+        ),
+        pytest.param(
+            "I'm a staff nurse on the cardiac ward.",
+            "Made charge nurse!! Can you help me write a thank-you card to my mentor?",
+            "What's my role at the hospital?",
+            id="a person named only in a request",
+        ),
+    ],
+)
+def test_an_update_read_past_who_else_is_named(mm: tuple[MemoryManager, Clock], old: str, new: str, query: str) -> None:
+    manager, clock = mm
+    before = _say(manager, clock, old, 0)
+    _say(manager, clock, "Any quick breakfast ideas?", 20)
+    after = _say(manager, clock, new, 60)
+    result = manager.recall(query, scope="alice", k=3, trace=True)
+    assert any(c.older == before and c.newer == after for c in result.trace.conflicts)
+    assert result.ids[0] == after

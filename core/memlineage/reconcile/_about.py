@@ -260,6 +260,22 @@ def for_a_while_at_value(text: str) -> bool:
     # this week." states the date for good)
     if has_cjk(text):
         valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or times_in(seg))]
-    else:  # a sentence that states a value with digits ("No yoga this week. Back next Wednesday." states none)
-        valued = [seg for seg in _SENTENCE.split(text) if seg and _DIGITS.search(seg) and not is_question(seg)]
-    return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
+        return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
+    # a question asks, it states no stay ("first appt next week, what should I bring?"); a sentence states a value
+    # with digits or a name ("No yoga this week. Back next Wednesday." states none: a weekday is no name)
+    stated = [seg for seg in _SENTENCE.split(text) if seg and seg.strip() and not is_question(seg)]
+    valued = [seg for seg in stated if _DIGITS.search(seg) or _NAME.search(_TIME_WORDS.sub(" ", seg[1:]))]
+    return any(_for_a_while_en(seg) for seg in (valued or stated))
+
+
+#: A capitalised word inside a sentence: a name ("Dr. Okafor", "Mazda").
+_NAME = re.compile(r"(?<![.!?]\s)\b[A-Z][a-z]+")
+#: A change of a price or a rank: "this month" after it says when it happened, not for how long ("rent went up to
+#: $1,975 this month", "got promoted this week").
+_LASTING = re.compile(
+    r"\b(?:went up|went down|goes up|rose|increased|raised|dropped|got promoted|was promoted|renewed)\b", re.IGNORECASE
+)
+
+
+def _for_a_while_en(sentence: str) -> bool:
+    return for_a_while(sentence) and not _LASTING.search(sentence)

@@ -63,6 +63,7 @@ from memlineage.reconcile._signals import (
     asks_about_speaker,
     asks_for_many,
     clause_similarity,
+    clauses_of,
     focus,
     for_a_while,
     key_terms,
@@ -209,7 +210,10 @@ def competes(
     shaped = False  # other_value's two sides have one shape (two addresses, two phone numbers, "Pixel 6" / "iPhone 15")
     temporary = for_a_while_at_value(newer.content) and not for_a_while(older.content)
     same_speaker = newer.source.kind is older.source.kind
-    others = _names_someone(newer.content) and not _names_someone(older.content)
+    # ... a person named only in a question or request ("Can you help me write a thank-you note to my manager?") is
+    # whom the speaker asks about, not whom the statement is about
+    stating = " ".join(c.text for c in clauses_of(newer.content) if not c.asks) or newer.content
+    others = _names_someone(stating) and not _names_someone(older.content)
     for cb in _answering(newer.content, wanted, kind):
         if not cb.asserts_present or cb.additive or not cb.substantive:
             continue  # a question (also one typed without "?": "is oat milk better"), a supposition, the past
@@ -250,7 +254,12 @@ def competes(
                 and (tables_for(ca.text)[0].is_event(ca.text) or tables_for(cb.text)[0].is_event(cb.text))
             ):
                 continue  # asked what happened: two events are two events
-            if asked_about and not mentions(cb, asked_about) and not _refers_back(ca, cb, asked_about, kind):
+            if (
+                asked_about
+                and mentions(ca, asked_about)
+                and not mentions(cb, asked_about)
+                and not _refers_back(ca, cb, asked_about, kind)
+            ):
                 # the query asks about someone ("How old is Ava?") the newer clause does not name; unless both
                 # name the same person otherwise ("School pickup for Lena" / "Lena's school switched", asked about
                 # "my daughter"; "My husband Jon works at Boeing" / "Jon landed at Blue Origin")
