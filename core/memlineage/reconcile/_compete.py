@@ -16,18 +16,20 @@ provided something beyond ranking ties them (a shared key, a differing time, pla
 unrelated; for Chinese a shared content bigram) and the newer one gives a value the older does not. Implicit
 updates ("The skylight in our new Portland apartment is loud") share nothing else with what they replace.
 
-What never competes: a clause that does not state the present (a question, a request, a supposition, a past state:
-"I used to live in Phoenix"), an addition ("we also got a kitten"), a state for a while only ("this week", "loaner",
-临时), a question asking for several things ("What pets do we have?"), clauses about different people ("my daughter is
-7" / "my son is 10"; for a query about the speaker, a newer message naming another person the older one does
-not), an older clause that answers more of the query than the newer one ("how old is my daughter?"), a newer
-statement from a source that may not update the older (an agent never outranks what the user said; a
-tool's result only an earlier result of the same tool for the same arguments). A query about the past ("where did
-I live before Minneapolis?", "what was the first quote?") turns the rule round: the earlier statement of each
-competing pair ranks just ahead of the later one, which matched the question's words best;
-memories that are a transcript of named speakers (``[8 May 2023] Caroline: ...``, a conversation between other
-people kept as memory) are dialogue, reordered by recorded possible updates only; and for a question about what
-happened ("When did I go…?", ``event_query`` cues) two events never compete.
+What never competes: a clause that does not state the present (a question, a request, a supposition, a past state: "I
+used to live in Phoenix"), an addition ("we also got a kitten"; a name of the older statement said to still be: "We
+adopted a kitten! ... Rufus is confused"), a state for a while only ("this week", "loaner", 临时), another thing of the
+kind a qualifier picks ("What's my personal number?" / "Work gave me a phone, 617-555-0190"; the table's ``contexts``),
+a question asking for several things ("What pets do we have?"), clauses about different people ("my daughter is 7" / "my
+son is 10"; for a query about the speaker, a newer message naming another person the older one does not, outside a
+question or request), an older clause that answers more of the query than the newer one ("how old is my daughter?"), a
+newer statement from a source that may not update the older (an agent never outranks what the user said; a tool's result
+only an earlier result of the same tool for the same arguments). A query about the past ("where did I live before
+Minneapolis?", "what was the first quote?") turns the rule round: the earlier statement of each competing pair ranks
+just ahead of the later one, which matched the question's words best; memories that are a transcript of named speakers
+(``[8 May 2023] Caroline: ...``, a conversation between other people kept as memory) are dialogue, reordered by recorded
+possible updates only; and for a question about what happened ("When did I go…?", ``event_query`` cues) two events never
+compete.
 """
 
 from __future__ import annotations
@@ -167,7 +169,8 @@ def competes(
         cosine: Cosine similarity of the two memories' vectors in [-1, 1], when known: close meaning counts like
             shared words (at :data:`COMPETE_COSINE`, or 0.3 when the older one weighed options).
         relevance: ``(older, newer)`` closeness to the query in [0, 1] (cosine), when known; the newer one must
-            reach a fifth of the older one's for a changed value, half for closeness in meaning.
+            reach a fifth of the older one's for a changed value, half for closeness in meaning (a third for
+            Chinese text, which the default English embedder reads loosely).
         linked: Update detection recorded ``newer`` as a possible update of ``older``: they compete when the
             clauses pass every check but similarity.
         contenders: Both are among the :data:`CONTENDERS` statements of their speaker that best match the query
