@@ -664,3 +664,18 @@ def test_an_update_read_past_who_else_is_named(mm: tuple[MemoryManager, Clock], 
     result = manager.recall(query, scope="alice", k=3, trace=True)
     assert any(c.older == before and c.newer == after for c in result.trace.conflicts)
     assert result.ids[0] == after
+
+
+def test_a_pet_of_another_kind_is_no_new_name_and_a_rename_is(mm: tuple[MemoryManager, Clock]) -> None:
+    from memlineage.reconcile._about import _new_kind
+
+    assert _new_kind(frozenset({"dog"}), "We rescued a kitten! Her name is Fig and she already bullies Bruno.")
+    assert not _new_kind(frozenset({"dog"}), "We got a new dog bed for Bruno.")  # the dog is still named
+    assert not _new_kind(frozenset({"cat"}), "The kids voted and we renamed her Mochi.")  # nothing acquired
+    manager, clock = mm
+    dog = _say(manager, clock, "Our dog Bruno is a six-year-old boxer who snores like a tractor.", 0)
+    _say(manager, clock, "How often should I wash a dog bed?", 20)
+    kitten = _say(manager, clock, "We rescued a kitten! Her name is Fig and she already bullies Bruno.", 60)
+    result = manager.recall("What's our dog called?", scope="alice", k=3, trace=True)
+    assert not any(c.older == dog and c.newer == kitten for c in result.trace.conflicts)
+    assert dog in result.ids[:2]

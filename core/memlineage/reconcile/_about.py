@@ -198,6 +198,28 @@ _GONE = re.compile(
 )
 
 
+#: Something new of a kind acquired: "We adopted a kitten", "got a second bike", "brought home a puppy".
+_ACQUIRED = re.compile(
+    r"\b(?:adopted|got|bought|brought home|picked up|rescued|welcomed|took in)\s+(?:a|an|another)\s+"
+    r"(?:new\s+|second\s+|little\s+|baby\s+)?(?P<noun>[a-z]+)\b"
+)
+
+
+def _new_kind(asked: frozenset[str], newer: str) -> bool:
+    """Whether ``newer`` acquires something of another kind than the one a question for a name names.
+
+    ``asked`` are the query's terms the older clause holds ("dog" of "What's our dog called?" and "Our dog Mango is
+    a lab"). "We adopted a kitten!! Her name is Pepper" names none of them and acquires a kitten: a second pet, not
+    a new name of the dog. A rename ("we renamed her Mochi") or a replacement of the same kind ("got a new car")
+    acquires nothing else.
+    """
+    m = _ACQUIRED.search(newer)
+    if m is None or not asked:
+        return False
+    said = {t for c in clauses_of(newer) for t in c.terms}
+    return not (asked & said) and m.group("noun") not in asked
+
+
 def _still_there(older: str, newer: str) -> bool:
     """Whether ``newer`` says that a name of the ``older`` clause still is (an addition, not a replacement).
 

@@ -34,6 +34,7 @@ compete.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -49,6 +50,7 @@ from memlineage.reconcile._about import (
     _answering,
     _identifiers,
     _names_someone,
+    _new_kind,
     _refers_back,
     _same_name,
     _shapes,
@@ -148,6 +150,10 @@ def _one_conversation(a: Memory, b: Memory) -> bool:
     if a.scope.session_id is not None or b.scope.session_id is not None:
         return a.scope.session_id == b.scope.session_id
     return abs((_when(a) - _when(b)).total_seconds()) < 3600.0
+
+
+#: A question for what something is called ("What's our dog called?", "my cat's name").
+_ASKS_NAME = re.compile(r"\b(?:called|name|named)\b", re.IGNORECASE)
 
 
 def competes(
@@ -279,6 +285,8 @@ def competes(
                 continue
             if _another_thing(query, cb.text, newer.content):
                 continue  # asked for the personal number, the newer clause gives the work phone's
+            if _ASKS_NAME.search(query) and _new_kind(qa - key_terms(ca), newer.content):
+                continue  # asked about the dog, the newer message adopts a kitten: another animal, not a new name
             if _still_there(ca.text, newer.content):
                 continue  # "We adopted a kitten! Her name is Pepper. Rufus is confused": Rufus is still there
             eligible = True
