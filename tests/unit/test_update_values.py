@@ -679,3 +679,38 @@ def test_a_pet_of_another_kind_is_no_new_name_and_a_rename_is(mm: tuple[MemoryMa
     result = manager.recall("What's our dog called?", scope="alice", k=3, trace=True)
     assert not any(c.older == dog and c.newer == kitten for c in result.trace.conflicts)
     assert dog in result.ids[:2]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        pytest.param(
+            "We're in apartment 12C at 40 Elm Street.",
+            "The super changed the mailbox code to 5518 yesterday.",
+            "What's my apartment number?",
+            id="another attribute of the same place, words of the query never said",
+        ),
+        pytest.param(
+            "My train to Leeds leaves on June 9th.",
+            "Got moved to coach B, seat 42F, on the Leeds train!",
+            "What date does my train to Leeds leave?",
+            id="digits of a seat are no new date",
+        ),
+        pytest.param(
+            "My checking account is at Wells Fargo.",
+            "Opened a savings account at Ally for the house fund.",
+            "Where's my checking account?",
+            id="savings is another account than checking",
+        ),
+    ],
+)
+def test_a_detail_of_another_thing_leaves_the_asked_fact(
+    mm: tuple[MemoryManager, Clock], old: str, new: str, query: str
+) -> None:
+    manager, clock = mm
+    standing = _say(manager, clock, old, 0)
+    _say(manager, clock, "What's a good stretch for a stiff neck?", 20)
+    later = _say(manager, clock, new, 60)
+    result = manager.recall(query, scope="alice", k=3, trace=True)
+    assert not any(c.older == standing and c.newer == later for c in result.trace.conflicts)
+    assert standing in result.ids[:2]

@@ -152,6 +152,8 @@ def _one_conversation(a: Memory, b: Memory) -> bool:
     return abs((_when(a) - _when(b)).total_seconds()) < 3600.0
 
 
+#: A number standing alone or as an ordinal or a time ("5th", "10:30", "$1,975"), not inside an identifier ("2A").
+_NUMBER_TOKEN = re.compile(r"(?<![A-Za-z0-9])\d+(?:[.,:]\d+)*(?:st|nd|rd|th|am|pm|k)?(?![A-Za-z0-9])", re.IGNORECASE)
 #: A question for what something is called ("What's our dog called?", "my cat's name").
 _ASKS_NAME = re.compile(r"\b(?:called|name|named)\b", re.IGNORECASE)
 
@@ -216,6 +218,7 @@ def competes(
     other_value: tuple[frozenset[str], frozenset[str]] | None = None  # (older, newer) values of the asked kind
     changed_pair = ("", "")  # the (older, newer) clauses that gave other_value
     ided = False  # other_value's two sides are identifiers
+    gave = kind is None  # some eligible newer clause gives a value of the asked kind (or a number, for a time)
     shaped = False  # other_value's two sides have one shape (two addresses, two phone numbers, "Pixel 6" / "iPhone 15")
     temporary = for_a_while_at_value(newer.content) and not for_a_while(older.content)
     same_speaker = newer.source.kind is older.source.kind
@@ -285,7 +288,7 @@ def competes(
                 continue
             if _another_thing(query, cb.text, newer.content):
                 continue  # asked for the personal number, the newer clause gives the work phone's
-            if _ASKS_NAME.search(query) and _new_kind(qa - key_terms(ca), newer.content):
+            if _ASKS_NAME.search(query) and _new_kind(wanted - key_terms(ca), newer.content):
                 continue  # asked about the dog, the newer message adopts a kitten: another animal, not a new name
             if _still_there(ca.text, newer.content):
                 continue  # "We adopted a kitten! Her name is Pepper. Rufus is confused": Rufus is still there
@@ -319,12 +322,14 @@ def competes(
                 # digits ("moved to the 5th") or a Chinese numeral ("提到了三十二万")
                 loose = (
                     kind not in ("time", "number")
-                    or any(ch.isdigit() for ch in with_digits(cb.text))  # "by a quarter to three"
+                    # a number, not digits inside an identifier ("seat 2A" gives no date)
+                    or bool(_NUMBER_TOKEN.search(with_digits(cb.text)))  # "by a quarter to three"
                     or (has_cjk(cb.text) and bool(numbers_in(cb.text)))
                 )
                 # ... or the same place or thing with another number ("86 Harbor Rd not 88": an address changed)
                 renumbered = kind in ("place", "entity") and bool(va & vb) and bool(nb - na) and bool(na - nb)
                 novel = novel or (not vb and loose) or bool(vb and not vb <= va) or renumbered
+                gave = gave or bool(vb) or loose
             else:
                 novel = True
             sim = clause_similarity(ca, cb)
@@ -377,9 +382,16 @@ def competes(
         # ... and never two English statements whose vectors say they are about unrelated things ("I work at
         # Google" / "oops, meant Dallas, Austin's where I grew up"), unless they share a key
         unrelated = not cjk and cosine is not None and cosine < UNRELATED_COSINE and not keyed
+        # ... nor when the older statement names words of the query the newer message never says ("What's my unit
+        # number?": "I'm in unit 4B" / "management changed the door code to 7741" is about something else), unless
+        # a key or an identifier ties them (a new address says no "email")
+        said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
+        said_now = frozenset().union(*(c.terms | c.keys for c in clauses_of(newer.content)))
+        strays = not cjk and bool(said_before) and not (said_before & said_now) and not (ided or shaped or keyed)
         if (
             eligible
             and contenders
+            and not strays
             and close_enough
             and related
             and novel
@@ -409,8 +421,10 @@ def competes(
                 )
         return None
     sim, ca, cb = best
-    if not novel and not cue:
-        return None  # the newer statement gives no value of the kind asked (no digits for a date): nothing replaced
+    if not novel and not (cue and gave):
+        # the newer statement gives no value of the kind asked (no digits for a date): nothing replaced, even after
+        # a cue ("Got moved to coach B, seat 42F" moves the seat, not the date)
+        return None
     changed = sorted((cb.keys - ca.keys) | (ca.keys - cb.keys))
     if not changed and numbers_in(ca.text) == numbers_in(cb.text) and sim < RESTATED:
         cjk = has_cjk(older.content + newer.content)
