@@ -714,3 +714,20 @@ def test_a_detail_of_another_thing_leaves_the_asked_fact(
     result = manager.recall(query, scope="alice", k=3, trace=True)
     assert not any(c.older == standing and c.newer == later for c in result.trace.conflicts)
     assert standing in result.ids[:2]
+
+
+def test_automatic_decisions_need_a_named_thing_and_a_fact() -> None:
+    from memlineage.extractors import detect_slot
+
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    nanny = _say(manager, clock, "保姆说过年回来要涨到六千，想想还是答应了，靠谱的不好找", 0)
+    name = _say(manager, clock, "以后叫我Amy吧，公司同事都这么叫", 5)
+    trip = _say(manager, clock, "厦门有啥小众景点", 10)
+    _say(manager, clock, "想了想还是不去了，现在的组挺好的", 20)  # a particle phrase withdraws nothing
+    _say(manager, clock, "游泳课调了，以后改成周六上午10点", 25)  # 以后 says when, it replaces nothing
+    _say(manager, clock, "厦门不去了，五一要值班", 30)  # a question holds no fact to withdraw
+    for mid in (nanny, name, trip):
+        assert manager.require(mid, scope="alice").status.value == "active"
+    # an e-mail address is no home address
+    assert detect_slot("my address is now amy.lee@corp.example which is a mouthful")[0] != "user.residence"

@@ -34,6 +34,14 @@ from memlineage.retrieval import is_request
 _COVERS: dict[str, tuple[str, ...]] = {"user.employer": ("user.workplace",)}
 
 
+#: Chinese characters that are particles, pronouns or function words: a bigram of them alone names nothing.
+_FUNCTION_CJK = frozenset(
+    "我你他她它们的了在是和也都就还又很有没不这那个么什吗呢吧啊哦嗯想说要会能到去来上下得着过把被让给跟"
+)
+#: Words that say when a change takes effect, never a value it replaces ("以后改成…", "from now on").
+_WHEN_ONLY = re.compile(r"(?:以后|今后|往后|之后|以前|之前|现在|从此|后来|然后|从今天起|从下周起)")
+
+
 class RuleReconciler:
     """Offline update detection from the per-language pattern tables (the default reconciler).
 
@@ -191,8 +199,8 @@ class RuleReconciler:
                 continue
             # a generic word is no value ("... and not get climbed over" names nothing said before)
             old = set(substantive_terms(content_terms(match.group("old"))))
-            if not old:
-                continue
+            if not old or _WHEN_ONLY.fullmatch(match.group("old").strip()):
+                continue  # "以后改成周日下午3点": 以后 says when, it is no replaced value
             best: tuple[float, datetime, int, Candidate] | None = None
             for n, c in enumerate(cands):
                 if not _own_statement(c, kind, who):
@@ -247,13 +255,16 @@ class RuleReconciler:
             if not match:
                 continue
             obj = (match.groupdict().get("obj") or "").strip()
-            wanted = content_terms(obj)
+            # a Chinese bigram of particles and function characters names nothing ("想了想还是不去了": 想还, 还是)
+            wanted = frozenset(t for t in content_terms(obj) if t.isascii() or not set(t) <= _FUNCTION_CJK)
             if len(wanted) < (1 if _STATE_CHANGE.search(match.group(0)) else min_terms):
                 continue
             for n, c in enumerate(cands):
                 if not _own_statement(c, source_kind, speaker):
                     continue  # one withdraws one's own statements; what derives from them turns suspect
                 plain = strip_transcript_prefix(c.content)
+                if all(c.asks for c in clauses_of(plain)):
+                    continue  # a question holds no fact to withdraw ("大理有啥小众景点")
                 body = content_terms(plain)
                 share = _overlap(wanted, body)
                 if share < threshold or _negated(c.content) is not None:
