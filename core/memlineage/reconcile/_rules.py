@@ -256,7 +256,7 @@ class RuleReconciler:
                 continue
             obj = (match.groupdict().get("obj") or "").strip()
             # a Chinese bigram of particles and function characters names nothing ("想了想还是不去了": 想还, 还是)
-            wanted = frozenset(t for t in content_terms(obj) if t.isascii() or not set(t) <= _FUNCTION_CJK)
+            wanted = {t for t in content_terms(obj) if t.isascii() or not set(t) <= _FUNCTION_CJK}
             if len(wanted) < (1 if _STATE_CHANGE.search(match.group(0)) else min_terms):
                 continue
             for n, c in enumerate(cands):
