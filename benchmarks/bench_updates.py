@@ -47,8 +47,9 @@ stay for a while started to be read from statements only, a person named only in
 making a statement someone else's, changes diagnosed on test20 and test21), ``test23`` (first run after a pet of
 another kind stopped giving a new name, a change diagnosed on test22), ``test24`` (first run after the weakest
 contender rule stopped pairing a newer message that never says the words of the query, digits of an identifier
-stopped giving a date, and Chinese withdrawals started needing a content word, changes diagnosed on test23). ``make bench`` runs them
-all in one store (``--suites all``), so its per-suite figures differ slightly from separate runs.
+stopped giving a date, and Chinese withdrawals started needing a content word, changes diagnosed on test23).
+``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
+separate runs.
 
 The scenarios are dealt to users (scenarios of one suite file per user, at most one per topic, so a user's facts
 never conflict across scenarios; until session 8 a user could hold, say, a "relocation" scenario of one suite and a
