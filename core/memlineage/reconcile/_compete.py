@@ -61,6 +61,7 @@ from memlineage.reconcile._about import (
     for_a_while_at_value,
 )
 from memlineage.reconcile._signals import (
+    Clause,
     answer_type,
     asks_about_events,
     asks_about_past,
@@ -203,7 +204,7 @@ def competes(
     kind = answer_type(query)
     cue = tables_for(newer.content)[0].is_correction(newer.content)
     events = asks_about_events(query)
-    best: tuple[float, Any, Any] | None = None
+    best: tuple[float, Clause, Clause] | None = None
     eligible = False  # some pair of clauses passed every check but similarity
     settles = False  # the older clause weighed options ("leaning toward the red one"), the newer one states
     same_subject = False  # some eligible pair names the same subject on both sides
@@ -461,7 +462,7 @@ def _closeness(hit: RecallHit) -> float:
     return float(hit.score)
 
 
-def _earlier_first(hits: Sequence[Any], rivals: Mapping[int, Conflict]) -> list[Any]:
+def _earlier_first(hits: Sequence[RecallHit], rivals: Mapping[int, Conflict]) -> list[RecallHit]:
     """For a question about the past: each earlier statement ranks just ahead of the later one that replaced it.
 
     "What did I drive before the Maverick?" matches the statement naming the Maverick best; the one it replaced
@@ -470,7 +471,7 @@ def _earlier_first(hits: Sequence[Any], rivals: Mapping[int, Conflict]) -> list[
     """
     position = {h.memory.id: n for n, h in enumerate(hits)}
     order = list(range(len(hits)))
-    moved: dict[int, Any] = {}
+    moved: dict[int, RecallHit] = {}
     for i, j in sorted(((i, position[c.newer]) for i, c in rivals.items()), key=lambda ij: ij[1]):
         if order.index(i) < order.index(j):
             continue
@@ -483,18 +484,17 @@ def _earlier_first(hits: Sequence[Any], rivals: Mapping[int, Conflict]) -> list[
 
 def resolve_conflicts(
     query: str,
-    hits: Sequence[Any],
+    hits: Sequence[RecallHit],
     *,
     links: Mapping[tuple[str, str], str] | None = None,
-    vectors: Mapping[str, Any] | None = None,
+    vectors: Mapping[str, np.ndarray] | None = None,
     older_weight: float = 0.5,
-) -> tuple[list[Any], list[Conflict]]:
+) -> tuple[list[RecallHit], list[Conflict]]:
     """Order competing hits newest first and demote the older ones (see the module docstring).
 
     Args:
         query: The recall query.
-        hits: Ranked hits, best first (``RecallHit``-like dataclasses with ``memory``, ``score``, ``scores``,
-            ``flags`` and ``newer``).
+        hits: Ranked hits, best first.
         links: ``{(older_id, newer_id): decision_id}`` of recorded possible updates among the hits.
         vectors: The hits' stored vectors by memory id (numpy arrays), for closeness in meaning.
         older_weight: Multiplier in [0, 1] on a demoted hit's score.
