@@ -148,13 +148,14 @@ def _shapes(text: str, values: frozenset[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def _is_identifier(values: frozenset[str]) -> bool:
+    """Whether some of ``values`` is an identifier (an e-mail address, something with digits), not a name."""
+    return any("@" in v or any(ch.isdigit() for ch in v) for v in values)
+
+
 def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
-    """Whether both sides of a changed value are identifiers (an e-mail address, digits), not names."""
-    return all(any("@" in v or any(ch.isdigit() for ch in v) for v in side) for side in values)
-
-
-#: A Chinese clause's comma-separated parts.
-_PARTS = re.compile(r"[，,；;]\s*")
+    """Whether both sides of a changed value are identifiers (:func:`_is_identifier`)."""
+    return all(_is_identifier(side) for side in values)
 
 
 def _value_names_someone(text: str) -> bool:
@@ -163,7 +164,7 @@ def _value_names_someone(text: str) -> bool:
     A Chinese clause runs over commas: "wifi密码被我改成 Mao@8866 了，楼下邻居一直在蹭" gives its value in a part
     that names nobody. Text without such a part is read whole.
     """
-    parts = _PARTS.split(text) if has_cjk(text) else [text]
+    parts = _CJK_SEGMENT.split(text) if has_cjk(text) else [text]
     valued = [p for p in parts if re.search(r"[0-9A-Za-z]", p) or numbers_in(p)]
     return any(_names_someone(p) for p in valued) if valued else _names_someone(text)
 
@@ -263,7 +264,7 @@ def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Cla
         values = values_of(c, kind)
         if c in best or not c.asserts_present or not values:
             continue
-        ided = _identifiers((values, values))
+        ided = _is_identifier(values)
         if (c.subject == "self" or (c.subject is None and ided)) and (kind != "entity" or ided):
             extra.append(c)
     return best + tuple(extra)

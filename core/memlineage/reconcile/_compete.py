@@ -232,6 +232,8 @@ def competes(
             continue  # a question (also one typed without "?": "is oat milk better"), a supposition, the past
         if temporary:
             continue  # for a while only ("this week the meeting moved to Tuesday"): the standing value holds
+        if _another_thing(query, cb.text, newer.content):
+            continue  # asked for the personal number, the newer clause gives the work phone's
         for ca in focus(older.content, wanted):
             if ca.question or not ca.substantive:
                 continue  # nothing to replace
@@ -287,8 +289,6 @@ def competes(
                 # ... or names another person the older clause does not ("给儿子办了生日会"); a correction whose new
                 # value is said without them is still the speaker's ("密码被我改成 Mao@8866 了，楼下邻居一直在蹭")
                 continue
-            if _another_thing(query, cb.text, newer.content):
-                continue  # asked for the personal number, the newer clause gives the work phone's
             if _ASKS_NAME.search(query) and _new_kind(wanted - key_terms(ca), newer.content):
                 continue  # asked about the dog, the newer message adopts a kitten: another animal, not a new name
             if _still_there(ca.text, newer.content):

@@ -13,6 +13,7 @@ from memlineage.extractors._rules import (
     strip_transcript_prefix,
     transcript_speaker,
 )
+from memlineage.reconcile._about import _COMMON_CJK
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._signals import asserting_text, clauses_of, for_a_while, substantive_terms
@@ -34,10 +35,6 @@ from memlineage.retrieval import is_request
 _COVERS: dict[str, tuple[str, ...]] = {"user.employer": ("user.workplace",)}
 
 
-#: Chinese characters that are particles, pronouns or function words: a bigram of them alone names nothing.
-_FUNCTION_CJK = frozenset(
-    "我你他她它们的了在是和也都就还又很有没不这那个么什吗呢吧啊哦嗯想说要会能到去来上下得着过把被让给跟"
-)
 #: Words that say when a change takes effect, never a value it replaces ("以后改成…", "from now on").
 _WHEN_ONLY = re.compile(r"(?:以后|今后|往后|之后|以前|之前|现在|从此|后来|然后|从今天起|从下周起)")
 
@@ -256,7 +253,7 @@ class RuleReconciler:
                 continue
             obj = (match.groupdict().get("obj") or "").strip()
             # a Chinese bigram of particles and function characters names nothing ("想了想还是不去了": 想还, 还是)
-            wanted = {t for t in content_terms(obj) if t.isascii() or not set(t) <= _FUNCTION_CJK}
+            wanted = {t for t in content_terms(obj) if t.isascii() or not set(t) <= _COMMON_CJK}
             if len(wanted) < (1 if _STATE_CHANGE.search(match.group(0)) else min_terms):
                 continue
             for n, c in enumerate(cands):
