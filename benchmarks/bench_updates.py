@@ -47,7 +47,8 @@ stay for a while started to be read from statements only, a person named only in
 making a statement someone else's, changes diagnosed on test20 and test21), ``test23`` (first run after a pet of
 another kind stopped giving a new name, a change diagnosed on test22), ``test24`` (first run after the weakest
 contender rule stopped pairing a newer message that never says the words of the query, digits of an identifier
-stopped giving a date, and Chinese withdrawals started needing a content word, changes diagnosed on test23).
+stopped giving a date, and Chinese withdrawals started needing a content word, changes diagnosed on test23),
+``test25`` (first run at the code of session 10's review, tuned on no suite since test24's run).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -120,6 +121,7 @@ SPLITS = (
     "test22",
     "test23",
     "test24",
+    "test25",
 )
 
 
