@@ -8,7 +8,7 @@ pydantic nor the CEL engine; ``from memlineage import MemoryManager`` loads what
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memlineage._version import __version__
 
@@ -151,7 +151,7 @@ _SOURCES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """Load a public name from its module on first access (deferred imports keep ``import memlineage`` cheap)."""
     module = _SOURCES.get(name)
     if module is None:

@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, overload
 
 from memlineage._evidence import argument_values as _values
 from memlineage._evidence import asks, content_premises
@@ -22,6 +22,7 @@ from memlineage._evidence import contains as _contains
 from memlineage._evidence import holders as _holders
 from memlineage._evidence import is_filler_memory as _is_filler_memory
 from memlineage._evidence import topic as _topic
+from memlineage._types import JSONValue
 from memlineage.models import Memory, Scope, SourceKind, match_short_id
 from memlineage.reconcile import Reconciler
 
@@ -56,7 +57,11 @@ def tool_result_text(name: str, arguments: Mapping[str, Any], output: str) -> st
     return f"{name}({args}) -> {output.strip()}"
 
 
-def _json_safe(value: object) -> Any:
+@overload
+def _json_safe(value: Mapping[str, object]) -> dict[str, JSONValue]: ...
+@overload
+def _json_safe(value: object) -> JSONValue: ...
+def _json_safe(value: object) -> JSONValue:
     return json.loads(json.dumps(value, default=str, ensure_ascii=False))
 
 
@@ -82,7 +87,7 @@ class ToolCallSpec:
 
     id: str
     name: str
-    arguments: Any = None
+    arguments: object = None
 
 
 @dataclass

@@ -53,7 +53,7 @@ def is_filler(text: str) -> bool:
     """Whether ``text`` is an acknowledgement or filler that asserts nothing ("Noted. I'll remember that.").
 
     Args:
-        text: Any text.
+        text: The text, in any language.
 
     Returns:
         ``True`` when every word is from a small acknowledgement vocabulary and there are at most 12 words.

@@ -12,8 +12,9 @@ import binascii
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
+from memlineage._types import JSONValue
 from memlineage.models import Memory, check_storable_text
 
 __all__ = ["ChatEntry", "ChatTurn", "Role", "payload_from_json", "payload_to_json"]
@@ -24,7 +25,11 @@ Role = Literal["user", "assistant", "tool", "system"]
 _BYTES_KEY = "_ml_bytes"
 
 
-def payload_to_json(value: object) -> Any:
+@overload
+def payload_to_json(value: Mapping[str, object]) -> dict[str, JSONValue]: ...
+@overload
+def payload_to_json(value: object) -> JSONValue: ...
+def payload_to_json(value: object) -> JSONValue:
     """A JSON-safe copy of framework message data that :func:`payload_from_json` turns back into the original.
 
     Bytes (an image's data, an audio clip) are kept exactly, as base64 under a reserved key; tuples become lists;

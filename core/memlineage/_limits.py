@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from memlineage._types import JSONValue
 from memlineage.errors import InvalidInputError
 
 __all__ = [
@@ -135,7 +136,7 @@ def _check_key(key: object) -> str:
     return key
 
 
-def _norm_value(value: object, key: str, depth: int = 1) -> Any:
+def _norm_value(value: object, key: str, depth: int = 1) -> JSONValue:
     if depth > MAX_METADATA_DEPTH:
         msg = f"metadata[{key!r}] nests deeper than {MAX_METADATA_DEPTH} levels (or refers to itself); flatten it"
         raise InvalidInputError(msg)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from memlineage import telemetry
 
@@ -121,7 +121,7 @@ async def ashield(
             return default
 
 
-def hook_span(surface: str, scope: Scope | None = None) -> Any:
+def hook_span(surface: str, scope: Scope | None = None) -> telemetry._Span | telemetry._NoSpan:
     """The span of one framework hook call: ``memlineage.hook <surface>``, the scope's ids hashed.
 
     A failure the hook records (:meth:`~memlineage.MemoryManager.record_adapter_error`) marks it ERROR.

@@ -17,8 +17,9 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeAlias, TypeVar, overload
 
 from memlineage._store_lock import StoreLock, acquire_lock
 from memlineage._twins import async_twin
@@ -45,6 +46,8 @@ from memlineage.value import ValueModel
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
+
+    from memlineage.transfer import BackupReport, ExportSummary, ImportReport
 
 __all__ = ["ConsistencyReport", "MemoryManager"]
 
@@ -89,15 +92,17 @@ class _Part(Generic[V, T]):
         obj.services = wire(obj.parts, write_mutex=obj._write_mutex, previous=obj.services)
 
 
-class _Default:
+class _Default(Enum):
     """The default of an ``open()`` option whose ``None`` means "off" (policies, the value model)."""
+
+    DEFAULT = "DEFAULT"
 
     def __repr__(self) -> str:
         return "DEFAULT"
 
 
 #: Marks an ``open()`` / ``from_settings()`` option left at its default (``None`` switches the part off).
-DEFAULT: Any = _Default()
+DEFAULT: Final = _Default.DEFAULT
 
 
 def _scoped(index: VectorIndex, ledger: Ledger, exact_max: int | None, shared: bool) -> ScopedVectorIndex:
@@ -231,8 +236,8 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         collection: str | None = None,
         clock: Callable[[], datetime] | None = None,
         lock_timeout: float = 0.0,
-        policy: PolicyOption = DEFAULT,
-        value_model: ValueModel | None = DEFAULT,
+        policy: PolicyOption | _Default = DEFAULT,
+        value_model: ValueModel | _Default | None = DEFAULT,
         reconciler: Reconciler | str | None = "rules",
         trust_by_source: Mapping[str, float] | None = None,
         exact_max: int | None = None,
@@ -348,8 +353,8 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         embedder: EmbedderLike | None = None,
         clock: Callable[[], datetime] | None = None,
         lock_timeout: float = 0.0,
-        policy: PolicyOption = DEFAULT,
-        value_model: ValueModel | None = DEFAULT,
+        policy: PolicyOption | _Default = DEFAULT,
+        value_model: ValueModel | _Default | None = DEFAULT,
         reconciler: Reconciler | str | None = "rules",
         trust_by_source: Mapping[str, float] | None = None,
         exact_max: int | None = None,
@@ -461,7 +466,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         format: str = "jsonl",  # noqa: A002 - the natural name of the option
         vectors: bool = True,
         on_progress: Callable[[int, int], None] | None = None,
-    ) -> Any:
+    ) -> ExportSummary:
         """Export the store (or one user: ``scope``) to ``path`` as JSON Lines or a PROV-JSON bundle.
 
         See :func:`memlineage.transfer.export_store` (same arguments); returns its ``ExportSummary``.
@@ -485,7 +490,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         merge: bool = False,
         on_progress: Callable[[int, int], None] | None = None,
         on_reindex_progress: Callable[[int, int], None] | None = None,
-    ) -> Any:
+    ) -> ImportReport:
         """Import a JSON Lines export (from any backend) into this store, then rebuild the index.
 
         See :func:`memlineage.transfer.import_store`; returns its ``ImportReport``. A file that does not match its
@@ -497,7 +502,7 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
         return import_store(self, path, merge=merge, on_progress=on_progress, on_reindex_progress=on_reindex_progress)
 
     @verb
-    def backup(self, path: str | Path) -> Any:
+    def backup(self, path: str | Path) -> BackupReport:
         """Copy this embedded store's ledger to the new directory ``path`` while the store stays in use.
 
         See :func:`memlineage.transfer.backup_store`: one consistent point in time (SQLite's online backup API);

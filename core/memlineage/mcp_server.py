@@ -30,13 +30,13 @@ import logging
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import ContentBlock, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memlineage.errors import InvalidInputError, MemoryNotFoundError, ScopeViolationError
@@ -456,7 +456,7 @@ class _Server(FastMCP[Any]):
         super().__init__(name=name, instructions=instructions, host=host, port=port, log_level=log_level)
         self._owner = owner
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Sequence[ContentBlock] | dict[str, Any]:
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
             arguments = dict(arguments or {})

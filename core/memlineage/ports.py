@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memlineage.index import Embedder, IndexFilter, VectorIndex
 from memlineage.models import Memory, Scope, Source
 from memlineage.retrieval import RecallHit, Trace
+
+if TYPE_CHECKING:
+    from memlineage.value import BufferedItem
 
 __all__ = [
     "Archiver",
@@ -63,6 +66,10 @@ class LexicalIndexPort(Protocol):
 
     def query(self, text: str, k: int, where: IndexFilter) -> list[Any]:
         """The ``k`` best entries for ``text`` among those matching ``where``."""
+        ...
+
+    def neighbours(self, ids: Sequence[str]) -> Mapping[str, Sequence[str]]:
+        """Ids of the entries next in time (same user and session) to each of ``ids``; unknown ids omitted."""
         ...
 
 
@@ -162,7 +169,7 @@ class ValueGatePort(Protocol):
         """The session's short-term buffer, oldest first (empty without a model)."""
         ...
 
-    def pop_buffered(self, item_id: str, scope: Scope) -> Any | None:
+    def pop_buffered(self, item_id: str, scope: Scope) -> BufferedItem | None:
         """Take an item out of its session's short-term buffer."""
         ...
 

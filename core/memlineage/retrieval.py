@@ -17,10 +17,10 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memlineage.errors import ConfigurationError
 from memlineage.models import Memory, Scope, Status
@@ -386,6 +386,18 @@ def _recency(memory: Memory, now: datetime, half_life_s: float) -> float:
     return math.exp(-math.log(2.0) * age / half_life_s)
 
 
+class LexicalLeg(Protocol):
+    """What :func:`hybrid_recall` asks of its lexical index (:class:`~memlineage.index.lexical.LexicalIndex`)."""
+
+    def query(self, text: str, k: int, where: IndexFilter) -> Sequence[Any]:
+        """The ``k`` best entries for ``text`` among those matching ``where`` (``.id``, ``.score``), best first."""
+        ...
+
+    def neighbours(self, ids: Sequence[str]) -> Mapping[str, Sequence[str]]:
+        """Ids of the entries next in time (same user and session) to each of ``ids``."""
+        ...
+
+
 def hybrid_recall(
     query: str,
     *,
@@ -395,7 +407,7 @@ def hybrid_recall(
     now: datetime,
     query_vector: Callable[[], Sequence[float]],
     vector_index: VectorIndex,
-    lexical_index: Any | None,
+    lexical_index: LexicalLeg | None,
     load: Callable[[Sequence[str]], Sequence[Memory | None]],
     trace: Trace,
     config: RetrievalConfig | None = None,

@@ -38,6 +38,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
+from memlineage._types import JSONValue
+
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
@@ -218,7 +220,7 @@ def hash_id(value: str) -> str:
     return hashlib.sha256(_salt + value.encode("utf-8")).hexdigest()[:16]
 
 
-def _value(v: object) -> Any:
+def _value(v: object) -> JSONValue:
     if isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, (list, tuple)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -21,7 +21,7 @@ from memlineage.extractors._patterns import has_cjk
 from memlineage.index import IndexFilter, VectorIndex
 from memlineage.ledger import Ledger, row_to_memory
 from memlineage.ledger._queries_memories import active_rows, reinforce_values
-from memlineage.models import MemoryKind, Scope
+from memlineage.models import Memory, MemoryKind, Scope
 from memlineage.ports import Archiver, Clock
 from memlineage.value import BufferedItem, ReinforcementBatch, ShortTermBuffer, SweepReport, ValueModel
 
@@ -236,7 +236,7 @@ class ValueGate:
             self.state().buffer.clear_scope(scope)
 
     # ------------------------------------------------------------------ retrieval
-    def value_of(self) -> Any:
+    def value_of(self) -> Callable[[Memory, datetime], float] | None:
         """The retrieval pipeline's value hook: None with a model (it re-ranks after), else the stored V."""
         return None if self.model is not None else (lambda m, _now: m.value)
 

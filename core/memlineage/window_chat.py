@@ -21,7 +21,7 @@ __all__ = ["ChatMessage", "HistoryBackend", "Role", "ToolCall"]
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-def _repair_text(value: object) -> Any:
+def _repair_text(value: object) -> object:
     """Replace lone UTF-16 surrogates with U+FFFD (a surrogate pair becomes its character); other values pass."""
     if isinstance(value, str) and any("\ud800" <= ch <= "\udfff" for ch in value):
         return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -93,7 +93,7 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Count the tokens of ``text``; special-token strings (``<|endoftext|>``) count as plain text.
 
     Args:
-        text: Any text (CJK included).
+        text: The text, in any language (CJK included).
         encoding: Shipped encoding name (see :func:`get_encoding`).
 
     Returns:

@@ -18,6 +18,9 @@ from memlineage.services.write import RememberOptions
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from memlineage.consolidation import ConsolidationResult
+    from memlineage.value import SweepReport
+
 __all__ = ["RememberOptions", "WriteVerbs"]
 
 
@@ -398,7 +401,9 @@ class WriteVerbs:
     abuffered = async_twin(buffered)
 
     @verb
-    def sweep(self, *, now: datetime | None = None, scope: Scope | Mapping[str, Any] | str | None = None) -> Any:
+    def sweep(
+        self, *, now: datetime | None = None, scope: Scope | Mapping[str, Any] | str | None = None
+    ) -> SweepReport:
         """The forget gate: archive memories whose decayed value ``V_eff`` fell below the threshold (0.2).
 
         Archived memories leave the index and stay in the ledger with an ``archived`` event saying why. A
@@ -425,7 +430,7 @@ class WriteVerbs:
         summarizer: SummarizerLike | None = None,
         *,
         require_overlap: bool = True,
-    ) -> Any:
+    ) -> ConsolidationResult:
         """Summarise a session into cited semantic memories (seed 002 citation check).
 
         Args:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 
 from memlineage._version import __version__
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 app = typer.Typer(help="MemLineage: agent memory with lineage, policies and value.", no_args_is_help=True)
 console = Console()
@@ -65,7 +68,7 @@ class _Fail(Exception):
 
 
 @contextmanager
-def _progress() -> Iterator[Any]:
+def _progress() -> Iterator[Callable[[str], Callable[[int, int], None]]]:
     """Progress bars on stderr, one per step: ``bar(description)`` returns an ``on_progress(done, total)``.
 
     Quiet when stderr is not a terminal (a pipe, a log file, CI).
@@ -81,8 +84,8 @@ def _progress() -> Iterator[Any]:
         disable=not err_console.is_terminal,
     ) as progress:
 
-        def bar(description: str) -> Any:
-            tasks: list[Any] = []  # the bar appears when its step starts
+        def bar(description: str) -> Callable[[int, int], None]:
+            tasks: list[TaskID] = []  # the bar appears when its step starts
 
             def update(done: int, total: int) -> None:
                 if not tasks:

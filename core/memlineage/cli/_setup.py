@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -59,7 +60,7 @@ def demo(
         raise typer.Exit(2) from exc
 
 
-def _demo_runner(name: str) -> Any:
+def _demo_runner(name: str) -> Callable[..., object] | None:
     """The demo registered by an installed package under the entry point group ``memlineage.demos``, or None.
 
     None also when the package is there but its framework is not (the ``langchain`` extra not installed).

@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import typer
@@ -15,13 +15,16 @@ from rich.markup import escape
 
 from memlineage.cli._app import _Fail, err_console
 from memlineage.errors import MemLineageError, StoreLockedError
-from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, index_metadata
+from memlineage.index import ChromaIndex, InMemoryIndex, OnnxMiniLMEmbedder, VectorIndex, index_metadata
 from memlineage.ledger import Ledger, SQLAlchemyError, has_memory_table, hide_url_password
 from memlineage.manager import DEFAULT_DIR, MemoryManager, collection_for
 from memlineage.models import Scope, Status, match_short_id
 from memlineage.policy import builtin_policies
 from memlineage.settings import MemLineageSettings
 from memlineage.transfer._backup import snapshot_ledger
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
 
 
 def _settings(
@@ -48,13 +51,13 @@ def _redacted(text: str, settings: MemLineageSettings | None) -> str:
     return hide_url_password(text, url)
 
 
-def _embedder(settings: MemLineageSettings) -> Any:
+def _embedder(settings: MemLineageSettings) -> OnnxMiniLMEmbedder | None:
     if settings.embedding_model_dir:
         return OnnxMiniLMEmbedder(settings.embedding_model_dir)
     return None
 
 
-def _chroma_client(settings: MemLineageSettings) -> Any:
+def _chroma_client(settings: MemLineageSettings) -> ClientAPI | None:
     if not settings.chroma_host:
         return None
     import chromadb  # deferred: heavy, and only a Chroma server needs its HttpClient
@@ -146,7 +149,7 @@ def _reader(settings: MemLineageSettings, *, live: bool) -> Iterator[MemoryManag
             client = None
         if client is not None:
             name = settings.collection or collection_for(settings.ledger_url, settings.ledger_schema)
-            index: Any = ChromaIndex(client, name, owns_client=True)
+            index: VectorIndex = ChromaIndex(client, name, owns_client=True)
         else:
             index = InMemoryIndex()
         mm = MemoryManager(

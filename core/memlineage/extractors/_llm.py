@@ -20,12 +20,13 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from typing import Any, Literal, Protocol, TypeAlias, cast
+from typing import Literal, Protocol, TypeAlias, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memlineage import telemetry
 from memlineage._twins import async_twin
+from memlineage._types import JSONValue
 from memlineage.errors import ConfigurationError
 from memlineage.extractors._base import FeatureExtractor, GoalRelation, InfoType, MemoryFeatures
 from memlineage.extractors._rules import RuleBasedExtractor, is_forcing_directive
@@ -204,7 +205,7 @@ def check_model(model: object) -> None:
         raise ConfigurationError(msg)
 
 
-def _json_object(answer: str) -> Any:
+def _json_object(answer: str) -> JSONValue:
     """Parse the first JSON object in ``answer`` (tolerates code fences and prose around it)."""
     fenced = re.search(r"```(?:json)?\s*(.*?)```", answer, re.S)
     candidate = fenced.group(1) if fenced else answer

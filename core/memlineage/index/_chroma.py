@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from memlineage.errors import MissingDependencyError, StorageError
 from memlineage.index._base import DOCUMENT_KEY, IndexFilter, IndexHit, Vector
 
 if TYPE_CHECKING:  # type names only: chromadb is imported at run time on first use
+    from chromadb import Collection
     from chromadb.api import ClientAPI
 
 __all__ = ["ChromaIndex"]
@@ -37,7 +39,7 @@ def _import_chromadb() -> Any:
     return chromadb
 
 
-def _matrix(vectors: Sequence[Sequence[float]]) -> Any:
+def _matrix(vectors: Sequence[Sequence[float]]) -> npt.NDArray[np.float32]:
     """Vectors as one float32 array (Chroma's native input; no per-float Python conversion)."""
     return np.asarray(vectors, dtype=np.float32)
 
@@ -78,7 +80,7 @@ class ChromaIndex:
         embedder is recorded in provenance and the index can be rebuilt from the ledger.
 
     Args:
-        client: Any chromadb client (``PersistentClient``, ``EphemeralClient``, ``HttpClient``).
+        client: A chromadb client, any kind (``PersistentClient``, ``EphemeralClient``, ``HttpClient``).
         collection: Collection name (3-512 chars of ``[a-zA-Z0-9._-]``).
         owns_client: :meth:`close` closes ``client`` too (for a client made for this index, e.g. from settings);
             by default an injected client stays open.
@@ -182,7 +184,7 @@ class ChromaIndex:
                 raise StorageError(msg) from exc
         raise AssertionError  # pragma: no cover - the loop returns or raises
 
-    def _open(self) -> Any:
+    def _open(self) -> Collection:
         try:
             return self.client.get_or_create_collection(
                 self.collection_name, embedding_function=None, metadata={"hnsw:space": "cosine"}

@@ -180,7 +180,7 @@ def tokenize(text: str, *, dates: bool = True) -> list[str]:
     """Split text into BM25 terms (see the module docstring for the rules).
 
     Args:
-        text: Any text; English, Chinese, Japanese, Korean or mixed.
+        text: The text: English, Chinese, Japanese, Korean or mixed.
         dates: Also emit canonical date tokens for dates found in the text (default True).
 
     Returns:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import (
+    CTE,
     Column,
     Connection,
     Integer,
@@ -68,7 +69,7 @@ _ROWID = literal_column(f"{memories.name}.rowid", Integer)
 _POSTGRES_WALK = _walk_table("pg_temp")
 
 
-def descendants_cte(mid: str) -> Any:
+def descendants_cte(mid: str) -> CTE:
     """Recursive CTE ``(id)``: every memory derived from ``mid`` through wasDerivedFrom edges, once each.
 
     ``UNION`` (not ``UNION ALL``) keeps each id once, so a diamond is walked once per node, not once per path, and

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Column,
     Connection,
     MetaData,
+    Select,
     String,
     Table,
     and_,
@@ -85,7 +86,7 @@ class ErasureSet:
         self.size = len(unique)
 
     @property
-    def ids(self) -> Any:
+    def ids(self) -> Select[tuple[str]]:
         """``SELECT id`` of the set, for ``IN``."""
         return select(self.table.c.id)
 
@@ -94,7 +95,7 @@ class ErasureSet:
         query = select(func.count()).where(memories.c.id.in_(self.ids), memories.c.index_state.in_(INDEXABLE_STATES))
         return int(self.conn.execute(query).scalar_one())
 
-    def not_erased(self) -> Any:
+    def not_erased(self) -> Select[tuple[str, str]]:
         """``SELECT`` of the memories of the set not erased before (they get an ``erased`` event and edge)."""
         return select(memories.c.id, memories.c.user_id).where(
             memories.c.id.in_(self.ids), memories.c.status != Status.ERASED.value
@@ -142,7 +143,7 @@ class ErasureSet:
         self.conn.execute(delete(embeddings).where(embeddings.c.memory_id.in_(self.ids)))
         return int(self.conn.execute(update(memories).where(memories.c.id.in_(self.ids)).values(**values)).rowcount)
 
-    def linked_activities(self, user_id: str) -> Any:
+    def linked_activities(self, user_id: str) -> Select[tuple[str]]:
         """``SELECT id`` of ``user_id``'s activities that generated, used or invalidated a memory of the set.
 
         Update decisions (their evidence quotes the old and new values, or the withdrawn words), chat message

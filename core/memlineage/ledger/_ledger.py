@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
     Connection,
@@ -33,6 +33,7 @@ from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 from sqlalchemy.schema import CreateSchema
+from sqlalchemy.sql.elements import ColumnElement
 
 from memlineage.errors import ConflictError, InvalidInputError, SchemaVersionError, StorageError
 from memlineage.ledger import _versions
@@ -56,6 +57,9 @@ from memlineage.models import (
     Scope,
     Status,
 )
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["Event", "Ledger", "memory_to_row", "row_to_memory"]
 
@@ -182,7 +186,7 @@ class Ledger(GraphQueries, Locks, ActivityLog):
         lock (other processes wait up to the busy timeout) and the whole schema change commits or rolls back once.
         """
         with self.engine.connect() as conn:
-            raw: Any = conn.connection.driver_connection
+            raw = cast("sqlite3.Connection", conn.connection.driver_connection)  # the DBAPI driver is untyped
             previous = raw.isolation_level
             raw.isolation_level = None
             try:
@@ -554,7 +558,7 @@ def new_stamp_key() -> int:
     return random.getrandbits(31)
 
 
-def _agent_eq(agent_id: str | None) -> Any:
+def _agent_eq(agent_id: str | None) -> ColumnElement[bool]:
     return memories.c.agent_id.is_(None) if agent_id is None else memories.c.agent_id == agent_id
 
 

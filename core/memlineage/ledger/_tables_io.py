@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, LargeBinary, Select, Table, func, insert, select, text
+from sqlalchemy import ColumnElement, Connection, LargeBinary, Select, Table, func, insert, select, text
 
 from memlineage.errors import InvalidInputError
 from memlineage.ledger._ledger import Ledger
@@ -242,7 +242,7 @@ class TableDigest:
         return {"count": self.count, "sha256": self.sha256}
 
 
-def scope_filter(table: Table, user_ids: list[str] | None) -> Any:
+def scope_filter(table: Table, user_ids: list[str] | None) -> ColumnElement[bool] | None:
     """The ``WHERE`` term of ``table``'s rows of ``user_ids`` (None: every row).
 
     Raises:

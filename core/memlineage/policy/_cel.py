@@ -8,24 +8,23 @@ would use ``cel``: ``compile(source)`` and ``Context()``.
 
 from __future__ import annotations
 
-import functools
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import cel
 
 __all__ = ["Context", "compile"]
 
 
-@functools.cache
-def _engine() -> Any:
+def compile(source: str) -> cel.Program:  # noqa: A001 - mirrors cel.compile
+    """Compile a CEL expression (``cel.compile``); raises what ``cel.compile`` raises for invalid CEL."""
     import cel  # deferred: see the module docstring
 
-    return cel
+    return cel.compile(source)
 
 
-def compile(source: str) -> Any:  # noqa: A001 - mirrors cel.compile
-    """Compile a CEL expression (``cel.compile``); raises what ``cel.compile`` raises for invalid CEL."""
-    return _engine().compile(source)
-
-
-def Context() -> Any:  # noqa: N802 - mirrors the cel.Context class
+def Context() -> cel.Context:  # noqa: N802 - mirrors the cel.Context class
     """A new evaluation context (``cel.Context()``)."""
-    return _engine().Context()
+    import cel  # deferred: see the module docstring
+
+    return cel.Context()

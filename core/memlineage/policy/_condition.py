@@ -35,11 +35,14 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlineage.models import INVALIDATING_STATUSES, Memory, Status
 from memlineage.policy import _cel as cel
 from memlineage.policy._request import Operation, PolicyRequest
+
+if TYPE_CHECKING:
+    from cel import Program
 
 logger = logging.getLogger(__name__)
 
@@ -219,11 +222,11 @@ def check_cost(source: str) -> None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _compile_cel(source: str) -> Any:
+def _compile_cel(source: str) -> Program:
     return cel.compile(source)
 
 
-def check_cel(source: str) -> Any:
+def check_cel(source: str) -> Program:
     """Compile a CEL condition and check what it references; return the program.
 
     Checks: cost bounds (:func:`check_cost`); syntax; top-level variables are ``memory``, ``new``, ``request``,
@@ -290,13 +293,13 @@ class CompiledCondition:
 
     kind: str
     source: str | None = None
-    program: Any = None
+    program: Program | None = None
     func: Callable[..., Any] | None = None
     memory_fields: frozenset[str] = frozenset()
     new_fields: frozenset[str] = frozenset()
     request_fields: frozenset[str] = frozenset()
     inputs: tuple[str, ...] = ()
-    flat_program: Any = None
+    flat_program: Program | None = None
     python: tuple[Callable[..., Any], Callable[..., Any]] | None = None
 
 
@@ -342,7 +345,7 @@ def compile_condition(
 FLAT_PREFIX = {"memory": "_m_", "new": "_n_", "request": "_r_"}
 
 
-def _flatten(source: str) -> Any:
+def _flatten(source: str) -> Program | None:
     """Compile ``source`` with ``memory.x`` → ``_m_x`` (etc.) outside string literals; None if impossible."""
     parts: list[str] = []
     pos = 0
@@ -491,22 +494,22 @@ def _same_arith(a: object, b: object, kinds: tuple[type, ...]) -> None:
         raise TypeError("no such overload")  # CEL never mixes int and double, nor bools, in arithmetic
 
 
-def _add(a: object, b: object) -> Any:
+def _add(a: object, b: object) -> object:
     _same_arith(a, b, (int, float, str, list))
     return operator.add(a, b)
 
 
-def _sub(a: object, b: object) -> Any:
+def _sub(a: object, b: object) -> object:
     _same_arith(a, b, (int, float))
     return operator.sub(a, b)
 
 
-def _mul(a: object, b: object) -> Any:
+def _mul(a: object, b: object) -> object:
     _same_arith(a, b, (int, float))
     return operator.mul(a, b)
 
 
-def _neg(a: object) -> Any:
+def _neg(a: object) -> int | float:
     if isinstance(a, bool) or not isinstance(a, (int, float)):
         raise TypeError("no such overload")
     return -a

@@ -95,7 +95,7 @@ _ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:\-]*$")
 RESERVED_PREFIX = "builtin.scope"
 
 
-def _strs(value: object) -> Any:
+def _strs(value: object) -> object:
     if isinstance(value, str):
         return (value,)
     return value
@@ -229,7 +229,7 @@ class Policy(BaseModel):
 
     @field_validator("operations", "inputs", mode="before")
     @classmethod
-    def _one_or_many(cls, value: object) -> Any:
+    def _one_or_many(cls, value: object) -> object:
         return _strs(value)
 
     @field_validator("operations")
@@ -242,7 +242,7 @@ class Policy(BaseModel):
 
     @field_validator("condition")
     @classmethod
-    def _check_condition(cls, value: str | Callable[..., Any] | None) -> Any:
+    def _check_condition(cls, value: str | Callable[..., Any] | None) -> str | Callable[..., Any] | None:
         if value is None or callable(value):
             return value
         if not isinstance(value, str) or not value.strip():

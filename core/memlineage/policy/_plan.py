@@ -185,8 +185,8 @@ def targets_overlap(a: PolicyTarget, b: PolicyTarget) -> bool:
 @dataclass(frozen=True)
 class CelEntry:
     policy_id: str
-    program: Any
-    flat_program: Any
+    program: Program
+    flat_program: Program | None
     python: tuple[Callable[..., Any], Callable[..., Any]] | None
     matcher: Callable[[Memory], bool] | None
 
@@ -224,7 +224,7 @@ def build_plan(policies: Sequence[Policy], operation: Operation) -> Plan:
             cel=tuple(
                 CelEntry(p.id, p.compiled.program, p.compiled.flat_program, p.compiled.python, m)
                 for p, m in zip(ordered, matchers, strict=True)
-                if p.compiled.kind == "cel"
+                if p.compiled.kind == "cel" and p.compiled.program is not None  # a "cel" condition has its program
             ),
             flat=flat,
         )
@@ -341,7 +341,7 @@ def cel_results(
         else:
             context.add_variable("memory", fields_of(i))
         for entry in todo:
-            program = entry.flat_program if plan.flat else entry.program
+            program = entry.flat_program if plan.flat and entry.flat_program is not None else entry.program
             try:
                 value = program.execute(context)
             except Exception as exc:

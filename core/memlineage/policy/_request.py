@@ -76,7 +76,7 @@ class PolicyRequest(BaseModel):
 
     @field_validator("source", mode="before")
     @classmethod
-    def _parse_source(cls, value: Source | str | SourceKind | Mapping[str, Any] | None) -> Any:
+    def _parse_source(cls, value: Source | str | SourceKind | Mapping[str, Any] | None) -> Source | None:
         return None if value is None else Source.parse(value)
 
     def for_operation(self, operation: Operation | str) -> PolicyRequest:

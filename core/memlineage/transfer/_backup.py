@@ -6,7 +6,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from pydantic import BaseModel, Field
 
@@ -117,7 +117,7 @@ def backup_store(source: LedgerSource, path: str | os.PathLike[str]) -> BackupRe
     home, dest = _target(path)
     started = time.perf_counter()
     with ledger.read() as conn:
-        raw: Any = conn.connection.driver_connection
+        raw = cast(sqlite3.Connection, conn.connection.driver_connection)  # the DBAPI driver is untyped
         return _copy(raw, home, dest, started)
 
 

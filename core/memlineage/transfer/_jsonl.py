@@ -304,7 +304,7 @@ def _records(path: Path, body: _Hash) -> Iterator[tuple[int, bytes, dict[str, An
             yield n, line, record
 
 
-def _table_of(record: Mapping[str, Any], n: int) -> Any:
+def _table_of(record: Mapping[str, Any], n: int) -> t.Table:
     table = t.table_for_type(record["type"])
     if table is None:
         msg = (
@@ -436,12 +436,12 @@ def import_store(
         keep = {tb.name: empty or not t.any_rows(conn, tb) for tb in t.tables()}
         body = hashlib.sha256()
         batch: list[dict[str, Any]] = []
-        current: Any = None
+        current: t.Table | None = None
         done = 0
 
         def flush() -> None:
             nonlocal done
-            if not batch:
+            if not batch or current is None:  # rows are batched only once a table is current
                 return
             try:
                 t.insert_rows(conn, current, batch)

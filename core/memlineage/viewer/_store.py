@@ -30,7 +30,7 @@ from memlineage.transfer._backup import snapshot_ledger
 __all__ = ["ViewerStore"]
 
 
-def _embedder(settings: MemLineageSettings) -> Any:
+def _embedder(settings: MemLineageSettings) -> OnnxMiniLMEmbedder | None:
     # lazy: the model files are read only when something is embedded, which the read-only views never do
     return OnnxMiniLMEmbedder(settings.embedding_model_dir) if settings.embedding_model_dir else None
 

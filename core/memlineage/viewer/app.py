@@ -11,7 +11,7 @@ from __future__ import annotations
 import hmac
 import json
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -393,7 +393,7 @@ def create_app(
         return JSONResponse({"user": scope.user_id, "decisions": [_decision_json(a) for a in acts]})
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> Any:
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         if on_shutdown is not None:
             on_shutdown()
