@@ -515,6 +515,13 @@ def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:
             "What's my role at the hospital?",
             id="a person named only in a request",
         ),
+        pytest.param(
+            "Car insurance is with Allstate, 130 a month.",
+            "Is it worth learning Rust this year?",
+            "Switched to Lemonade last week, the Allstate renewal was a joke.",
+            "Who insures my car?",
+            id="a newer message that names the older value, not the query's words",
+        ),
     ],
 )
 def test_an_update_said_beside_other_things_replaces_the_value_asked_for(
@@ -602,6 +609,18 @@ def test_two_times_of_unrelated_things_do_not_compete(mm: tuple[MemoryManager, C
             "Opened a savings account at Ally for the house fund.",
             "Where's my checking account?",
             id="savings is another account than checking",
+        ),
+        pytest.param(
+            "I have a gecko named Ziggy, how warm should his tank be?",
+            "picked up a hamster today, calling him Pepper. will Ziggy mind the noise?",
+            "what's my gecko called?",
+            id="the older name said again in a question",
+        ),
+        pytest.param(
+            "The cat's vet visit is Friday at 3pm, shots are due.",
+            "Tennis with Jo moved to Fridays at 7am, before work.",
+            "When is the cat's vet visit?",
+            id="a day said again by an unrelated plan",
         ),
     ],
 )

@@ -10,6 +10,7 @@ e-mail addresses, two model names). None of them writes anything.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from memlineage._forget import text_cache
 from memlineage.extractors._patterns import has_cjk, tables_for
@@ -121,6 +122,35 @@ def _same_name(ca: Clause, cb: Clause) -> bool:
     return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in shared)
 
 
+_TOKEN = re.compile(r"[A-Za-z][\w&'-]*")
+
+
+def _folded(word: str) -> str:
+    """A word case-folded, without a possessive or a plural ``s`` ("Tuesdays" and "Tuesday" fold alike)."""
+    w = word.casefold().removesuffix("'s").removesuffix("’s")
+    return w[:-1] if len(w) > 3 and w.endswith("s") else w
+
+
+def _echoes(older: Sequence[Clause], newer: str, wanted: frozenset[str]) -> bool:
+    """Whether the newer message states something of a name the older clauses give (English text).
+
+    A later message that names the older value while it says something else ("the XPS is going in the donation box"
+    after "All my coding happens on a Dell XPS 13", "Greg took a job at another company. I report to Lorraine now"
+    after "My manager Greg ...") speaks of what the older statement said: the two are about one thing even when the
+    newer one never repeats the query's words. A name said in a question ("can she share a tank with Spike?"), a
+    number, a day or month (they recur across unrelated plans: "Dentist Thursday at 10am" / "I swim Mondays and
+    Thursdays") and the query's own words do not count.
+    """
+    named = {
+        _folded(k)
+        for c in older
+        for k in c.keys
+        if len(k) >= 3 and not any(ch.isdigit() for ch in k) and not _TIME_WORDS.search(k) and k not in wanted
+    }
+    said = " ".join(c.text for c in clauses_of(newer) if not c.question)
+    return bool(named & {_folded(w) for w in _TOKEN.findall(said)})
+
+
 #: Chinese characters too common to tie two statements to one topic (pronouns, particles, copulas, measure words).
 _COMMON_CJK = _SEAM | frozenset("有没不这那个么什吗呢吧啊哦嗯一二三四五六七八九十两几多少要会能想说到去来上下")
 
@@ -221,14 +251,24 @@ def _new_kind(asked: frozenset[str], newer: str) -> bool:
     return not (asked & said) and m.group("noun") not in asked
 
 
+#: A capitalised word inside a clause (not its first word): a name.
+_INNER_NAME = re.compile(r"(?<=\w\s)[A-Z][a-z]+\b")
+
+
 def _still_there(older: str, newer: str) -> bool:
     """Whether ``newer`` says that a name of the ``older`` clause still is (an addition, not a replacement).
 
     "We adopted a kitten! Her name is Pepper. Rufus is confused but gentle with her." names a second pet; the dog
-    Rufus of "Rufus is our 4-year-old beagle" is still there. A question ("can she share a tank with Spike?"), a
-    name said to be gone or renamed, or a word that is no name ("It is", "This is") does not count.
+    Rufus of "Rufus is our 4-year-old beagle" is still there; so is a name the newer message asks about ("will Ziggy
+    mind the noise?"). A name said to be gone or renamed, a day or month ("a good Friday routine?"), or a word that is
+    no name ("It is", "This is") does not count.
     """
     for clause in clauses_of(newer):
+        if clause.question and any(
+            n.casefold() not in _NOT_NAMES and not _TIME_WORDS.fullmatch(n) and re.search(rf"\b{re.escape(n)}\b", older)
+            for n in _INNER_NAME.findall(clause.text)
+        ):
+            return True  # asked about as one still there: "picked up a hamster today. will Ziggy mind the noise?"
         m = _STILL.match(clause.text)
         if m is None or clause.question or _GONE.search(m.group("rest")):
             continue

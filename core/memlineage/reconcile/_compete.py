@@ -48,6 +48,7 @@ from memlineage.models import Memory, SourceKind
 from memlineage.reconcile._about import (
     _another_thing,
     _answering,
+    _echoes,
     _identifiers,
     _names_someone,
     _new_kind,
@@ -227,6 +228,11 @@ def competes(
     # whom the speaker asks about, not whom the statement is about
     stating = " ".join(c.text for c in clauses_of(newer.content) if not c.asks) or newer.content
     others = _names_someone(stating) and not _names_someone(older.content)
+    # the newer message names a name, day or month the older statement gave ("the XPS is going in the donation box"):
+    # it speaks of what the older one said, although it may never repeat the query's words
+    echoes = not has_cjk(older.content + newer.content) and _echoes(
+        [c for c in focus(older.content, wanted) if not c.question], newer.content, wanted
+    )
     for cb in _answering(newer.content, wanted, kind):
         if not cb.asserts_present or cb.additive or not cb.substantive:
             continue  # a question (also one typed without "?": "is oat milk better"), a supposition, the past
@@ -281,7 +287,10 @@ def competes(
                 # ... or the newer one corrects a value of the asked kind and names nobody ("不对不对 我记错了 是5月21"
                 # after "我妈生日是5月12号": a correction goes on with what was said)
                 corrects = cue and kind is not None and bool(values_of(cb, kind)) and not _names_someone(cb.text)
-                if not _same_name(ca, cb) and not corrects:
+                # ... or the newer message names the older one's name and this clause gives another value ("My
+                # manager Greg ..." / "Greg took a job at another company. I report to Lorraine now")
+                succeeds = echoes and kind is not None and bool(values_of(cb, kind) - values_of(ca, kind))
+                if not _same_name(ca, cb) and not corrects and not succeeds:
                     continue
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
@@ -366,7 +375,7 @@ def competes(
             related = anchored or (moved and _share_char(changed_pair, query))
         else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only
             near = cosine is not None and cosine >= ANCHOR_COSINE
-            related = near or keyed or valued or (anchored and cosine is not None and cosine >= 0.3)
+            related = near or keyed or valued or echoes or (anchored and cosine is not None and cosine >= 0.3)
         # a changed value lets a statement far less close to the query contend; a time or a number only when
         # something beyond the kind of value ties the two ("Yoga is every Wednesday at 7pm" / "My knee surgery is
         # booked for November 4th" are two times and nothing more; a city is specific, a time is everywhere)
@@ -377,7 +386,11 @@ def competes(
             or cjk
             or (cosine is not None and cosine >= ANCHOR_COSINE)
         )
-        close_enough = relevant or (valued and tied and relevance is not None and relevance[1] >= 0.2 * relevance[0])
+        # ... and so does a newer message that names the older value ("the XPS is going in the donation box"): it is
+        # about what the older one said though its words are not the query's
+        close_enough = relevant or (
+            (valued and tied or echoes and novel) and relevance is not None and relevance[1] >= 0.2 * relevance[0]
+        )
         # the weakest rule (the query alone says what both are about): one speaker's statements only, never an
         # answer of the assistant's demoted by what the user said later
         # ... and never two English statements whose vectors say they are about unrelated things ("I work at
@@ -388,7 +401,9 @@ def competes(
         # a key or an identifier ties them (a new address says no "email")
         said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
         said_now = frozenset().union(*(c.terms | c.keys for c in clauses_of(newer.content)))
-        strays = not cjk and bool(said_before) and not (said_before & said_now) and not (ided or shaped or keyed)
+        strays = (
+            not cjk and bool(said_before) and not (said_before & said_now) and not (ided or shaped or keyed or echoes)
+        )
         if (
             eligible
             and contenders
