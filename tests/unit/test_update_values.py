@@ -685,6 +685,10 @@ def test_a_stay_is_stated_by_a_statement_not_by_a_question_or_a_lasting_change()
     )
     assert not for_a_while_at_value("Our HOA fee went up to $340 this month. Can they do that?")
     assert for_a_while_at_value("Crashing at my brother's in Austin this week.")
+    # the week an event happened or starts in says when, not for how long
+    assert not for_a_while_at_value("Noah started at Lakeview Middle this week, he already likes it.")
+    assert not for_a_while_at_value("Starting at the Denver office next week, desk on the 3rd floor.")
+    assert for_a_while_at_value("This week I'm working out of the Denver office, back in Boston on the 14th.")
 
 
 def test_a_pet_of_another_kind_is_no_new_name_and_a_rename_is(mm: tuple[MemoryManager, Clock]) -> None:

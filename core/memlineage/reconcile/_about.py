@@ -340,5 +340,14 @@ _LASTING = re.compile(
 )
 
 
+#: An event and then the week or month it happened or starts in: "Jamie started at Brookside this week", "picked
+#: up a used Mazda this weekend", "Starting at the admissions office next week" say when, not for how long.
+_HAPPENED = re.compile(
+    r"\b(?:[a-z]{3,}ed|got|took|began|begun|bought|sold|found|made|went|came|brought|left|starting|starts?)\b"
+    r"[^.!?;]*?\b(?:this|next|last) (?:week|weekend|month)\b",
+    re.IGNORECASE,
+)
+
+
 def _for_a_while_en(sentence: str) -> bool:
-    return for_a_while(sentence) and not _LASTING.search(sentence)
+    return for_a_while(sentence) and not _LASTING.search(sentence) and not _HAPPENED.search(sentence)
