@@ -721,3 +721,16 @@ def test_automatic_decisions_need_a_named_thing_and_a_fact() -> None:
         assert manager.require(mid, scope="alice").status.value == "active"
     # an e-mail address is no home address
     assert detect_slot("my address is now amy.lee@corp.example which is a mouthful")[0] != "user.residence"
+
+
+def test_a_person_named_beside_the_value_is_a_side_detail() -> None:
+    from memlineage.reconcile._compete import _someone_in
+
+    message = "Busy month at work. I quit keto, back to bread and rice. My brother got engaged too!"
+    assert not _someone_in("I quit keto, back to bread and rice.", message)
+    # ... unless the clause names them, the message opens with them, or the clause's sentence is about them
+    assert _someone_in(
+        "so I'll be flying to Texas a lot", "My sister just moved to Austin, so I'll be flying to Texas a lot"
+    )
+    assert _someone_in("we're doing a rom-com", "Movie night! She hates horror, so we're doing a rom-com.")
+    assert _someone_in("my son starts at Lakeview", "Big news: my son starts at Lakeview in the fall.")

@@ -125,6 +125,27 @@ class Conflict:
     decision: str | None = None
 
 
+#: The sentences of a message.
+_SENTENCES = re.compile(r"[^.!?]+[.!?]*")
+#: A sentence opened by a third person: "She hates horror, so we're doing a rom-com" is about her.
+_THIRD_PERSON = re.compile(r"^\W*(?:he|she|they|his|her|their)\b", re.IGNORECASE)
+
+
+def _someone_in(clause: str, message: str) -> bool:
+    """Whether an English clause of ``message`` is said of another person than the speaker.
+
+    The clause names someone, the message's first sentence does ("My sister just moved to Austin, so I'll be flying
+    to Texas a lot"), or the clause's sentence opens with a third person. A person named elsewhere in the message is
+    a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the speaker's phone).
+    """
+    if _names_someone(clause):
+        return True
+    sentences = [m.group(0) for m in _SENTENCES.finditer(message)]
+    if sentences and _names_someone(sentences[0]):
+        return True
+    return any(clause in sent and _THIRD_PERSON.match(sent) for sent in sentences)
+
+
 def _when(m: Memory) -> datetime:
     t = m.valid_from or m.recorded_at or m.created_at
     return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
@@ -294,7 +315,9 @@ def competes(
                     continue
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
-            if not asked_about and about_me and others and not (cue and not _value_names_someone(cb.text)):
+            # (English: the clause that gives the value; a person said elsewhere in the message is a side detail)
+            named = others if has_cjk(cb.text) else others and _someone_in(cb.text, newer.content)
+            if not asked_about and about_me and named and not (cue and not _value_names_someone(cb.text)):
                 # ... or names another person the older clause does not ("给儿子办了生日会"); a correction whose new
                 # value is said without them is still the speaker's ("密码被我改成 Mao@8866 了，楼下邻居一直在蹭")
                 continue
