@@ -734,3 +734,11 @@ def test_a_person_named_beside_the_value_is_a_side_detail() -> None:
     )
     assert _someone_in("we're doing a rom-com", "Movie night! She hates horror, so we're doing a rom-com.")
     assert _someone_in("my son starts at Lakeview", "Big news: my son starts at Lakeview in the fall.")
+
+
+def test_an_old_thing_named_beside_a_new_value_is_no_past_state() -> None:
+    # "getting used to" is no "used to"; a comma part with the new digits states the present
+    assert not clauses_of("Moved to a Galaxy S24 last month, still getting used to it.")[0].past
+    assert not clauses_of("Had to drop my old number, so it's 415-555-0199 from today.")[0].past
+    assert clauses_of("I used to live in Tucson.")[0].past
+    assert clauses_of("Back when I lived in Reno the summers were worse, honestly Tacoma feels mild.")[0].past

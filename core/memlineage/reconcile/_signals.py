@@ -177,13 +177,21 @@ def _past(table: LanguageTable, part: str) -> bool:
     if not _any(table.past_markers, part):
         return False
     if not has_cjk(part):
-        return True
+        # ... and an English one only when every comma part with digits is: "couldn't port my old number, so it's
+        # 628-555-0147 now" states the new number (a name is no such sign: "Back when I lived in Minneapolis the
+        # winters were worse, honestly Chicago feels mild" states no home)
+        parts = [seg for seg in _EN_PARTS.split(part) if seg and _DIGITS.search(seg)]
+        return all(_any(table.past_markers, seg) for seg in parts) if parts else True
     valued = [
         seg
         for seg in _CJK_SEGMENT.split(part)
         if seg and (numbers_in(seg) or times_in(seg) or _DIGITS.search(seg) or _CJK_PLACE.search(seg))
     ]
     return all(_any(table.past_markers, seg) for seg in valued) if valued else True
+
+
+#: The comma parts of an English clause.
+_EN_PARTS = re.compile(r"[,;:]\s+|\s+(?:so|but)\s+")
 
 
 @text_cache(maxsize=32768)
