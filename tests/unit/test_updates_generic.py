@@ -637,6 +637,8 @@ def test_temporary_states_several_answers_and_fantasies_never_contend(mm: Memory
     dog = mm.require(say(mm, clock, "We have a beagle named Biscuit.", 1), scope="alice")
     cat = mm.require(say(mm, clock, "Brought home a rescue cat called Miso, Biscuit is confused.", 21), scope="alice")
     assert asks_for_many("What pets do we have at home?") and not asks_for_many("What car do I drive?")
+    # a schedule is replaced as a whole; a thing named in the plural is one thing
+    assert not asks_for_many("Which days do I swim?") and not asks_for_many("Which earbuds do I have now?")
     assert (
         competes("What pets do we have at home?", dog, cat, relevance=(0.8, 0.7), contenders=True, cosine=0.6) is None
     )
