@@ -742,3 +742,13 @@ def test_an_old_thing_named_beside_a_new_value_is_no_past_state() -> None:
     assert not clauses_of("Had to drop my old number, so it's 415-555-0199 from today.")[0].past
     assert clauses_of("I used to live in Tucson.")[0].past
     assert clauses_of("Back when I lived in Reno the summers were worse, honestly Tacoma feels mild.")[0].past
+
+
+def test_an_amount_changed_by_a_factor_is_a_new_number(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    before = _say(manager, clock, "I take 20 mg of atorvastatin at night for cholesterol.", 0)
+    _say(manager, clock, "Any tips for sleeping better?", 20)
+    after = _say(manager, clock, "My cholesterol barely moved, so the doctor doubled the atorvastatin.", 60)
+    result = manager.recall("What dose of atorvastatin am I on?", scope="alice", k=3, trace=True)
+    assert any(c.older == before and c.newer == after for c in result.trace.conflicts)
+    assert result.ids[0] == after

@@ -120,6 +120,8 @@ class LanguageTable:
     #: Groups of qualifiers that pick one of several things of a kind ("personal" / "work" number, "main home" /
     #: "cabin"): each group is a tuple of sides, each side one pattern.
     contexts: tuple[tuple[re.Pattern[str], ...], ...] = ()
+    #: An amount changed by a factor or a direction without a number ("doubled the dose", 减半): a new number.
+    rescaled: tuple[re.Pattern[str], ...] = ()
 
     def synonyms(self, role: str) -> frozenset[str]:
         """``role`` and every name sharing a :attr:`same_person` group with it (case-folded)."""
@@ -216,6 +218,7 @@ def _load(language: str) -> LanguageTable:
         event_query=_compile(data.get("event_query"), f"{language}:event_query"),
         same_person=tuple(frozenset(str(w).casefold() for w in group) for group in data.get("same_person") or ()),
         contexts=tuple(_compile(list(group), f"{language}:contexts") for group in data.get("contexts") or ()),
+        rescaled=_compile(data.get("rescaled"), f"{language}:rescaled"),
         answer_types=tuple(
             (str(name), _compile([pattern], f"{language}:answer_types")[0])
             for name, pattern in (data.get("answer_types") or {}).items()

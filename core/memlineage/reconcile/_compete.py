@@ -63,6 +63,7 @@ from memlineage.reconcile._about import (
 )
 from memlineage.reconcile._signals import (
     Clause,
+    _any,
     answer_type,
     asks_about_events,
     asks_about_past,
@@ -358,6 +359,8 @@ def competes(
                     # a number, not digits inside an identifier ("seat 2A" gives no date)
                     or bool(_NUMBER_TOKEN.search(with_digits(cb.text)))  # "by a quarter to three"
                     or (has_cjk(cb.text) and bool(numbers_in(cb.text)))
+                    # ... or an amount changed by a factor ("the doc doubled my lisinopril", 药量减半)
+                    or (kind == "number" and _any(tables_for(cb.text)[0].rescaled, cb.text))
                 )
                 # ... or the same place or thing with another number ("86 Harbor Rd not 88": an address changed)
                 renumbered = kind in ("place", "entity") and bool(va & vb) and bool(nb - na) and bool(na - nb)
