@@ -48,7 +48,10 @@ making a statement someone else's, changes diagnosed on test20 and test21), ``te
 another kind stopped giving a new name, a change diagnosed on test22), ``test24`` (first run after the weakest
 contender rule stopped pairing a newer message that never says the words of the query, digits of an identifier
 stopped giving a date, and Chinese withdrawals started needing a content word, changes diagnosed on test23),
-``test25`` (first run at the code of session 10's review, tuned on no suite since test24's run).
+``test25`` (first run at the code of session 10's review, tuned on no suite since test24's run), ``test26`` (first
+run after a newer message naming the older statement's name, the week an event happened being no stay, a person
+named beside the value being a side detail, "getting used to" being no past, schedules being one answer and amounts
+changed by a factor, changes diagnosed on test25 and all earlier suites).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -122,6 +125,7 @@ SPLITS = (
     "test23",
     "test24",
     "test25",
+    "test26",
 )
 
 
