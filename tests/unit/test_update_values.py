@@ -529,6 +529,13 @@ def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:
             "What dose of atorvastatin am I on?",
             id="an amount changed by a factor",
         ),
+        pytest.param(
+            "Dr. Reyes, my allergist, wants a new skin panel done.",
+            "Any tips for sleeping better?",
+            "Got a letter that Dr. Reyes retired. The clinic moved me to Dr. Lindqvist, first visit in May.",
+            "Who is my allergist?",
+            id="the older name said in an apposition, named again",
+        ),
     ],
 )
 def test_an_update_said_beside_other_things_replaces_the_value_asked_for(

@@ -250,10 +250,11 @@ def competes(
     # whom the speaker asks about, not whom the statement is about
     stating = " ".join(c.text for c in clauses_of(newer.content) if not c.asks) or newer.content
     others = _names_someone(stating) and not _names_someone(older.content)
-    # the newer message names a name, day or month the older statement gave ("the XPS is going in the donation box"):
-    # it speaks of what the older one said, although it may never repeat the query's words
+    # the newer message names a name the older statement gave, in any of its clauses ("the XPS is going in the
+    # donation box"; "Dr. Patel retired" after "Dr. Patel, my primary care doc, ..."): it speaks of what the older one
+    # said, although it may never repeat the query's words
     echoes = not has_cjk(older.content + newer.content) and _echoes(
-        [c for c in focus(older.content, wanted) if not c.question], newer.content, wanted
+        [c for c in clauses_of(older.content) if not c.question], newer.content, wanted
     )
     for cb in _answering(newer.content, wanted, kind):
         if not cb.asserts_present or cb.additive or not cb.substantive:
