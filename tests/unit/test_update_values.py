@@ -756,3 +756,9 @@ def test_an_old_thing_named_beside_a_new_value_is_no_past_state() -> None:
     assert not clauses_of("Had to drop my old number, so it's 415-555-0199 from today.")[0].past
     assert clauses_of("I used to live in Tucson.")[0].past
     assert clauses_of("Back when I lived in Reno the summers were worse, honestly Tacoma feels mild.")[0].past
+
+
+def test_something_given_up_too_is_no_addition() -> None:
+    assert not clauses_of("hulu is gone too, it's only netflix now")[0].additive
+    assert not clauses_of("I've cut out gluten as well, so fully paleo now")[0].additive
+    assert clauses_of("We also got a second cat, Pumpkin")[0].additive

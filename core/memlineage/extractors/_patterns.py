@@ -122,6 +122,8 @@ class LanguageTable:
     contexts: tuple[tuple[re.Pattern[str], ...], ...] = ()
     #: An amount changed by a factor or a direction without a number ("doubled the dose", 减半): a new number.
     rescaled: tuple[re.Pattern[str], ...] = ()
+    #: Something given up or gone ("netflix is gone too", 也戒了): an "also" then adds no new thing.
+    removal: tuple[re.Pattern[str], ...] = ()
 
     def synonyms(self, role: str) -> frozenset[str]:
         """``role`` and every name sharing a :attr:`same_person` group with it (case-folded)."""
@@ -219,6 +221,7 @@ def _load(language: str) -> LanguageTable:
         same_person=tuple(frozenset(str(w).casefold() for w in group) for group in data.get("same_person") or ()),
         contexts=tuple(_compile(list(group), f"{language}:contexts") for group in data.get("contexts") or ()),
         rescaled=_compile(data.get("rescaled"), f"{language}:rescaled"),
+        removal=_compile(data.get("removal"), f"{language}:removal"),
         answer_types=tuple(
             (str(name), _compile([pattern], f"{language}:answer_types")[0])
             for name, pattern in (data.get("answer_types") or {}).items()

@@ -273,7 +273,8 @@ def _sentence_clauses(sentence: str, asking: bool | None) -> list[Clause]:
                 question=sentence_question,
                 hypothetical=_any(table.hypothetical, part),
                 past=_past(table, part),
-                additive=_any(table.additive, part),
+                # "netflix is gone too" is a further change, not a thing added
+                additive=_any(table.additive, part) and not _any(table.removal, part),
                 temporary=_any(table.temporary, part),
             )
         )
