@@ -536,6 +536,20 @@ def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:
             "Who is my allergist?",
             id="the older name said in an apposition, named again",
         ),
+        pytest.param(
+            "Our hotel confirmation number is HB72KQ.",
+            "Any tips for sleeping better?",
+            "misread it before, the confirmation number is HB72KO not HB72KQ",
+            "What's our hotel confirmation number?",
+            id="another code of letters and digits",
+        ),
+        pytest.param(
+            "The christening is on 9 May, can you help me plan the lunch?",
+            "How do I get rid of fruit flies?",
+            "The church had a clash, so the christening is moving to 16 May. Invitations again.",
+            "When is the christening?",
+            id="another day of the same month",
+        ),
     ],
 )
 def test_an_update_said_beside_other_things_replaces_the_value_asked_for(

@@ -147,6 +147,11 @@ def _someone_in(clause: str, message: str) -> bool:
     return any(clause in sent and _THIRD_PERSON.match(sent) for sent in sentences)
 
 
+def _codes(keys: frozenset[str]) -> frozenset[str]:
+    """The keys that mix letters and digits (a booking code, a plate, a model number)."""
+    return frozenset(k for k in keys if any(c.isdigit() for c in k) and any(c.isalpha() for c in k))
+
+
 def _when(m: Memory) -> datetime:
     t = m.valid_from or m.recorded_at or m.created_at
     return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
@@ -364,8 +369,11 @@ def competes(
                     or (kind == "number" and _any(tables_for(cb.text)[0].rescaled, cb.text))
                 )
                 # ... or the same place or thing with another number ("86 Harbor Rd not 88": an address changed)
-                renumbered = kind in ("place", "entity") and bool(va & vb) and bool(nb - na) and bool(na - nb)
-                novel = novel or (not vb and loose) or bool(vb and not vb <= va) or renumbered
+                # ... or a day ("14 June" / "21 June": the month is the same value)
+                renumbered = kind in ("place", "entity", "time") and bool(va & vb) and bool(nb - na) and bool(na - nb)
+                # ... or another code of letters and digits ("QX7HTR" / "QX7HTP" for a confirmation number)
+                recoded = bool(_codes(cb.keys) - _codes(ca.keys)) and bool(_codes(ca.keys))
+                novel = novel or (not vb and loose) or bool(vb and not vb <= va) or renumbered or recoded
                 gave = gave or bool(vb) or loose
             else:
                 novel = True
