@@ -51,7 +51,9 @@ stopped giving a date, and Chinese withdrawals started needing a content word, c
 ``test25`` (first run at the code of session 10's review, tuned on no suite since test24's run), ``test26`` (first
 run after a newer message naming the older statement's name, the week an event happened being no stay, a person
 named beside the value being a side detail, "getting used to" being no past, schedules being one answer and amounts
-changed by a factor, changes diagnosed on test25 and all earlier suites).
+changed by a factor, changes diagnosed on test25 and all earlier suites), ``test27`` (first run after an older name
+said in any clause, another day of the same month, another code of letters and digits, and something given up "too"
+being no addition, changes diagnosed on the suites up to test25).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -126,6 +128,7 @@ SPLITS = (
     "test24",
     "test25",
     "test26",
+    "test27",
 )
 
 
