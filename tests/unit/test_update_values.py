@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from memlineage import MemoryManager, Scope
+from memlineage import Memory, MemoryManager, Scope
 from memlineage.reconcile._signals import (
     clauses_of,
     focus,
@@ -776,3 +776,18 @@ def test_something_given_up_too_is_no_addition() -> None:
     assert not clauses_of("hulu is gone too, it's only netflix now")[0].additive
     assert not clauses_of("I've cut out gluten as well, so fully paleo now")[0].additive
     assert clauses_of("We also got a second cat, Pumpkin")[0].additive
+
+
+def test_a_role_asked_about_goes_on_with_the_name_said_again() -> None:
+    from memlineage.reconcile._compete import competes
+
+    clock = Clock()
+    manager = make_manager(clock=clock)
+
+    def said(text: str, days: int) -> Memory:
+        return manager.require(_say(manager, clock, text, days), scope="alice")
+
+    old = said("my manager is Agnes Moreau, she leaves us alone", 0)
+    new = said("agnes moved up to director so I report to Kofi Mensah now", 60)
+    # the query names a role; the newer message names the older one's name and gives another name
+    assert competes("who's my manager", old, new, cosine=0.35, relevance=(0.4, 0.3), contenders=True) is not None

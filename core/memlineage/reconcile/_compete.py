@@ -316,7 +316,7 @@ def competes(
                 # after "我妈生日是5月12号": a correction goes on with what was said)
                 corrects = cue and kind is not None and bool(values_of(cb, kind)) and not _names_someone(cb.text)
                 # ... or the newer message names the older one's name and this clause gives another value ("My
-                # manager Greg ..." / "Greg took a job at another company. I report to Lorraine now")
+                # manager is Ana Ruiz" / "Ana moved to the Denver office, so I report to Sam Cole now")
                 succeeds = echoes and kind is not None and bool(values_of(cb, kind) - values_of(ca, kind))
                 if not _same_name(ca, cb) and not corrects and not succeeds:
                     continue
