@@ -13,7 +13,8 @@ written.
 *Contenders*: when the query asks the speaker about themselves ("Which city do I live in?", "我儿子现在几岁？"),
 two of the speaker's :data:`CONTENDERS` best-ranked statements compete without shared words or close meaning,
 provided something beyond ranking ties them (a shared key, a differing time, place or number, vectors not
-unrelated; for Chinese a shared content bigram) and the newer one gives a value the older does not. Implicit
+unrelated, the newer message naming a name the older one gave: "the XPS is going in the donation box"; for Chinese a
+shared content bigram) and the newer one gives a value the older does not. Implicit
 updates ("The skylight in our new Portland apartment is loud") share nothing else with what they replace.
 
 What never competes: a clause that does not state the present (a question, a request, a supposition, a past state: "I
