@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memlineage.index import Embedder, IndexFilter, VectorIndex
+from memlineage.index import Embedder, VectorIndex
 from memlineage.models import Memory, Scope, Source
-from memlineage.retrieval import RecallHit, Trace
+from memlineage.retrieval import LexicalLeg, RecallHit, Trace
 
 if TYPE_CHECKING:
     from memlineage.value import BufferedItem
@@ -45,8 +45,11 @@ __all__ = [
 Clock = Callable[[], datetime]
 
 
-class LexicalIndexPort(Protocol):
-    """The lexical (BM25) leg of hybrid retrieval; mirrors the vector index's writes, rebuilt from the ledger."""
+class LexicalIndexPort(LexicalLeg, Protocol):
+    """The lexical (BM25) leg of hybrid retrieval; mirrors the vector index's writes, rebuilt from the ledger.
+
+    Reads (``query``, ``neighbours``) are those :class:`~memlineage.retrieval.LexicalLeg` declares.
+    """
 
     def upsert(self, ids: Sequence[str], texts: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Insert or replace entries (``texts``: what is tokenised, aligned with ``ids``)."""
@@ -62,14 +65,6 @@ class LexicalIndexPort(Protocol):
 
     def reset(self) -> None:
         """Drop everything (rebuilt lazily from the ledger)."""
-        ...
-
-    def query(self, text: str, k: int, where: IndexFilter) -> list[Any]:
-        """The ``k`` best entries for ``text`` among those matching ``where``."""
-        ...
-
-    def neighbours(self, ids: Sequence[str]) -> Mapping[str, Sequence[str]]:
-        """Ids of the entries next in time (same user and session) to each of ``ids``; unknown ids omitted."""
         ...
 
 

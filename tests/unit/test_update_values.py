@@ -752,7 +752,7 @@ def test_automatic_decisions_need_a_named_thing_and_a_fact() -> None:
 
 
 def test_a_person_named_beside_the_value_is_a_side_detail() -> None:
-    from memlineage.reconcile._compete import _someone_in
+    from memlineage.reconcile._about import _someone_in
 
     message = "Busy month at work. I quit keto, back to bread and rice. My brother got engaged too!"
     assert not _someone_in("I quit keto, back to bread and rice.", message)

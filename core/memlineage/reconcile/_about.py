@@ -183,9 +183,33 @@ def _is_identifier(values: frozenset[str]) -> bool:
     return any("@" in v or any(ch.isdigit() for ch in v) for v in values)
 
 
+def _codes(keys: frozenset[str]) -> frozenset[str]:
+    """The keys that mix letters and digits (a booking code, a plate, a model number)."""
+    return frozenset(k for k in keys if any(c.isdigit() for c in k) and any(c.isalpha() for c in k))
+
+
 def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
     """Whether both sides of a changed value are identifiers (:func:`_is_identifier`)."""
     return all(_is_identifier(side) for side in values)
+
+
+#: A sentence opened by a third person: "She hates horror, so we're doing a rom-com" is about her.
+_THIRD_PERSON = re.compile(r"^\W*(?:he|she|they|his|her|their)\b", re.IGNORECASE)
+
+
+def _someone_in(clause: str, message: str) -> bool:
+    """Whether an English clause of ``message`` is said of another person than the speaker.
+
+    The clause names someone, the message's first sentence does ("My sister just moved to Austin, so I'll be flying
+    to Texas a lot"), or the clause's sentence opens with a third person. A person named elsewhere in the message is
+    a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the speaker's phone).
+    """
+    if _names_someone(clause):
+        return True
+    sentences = [seg for seg in _SENTENCE.split(message) if seg and seg.strip()]
+    if sentences and _names_someone(sentences[0]):
+        return True
+    return any(clause in sent and _THIRD_PERSON.match(sent) for sent in sentences)
 
 
 def _value_names_someone(text: str) -> bool:
@@ -251,8 +275,9 @@ def _new_kind(asked: frozenset[str], newer: str) -> bool:
     return not (asked & said) and m.group("noun") not in asked
 
 
-#: A capitalised word inside a clause (not its first word): a name.
-_INNER_NAME = re.compile(r"(?<=\w\s)[A-Z][a-z]+\b")
+#: A capitalised word inside a sentence: a name ("Dr. Okafor", "Mazda"); searched past the first character, so a
+#: capital that opens the sentence does not count.
+_NAME = re.compile(r"(?<![.!?]\s)\b[A-Z][a-z]+")
 
 
 def _still_there(older: str, newer: str) -> bool:
@@ -266,7 +291,7 @@ def _still_there(older: str, newer: str) -> bool:
     for clause in clauses_of(newer):
         if clause.question and any(
             n.casefold() not in _NOT_NAMES and not _TIME_WORDS.fullmatch(n) and re.search(rf"\b{re.escape(n)}\b", older)
-            for n in _INNER_NAME.findall(clause.text)
+            for n in _NAME.findall(clause.text[1:])
         ):
             return True  # asked about as one still there: "picked up a hamster today. will Ziggy mind the noise?"
         m = _STILL.match(clause.text)
@@ -310,6 +335,7 @@ def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Cla
     return best + tuple(extra)
 
 
+@text_cache(maxsize=16384)
 def for_a_while_at_value(text: str) -> bool:
     """Whether ``text`` states its value for a while only (see :func:`for_a_while`).
 
@@ -331,8 +357,6 @@ def for_a_while_at_value(text: str) -> bool:
     return any(_for_a_while_en(seg) for seg in (valued or stated))
 
 
-#: A capitalised word inside a sentence: a name ("Dr. Okafor", "Mazda").
-_NAME = re.compile(r"(?<![.!?]\s)\b[A-Z][a-z]+")
 #: A change of a price or a rank: "this month" after it says when it happened, not for how long ("rent went up to
 #: $1,975 this month", "got promoted this week").
 _LASTING = re.compile(

@@ -49,6 +49,7 @@ from memlineage.models import Memory, SourceKind
 from memlineage.reconcile._about import (
     _another_thing,
     _answering,
+    _codes,
     _echoes,
     _identifiers,
     _names_someone,
@@ -57,6 +58,7 @@ from memlineage.reconcile._about import (
     _same_name,
     _shapes,
     _share_char,
+    _someone_in,
     _still_there,
     _value_names_someone,
     _words,
@@ -125,32 +127,6 @@ class Conflict:
     reason: str
     similarity: float | None = None
     decision: str | None = None
-
-
-#: The sentences of a message.
-_SENTENCES = re.compile(r"[^.!?]+[.!?]*")
-#: A sentence opened by a third person: "She hates horror, so we're doing a rom-com" is about her.
-_THIRD_PERSON = re.compile(r"^\W*(?:he|she|they|his|her|their)\b", re.IGNORECASE)
-
-
-def _someone_in(clause: str, message: str) -> bool:
-    """Whether an English clause of ``message`` is said of another person than the speaker.
-
-    The clause names someone, the message's first sentence does ("My sister just moved to Austin, so I'll be flying
-    to Texas a lot"), or the clause's sentence opens with a third person. A person named elsewhere in the message is
-    a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the speaker's phone).
-    """
-    if _names_someone(clause):
-        return True
-    sentences = [m.group(0) for m in _SENTENCES.finditer(message)]
-    if sentences and _names_someone(sentences[0]):
-        return True
-    return any(clause in sent and _THIRD_PERSON.match(sent) for sent in sentences)
-
-
-def _codes(keys: frozenset[str]) -> frozenset[str]:
-    """The keys that mix letters and digits (a booking code, a plate, a model number)."""
-    return frozenset(k for k in keys if any(c.isdigit() for c in k) and any(c.isalpha() for c in k))
 
 
 def _when(m: Memory) -> datetime:
@@ -269,6 +245,9 @@ def competes(
             continue  # for a while only ("this week the meeting moved to Tuesday"): the standing value holds
         if _another_thing(query, cb.text, newer.content):
             continue  # asked for the personal number, the newer clause gives the work phone's
+        # the newer message names another person the older one does not (English: in the clause that gives the
+        # value, its sentence's opening or the message's first sentence; a person said elsewhere is a side detail)
+        named = others if has_cjk(cb.text) else others and _someone_in(cb.text, newer.content)
         for ca in focus(older.content, wanted):
             if ca.question or not ca.substantive:
                 continue  # nothing to replace
@@ -323,8 +302,6 @@ def competes(
                     continue
             if not asked_about and about_me and cb.subject not in (None, "self"):
                 continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
-            # (English: the clause that gives the value; a person said elsewhere in the message is a side detail)
-            named = others if has_cjk(cb.text) else others and _someone_in(cb.text, newer.content)
             if not asked_about and about_me and named and not (cue and not _value_names_someone(cb.text)):
                 # ... or names another person the older clause does not ("给儿子办了生日会"); a correction whose new
                 # value is said without them is still the speaker's ("密码被我改成 Mao@8866 了，楼下邻居一直在蹭")

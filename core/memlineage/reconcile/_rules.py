@@ -260,7 +260,7 @@ class RuleReconciler:
                 if not _own_statement(c, source_kind, speaker):
                     continue  # one withdraws one's own statements; what derives from them turns suspect
                 plain = strip_transcript_prefix(c.content)
-                if all(c.asks for c in clauses_of(plain)):
+                if all(clause.asks for clause in clauses_of(plain)):
                     continue  # a question holds no fact to withdraw ("大理有啥小众景点")
                 body = content_terms(plain)
                 share = _overlap(wanted, body)

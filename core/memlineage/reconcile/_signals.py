@@ -633,7 +633,6 @@ _CJK_SEGMENT = re.compile(r"[，,。！？；!?;\s]+")
 
 
 @text_cache(maxsize=16384)
-@text_cache(maxsize=16384)
 def asks_unmarked(text: str) -> bool:
     """Whether a clause is a question asked without a question mark ("is oat milk better than almond milk").
 
