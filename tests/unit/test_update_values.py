@@ -189,7 +189,7 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
         # the same street with another number: the address changed
         (
             "Ship the samples to 412 Alder Lane, Eugene OR 97401.",
-            "small typo earlier, it's 421 Alder Lane not 412",
+            "small typo earlier, it's 421 Alder Lane",
             "What address should the samples go to?",
         ),
         # a role by another of its names: 女儿 / 闺女, mom / mother
@@ -539,7 +539,7 @@ def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:
         pytest.param(
             "Our hotel confirmation number is HB72KQ.",
             "Any tips for sleeping better?",
-            "misread it before, the confirmation number is HB72KO not HB72KQ",
+            "misread it before, the confirmation number is HB72KO",
             "What's our hotel confirmation number?",
             id="another code of letters and digits",
         ),
@@ -791,3 +791,93 @@ def test_a_role_asked_about_goes_on_with_the_name_said_again() -> None:
     new = said("agnes moved up to director so I report to Kofi Mensah now", 60)
     # the query names a role; the newer message names the older one's name and gives another name
     assert competes("who's my manager", old, new, cosine=0.35, relevance=(0.4, 0.3), contenders=True) is not None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "query", "put_right"),
+    [
+        ("save my work number for the form pls: 415-555-0182", "oops typo, it ends in 0128 not 0182",
+         "whats my work number", "save my work number for the form pls: 415-555-0128"),
+        ("My address for the invoice is 88 Harbor Rd, Portsmouth NH 03801.", "ugh typo, its 86 Harbor Rd not 88.",
+         "What address should go on my invoice?", "My address for the invoice is 86 Harbor Rd, Portsmouth NH 03801."),
+        ("Our flight confirmation number is QX7HTR.", "typo earlier, the confirmation code is QX7HTP not QX7HTR",
+         "What's our flight confirmation code?", "Our flight confirmation number is QX7HTP."),
+    ],
+)  # fmt: skip
+def test_a_value_put_in_place_of_the_one_it_names_supersedes_it_in_one_conversation(
+    mm: tuple[MemoryManager, Clock], old: str, new: str, query: str, put_right: str
+) -> None:
+    """ "X not Y" names the replaced value: no cue word and no slot are needed, within one conversation too.
+
+    The old statement is superseded and written again put right (the other details it gave are kept).
+    """
+    manager, clock = mm
+    before = manager.remember(old, scope={"user_id": "alice", "session_id": "s1"}, valid_from=clock.now)
+    clock.now += timedelta(minutes=2)
+    after = manager.remember(new, scope={"user_id": "alice", "session_id": "s1"}, valid_from=clock.now)
+    assert manager.require(before.id, scope="alice").status.value == "superseded"
+    (decision,) = manager.activities(Scope(user_id="alice"), kinds=["update_detection"])
+    assert decision.outcome == "applied" and (decision.metadata or {})["statement"] == after.id
+    assert (decision.metadata or {})["reason"].startswith("names the value it replaces")
+    result = manager.recall(query, scope="alice", k=3)
+    assert {h.memory.content for h in result[:2]} == {put_right, new}
+    assert before.id not in result.ids
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("My brother lives in Boulder.", "My sister lives in Denver not Boulder."),  # another person
+        ("Should we book the table for 5 or 6?", "Table for 5 not 6."),  # the older one names both: options
+        ("I'm not sure about 88 Harbor Rd, the reviews are mixed.", "We toured 12 Oak St, not bad at all."),
+        ("My flat is at 88 Harbor Rd.", "The cafe I like is not far from 88 Harbor Rd."),  # no value replaced
+    ],
+)
+def test_not_before_a_value_supersedes_nothing_it_does_not_name(
+    mm: tuple[MemoryManager, Clock], old: str, new: str
+) -> None:
+    manager, clock = mm
+    before = manager.remember(old, scope={"user_id": "alice", "session_id": "s1"}, valid_from=clock.now)
+    clock.now += timedelta(days=3)
+    manager.remember(new, scope={"user_id": "alice", "session_id": "s2"}, valid_from=clock.now)
+    assert manager.require(before.id, scope="alice").status.value == "active"
+
+
+def test_swapped_values_reads_a_value_then_not_and_another_of_its_shape() -> None:
+    from memlineage.reconcile._text import substituted, swapped_values
+
+    assert swapped_values("ugh typo, its 86 Harbor Rd not 88.") == ({"86"}, {"88"})
+    assert swapped_values("the confirmation code is QX7HTP not QX7HTR") == ({"qx7htp"}, {"qx7htr"})
+    assert swapped_values("I'm going to Lyon not Paris") == ({"lyon"}, {"paris"})
+    for text in (
+        "I'm not sure about 88 Harbor Rd",
+        "It is not 88.",
+        "I have 3 kids not counting Sam",
+        "住北京不是上海",
+    ):
+        assert swapped_values(text) == (frozenset(), frozenset())
+    fixed = substituted("Call 415-555-0182 after 5", "it ends in 0128 not 0182", "0182", "0128")
+    assert fixed == "Call 415-555-0128 after 5"
+    assert substituted("Code QX7HTR", "it's QX7HTP not QX7HTR", "qx7htr", "qx7htp") == "Code QX7HTP"
+    assert substituted("Code QX7HTR", "no value here", "qx7htr", "qx7htp") is None
+
+
+_FILLERS_ZH = ("我在哪里可以买到便宜的机票？", "我住的小区停车位太少了", "我哪天有空去看电影？")
+
+
+def test_the_nearest_later_statement_contends_however_low_the_query_ranks_it(mm: tuple[MemoryManager, Clock]) -> None:
+    """The query's words are all in the older statement; the later one, nearest to it and sharing 上海, replaces it.
+
+    The later one takes the older one's place (its score) in the ranking.
+    """
+    manager, clock = mm
+    for n, text in enumerate(_FILLERS_ZH):
+        _say(manager, clock, text, n)
+    old = _say(manager, clock, "我住在上海浦东张江这边，周末有什么好去处推荐吗？", 5)
+    new = _say(manager, clock, "来杭州之后房租直接省了一半，就是每周回上海开会要坐高铁，还好就一个小时", 40)
+    result = manager.recall("我住在哪个城市？", scope="alice", k=5, trace=True)
+    assert new in result.ids[:3]
+    assert result.ids.index(new) < result.ids.index(old)
+    (demoted,) = [h for h in result if h.memory.id == old]
+    assert demoted.newer == new and "older" in demoted.flags
+    assert [h for h in result if h.memory.id == new][0].scores.get("newer") == 1.0

@@ -15,7 +15,10 @@ two of the speaker's :data:`CONTENDERS` best-ranked statements compete without s
 provided something beyond ranking ties them (a shared key, a differing time, place or number, vectors not
 unrelated, the newer message naming a name the older one gave: "the XPS is going in the donation box"; for Chinese a
 shared content bigram) and the newer one gives a value the older does not. Implicit
-updates ("The skylight in our new Portland apartment is loud") share nothing else with what they replace.
+updates ("The skylight in our new Portland apartment is loud") share nothing else with what they replace. A
+contender's *successor* contends with it too, however the query ranks it: the speaker's later statement whose vector
+is nearest its own among the hits (cosine at least :data:`SUCCESSOR_COSINE`) when the two share a content word
+("我住在上海浦东" / "来杭州之后房租省了一半，每周回上海开会": the query's words are in the older one only).
 
 What never competes: a clause that does not state the present (a question, a request, a supposition, a past state: "I
 used to live in Phoenix"), an addition ("we also got a kitten"; a name of the older statement said to still be: "We
@@ -47,6 +50,7 @@ from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import transcript_speaker
 from memlineage.models import Memory, SourceKind
 from memlineage.reconcile._about import (
+    _COMMON_CJK,
     _another_thing,
     _answering,
     _codes,
@@ -107,6 +111,9 @@ ANCHOR_COSINE = 0.4
 UNRELATED_COSINE = 0.2
 #: How many of a speaker's best-matching statements for a query contend for its answer.
 CONTENDERS = 3
+#: Cosine at or above which a contender's nearest later statement of the same speaker (among the hits) contends
+#: with it although the query ranks it lower (see :func:`resolve_conflicts`).
+SUCCESSOR_COSINE = 0.5
 
 
 @dataclass(frozen=True)
@@ -478,6 +485,45 @@ def competes(
     return reason, round(sim, 3)
 
 
+def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mapping[str, np.ndarray]) -> dict[int, int]:
+    """For each hit, the later hit of the same speaker whose vector is closest to its own (by cosine), if any.
+
+    Args:
+        hits: The hits.
+        order: Their positions sorted by event time, earliest first.
+        unit: Unit vectors by memory id (hits without one take no part).
+
+    Returns:
+        ``{position: position of its nearest later hit}``.
+    """
+    out: dict[int, int] = {}
+    for pos, i in enumerate(order):
+        a = hits[i].memory
+        va = unit.get(a.id)
+        if va is None:
+            continue
+        who = (a.source.kind, transcript_speaker(a.content))
+        best = -2.0
+        for j in order[pos + 1 :]:
+            b = hits[j].memory
+            vb = unit.get(b.id)
+            if vb is None or vb.shape != va.shape or (b.source.kind, transcript_speaker(b.content)) != who:
+                continue
+            cosine = float(va @ vb)
+            if cosine > best:
+                best, out[i] = cosine, j
+        if i in out and best < SUCCESSOR_COSINE:
+            del out[i]  # the nearest later statement is still far: nothing the speaker said later is about it
+    return out
+
+
+def _share_word(a: str, b: str) -> bool:
+    """Whether two statements share a content word or key (a Chinese bigram not of two common characters)."""
+    ta = frozenset().union(*(c.terms | c.keys for c in clauses_of(a)))
+    tb = frozenset().union(*(c.terms | c.keys for c in clauses_of(b)))
+    return any(t.isascii() or not set(t) <= _COMMON_CJK for t in _words(ta & tb))
+
+
 def _closeness(hit: RecallHit) -> float:
     """A hit's closeness to the query in [0, 1].
 
@@ -562,6 +608,10 @@ def resolve_conflicts(
         ):
             valued_rank[i] = valued_seen.get(who, 0)
             valued_seen[who] = valued_rank[i] + 1
+    # ... and the speaker's later statement nearest in meaning to one of those (its vector closest among the hits):
+    # where the newer one shares few words with the query ("我住在上海" / "来杭州之后房租省了一半"), it is still the
+    # nearest thing the speaker said after it
+    successor = _nearest_later(hits, order, unit)
     newest_rival: dict[int, Conflict] = {}
     for pos, i in enumerate(order):
         for j in order[pos + 1 :]:
@@ -572,8 +622,10 @@ def resolve_conflicts(
             va, vb = unit.get(a.id), unit.get(b.id)
             cosine = float(va @ vb) if va is not None and vb is not None and va.shape == vb.shape else None
             rel = (_closeness(hits[i]), _closeness(hits[j]))
-            top = (speaker_rank[i] < CONTENDERS and speaker_rank[j] < CONTENDERS) or (
-                valued_rank.get(i, CONTENDERS) < CONTENDERS and valued_rank.get(j, CONTENDERS) < CONTENDERS
+            top = (
+                (speaker_rank[i] < CONTENDERS and speaker_rank[j] < CONTENDERS)
+                or (valued_rank.get(i, CONTENDERS) < CONTENDERS and valued_rank.get(j, CONTENDERS) < CONTENDERS)
+                or (speaker_rank[i] < CONTENDERS and successor.get(i) == j and _share_word(a.content, b.content))
             )
             verdict = competes(query, a, b, cosine=cosine, relevance=rel, linked=decision is not None, contenders=top)
             found = Conflict(a.id, b.id, verdict[0], verdict[1], decision) if verdict else None
@@ -585,7 +637,19 @@ def resolve_conflicts(
         return _earlier_first(hits, newest_rival), list(newest_rival.values())
     # The demoted go after every other hit (the older value is served when nothing else is left), newest rival
     # first; their scores are capped below the last hit kept ahead, so the order stays monotone in score.
-    kept = [h for i, h in enumerate(hits) if i not in newest_rival]
+    # ... and a newer one that ranked below what it replaces takes its place (its score)
+    position = {h.memory.id: n for n, h in enumerate(hits)}
+    lift: dict[int, float] = {}
+    for i, c in newest_rival.items():
+        j = position[c.newer]
+        if j > i and hits[i].score > hits[j].score and j not in newest_rival:
+            lift[j] = max(lift.get(j, 0.0), hits[i].score)
+    kept = [
+        replace(h, score=lift[i], scores={**h.scores, "newer": 1.0, "final": lift[i]}) if i in lift else h
+        for i, h in enumerate(hits)
+        if i not in newest_rival
+    ]
+    kept.sort(key=lambda h: -h.score)
     floor = min((h.score for h in kept), default=1.0)
     demoted = []
     for i, c in newest_rival.items():

@@ -23,8 +23,10 @@ from memlineage.reconcile._text import (
     _overlap,
     _profile,
     _without_cues,
+    key_parts,
     may_correct,
     rejected_values,
+    swapped_values,
 )
 from memlineage.retrieval import is_request
 
@@ -132,8 +134,8 @@ class RuleReconciler:
         text = strip_transcript_prefix(st.content)
         cue = table.cue(text)
         for rule, confidence in (
-            (self._same_slot, 0.95), (self._replacement, 0.95), (self._withdrawal, 0.95), (self._negation, 0.9),
-            (self._changed_key, 0.9),
+            (self._same_slot, 0.95), (self._replacement, 0.95), (self._swap, 0.9), (self._withdrawal, 0.95),
+            (self._negation, 0.9), (self._changed_key, 0.9),
         ):  # fmt: skip
             decision = rule(st, text, cands, table, cue)
             if decision is not None:
@@ -280,6 +282,43 @@ class RuleReconciler:
             reason=f"the statement {verb} {target.id}: {obj[:80]!r}",
             evidence={"withdrawn": obj[:200], "overlap": round(share, 3), "pattern": pattern_text[:80]},
         )
+
+    def _swap(
+        self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None
+    ) -> UpdateDecision | None:
+        """A value put in place of another that the statement names ("its 86 Harbor Rd not 88").
+
+        Its target is the latest own statement that names the replaced value (or a digit group of it: "ends in 0128
+        not 0182") and not the new one.
+        """
+        new, old = swapped_values(text)
+        if not old:
+            return None
+        kind, who = st.source.split(":", 1)[0], transcript_speaker(st.content)
+        best: Candidate | None = None
+        for c in cands:
+            if not _own_statement(c, kind, who) or _other_subjects(st.content, c.content):
+                continue
+            if st.valid_from and c.valid_from and _naive(c.valid_from) > _naive(st.valid_from):
+                continue  # a later statement is not what this one corrects
+            named = key_parts(strip_transcript_prefix(c.content))
+            if not (old & named) or new <= named:
+                continue  # names neither the replaced value, or names both (options weighed: "5 or 6?")
+            later = c.valid_from is not None and best is not None and best.valid_from is not None
+            if best is None or (later and _naive(c.valid_from) > _naive(best.valid_from)):
+                best = c
+        if best is None:
+            return None
+        return UpdateDecision(
+            action=Action.UPDATE,
+            target=best.id,
+            reason=f"names the value it replaces: {'/'.join(sorted(old))[:40]} → {'/'.join(sorted(new))[:40]}",
+            evidence={
+                "old_keys": sorted(old)[:10], "new_keys": sorted(new)[:10], "cue": cue,
+                # one value for one: the corrected statement can be written out whole (services._decisions)
+                **({"replaced": next(iter(old)), "replacement": next(iter(new))} if len(old) == len(new) == 1 else {}),
+            },
+        )  # fmt: skip
 
     def _changed_key(
         self, st: Statement, text: str, cands: list[Candidate], table: LanguageTable, cue: str | None

@@ -9,7 +9,7 @@ import unicodedata
 from datetime import datetime, timezone
 
 from memlineage._forget import text_cache
-from memlineage.extractors._patterns import LanguageTable, tables_for
+from memlineage.extractors._patterns import LanguageTable, has_cjk, tables_for
 from memlineage.extractors._rules import (
     _slug,
     content_terms,
@@ -106,7 +106,7 @@ def may_revise(text: str) -> bool:
     """
     table = tables_for(text)[0]
     body = strip_transcript_prefix(text)
-    if table.is_correction(body) or withdraws(text) or table.any_of("replacement")(body):
+    if table.is_correction(body) or withdraws(text) or table.any_of("replacement")(body) or swapped_values(body)[1]:
         return True
     return bool(_FIRST_PERSON.search(body)) and bool(_profile(text)[4])
 
@@ -197,12 +197,85 @@ def rejected_values(text: str) -> frozenset[str]:
     :func:`may_correct`).
     """
     table = tables_for(text)[0]
-    return frozenset(k for p in table.contrast for m in p.finditer(text) for k in _key_tokens(m.group(0)))
+    contrasted = frozenset(k for p in table.contrast for m in p.finditer(text) for k in _key_tokens(m.group(0)))
+    return contrasted | swapped_values(text)[1]
 
 
 def may_correct(rejected: frozenset[str], content: str) -> bool:
     """Whether a memory of ``content`` may be what a statement rejecting ``rejected`` corrects (it names one)."""
-    return not rejected or bool(rejected & _key_tokens(strip_transcript_prefix(content)))
+    return not rejected or bool(rejected & _key_parts(_key_tokens(strip_transcript_prefix(content))))
+
+
+def key_parts(text: str) -> frozenset[str]:
+    """The key tokens of ``text`` and the digit groups inside them (see :func:`_key_parts`)."""
+    return frozenset(_key_parts(_key_tokens(text)))
+
+
+def _key_parts(keys: set[str]) -> set[str]:
+    """Keys and the digit groups inside them: "it ends in 0128 not 0182" names a part of "415-555-0182"."""
+    return keys | {part for k in keys if any(c.isdigit() for c in k) for part in _GROUPS.split(k) if part}
+
+
+_GROUPS = re.compile(r"[-./:,\s]+")
+#: "not" before a value: "86 Harbor Rd not 88", "QX7HTP not QX7HTR", "it's the 14th not the 12th".
+_NOT_VALUE = re.compile(r"\bnot\s+(?:the\s+|a\s+|an\s+)?(?P<old>[^\s,.;:!?]+(?:\s+[A-Z][^\s,.;:!?]*)?)", re.IGNORECASE)
+#: Where a clause of a sentence starts, looking back from a "not" (a sentence end or a semicolon).
+_CLAUSE_START = re.compile(r"[.;!?\n](?:\s|$)")
+
+
+def _shape(key: str) -> str:
+    """A key's shape for value swaps: "digits" (a number, a code, a phone), "email", or "name"."""
+    if "@" in key:
+        return "email"
+    return "digits" if any(c.isdigit() for c in key) else "name"
+
+
+@text_cache(maxsize=16384)
+def swapped_values(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The values a statement puts in place of others it names: ``(new, old)`` keys, case-folded, or two empties.
+
+    A value followed in its clause by "not" and another value of the same shape (both with digits, both e-mail
+    addresses, or both names): "ugh typo, its 86 Harbor Rd not 88" → ``({"86"}, {"88"})``; "the code is QX7HTP not
+    QX7HTR"; "it ends in 0128 not 0182". No pattern of cue words is needed: naming the replaced value beside its
+    replacement is the correction. "not" before a word that is no value ("not sure", "not far from 88 Harbor Rd"
+    with no value before it) swaps nothing.
+    """
+    if has_cjk(text):
+        return frozenset(), frozenset()
+    new: set[str] = set()
+    old: set[str] = set()
+    for m in _NOT_VALUE.finditer(text):
+        rejected = _key_tokens(m.group("old"))
+        if not rejected:
+            continue
+        starts = [c.end() for c in _CLAUSE_START.finditer(text, 0, m.start())]
+        before = _key_tokens(text[starts[-1] if starts else 0 : m.start()]) - rejected
+        shapes = {_shape(k) for k in rejected}
+        given = {k for k in before if _shape(k) in shapes}
+        if given:
+            new |= given
+            old |= rejected
+    # a number read inside a code ("7" of "QX7HTR") is part of that value, not a value of its own
+    return _outermost(new), _outermost(old)
+
+
+def substituted(old: str, new: str, replaced: str, replacement: str) -> str | None:
+    """``old`` with the value ``replaced`` put right as ``new`` gives it (``replacement``, case-folded), or None.
+
+    "My address for the invoice is 88 Harbor Rd, Portsmouth NH 03801." corrected by "its 86 Harbor Rd not 88" →
+    "My address for the invoice is 86 Harbor Rd, Portsmouth NH 03801."; a digit group is replaced inside its value
+    ("415-555-0182", "ends in 0128 not 0182" → "415-555-0128"). The replacement is written as ``new`` spells it.
+    None when ``old`` does not name ``replaced`` as a whole value or ``new`` does not spell ``replacement``.
+    """
+    spelled = re.search(rf"(?<![A-Za-z0-9]){re.escape(replacement)}(?![A-Za-z0-9])", new, re.IGNORECASE)
+    pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(replaced)}(?![A-Za-z0-9])", re.IGNORECASE)
+    if spelled is None or not pattern.search(old):
+        return None
+    return pattern.sub(lambda _: spelled.group(0), old)
+
+
+def _outermost(keys: set[str]) -> frozenset[str]:
+    return frozenset(k for k in keys if not any(k != other and k in other for other in keys))
 
 
 def _kept_details(clause: str, new: str, replaced: str) -> str | None:

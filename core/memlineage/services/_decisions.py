@@ -15,7 +15,7 @@ from typing import Any
 from memlineage.ledger import Connection, Ledger
 from memlineage.models import Activity, Relation, SourceKind, from_epoch, new_id, to_epoch
 from memlineage.reconcile import Action, UpdateDecision
-from memlineage.reconcile._text import untouched_clauses
+from memlineage.reconcile._text import substituted, untouched_clauses
 from memlineage.services._rows import edge_row, event_row, row_scope
 from memlineage.services.draft import Draft
 
@@ -114,7 +114,13 @@ def carried_over_items(ledger: Ledger, drafts: Sequence[Draft]) -> list[dict[str
         update = d.decision.action is Action.UPDATE
         # the old statement's own slot names what was corrected only when the new statement holds it too
         slot = evidence.get("slot") or (row["slot"] if d.slot == row["slot"] else None)
-        rest = untouched_clauses(
+        # a value put in place of the one it names ("its 86 Harbor Rd not 88"): the old statement, put right
+        fixed = (
+            substituted(row["content"], d.content, str(evidence["replaced"]), str(evidence["replacement"]))
+            if update and evidence.get("replacement") and evidence.get("replaced")
+            else None
+        )
+        rest = fixed or untouched_clauses(
             row["content"], d.content, slot=slot,
             withdrawn=evidence.get("withdrawn") or evidence.get("replaced"),
             replaced=str(evidence.get("replaced") or evidence.get("old_value") or "") if update else None,
@@ -127,7 +133,9 @@ def carried_over_items(ledger: Ledger, drafts: Sequence[Draft]) -> list[dict[str
                 # what the statement was worth, never more, and resting on what it rested on
                 "trust": row["trust"], "confidence": row["confidence"],
                 "derived_from": list(premises.get(row["id"], ())),
-                "tags": list(row["tags"] or ()), "valid_from": from_epoch(row["valid_from"]),
+                "tags": list(row["tags"] or ()),
+                # put right, it is known as of the correction; untouched clauses keep their time
+                "valid_from": d.valid_from if fixed and d.valid_from else from_epoch(row["valid_from"]),
                 "expires_at": from_epoch(row["expires_at"]),  # the statement's deadline, not a fresh one
                 "activity_id": d.decision_activity,
                 "metadata": {
