@@ -881,3 +881,41 @@ def test_the_nearest_later_statement_contends_however_low_the_query_ranks_it(mm:
     (demoted,) = [h for h in result if h.memory.id == old]
     assert demoted.newer == new and "older" in demoted.flags
     assert [h for h in result if h.memory.id == new][0].scores.get("newer") == 1.0
+
+
+@pytest.mark.parametrize(
+    ("fillers", "replaced"),
+    [
+        # 上海 ties the two statements: no other candidate says it
+        (("我在哪里可以买到便宜的机票？", "我住的小区停车位太少了", "我哪天有空去看电影？"), True),
+        # ... a word other candidates say too ties nothing
+        (("上海哪里可以买到便宜的机票？", "上海的小区停车位太少了", "我哪天有空去看电影？"), False),
+    ],
+)
+def test_a_successor_below_the_window_replaces_a_contender(
+    mm: tuple[MemoryManager, Clock], fillers: tuple[str, ...], replaced: bool
+) -> None:
+    """Recall's candidates below the window are searched for a contender's successor, which takes its place."""
+    import numpy as np
+    from memlineage.reconcile import resolve_conflicts
+    from memlineage.retrieval import RecallHit
+
+    manager, clock = mm
+    before = [_say(manager, clock, text, n) for n, text in enumerate(fillers)]
+    old = _say(manager, clock, "我住在上海浦东张江这边，周末有什么好去处推荐吗？", 5)
+    new = _say(manager, clock, "来杭州之后房租直接省了一半，就是每周回上海开会要坐高铁", 40)
+    head = [
+        RecallHit(memory=manager.require(m, scope="alice"), score=s)
+        for m, s in zip([old, *before], (0.9, 0.8, 0.7, 0.6))
+    ]
+    reserve = [RecallHit(memory=manager.require(new, scope="alice"), score=0.35)]
+    basis = np.eye(8, dtype=np.float32)
+    vectors = {m: basis[n] for n, m in enumerate([old, *before])}
+    vectors[new] = 0.8 * basis[0] + 0.6 * basis[7]  # cosine 0.8 with the older statement, nothing else near
+    ranked, conflicts = resolve_conflicts("我住在哪个城市？", head, vectors=vectors, reserve=reserve)
+    ids = [h.memory.id for h in ranked]
+    if replaced:
+        assert [(c.older, c.newer) for c in conflicts] == [(old, new)]
+        assert ids[0] == new and ranked[0].score == pytest.approx(0.9) and ids[-1] == old
+    else:
+        assert not [c for c in conflicts if c.older == old] and new not in ids and ids[0] == old

@@ -17,8 +17,10 @@ unrelated, the newer message naming a name the older one gave: "the XPS is going
 shared content bigram) and the newer one gives a value the older does not. Implicit
 updates ("The skylight in our new Portland apartment is loud") share nothing else with what they replace. A
 contender's *successor* contends with it too, however the query ranks it: the speaker's later statement whose vector
-is nearest its own among the hits (cosine at least :data:`SUCCESSOR_COSINE`) when the two share a content word
-("我住在上海浦东" / "来杭州之后房租省了一半，每周回上海开会": the query's words are in the older one only).
+is nearest its own among the hits that share a content word with it alone (cosine at least
+:data:`SUCCESSOR_COSINE`; "我住在上海浦东" / "来杭州之后房租省了一半，每周回上海开会": the query's words are in the
+older one only). Recall's candidates below the window (``reserve``) are searched for it too, and it takes the place of
+the statement it replaces.
 
 What never competes: a clause that does not state the present (a question, a request, a supposition, a past state: "I
 used to live in Phoenix"), an addition ("we also got a kitten"; a name of the older statement said to still be: "We
@@ -485,8 +487,33 @@ def competes(
     return reason, round(sim, 3)
 
 
+def _successors(
+    head: Sequence[RecallHit], reserve: Sequence[RecallHit], unit: Mapping[str, np.ndarray]
+) -> tuple[list[RecallHit], dict[str, str]]:
+    """Successors among ``head`` and ``reserve``.
+
+    Returns:
+        The reserve hits that are the successor (:func:`_nearest_later`) of a top contender of ``head`` (one of its
+        speaker's :data:`CONTENDERS` best), and every hit's successor as ``{memory id: memory id}``.
+    """
+    every = [*head, *reserve]
+    nearest = _nearest_later(every, sorted(range(len(every)), key=lambda i: _when(every[i].memory)), unit)
+    ranks: dict[tuple[Any, Any], int] = {}
+    wanted: set[int] = set()
+    for i, h in enumerate(head):
+        who = (h.memory.source.kind, transcript_speaker(h.memory.content))
+        if ranks.get(who, 0) < CONTENDERS and nearest.get(i, -1) >= len(head):
+            wanted.add(nearest[i])
+        ranks[who] = ranks.get(who, 0) + 1
+    return [every[j] for j in sorted(wanted)], {every[i].memory.id: every[j].memory.id for i, j in nearest.items()}
+
+
 def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mapping[str, np.ndarray]) -> dict[int, int]:
-    """For each hit, the later hit of the same speaker whose vector is closest to its own (by cosine), if any.
+    """For each hit, its *successor*: the closest later hit by vector among those that share a word with it alone.
+
+    A later hit of the same speaker qualifies when the two share a content word or key that no other hit names
+    ("上海" in "我住在上海浦东" and "来杭州之后…每周回上海开会"; a word many hits say, "每天", "上班", ties
+    nothing), and its cosine with the hit is at least :data:`SUCCESSOR_COSINE`.
 
     Args:
         hits: The hits.
@@ -497,6 +524,11 @@ def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mappin
         ``{position: position of its nearest later hit}``.
     """
     out: dict[int, int] = {}
+    words = [_content_words(h.memory.content) for h in hits]
+    df: dict[str, int] = {}
+    for ws in words:
+        for w in ws:
+            df[w] = df.get(w, 0) + 1
     for pos, i in enumerate(order):
         a = hits[i].memory
         va = unit.get(a.id)
@@ -509,6 +541,8 @@ def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mappin
             vb = unit.get(b.id)
             if vb is None or vb.shape != va.shape or (b.source.kind, transcript_speaker(b.content)) != who:
                 continue
+            if not any(df[w] == 2 for w in words[i] & words[j]):
+                continue  # nearest in meaning is not enough: the two alone among the hits name something
             cosine = float(va @ vb)
             if cosine > best:
                 best, out[i] = cosine, j
@@ -517,11 +551,10 @@ def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mappin
     return out
 
 
-def _share_word(a: str, b: str) -> bool:
-    """Whether two statements share a content word or key (a Chinese bigram not of two common characters)."""
-    ta = frozenset().union(*(c.terms | c.keys for c in clauses_of(a)))
-    tb = frozenset().union(*(c.terms | c.keys for c in clauses_of(b)))
-    return any(t.isascii() or not set(t) <= _COMMON_CJK for t in _words(ta & tb))
+def _content_words(text: str) -> frozenset[str]:
+    """A statement's content words and keys (Chinese bigrams not of two common characters)."""
+    terms = frozenset().union(*(c.terms | c.keys for c in clauses_of(text)))
+    return frozenset(t for t in _words(terms) if t.isascii() or not set(t) <= _COMMON_CJK)
 
 
 def _closeness(hit: RecallHit) -> float:
@@ -563,6 +596,7 @@ def resolve_conflicts(
     links: Mapping[tuple[str, str], str] | None = None,
     vectors: Mapping[str, np.ndarray] | None = None,
     older_weight: float = 0.5,
+    reserve: Sequence[RecallHit] = (),
 ) -> tuple[list[RecallHit], list[Conflict]]:
     """Order competing hits newest first and demote the older ones (see the module docstring).
 
@@ -572,14 +606,17 @@ def resolve_conflicts(
         links: ``{(older_id, newer_id): decision_id}`` of recorded possible updates among the hits.
         vectors: The hits' stored vectors by memory id (numpy arrays), for closeness in meaning.
         older_weight: Multiplier in [0, 1] on a demoted hit's score.
+        reserve: Hits ranked below ``hits`` (the rest of recall's candidates, already through every gate). One that
+            is the nearest later statement of a contender (see the module docstring) joins the hits when it
+            replaces that contender; the others stay out.
 
     Returns:
-        The hits in their new order (demoted ones with ``newer`` set, flag ``"older"`` and ``scores["older"]``),
-        and the conflicts found. For a query about the past ("Where did I live before Minneapolis?") the earlier
-        statement of each pair ranks just ahead of the later one instead (flag ``"earlier"``), nothing is demoted.
+        The hits in their new order (demoted ones with ``newer`` set, flag ``"older"`` and ``scores["older"]``;
+        a reserve hit that replaces one takes its score), and the conflicts found. For a query about the past
+        ("Where did I live before Minneapolis?") the earlier statement of each pair ranks just ahead of the later
+        one instead (flag ``"earlier"``), nothing is demoted and no reserve hit joins.
     """
-    n = len(hits)
-    if n < 2:
+    if len(hits) < 2 and not reserve:
         return list(hits), []
     past = asks_about_past(query)
     links = links or {}
@@ -588,6 +625,14 @@ def resolve_conflicts(
         norm = float(np.linalg.norm(vec))
         if norm > 0:
             unit[mid] = np.asarray(vec, dtype=np.float32) / norm
+    head = list(hits)
+    # each hit's successor, among the hits and the reserve; a reserve hit that is a top contender's joins as a
+    # candidate (dropped again below unless it replaces it)
+    pulled, successor = _successors(head, () if past else reserve, unit)
+    hits = head + pulled
+    n = len(hits)
+    if n < 2:
+        return head, []
     order = sorted(range(n), key=lambda i: _when(hits[i].memory))
     # each hit's rank among the hits of its speaker (source kind and transcript speaker), as recall ranked them
     speaker_rank: dict[int, int] = {}
@@ -608,10 +653,6 @@ def resolve_conflicts(
         ):
             valued_rank[i] = valued_seen.get(who, 0)
             valued_seen[who] = valued_rank[i] + 1
-    # ... and the speaker's later statement nearest in meaning to one of those (its vector closest among the hits):
-    # where the newer one shares few words with the query ("我住在上海" / "来杭州之后房租省了一半"), it is still the
-    # nearest thing the speaker said after it
-    successor = _nearest_later(hits, order, unit)
     newest_rival: dict[int, Conflict] = {}
     for pos, i in enumerate(order):
         for j in order[pos + 1 :]:
@@ -625,14 +666,18 @@ def resolve_conflicts(
             top = (
                 (speaker_rank[i] < CONTENDERS and speaker_rank[j] < CONTENDERS)
                 or (valued_rank.get(i, CONTENDERS) < CONTENDERS and valued_rank.get(j, CONTENDERS) < CONTENDERS)
-                or (speaker_rank[i] < CONTENDERS and successor.get(i) == j and _share_word(a.content, b.content))
+                # ... and a top one's successor: where the newer one shares few words with the query ("我住在上海" /
+                # "来杭州之后房租省了一半，每周回上海开会"), it is still what the speaker said of it next
+                or (speaker_rank[i] < CONTENDERS and successor.get(a.id) == b.id)
             )
             verdict = competes(query, a, b, cosine=cosine, relevance=rel, linked=decision is not None, contenders=top)
             found = Conflict(a.id, b.id, verdict[0], verdict[1], decision) if verdict else None
             if found is not None:
                 newest_rival[i] = found  # later j overwrite: the newest competitor wins
+    joined = {c.newer for c in newest_rival.values()}
+    outside = {i for i in range(len(head), n) if hits[i].memory.id not in joined}  # pulled in, replacing nothing
     if not newest_rival:
-        return list(hits), []
+        return head, []
     if past:
         return _earlier_first(hits, newest_rival), list(newest_rival.values())
     # The demoted go after every other hit (the older value is served when nothing else is left), newest rival
@@ -647,7 +692,7 @@ def resolve_conflicts(
     kept = [
         replace(h, score=lift[i], scores={**h.scores, "newer": 1.0, "final": lift[i]}) if i in lift else h
         for i, h in enumerate(hits)
-        if i not in newest_rival
+        if i not in newest_rival and i not in outside
     ]
     kept.sort(key=lambda h: -h.score)
     floor = min((h.score for h in kept), default=1.0)

@@ -171,12 +171,16 @@ class Recall:
         # the later event ranks first and the earlier is demoted (among the hits that can reach the top k)
         window = max(2 * k, k + 10)
         head = newest_first(hits[:window])
+        # the rest of the candidates (through every gate already): a contender's later statement may sit there when
+        # it shares few words with the query (see reconcile._compete); the user's own statements only
+        reserve = [h for h in hits[window:] if h.memory.source.kind is SourceKind.USER] if not past else []
         links = self.ledger.possible_updates(scope.user_id, [h.memory.id for h in head]) if len(head) > 1 else {}
-        vectors = self.ledger.vectors([h.memory.id for h in head]) if len(head) > 1 else {}
+        vectors = self.ledger.vectors([h.memory.id for h in (*head, *reserve)]) if len(head) + len(reserve) > 1 else {}
         head, tr.conflicts = resolve_conflicts(
-            query, head, links=links, vectors=vectors, older_weight=self.retrieval.older_weight
+            query, head, links=links, vectors=vectors, older_weight=self.retrieval.older_weight, reserve=reserve
         )
-        hits = (head + hits[window:])[:k]
+        joined = {h.memory.id for h in head}
+        hits = (head + [h for h in hits[window:] if h.memory.id not in joined])[:k]
         if hits and (reinforce or activity_id):
             self._mark_used([h.memory for h in hits], activity_id, now)
         telemetry.current().set(hits=len(hits), candidates=tr.candidates, withheld=sum(tr.withheld.values())).set(
