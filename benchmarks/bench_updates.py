@@ -129,6 +129,7 @@ SPLITS = (
     "test25",
     "test26",
     "test27",
+    "test28",
 )
 
 

@@ -17,10 +17,10 @@ unrelated, the newer message naming a name the older one gave: "the XPS is going
 shared content bigram) and the newer one gives a value the older does not. Implicit
 updates ("The skylight in our new Portland apartment is loud") share nothing else with what they replace. A
 contender's *successor* contends with it too, however the query ranks it: the speaker's later statement whose vector
-is nearest its own among the hits that share a content word with it alone (cosine at least
-:data:`SUCCESSOR_COSINE`; "我住在上海浦东" / "来杭州之后房租省了一半，每周回上海开会": the query's words are in the
-older one only). Recall's candidates below the window (``reserve``) are searched for it too, and it takes the place of
-the statement it replaces.
+is nearest its own among the hits that share a content word with it alone (:mod:`memlineage.reconcile._successors`;
+"我住在上海浦东" / "来杭州之后房租省了一半，每周回上海开会": the query's words are in the older one only). Recall's
+candidates below the window (``reserve``) are searched for it too, and it takes the place of the statement it
+replaces.
 
 What never competes: a clause that does not state the present (a question, a request, a supposition, a past state: "I
 used to live in Phoenix"), an addition ("we also got a kitten"; a name of the older statement said to still be: "We
@@ -43,7 +43,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -52,7 +51,6 @@ from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import transcript_speaker
 from memlineage.models import Memory, SourceKind
 from memlineage.reconcile._about import (
-    _COMMON_CJK,
     _another_thing,
     _answering,
     _codes,
@@ -92,6 +90,7 @@ from memlineage.reconcile._signals import (
     values_of,
     values_of_query,
 )
+from memlineage.reconcile._successors import CONTENDERS, _successors, _when
 from memlineage.reconcile._text import with_digits
 from memlineage.retrieval import RecallHit
 
@@ -111,11 +110,6 @@ ANCHOR_COSINE = 0.4
 #: them. With MiniLM, implicit updates lie at 0.16-0.5 ("renting in Denver" / "unpacked in our new Portland
 #: apartment" 0.26; the few below 0.2 are lost) and other topics of one user mostly below 0.2.
 UNRELATED_COSINE = 0.2
-#: How many of a speaker's best-matching statements for a query contend for its answer.
-CONTENDERS = 3
-#: Cosine at or above which a contender's nearest later statement of the same speaker (among the hits) contends
-#: with it although the query ranks it lower (see :func:`resolve_conflicts`).
-SUCCESSOR_COSINE = 0.5
 
 
 @dataclass(frozen=True)
@@ -136,11 +130,6 @@ class Conflict:
     reason: str
     similarity: float | None = None
     decision: str | None = None
-
-
-def _when(m: Memory) -> datetime:
-    t = m.valid_from or m.recorded_at or m.created_at
-    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
 
 def _may_outrank(newer: Memory, older: Memory) -> bool:
@@ -485,76 +474,6 @@ def competes(
     if changed:
         reason += f" with {'/'.join(changed[:4])[:60]} changed"
     return reason, round(sim, 3)
-
-
-def _successors(
-    head: Sequence[RecallHit], reserve: Sequence[RecallHit], unit: Mapping[str, np.ndarray]
-) -> tuple[list[RecallHit], dict[str, str]]:
-    """Successors among ``head`` and ``reserve``.
-
-    Returns:
-        The reserve hits that are the successor (:func:`_nearest_later`) of a top contender of ``head`` (one of its
-        speaker's :data:`CONTENDERS` best), and every hit's successor as ``{memory id: memory id}``.
-    """
-    every = [*head, *reserve]
-    nearest = _nearest_later(every, sorted(range(len(every)), key=lambda i: _when(every[i].memory)), unit)
-    ranks: dict[tuple[Any, Any], int] = {}
-    wanted: set[int] = set()
-    for i, h in enumerate(head):
-        who = (h.memory.source.kind, transcript_speaker(h.memory.content))
-        if ranks.get(who, 0) < CONTENDERS and nearest.get(i, -1) >= len(head):
-            wanted.add(nearest[i])
-        ranks[who] = ranks.get(who, 0) + 1
-    return [every[j] for j in sorted(wanted)], {every[i].memory.id: every[j].memory.id for i, j in nearest.items()}
-
-
-def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mapping[str, np.ndarray]) -> dict[int, int]:
-    """For each hit, its *successor*: the closest later hit by vector among those that share a word with it alone.
-
-    A later hit of the same speaker qualifies when the two share a content word or key that no other hit names
-    ("上海" in "我住在上海浦东" and "来杭州之后…每周回上海开会"; a word many hits say, "每天", "上班", ties
-    nothing), and its cosine with the hit is at least :data:`SUCCESSOR_COSINE`.
-
-    Args:
-        hits: The hits.
-        order: Their positions sorted by event time, earliest first.
-        unit: Unit vectors by memory id (hits without one take no part).
-
-    Returns:
-        ``{position: position of its nearest later hit}``.
-    """
-    out: dict[int, int] = {}
-    words = [_content_words(h.memory.content) for h in hits]
-    df: dict[str, int] = {}
-    for ws in words:
-        for w in ws:
-            df[w] = df.get(w, 0) + 1
-    for pos, i in enumerate(order):
-        a = hits[i].memory
-        va = unit.get(a.id)
-        if va is None:
-            continue
-        who = (a.source.kind, transcript_speaker(a.content))
-        best = -2.0
-        for j in order[pos + 1 :]:
-            b = hits[j].memory
-            vb = unit.get(b.id)
-            if vb is None or vb.shape != va.shape or (b.source.kind, transcript_speaker(b.content)) != who:
-                continue
-            if not any(df[w] == 2 for w in words[i] & words[j]):
-                continue  # nearest in meaning is not enough: the two alone among the hits name something
-            cosine = float(va @ vb)
-            if cosine > best:
-                best, out[i] = cosine, j
-        if i in out and best < SUCCESSOR_COSINE:
-            del out[i]  # the nearest later statement is still far: nothing the speaker said later is about it
-    return out
-
-
-def _content_words(text: str) -> frozenset[str]:
-    """A statement's content words and keys (Chinese bigrams not of two common characters)."""
-    terms = frozenset().union(*(c.terms | c.keys for c in clauses_of(text)))
-    return frozenset(t for t in _words(terms) if t.isascii() or not set(t) <= _COMMON_CJK)
 
 
 def _closeness(hit: RecallHit) -> float:

@@ -1,0 +1,102 @@
+"""Successors at read time: for each recalled statement, what the same speaker said of it next.
+
+A contender's *successor* is the closest later hit of the same speaker by vector among those that share with it a
+word no other hit names (see :func:`_nearest_later`). Read-time conflict resolution
+(:mod:`memlineage.reconcile._compete`) lets it contend with the contender however low the query ranks it, and looks
+for it in recall's candidates below the window too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from memlineage.extractors._rules import transcript_speaker
+from memlineage.models import Memory
+from memlineage.reconcile._about import _COMMON_CJK, _words
+from memlineage.reconcile._signals import clauses_of
+from memlineage.retrieval import RecallHit
+
+#: How many of a speaker's best-matching statements for a query contend for its answer.
+CONTENDERS = 3
+#: Cosine at or above which a contender's nearest later statement of the same speaker (among the hits) contends
+#: with it although the query ranks it lower (see :func:`memlineage.reconcile._compete.resolve_conflicts`).
+SUCCESSOR_COSINE = 0.5
+
+
+def _when(m: Memory) -> datetime:
+    t = m.valid_from or m.recorded_at or m.created_at
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def _successors(
+    head: Sequence[RecallHit], reserve: Sequence[RecallHit], unit: Mapping[str, np.ndarray]
+) -> tuple[list[RecallHit], dict[str, str]]:
+    """Successors among ``head`` and ``reserve``.
+
+    Returns:
+        The reserve hits that are the successor (:func:`_nearest_later`) of a top contender of ``head`` (one of its
+        speaker's :data:`CONTENDERS` best), and every hit's successor as ``{memory id: memory id}``.
+    """
+    every = [*head, *reserve]
+    nearest = _nearest_later(every, sorted(range(len(every)), key=lambda i: _when(every[i].memory)), unit)
+    ranks: dict[tuple[Any, Any], int] = {}
+    wanted: set[int] = set()
+    for i, h in enumerate(head):
+        who = (h.memory.source.kind, transcript_speaker(h.memory.content))
+        if ranks.get(who, 0) < CONTENDERS and nearest.get(i, -1) >= len(head):
+            wanted.add(nearest[i])
+        ranks[who] = ranks.get(who, 0) + 1
+    return [every[j] for j in sorted(wanted)], {every[i].memory.id: every[j].memory.id for i, j in nearest.items()}
+
+
+def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mapping[str, np.ndarray]) -> dict[int, int]:
+    """For each hit, its *successor*: the closest later hit by vector among those that share a word with it alone.
+
+    A later hit of the same speaker qualifies when the two share a content word or key that no other hit names
+    ("上海" in "我住在上海浦东" and "来杭州之后…每周回上海开会"; a word many hits say, "每天", "上班", ties
+    nothing), and its cosine with the hit is at least :data:`SUCCESSOR_COSINE`.
+
+    Args:
+        hits: The hits.
+        order: Their positions sorted by event time, earliest first.
+        unit: Unit vectors by memory id (hits without one take no part).
+
+    Returns:
+        ``{position: position of its nearest later hit}``.
+    """
+    out: dict[int, int] = {}
+    words = [_content_words(h.memory.content) for h in hits]
+    df: dict[str, int] = {}
+    for ws in words:
+        for w in ws:
+            df[w] = df.get(w, 0) + 1
+    for pos, i in enumerate(order):
+        a = hits[i].memory
+        va = unit.get(a.id)
+        if va is None:
+            continue
+        who = (a.source.kind, transcript_speaker(a.content))
+        best = -2.0
+        for j in order[pos + 1 :]:
+            b = hits[j].memory
+            vb = unit.get(b.id)
+            if vb is None or vb.shape != va.shape or (b.source.kind, transcript_speaker(b.content)) != who:
+                continue
+            if not any(df[w] == 2 for w in words[i] & words[j]):
+                continue  # nearest in meaning is not enough: the two alone among the hits name something
+            cosine = float(va @ vb)
+            if cosine > best:
+                best, out[i] = cosine, j
+        if i in out and best < SUCCESSOR_COSINE:
+            del out[i]  # the nearest later statement is still far: nothing the speaker said later is about it
+    return out
+
+
+def _content_words(text: str) -> frozenset[str]:
+    """A statement's content words and keys (Chinese bigrams not of two common characters)."""
+    terms = frozenset().union(*(c.terms | c.keys for c in clauses_of(text)))
+    return frozenset(t for t in _words(terms) if t.isascii() or not set(t) <= _COMMON_CJK)
