@@ -130,6 +130,7 @@ SPLITS = (
     "test26",
     "test27",
     "test28",
+    "test29",
 )
 
 
