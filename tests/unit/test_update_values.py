@@ -192,6 +192,12 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
             "small typo earlier, it's 421 Alder Lane",
             "What address should the samples go to?",
         ),
+        # the newer clause's subject is the thing the query names: the speaker's appointment still
+        (
+            "My dermatologist appointment is March 3rd at 11.",
+            "Dermatologist's office called, they pushed me to the 10th, same time.",
+            "When is my dermatologist appointment?",
+        ),
         # a role by another of its names: 女儿 / 闺女, mom / mother
         ("我女儿今年上三年级，数学有点跟不上。", "闺女升四年级了，换了个新班主任，人挺好。", "我女儿上几年级？"),
         (

@@ -253,8 +253,11 @@ def competes(
                 settles = True  # a plan or option weighed before: a later statement on the topic settles it
             if ca.subject is not None and cb.subject is not None and ca.subject != cb.subject:
                 # about different people, unless both name the one the query asks about ("My brother Sam pointed out
-                # mom's birthday is the 16th" after "My mom's birthday is June 14", asked "When is Mom's birthday?")
-                if not (asked_about and mentions(ca, asked_about) and mentions(cb, asked_about)):
+                # mom's birthday is the 16th" after "My mom's birthday is June 14", asked "When is Mom's birthday?"),
+                # or the newer one's subject is the thing the query names and the older is the speaker's ("My
+                # dermatologist appointment is March 3rd" / "Dermatologist's office called, they pushed me to the 10th")
+                both = asked_about and mentions(ca, asked_about) and mentions(cb, asked_about)
+                if not both and not (ca.subject == "self" and _names_asked(cb.subject, wanted)):
                     continue
             qa = wanted & (ca.terms | ca.keys | key_terms(ca))
             qb = wanted & (cb.terms | cb.keys | key_terms(cb))
@@ -298,8 +301,15 @@ def competes(
                 succeeds = echoes and kind is not None and bool(values_of(cb, kind) - values_of(ca, kind))
                 if not _same_name(ca, cb) and not corrects and not succeeds:
                     continue
-            if not asked_about and about_me and cb.subject not in (None, "self"):
-                continue  # the query asks about the speaker; the newer clause is about someone else ("我老板…")
+            if (
+                not asked_about
+                and about_me
+                and cb.subject not in (None, "self")
+                and not _names_asked(cb.subject, wanted)
+            ):
+                # the query asks about the speaker; the newer clause is about someone else ("我老板…"), not about what
+                # the query names ("Dentist's office called, had to move me to the 16th" for "my dentist appointment")
+                continue
             if not asked_about and about_me and named and not (cue and not _value_names_someone(cb.text)):
                 # ... or names another person the older clause does not ("给儿子办了生日会"); a correction whose new
                 # value is said without them is still the speaker's ("密码被我改成 Mao@8866 了，楼下邻居一直在蹭")
@@ -474,6 +484,11 @@ def competes(
     if changed:
         reason += f" with {'/'.join(changed[:4])[:60]} changed"
     return reason, round(sim, 3)
+
+
+def _names_asked(subject: str | None, wanted: frozenset[str]) -> bool:
+    """Whether a clause's subject is a thing the query names ("dentist" for "When is my dentist appointment?")."""
+    return subject is not None and bool(query_terms(subject) & wanted)
 
 
 def _closeness(hit: RecallHit) -> float:
