@@ -131,6 +131,7 @@ SPLITS = (
     "test27",
     "test28",
     "test29",
+    "test30",
 )
 
 
