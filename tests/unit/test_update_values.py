@@ -874,18 +874,20 @@ _FILLERS_ZH = ("我在哪里可以买到便宜的机票？", "我住的小区停
 def test_the_nearest_later_statement_contends_however_low_the_query_ranks_it(mm: tuple[MemoryManager, Clock]) -> None:
     """The query's words are all in the older statement; the later one, nearest to it and sharing 上海, replaces it.
 
-    The later one takes the older one's place (its score) in the ranking.
+    The later one moves up into the hits served.
     """
     manager, clock = mm
     for n, text in enumerate(_FILLERS_ZH):
         _say(manager, clock, text, n)
     old = _say(manager, clock, "我住在上海浦东张江这边，周末有什么好去处推荐吗？", 5)
     new = _say(manager, clock, "来杭州之后房租直接省了一半，就是每周回上海开会要坐高铁，还好就一个小时", 40)
-    result = manager.recall("我住在哪个城市？", scope="alice", k=5, trace=True)
-    assert new in result.ids[:3]
-    assert result.ids.index(new) < result.ids.index(old)
-    (demoted,) = [h for h in result if h.memory.id == old]
+    wide = manager.recall("我住在哪个城市？", scope="alice", k=5, trace=True)
+    assert wide.ids.index(new) < wide.ids.index(old)
+    (demoted,) = [h for h in wide if h.memory.id == old]
     assert demoted.newer == new and "older" in demoted.flags
+    # with k = 3 the newer one ranked fourth: it moves up into the hits served, the older one is not served
+    result = manager.recall("我住在哪个城市？", scope="alice", k=3, trace=True)
+    assert new in result.ids and old not in result.ids
     assert [h for h in result if h.memory.id == new][0].scores.get("newer") == 1.0
 
 
@@ -918,10 +920,11 @@ def test_a_successor_below_the_window_replaces_a_contender(
     basis = np.eye(8, dtype=np.float32)
     vectors = {m: basis[n] for n, m in enumerate([old, *before])}
     vectors[new] = 0.8 * basis[0] + 0.6 * basis[7]  # cosine 0.8 with the older statement, nothing else near
-    ranked, conflicts = resolve_conflicts("我住在哪个城市？", head, vectors=vectors, reserve=reserve)
+    ranked, conflicts = resolve_conflicts("我住在哪个城市？", head, vectors=vectors, reserve=reserve, served=3)
     ids = [h.memory.id for h in ranked]
     if replaced:
         assert [(c.older, c.newer) for c in conflicts] == [(old, new)]
-        assert ids[0] == new and ranked[0].score == pytest.approx(0.9) and ids[-1] == old
+        # the newer one moves up to the last place served (k = 3), ahead of the hit it displaces, with its score
+        assert ids == [*before[:2], new, before[2], old] and ranked[2].score == pytest.approx(0.6)
     else:
         assert not [c for c in conflicts if c.older == old] and new not in ids and ids[0] == old

@@ -486,6 +486,24 @@ def competes(
     return reason, round(sim, 3)
 
 
+def _served_newer(
+    kept: list[RecallHit], hits: Sequence[RecallHit], rivals: Mapping[int, Conflict], served: int
+) -> list[RecallHit]:
+    """Move each newer hit that replaced a demoted one up to the last place served (see :func:`resolve_conflicts`)."""
+    out = list(kept)
+    for i, c in sorted(rivals.items()):
+        at = next((n for n, h in enumerate(out) if h.memory.id == c.newer), None)
+        above = {h.memory.id for h in hits[:i]}
+        place = sum(1 for h in out if h.memory.id in above)  # the older one's place among the kept hits
+        target = max(place, served - 1)
+        if at is None or at <= target:
+            continue
+        h = out.pop(at)
+        score = out[target].score
+        out.insert(target, replace(h, score=score, scores={**h.scores, "newer": 1.0, "final": score}))
+    return out
+
+
 def _names_asked(subject: str | None, wanted: frozenset[str]) -> bool:
     """Whether a clause's subject is a thing the query names ("dentist" for "When is my dentist appointment?")."""
     return subject is not None and bool(query_terms(subject) & wanted)
@@ -531,6 +549,7 @@ def resolve_conflicts(
     vectors: Mapping[str, np.ndarray] | None = None,
     older_weight: float = 0.5,
     reserve: Sequence[RecallHit] = (),
+    served: int | None = None,
 ) -> tuple[list[RecallHit], list[Conflict]]:
     """Order competing hits newest first and demote the older ones (see the module docstring).
 
@@ -543,10 +562,13 @@ def resolve_conflicts(
         reserve: Hits ranked below ``hits`` (the rest of recall's candidates, already through every gate). One that
             is the nearest later statement of a contender (see the module docstring) joins the hits when it
             replaces that contender; the others stay out.
+        served: How many of the hits recall serves (its ``k``), if known: a newer hit that replaces one of them but
+            ranks below them moves up to the last place served (or the older one's place, if lower), ahead of the
+            hit it displaces and with its score (``scores["newer"]``); it never overtakes a hit above that place.
 
     Returns:
-        The hits in their new order (demoted ones with ``newer`` set, flag ``"older"`` and ``scores["older"]``;
-        a reserve hit that replaces one takes its score), and the conflicts found. For a query about the past
+        The hits in their new order (demoted ones with ``newer`` set, flag ``"older"`` and ``scores["older"]``),
+        and the conflicts found. For a query about the past
         ("Where did I live before Minneapolis?") the earlier statement of each pair ranks just ahead of the later
         one instead (flag ``"earlier"``), nothing is demoted and no reserve hit joins.
     """
@@ -616,19 +638,9 @@ def resolve_conflicts(
         return _earlier_first(hits, newest_rival), list(newest_rival.values())
     # The demoted go after every other hit (the older value is served when nothing else is left), newest rival
     # first; their scores are capped below the last hit kept ahead, so the order stays monotone in score.
-    # ... and a newer one that ranked below what it replaces takes its place (its score)
-    position = {h.memory.id: n for n, h in enumerate(hits)}
-    lift: dict[int, float] = {}
-    for i, c in newest_rival.items():
-        j = position[c.newer]
-        if j > i and hits[i].score > hits[j].score and j not in newest_rival:
-            lift[j] = max(lift.get(j, 0.0), hits[i].score)
-    kept = [
-        replace(h, score=lift[i], scores={**h.scores, "newer": 1.0, "final": lift[i]}) if i in lift else h
-        for i, h in enumerate(hits)
-        if i not in newest_rival and i not in outside
-    ]
-    kept.sort(key=lambda h: -h.score)
+    kept = [h for i, h in enumerate(hits) if i not in newest_rival and i not in outside]
+    if served is not None:
+        kept = _served_newer(kept, hits, newest_rival, served)
     floor = min((h.score for h in kept), default=1.0)
     demoted = []
     for i, c in newest_rival.items():

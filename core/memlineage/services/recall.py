@@ -177,8 +177,9 @@ class Recall:
         links = self.ledger.possible_updates(scope.user_id, [h.memory.id for h in head]) if len(head) > 1 else {}
         vectors = self.ledger.vectors([h.memory.id for h in (*head, *reserve)]) if len(head) + len(reserve) > 1 else {}
         head, tr.conflicts = resolve_conflicts(
-            query, head, links=links, vectors=vectors, older_weight=self.retrieval.older_weight, reserve=reserve
-        )
+            query, head, links=links, vectors=vectors, older_weight=self.retrieval.older_weight, reserve=reserve,
+            served=k,
+        )  # fmt: skip
         joined = {h.memory.id for h in head}
         hits = (head + [h for h in hits[window:] if h.memory.id not in joined])[:k]
         if hits and (reinforce or activity_id):
