@@ -53,7 +53,11 @@ run after a newer message naming the older statement's name, the week an event h
 named beside the value being a side detail, "getting used to" being no past, schedules being one answer and amounts
 changed by a factor, changes diagnosed on test25 and all earlier suites), ``test27`` (first run after an older name
 said in any clause, another day of the same month, another code of letters and digits, and something given up "too"
-being no addition, changes diagnosed on the suites up to test25).
+being no addition, changes diagnosed on the suites up to test25), ``test28`` (first run after a value put in place
+of one the statement names, successors searched below the window and a replacing statement taking the older one's
+place, changes diagnosed on the suites up to test27), ``test29`` (first run at the same code, moved into a module of
+its own), ``test30`` (first run after a newer clause whose subject the query names stopped counting as someone
+else's, a change diagnosed on test29).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -71,7 +75,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test24|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test30|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """

@@ -837,6 +837,7 @@ def test_a_value_put_in_place_of_the_one_it_names_supersedes_it_in_one_conversat
         ("Should we book the table for 5 or 6?", "Table for 5 not 6."),  # the older one names both: options
         ("I'm not sure about 88 Harbor Rd, the reviews are mixed.", "We toured 12 Oak St, not bad at all."),
         ("My flat is at 88 Harbor Rd.", "The cafe I like is not far from 88 Harbor Rd."),  # no value replaced
+        ("I have 6 cats and a very patient husband.", "Meet me at 5 not 6."),  # a short number, nothing else shared
     ],
 )
 def test_not_before_a_value_supersedes_nothing_it_does_not_name(

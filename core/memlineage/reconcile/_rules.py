@@ -304,6 +304,12 @@ class RuleReconciler:
             named = key_parts(strip_transcript_prefix(c.content))
             if not (old & named) or new <= named:
                 continue  # names neither the replaced value, or names both (options weighed: "5 or 6?")
+            # a short number is everywhere ("Meet me at 5 not 6" corrects nothing in "I have 6 cats"): the two share
+            # the conversation or a word besides the values, unless the replaced value is itself specific ("0182")
+            shared = (content_terms(text) & content_terms(c.content)) - old - new
+            specific = any(len(v) >= 4 for v in old & named)
+            if not (specific or shared or (st.session is not None and st.session == c.session)):
+                continue
             later = c.valid_from is not None and best is not None and best.valid_from is not None
             if best is None or (later and _naive(c.valid_from) > _naive(best.valid_from)):
                 best = c
