@@ -861,6 +861,7 @@ def test_swapped_values_reads_a_value_then_not_and_another_of_its_shape() -> Non
         "It is not 88.",
         "I have 3 kids not counting Sam",
         "住北京不是上海",
+        "One thing: any tips for staying alert on my commute, since I'm not a morning person?",  # words, no values
     ):
         assert swapped_values(text) == (frozenset(), frozenset())
     fixed = substituted("Call 415-555-0182 after 5", "it ends in 0128 not 0182", "0182", "0128")

@@ -223,11 +223,18 @@ _NOT_VALUE = re.compile(r"\bnot\s+(?:the\s+|a\s+|an\s+)?(?P<old>[^\s,.;:!?]+(?:\
 _CLAUSE_START = re.compile(r"[.;!?\n](?:\s|$)")
 
 
-def _shape(key: str) -> str:
-    """A key's shape for value swaps: "digits" (a number, a code, a phone), "email", or "name"."""
+def _shape(key: str, text: str) -> str:
+    """A key's shape for value swaps.
+
+    "digits" (a number, a code, a phone), "email", "name" (written capitalised in ``text``), or "word" (a spelled
+    number, a time word: "I'm not a morning person" swaps nothing).
+    """
     if "@" in key:
         return "email"
-    return "digits" if any(c.isdigit() for c in key) else "name"
+    if any(c.isdigit() for c in key):
+        return "digits"
+    written = re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", text, re.IGNORECASE)
+    return "name" if written is not None and written.group(0)[:1].isupper() else "word"
 
 
 @text_cache(maxsize=16384)
@@ -250,8 +257,8 @@ def swapped_values(text: str) -> tuple[frozenset[str], frozenset[str]]:
             continue
         starts = [c.end() for c in _CLAUSE_START.finditer(text, 0, m.start())]
         before = _key_tokens(text[starts[-1] if starts else 0 : m.start()]) - rejected
-        shapes = {_shape(k) for k in rejected}
-        given = {k for k in before if _shape(k) in shapes}
+        shapes = {_shape(k, text) for k in rejected} - {"word"}
+        given = {k for k in before if _shape(k, text) in shapes}
         if given:
             new |= given
             old |= rejected
