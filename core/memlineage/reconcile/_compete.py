@@ -19,8 +19,8 @@ updates ("The skylight in our new Portland apartment is loud") share nothing els
 contender's *successor* contends with it too, however the query ranks it: the speaker's later statement whose vector
 is nearest its own among the hits that share a content word with it alone (:mod:`memlineage.reconcile._successors`;
 "我住在上海浦东" / "来杭州之后房租省了一半，每周回上海开会": the query's words are in the older one only). Recall's
-candidates below the window (``reserve``) are searched for it too, and it takes the place of the statement it
-replaces.
+candidates below the window (``reserve``) are searched for it too, and a later statement that replaces one of the
+answers served moves up into them (never above an answer ranked higher).
 
 What never competes: a clause that does not state the present (a question, a request, a supposition, a past state: "I
 used to live in Phoenix"), an addition ("we also got a kitten"; a name of the older statement said to still be: "We
@@ -568,9 +568,9 @@ def resolve_conflicts(
 
     Returns:
         The hits in their new order (demoted ones with ``newer`` set, flag ``"older"`` and ``scores["older"]``),
-        and the conflicts found. For a query about the past
-        ("Where did I live before Minneapolis?") the earlier statement of each pair ranks just ahead of the later
-        one instead (flag ``"earlier"``), nothing is demoted and no reserve hit joins.
+        and the conflicts found. For a query about the past ("Where did I live before Minneapolis?") the earlier
+        statement of each pair ranks just ahead of the later one instead (flag ``"earlier"``), nothing is demoted
+        and no reserve hit joins.
     """
     if len(hits) < 2 and not reserve:
         return list(hits), []
