@@ -7,6 +7,7 @@ relation names in :class:`Relation`. All timestamps are timezone-aware UTC ``dat
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -379,8 +380,15 @@ class Lineage(BaseModel):
 
     @property
     def source(self) -> Source:
-        """The source as a :class:`Source`."""
-        return Source(kind=self.source_kind, name=self.source_name)
+        """The source as a :class:`Source` (one shared frozen instance per kind and name)."""
+        return _source(self.source_kind, self.source_name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _source(kind: SourceKind, name: str | None) -> Source:
+    # Source is frozen: recall reads a memory's source for every pair of hits it compares, and building (validating)
+    # a new model each time cost as much as the comparison itself
+    return Source(kind=kind, name=name)
 
 
 class ValueAssessment(BaseModel):

@@ -147,8 +147,14 @@ def _echoes(older: Sequence[Clause], newer: str, wanted: frozenset[str]) -> bool
         for k in c.keys
         if len(k) >= 3 and not any(ch.isdigit() for ch in k) and not _TIME_WORDS.search(k) and k not in wanted
     }
-    said = " ".join(c.text for c in clauses_of(newer) if not c.question)
-    return bool(named & {_folded(w) for w in _TOKEN.findall(said)})
+    return bool(named & _said_words(newer))
+
+
+@text_cache(maxsize=16384)
+def _said_words(text: str) -> frozenset[str]:
+    """The folded words of a message's clauses that are no question (see :func:`_echoes`)."""
+    said = " ".join(c.text for c in clauses_of(text) if not c.question)
+    return frozenset(_folded(w) for w in _TOKEN.findall(said))
 
 
 #: Chinese characters too common to tie two statements to one topic (pronouns, particles, copulas, measure words).
@@ -231,16 +237,26 @@ def _another_thing(query: str, clause: str, message: str) -> bool:
     does ("... at our lake cabin in Michigan, our little escape."). The qualifiers come from the table's
     ``contexts`` groups (a high-precision cue; without one the statements are compared as they are).
     """
-    for group in tables_for(query)[0].contexts:
-        asked = [i for i, side in enumerate(group) if side.search(query)]
-        if len(asked) != 1:
-            continue
+    groups = tables_for(query)[0].contexts
+    for g, asked in _asked_contexts(query):
+        group = groups[g]
         said = {i for i, side in enumerate(group) if side.search(clause)} or {
             i for i, side in enumerate(group) if side.search(message)
         }
-        if said and asked[0] not in said:
+        if said and asked not in said:
             return True
     return False
+
+
+@text_cache(maxsize=4096)
+def _asked_contexts(query: str) -> tuple[tuple[int, int], ...]:
+    """``(group, side)`` of each ``contexts`` group of which the query names exactly one side (see above)."""
+    out = []
+    for g, group in enumerate(tables_for(query)[0].contexts):
+        asked = [i for i, side in enumerate(group) if side.search(query)]
+        if len(asked) == 1:
+            out.append((g, asked[0]))
+    return tuple(out)
 
 
 #: A sentence that opens with a name and says how it is now ("Rufus is confused", "Luna is sniffing her").

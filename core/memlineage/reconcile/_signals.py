@@ -674,8 +674,9 @@ def asserting_text(text: str) -> str:
     return prefix + " ".join(c.text for c in keep)
 
 
+@text_cache(maxsize=32768)
 def key_terms(clause: Clause) -> frozenset[str]:
-    """A clause's key tokens as query terms (stemmed like :func:`query_terms`), to see whether a query names them."""
+    """A clause's key tokens as query terms (stemmed like :func:`query_terms`); cached, emptied by erasures."""
     return frozenset(t for k in clause.keys for t in tokenize(k, dates=False))
 
 
