@@ -35,26 +35,28 @@ def _when(m: Memory) -> datetime:
 def _successors(
     head: Sequence[RecallHit], reserve: Sequence[RecallHit], unit: Mapping[str, np.ndarray]
 ) -> tuple[list[RecallHit], dict[str, str]]:
-    """Successors among ``head`` and ``reserve``.
+    """The successors of the top contenders of ``head`` (each speaker's :data:`CONTENDERS` best).
+
+    They are searched among ``head`` and ``reserve``.
 
     Returns:
-        The reserve hits that are the successor (:func:`_nearest_later`) of a top contender of ``head`` (one of its
-        speaker's :data:`CONTENDERS` best), and every hit's successor as ``{memory id: memory id}``.
+        The reserve hits that are such a successor, and each contender's successor as ``{memory id: memory id}``.
     """
-    every = [*head, *reserve]
-    nearest = _nearest_later(every, sorted(range(len(every)), key=lambda i: _when(every[i].memory)), unit)
     ranks: dict[tuple[Any, Any], int] = {}
-    wanted: set[int] = set()
+    contenders = []
     for i, h in enumerate(head):
         who = (h.memory.source.kind, transcript_speaker(h.memory.content))
-        if ranks.get(who, 0) < CONTENDERS and nearest.get(i, -1) >= len(head):
-            wanted.add(nearest[i])
+        if ranks.get(who, 0) < CONTENDERS:
+            contenders.append(i)
         ranks[who] = ranks.get(who, 0) + 1
-    return [every[j] for j in sorted(wanted)], {every[i].memory.id: every[j].memory.id for i, j in nearest.items()}
+    every = [*head, *reserve]
+    nearest = _nearest_later(every, contenders, unit)
+    wanted = sorted({j for j in nearest.values() if j >= len(head)})
+    return [every[j] for j in wanted], {every[i].memory.id: every[j].memory.id for i, j in nearest.items()}
 
 
-def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mapping[str, np.ndarray]) -> dict[int, int]:
-    """For each hit, its *successor*: the closest later hit by vector among those that share a word with it alone.
+def _nearest_later(hits: Sequence[RecallHit], of: Sequence[int], unit: Mapping[str, np.ndarray]) -> dict[int, int]:
+    """The *successor* of each hit of ``of``: the closest later hit by vector among those sharing a word with it alone.
 
     A later hit of the same speaker qualifies when the two share a content word or key that no other hit names
     ("上海" in "我住在上海浦东" and "来杭州之后…每周回上海开会"; a word many hits say, "每天", "上班", ties
@@ -62,11 +64,11 @@ def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mappin
 
     Args:
         hits: The hits.
-        order: Their positions sorted by event time, earliest first.
+        of: Positions of the hits whose successor is wanted.
         unit: Unit vectors by memory id (hits without one take no part).
 
     Returns:
-        ``{position: position of its nearest later hit}``.
+        ``{position: position of its successor}``.
     """
     out: dict[int, int] = {}
     words = [_content_words(h.memory.content) for h in hits]
@@ -74,17 +76,19 @@ def _nearest_later(hits: Sequence[RecallHit], order: Sequence[int], unit: Mappin
     for ws in words:
         for w in ws:
             df[w] = df.get(w, 0) + 1
-    for pos, i in enumerate(order):
+    for i in of:
         a = hits[i].memory
         va = unit.get(a.id)
         if va is None:
             continue
-        who = (a.source.kind, transcript_speaker(a.content))
+        when, who = _when(a), (a.source.kind, transcript_speaker(a.content))
         best = -2.0
-        for j in order[pos + 1 :]:
-            b = hits[j].memory
+        for j, h in enumerate(hits):
+            b = h.memory
             vb = unit.get(b.id)
-            if vb is None or vb.shape != va.shape or (b.source.kind, transcript_speaker(b.content)) != who:
+            if vb is None or vb.shape != va.shape or not when < _when(b):
+                continue
+            if (b.source.kind, transcript_speaker(b.content)) != who:
                 continue
             if not any(df[w] == 2 for w in words[i] & words[j]):
                 continue  # nearest in meaning is not enough: the two alone among the hits name something

@@ -53,6 +53,9 @@ __all__ = ["Recall"]
 
 logger = logging.getLogger(__name__)
 
+#: How many of the user's statements below the window read-time resolution searches for successors.
+RESERVE = 40
+
 
 class Recall:
     """Ranked, gated retrieval within a scope.
@@ -173,7 +176,7 @@ class Recall:
         head = newest_first(hits[:window])
         # the rest of the candidates (through every gate already): a contender's later statement may sit there when
         # it shares few words with the query (see reconcile._compete); the user's own statements only
-        reserve = [h for h in hits[window:] if h.memory.source.kind is SourceKind.USER] if not past else []
+        reserve = [h for h in hits[window:] if h.memory.source.kind is SourceKind.USER][:RESERVE] if not past else []
         links = self.ledger.possible_updates(scope.user_id, [h.memory.id for h in head]) if len(head) > 1 else {}
         vectors = self.ledger.vectors([h.memory.id for h in (*head, *reserve)]) if len(head) + len(reserve) > 1 else {}
         head, tr.conflicts = resolve_conflicts(
