@@ -189,11 +189,6 @@ def _is_identifier(values: frozenset[str]) -> bool:
     return any("@" in v or any(ch.isdigit() for ch in v) for v in values)
 
 
-def _codes(keys: frozenset[str]) -> frozenset[str]:
-    """The keys that mix letters and digits (a booking code, a plate, a model number)."""
-    return frozenset(k for k in keys if any(c.isdigit() for c in k) and any(c.isalpha() for c in k))
-
-
 def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
     """Whether both sides of a changed value are identifiers (:func:`_is_identifier`)."""
     return all(_is_identifier(side) for side in values)

@@ -53,7 +53,6 @@ from memlineage.models import Memory, SourceKind
 from memlineage.reconcile._about import (
     _another_thing,
     _answering,
-    _codes,
     _echoes,
     _identifiers,
     _names_someone,
@@ -90,8 +89,8 @@ from memlineage.reconcile._signals import (
     values_of,
     values_of_query,
 )
-from memlineage.reconcile._successors import CONTENDERS, _successors, _when
-from memlineage.reconcile._text import with_digits
+from memlineage.reconcile._successors import CONTENDERS, _successors, _when, speaker, speaker_ranks
+from memlineage.reconcile._text import codes, with_digits
 from memlineage.retrieval import RecallHit
 
 __all__ = ["Conflict", "competes", "resolve_conflicts"]
@@ -358,7 +357,7 @@ def competes(
                 # ... or a day ("14 June" / "21 June": the month is the same value)
                 renumbered = kind in ("place", "entity", "time") and bool(va & vb) and bool(nb - na) and bool(na - nb)
                 # ... or another code of letters and digits ("QX7HTR" / "QX7HTP" for a confirmation number)
-                recoded = bool(_codes(cb.keys) - _codes(ca.keys)) and bool(_codes(ca.keys))
+                recoded = bool(codes(cb.keys) - codes(ca.keys)) and bool(codes(ca.keys))
                 novel = novel or (not vb and loose) or bool(vb and not vb <= va) or renumbered or recoded
                 gave = gave or bool(vb) or loose
             else:
@@ -590,23 +589,20 @@ def resolve_conflicts(
     if n < 2:
         return head, []
     order = sorted(range(n), key=lambda i: _when(hits[i].memory))
-    # each hit's rank among the hits of its speaker (source kind and transcript speaker), as recall ranked them
-    speaker_rank: dict[int, int] = {}
-    seen: dict[tuple[Any, Any], int] = {}
+    # each hit's rank among the hits of its speaker, as recall ranked them (the pulled-in ones after the others)
+    speaker_rank = speaker_ranks(hits)
     # ... and, for Chinese (the default embedder ranks it loosely) when the query asks for a time, place or number,
     # its rank among the speaker's hits that give one ("我的婚礼到底是哪天？": the statements naming a date contend)
     kind = answer_type(query)
     valued_rank: dict[int, int] = {}
     valued_seen: dict[tuple[Any, Any], int] = {}
     for i, h in enumerate(hits):
-        who = (h.memory.source.kind, transcript_speaker(h.memory.content))
-        speaker_rank[i] = seen.get(who, 0)
-        seen[who] = speaker_rank[i] + 1
         if (
             kind in ("time", "place", "number")
             and has_cjk(h.memory.content)
             and values_around(h.memory.content, kind, None)
         ):
+            who = speaker(h.memory)
             valued_rank[i] = valued_seen.get(who, 0)
             valued_seen[who] = valued_rank[i] + 1
     newest_rival: dict[int, Conflict] = {}

@@ -295,7 +295,8 @@ class RuleReconciler:
         if not old:
             return None
         kind, who = st.source.split(":", 1)[0], transcript_speaker(st.content)
-        best: Candidate | None = None
+        said = content_terms(text) - old - new  # words besides the values
+        named_it: list[Candidate] = []
         for c in cands:
             if not _own_statement(c, kind, who) or _other_subjects(st.content, c.content):
                 continue
@@ -306,15 +307,15 @@ class RuleReconciler:
                 continue  # names neither the replaced value, or names both (options weighed: "5 or 6?")
             # a short number is everywhere ("Meet me at 5 not 6" corrects nothing in "I have 6 cats"): the two share
             # the conversation or a word besides the values, unless the replaced value is itself specific ("0182")
-            shared = (content_terms(text) & content_terms(c.content)) - old - new
             specific = any(len(v) >= 4 for v in old & named)
-            if not (specific or shared or (st.session is not None and st.session == c.session)):
+            if not (
+                specific or said & content_terms(c.content) or (st.session is not None and st.session == c.session)
+            ):
                 continue
-            later = c.valid_from is not None and best is not None and best.valid_from is not None
-            if best is None or (later and _naive(c.valid_from) > _naive(best.valid_from)):
-                best = c
-        if best is None:
+            named_it.append(c)
+        if not named_it:
             return None
+        best = max(named_it, key=lambda c: _naive(c.valid_from))  # the latest (of unknown time: the earliest)
         return UpdateDecision(
             action=Action.UPDATE,
             target=best.id,

@@ -22,7 +22,7 @@ from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix
 from memlineage.index.lexical import STOPWORDS, tokenize
-from memlineage.reconcile._text import _TIME_WORDS, EMAIL, _key_tokens, clauses, with_digits
+from memlineage.reconcile._text import _TIME_WORDS, EMAIL, _key_tokens, clauses, codes, with_digits
 from memlineage.retrieval import is_question, is_request
 
 __all__ = [
@@ -542,7 +542,7 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
     named = {k[:-2] if k.endswith(("'s", "’s")) else k for k in named}
     named |= {m.group(1) for m in _CJK_PLACE.finditer(text)}
     if kind == "entity":  # identifiers with letters and digits ("lanternfish-0930"), not bare numbers
-        named |= {k for k in clause.keys if any(ch.isdigit() for ch in k) and any(ch.isalpha() for ch in k)}
+        named |= codes(clause.keys)
     return frozenset(named)
 
 

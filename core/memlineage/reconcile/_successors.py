@@ -32,6 +32,22 @@ def _when(m: Memory) -> datetime:
     return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
 
+def speaker(m: Memory) -> tuple[Any, Any]:
+    """Who said a memory: its source kind and, for a transcript of named speakers, the speaker's name."""
+    return m.source.kind, transcript_speaker(m.content)
+
+
+def speaker_ranks(hits: Sequence[RecallHit]) -> list[int]:
+    """Each hit's rank among the hits of its speaker (:func:`speaker`), as recall ranked them (0 = best)."""
+    seen: dict[tuple[Any, Any], int] = {}
+    out = []
+    for h in hits:
+        who = speaker(h.memory)
+        out.append(seen.get(who, 0))
+        seen[who] = out[-1] + 1
+    return out
+
+
 def _successors(
     head: Sequence[RecallHit], reserve: Sequence[RecallHit], unit: Mapping[str, np.ndarray]
 ) -> tuple[list[RecallHit], dict[str, str]]:
@@ -42,13 +58,7 @@ def _successors(
     Returns:
         The reserve hits that are such a successor, and each contender's successor as ``{memory id: memory id}``.
     """
-    ranks: dict[tuple[Any, Any], int] = {}
-    contenders = []
-    for i, h in enumerate(head):
-        who = (h.memory.source.kind, transcript_speaker(h.memory.content))
-        if ranks.get(who, 0) < CONTENDERS:
-            contenders.append(i)
-        ranks[who] = ranks.get(who, 0) + 1
+    contenders = [i for i, rank in enumerate(speaker_ranks(head)) if rank < CONTENDERS]
     every = [*head, *reserve]
     nearest = _nearest_later(every, contenders, unit)
     wanted = sorted({j for j in nearest.values() if j >= len(head)})
@@ -81,14 +91,14 @@ def _nearest_later(hits: Sequence[RecallHit], of: Sequence[int], unit: Mapping[s
         va = unit.get(a.id)
         if va is None:
             continue
-        when, who = _when(a), (a.source.kind, transcript_speaker(a.content))
+        when, who = _when(a), speaker(a)
         best = -2.0
         for j, h in enumerate(hits):
             b = h.memory
             vb = unit.get(b.id)
             if vb is None or vb.shape != va.shape or not when < _when(b):
                 continue
-            if (b.source.kind, transcript_speaker(b.content)) != who:
+            if speaker(b) != who:
                 continue
             if not any(df[w] == 2 for w in words[i] & words[j]):
                 continue  # nearest in meaning is not enough: the two alone among the hits name something

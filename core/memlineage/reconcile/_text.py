@@ -281,6 +281,11 @@ def substituted(old: str, new: str, replaced: str, replacement: str) -> str | No
     return pattern.sub(lambda _: spelled.group(0), old)
 
 
+def codes(keys: frozenset[str]) -> frozenset[str]:
+    """The keys that mix letters and digits (a booking code, a plate, a model number: "qx7htr", "lanternfish-0930")."""
+    return frozenset(k for k in keys if any(c.isdigit() for c in k) and any(c.isalpha() for c in k))
+
+
 def _outermost(keys: set[str]) -> frozenset[str]:
     return frozenset(k for k in keys if not any(k != other and k in other for other in keys))
 
