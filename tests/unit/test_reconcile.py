@@ -59,6 +59,35 @@ def test_no_slot_for_multi_valued_or_empty_attributes(text: str) -> None:
     assert detect_slot(text) == (None, None)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My mom keeps telling her friends I work at Apple. I've corrected her like five times.",
+        "My brother is convinced I live in Denver, but whatever.",
+        "I thought I was vegan-curious at best",
+        "我奶奶逢人就说我在阿里上班，解释了好几次都没用。",
+        "我妈一直以为我住在北京。",
+    ],
+)
+def test_a_belief_about_the_speaker_states_no_value(text: str) -> None:
+    # what someone else believes or keeps telling people (or what the speaker once thought) is no slot value
+    assert detect_slot(text) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "slot"),
+    [
+        ("I keep telling people I work at Google, not Apple.", "user.employer"),
+        ("My wife thinks it's funny and I work at Stripe now.", "user.employer"),
+        ("跟你说，我在阿里上班了。", "user.workplace"),
+        ("Long story. Mom thinks it's a phase. I live in Oakland now.", "user.residence"),
+    ],
+)
+def test_a_belief_elsewhere_leaves_the_speakers_value(text: str, slot: str) -> None:
+    # the speaker's own telling, a belief in another clause or another sentence: the value is still the speaker's
+    assert detect_slot(text)[0] == slot
+
+
 def test_transcript_speaker_is_the_subject() -> None:
     assert slot_of("[8 May 2023] Caroline: I live in Boston")[0] == "caroline.residence"
 

@@ -157,6 +157,15 @@ def say(mm: MemoryManager, clock: Clock, text: str, days: float, user: str = "al
     return mm.remember(text, scope=Scope(user_id=user, session_id=f"d{int(days)}")).id
 
 
+def test_someone_elses_belief_about_the_speaker_replaces_nothing(mm: MemoryManager, clock: Clock) -> None:
+    alice = Scope(user_id="alice")
+    job = say(mm, clock, "I work at Google in Mountain View, on the Maps team.", 0)
+    say(mm, clock, "My mom keeps telling her friends I work at Apple. I've corrected her like five times.", 3)
+    assert mm.require(job, scope=alice).status is Status.ACTIVE
+    assert not [d for d in mm.activities(alice, kinds=["update_detection"]) if d.outcome == "applied"]
+    assert mm.recall("Where do I work?", scope=alice, k=1)[0].memory.id == job
+
+
 def test_possible_update_is_recorded_explained_and_confirmed(mm: MemoryManager, clock: Clock) -> None:
     alice = Scope(user_id="alice")
     old = say(mm, clock, "I want to try the Negroni cocktail at home.", 0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from memlineage.extractors._base import GoalRelation, InfoType, MemoryFeatures
 from memlineage.extractors._patterns import LanguageTable, SlotRule, tables, tables_for
@@ -329,10 +329,27 @@ def detect_slot(text: str) -> tuple[str | None, str | None]:
                 for match in pattern.finditer(text):
                     if "{" not in rule.key and any(p.match(text, match.start()) for p in table.people):
                         continue  # "我姐姐刚搬到柏林": a fixed user slot, said of another person
+                    if _reported(text, match.start(), table.reported):
+                        continue  # "my mom keeps telling her friends I work at Apple": a belief, not the value
                     slot, value = _fill(rule, match, table)
                     if slot is not None:
                         return slot, value
     return None, None
+
+
+#: Where a sentence ends: what is said before it belongs to another sentence.
+_SENTENCE_END = re.compile(r"[.!?;。！？；\n]")
+
+
+def _reported(text: str, start: int, patterns: Sequence[re.Pattern[str]]) -> bool:
+    """Whether the sentence before ``start`` ends in a belief or a report of someone else's (table ``reported``)."""
+    if not patterns or start == 0:
+        return False
+    before = text[:start]
+    ends = [m.end() for m in _SENTENCE_END.finditer(before)]
+    sentence = before[ends[-1] :] if ends else before
+    sentence = sentence.rstrip(" ,，")
+    return any(p.search(sentence) for p in patterns)
 
 
 # ------------------------------------------------------------------------------------------------------------
