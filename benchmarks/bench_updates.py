@@ -57,8 +57,9 @@ being no addition, changes diagnosed on the suites up to test25), ``test28`` (fi
 of one the statement names, successors searched below the window and a replacing statement taking the older one's
 place, changes diagnosed on the suites up to test27), ``test29`` (first run at the same code, moved into a module of
 its own), ``test30`` (first run after a newer clause whose subject the query names stopped counting as someone
-else's, a change diagnosed on test29), ``test31`` (first run at the code of session 12's review, tuned on no suite since test30's run;
-its helper wrote the answer turns as quoted words, converted to turn indices before the first scored run).
+else's, a change diagnosed on test29), ``test31`` (first run at the code of session 12's review, tuned on no
+suite since test30's run; its helper wrote the answer turns as quoted words, converted to turn indices before the
+first scored run).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
