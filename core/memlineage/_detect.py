@@ -43,7 +43,7 @@ from memlineage.reconcile import (
     withdraws,
 )
 from memlineage.reconcile._signals import asserting_text, clauses_of
-from memlineage.retrieval import is_request
+from memlineage.retrieval import only_asks
 
 __all__ = ["detect_updates"]
 
@@ -409,7 +409,7 @@ def _asks_only(text: str) -> bool:
     Cached per text and emptied by every erasure. "I live in Paris, what should I pack?" asks, and still holds the
     residence a correction replaces.
     """
-    return is_request(text) and slot_of(text)[0] is None
+    return only_asks(text) and slot_of(text)[0] is None
 
 
 class _Reads:

@@ -380,6 +380,29 @@ def is_request(text: str) -> bool:
     return len(sentences) == 1 and bool(_REQUEST.search(body))
 
 
+#: Where a statement said before a question in the same sentence ends ("My husband's birthday is May 12, any gift
+#: ideas?", "我老公生日是5月12号，想给他准备个惊喜，有什么点子？").
+_PART_END = re.compile(r"(?<=[.!?。！？;；，、])\s*|(?<=,)\s+")
+
+
+def only_asks(text: str) -> bool:
+    """Whether a memory's text holds nothing but asking: :func:`is_request`, and no part before the question states.
+
+    A chat message often states a fact and asks about it in one sentence, joined by a comma ("My husband's birthday
+    is May 12, any gift ideas?", "我老公生日是5月12号，想给他准备个惊喜，有什么点子？"): such a part (one that names
+    the speaker or a number and asks nothing) is a statement a later correction can replace.
+
+    Example:
+        >>> only_asks("Any gift ideas for my husband?"), only_asks("My husband's birthday is May 12, any gift ideas?")
+        (True, False)
+    """
+    if not is_request(text):
+        return False
+    body = _TRANSCRIPT_HEAD.sub("", text, count=1).strip()
+    parts = [x for x in _PART_END.split(body) if x.strip()]
+    return not any(_STATES.search(x) and not _QUESTION_END.search(x) for x in parts[:-1])
+
+
 def _recency(memory: Memory, now: datetime, half_life_s: float) -> float:
     when = memory.valid_from or memory.created_at
     age = max(0.0, (now - when).total_seconds())

@@ -60,6 +60,15 @@ def cand(mid: str, text: str, days: float = 0, session: str | None = "s1", sim: 
     return Candidate(id=mid, content=text, source="user", valid_from=at(days), session=session, similarity=sim)
 
 
+def minilm_manager(clock: Clock) -> MemoryManager:
+    """A test manager with the MiniLM embedder (skipped without its files): closeness a fake embedder cannot say."""
+    from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
+
+    if not (default_model_dir() / "model.onnx").is_file():
+        pytest.skip("embedding model files not available offline")
+    return make_manager(clock=clock, embedder=OnnxMiniLMEmbedder(default_model_dir()))
+
+
 # ------------------------------------------------------------------------------------------------ text signals
 def test_asserting_text_drops_questions_requests_and_suppositions() -> None:
     assert asserting_text("My new number is 628-555-0147. Can you redo the form?") == "My new number is 628-555-0147."
@@ -78,6 +87,20 @@ def test_clauses_know_who_they_are_about_and_what_they_assert() -> None:
     assert daughter.subject == "女儿"
     (by_the_way,) = clauses_of("By the way")
     assert not by_the_way.substantive and "by" not in by_the_way.keys
+    # someone acting on the speaker states the speaker's own state, unless the clause goes on about them
+    (dose,) = clauses_of("My doctor just put me on 10mg of lisinopril.")
+    (visit,) = clauses_of("My sister took me to her new place in Denver.")
+    assert (dose.subject, visit.subject) == ("self", "sister")
+
+
+def test_a_new_dose_from_the_doctor_replaces_the_old_one_in_recall(clock: Clock) -> None:
+    mm = minilm_manager(clock)
+    old = say(mm, clock, "My doctor just put me on 10mg of lisinopril for blood pressure. Anything to watch?", 0)
+    say(mm, clock, "Recommend a show to binge this weekend?", 12)
+    new = say(mm, clock, "Follow-up today. My numbers were still high so she bumped the lisinopril up to 20mg.", 45)
+    result = mm.recall("What dose of lisinopril am I on?", scope="alice", k=3, trace=True)
+    assert result.ids[0] == new and result.ids[-1] == old and "older" in result[-1].flags
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
 
 
 def test_answer_types_and_values() -> None:
@@ -139,6 +162,20 @@ def test_rules_never_pair_statements_about_different_people() -> None:
     old = cand("a", "My daughter is 7 years old.")
     (d,) = RuleReconciler().decide([(st("My son is 10 years old."), [old])])
     assert d.action is Action.NEW
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "Sorry, I got that wrong: his birthday is actually May 21.",
+        "Sorry, I got that wrong: my husband's birthday is actually May 21.",
+    ],
+)
+def test_a_correction_after_a_cue_goes_on_about_the_person_it_corrects(new: str) -> None:
+    # the cue's clause is the speaker's ("I got that wrong"); what follows the colon is about the husband
+    old = cand("a", "My husband's birthday is May 12.")
+    (d,) = RuleReconciler().decide([(st(new), [old])])
+    assert d.action is Action.UPDATE and d.target == "a"
 
 
 # ------------------------------------------------------------------------------------------------ the store
@@ -401,6 +438,32 @@ def test_requests_and_the_agents_words_are_never_what_a_user_statement_revises()
     assert mm.require(answer.id, scope=alice).status is Status.SUSPECT  # by lineage, not replaced by the user
 
 
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我老公生日是5月12号，想给他准备个惊喜，有什么点子？", "不对，老公生日其实是5月21号"),
+        ("My flight to Lisbon is on May 12, what should I pack?", "Correction: my flight to Lisbon is on May 21."),
+    ],
+)
+def test_a_fact_asked_about_in_the_same_sentence_is_what_a_correction_revises(old: str, new: str) -> None:
+    # a chat message often states a fact and asks about it after a comma: it is a statement, not only a question
+    # (MiniLM: the candidates of a Chinese correction are found by meaning, which the fake embedder cannot say)
+    mm = minilm_manager(Clock())
+    alice = Scope(user_id="alice", session_id="s1")
+    stated = mm.remember(old, scope=alice)
+    mm.remember(new, scope=alice)
+    assert mm.require(stated.id, scope=alice).status is Status.SUPERSEDED
+
+
+def test_only_asks_reads_the_parts_before_a_question() -> None:
+    from memlineage.retrieval import only_asks
+
+    assert only_asks("Any gift ideas for my husband?") and only_asks("So, where is the gym?")
+    assert only_asks("想给老公准备个惊喜，有什么点子？") and only_asks("Find me a hotel in Nice.")
+    assert not only_asks("My husband's birthday is May 12, any gift ideas?")
+    assert not only_asks("我在武汉，有什么好吃的？") and not only_asks("I live in Oslo.")
+
+
 def test_a_chat_full_of_tool_results_does_not_hide_the_statement_a_correction_revises() -> None:
     """The recent-statements read counts the user's statements, not every message since."""
     mm = make_manager()
@@ -511,11 +574,7 @@ def test_the_later_of_two_contending_answers_ranks_first_without_shared_words(cl
 
     With the MiniLM embedder: the rule reads how close each is to the query, which a fake embedder cannot say.
     """
-    from memlineage.index import OnnxMiniLMEmbedder, default_model_dir
-
-    if not (default_model_dir() / "model.onnx").is_file():
-        pytest.skip("embedding model files not available offline")
-    mm = make_manager(clock=clock, embedder=OnnxMiniLMEmbedder(default_model_dir()))
+    mm = minilm_manager(clock)
     old = say(mm, clock, "I'm renting a small place in Denver near Washington Park.", 0)
     say(mm, clock, "Can you suggest a pasta recipe without cream?", 3)
     new = say(mm, clock, "Finally unpacked in our new Portland apartment, the skylight is loud when it rains.", 40)

@@ -28,7 +28,7 @@ from memlineage.reconcile._text import (
     rejected_values,
     swapped_values,
 )
-from memlineage.retrieval import is_request
+from memlineage.retrieval import only_asks
 
 # ------------------------------------------------------------------------------------------------------------
 # The offline reconciler
@@ -393,13 +393,35 @@ def _key_change(new: str, old: str) -> tuple[float, list[str], list[str]] | None
     return len(shared) / len(union), sorted(added), sorted(dropped)
 
 
-def _other_subjects(a: str, b: str) -> bool:
-    """Whether two statements are about different people (their first clauses name different subjects)."""
-    ca, cb = clauses_of(a), clauses_of(b)
+_COLON = re.compile(r"(?<=\w)[:：]\s*(?=\S)")
+
+
+def _other_subjects(new: str, old: str) -> bool:
+    """Whether ``new`` is about another person than ``old`` (the subject of ``old``'s first statement).
+
+    It is when the opening clauses of the two name different people and none of ``new``'s statements (its clauses
+    that state something) is about ``old``'s person, unless none names anyone or one speaks of someone by a
+    pronoun: "Sorry, I got that wrong: his birthday is May 21" may go on about "my husband"; "My son is 10 years
+    old" is about another person than "My daughter is 7 years old".
+    """
+    # a colon opens what a cue announces ("Sorry, I got that wrong: his birthday is May 21"): read apart here
+    ca = [c for part in _COLON.split(new) for c in clauses_of(part)]
+    cb = clauses_of(old)
     if not ca or not cb:
         return False
-    sa, sb = ca[0].subject, cb[0].subject
-    return sa is not None and sb is not None and sa != sb
+    if ca[0].subject is None or cb[0].subject is None or ca[0].subject == cb[0].subject:
+        return False  # the opening clauses name no two people
+    said = [c for c in cb if c.substantive and not c.asks] or cb
+    subject = said[0].subject
+    stating = [c for c in ca if c.substantive and not c.asks] or ca[:1]
+    subjects = {c.subject for c in stating}
+    if subject is None or subject in subjects or subjects == {None}:
+        return False
+    return not any(c.subject is None and _PRONOUN.search(c.text) for c in stating)
+
+
+#: A third-person pronoun: whom it stands for is said elsewhere ("his birthday", "他生日").
+_PRONOUN = re.compile(r"\b(?:he|she|his|her|him|they|their|them)\b|[他她]", re.IGNORECASE)
 
 
 #: Negations that state a change ("no longer", "anymore", 不再): one word of the old fact is enough.
@@ -431,7 +453,7 @@ def _own_statement(c: Candidate, source_kind: str, speaker: str | None) -> bool:
     return (
         c.source.split(":", 1)[0] == source_kind
         and transcript_speaker(c.content) == speaker
-        and not is_request(c.content)
+        and not only_asks(c.content)
     )
 
 
