@@ -59,7 +59,10 @@ place, changes diagnosed on the suites up to test27), ``test29`` (first run at t
 its own), ``test30`` (first run after a newer clause whose subject the query names stopped counting as someone
 else's, a change diagnosed on test29), ``test31`` (first run at the code of session 12's review, tuned on no
 suite since test30's run; its helper wrote the answer turns as quoted words, converted to turn indices before the
-first scored run).
+first scored run), ``test32`` (first run after someone else's belief about the speaker stopped filling a slot, a
+fact asked about in the same sentence became a statement a correction revises, someone acting on the speaker made a
+clause the speaker's own and a correction after a cue and a colon went on about the person it corrects, changes
+diagnosed on test31).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -139,6 +142,7 @@ SPLITS = (
     "test29",
     "test30",
     "test31",
+    "test32",
 )
 
 
