@@ -152,6 +152,24 @@ def test_non_updates_are_never_applied(old: str, new: str) -> None:
     assert d is None or d.confidence < APPLY_CONFIDENCE
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "applied"),
+    [
+        # a street address and a city are two grains of one attribute: both hold
+        ("I live in Seattle, so I'm used to the drizzle.", "For deliveries, my address is 42 Maple Court, Apt 3B.", 0),
+        ("I live in Seattle.", "I live in Portland now.", 1),
+        ("My address is 12 Oak St.", "My address is 42 Maple Court, Apt 3B.", 1),
+        ("I live in Seattle.", "We just moved to 42 Maple Court in Tacoma.", 1),  # a cue says it replaces
+    ],
+)
+def test_a_slot_value_of_another_grain_replaces_only_with_a_cue(old: str, new: str, applied: int) -> None:
+    mm = make_manager()
+    alice = Scope(user_id="alice", session_id="s1")
+    first = mm.remember(old, scope=alice)
+    mm.remember(new, scope=Scope(user_id="alice", session_id="s2"))
+    assert (mm.require(first.id, scope=alice).status is Status.SUPERSEDED) == bool(applied)
+
+
 def test_within_one_conversation_only_a_cue_counts() -> None:
     same = [cand("a", "I have completed 20 videos.", days=10, session="s2")]
     assert signal_update(st("I have completed 30 videos."), same) is None

@@ -166,6 +166,10 @@ class RuleReconciler:
         if st.slot in table.plan_slots and not cue and (st.session is None or st.session != holder.session):
             return None  # two plans said in two conversations may both hold; a cue says one replaces the other
         evidence = {"slot": st.slot, "old_value": holder.slot_value, "new_value": st.slot_value, "cue": cue}
+        if not cue and _granularity(st.slot_value) != _granularity(holder.slot_value):
+            # a street address and a city ("my address is 42 Maple Court" / "I live in Seattle"), a figure and a
+            # word: two grains of the attribute, both may hold; a cue says the new one replaces the old
+            return None
         if st.slot_value and _norm_value(st.slot_value) == _norm_value(holder.slot_value):
             if _adds_words(st.content, holder.content):
                 return UpdateDecision(reason=f"restates slot {st.slot} and says more: kept as its own memory")
@@ -446,6 +450,11 @@ def _qualifies(missing: set[str], old: str) -> bool:
         if any(ch not in old and ch not in _PARTICLES for ch in term):
             return True
     return False
+
+
+def _granularity(value: str | None) -> bool | None:
+    """Whether a slot value holds digits (a street address, a figure), or None when unknown."""
+    return None if not value else any(ch.isdigit() for ch in value)
 
 
 def _own_statement(c: Candidate, source_kind: str, speaker: str | None) -> bool:
