@@ -104,7 +104,8 @@ class WriteVerbs:
             parent_activity_id=parent_activity_id, valid_from=valid_from, ttl=ttl, slot=slot, trust=trust,
             context_hash=context_hash, embedding=embedding, force=force, goal=goal,
         )  # fmt: skip
-        return self.remember_many([item])[0]
+        # straight to the write path: the verb wrapper already checked this call (no second pass through it)
+        return self.services.writes.remember_many([item])[0]
 
     aremember = async_twin(remember)
 
