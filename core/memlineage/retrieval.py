@@ -33,6 +33,9 @@ __all__ = [
     "Exclusion",
     "Fused",
     "RecallHit",
+    "RecallHooks",
+    "RecallLegs",
+    "RecallQuery",
     "RecallResult",
     "RetrievalConfig",
     "Trace",
@@ -421,46 +424,75 @@ class LexicalLeg(Protocol):
         ...
 
 
-def hybrid_recall(
-    query: str,
-    *,
-    k: int,
-    where: IndexFilter,
-    scope: Scope,
-    now: datetime,
-    query_vector: Callable[[], Sequence[float]],
-    vector_index: VectorIndex,
-    lexical_index: LexicalLeg | None,
-    load: Callable[[Sequence[str]], Sequence[Memory | None]],
-    trace: Trace,
-    config: RetrievalConfig | None = None,
-    candidate_filter: CandidateFilter | None = None,
-    read_filter: Callable[[list[tuple[Memory, float]]], list[tuple[Memory, float]]] | None = None,
-    expire: Callable[[list[str]], Any] | None = None,
-    value_of: Callable[[Memory, datetime], float] | None = None,
-) -> list[RecallHit]:
-    """Candidates from both legs, fused, re-ranked and filtered; returns every eligible hit, best first.
+@dataclass(frozen=True)
+class RecallQuery:
+    """What one hybrid recall asks for (parsed once, by the recall service or a caller of :func:`hybrid_recall`).
 
-    The caller cuts to ``k`` (after any further re-ranking); this function fetches more candidates until ``k``
-    eligible ones survive the filters or both legs are exhausted.
-
-    Args:
-        query: Query text.
+    Attributes:
+        text: Query text.
         k: Number of results the caller wants, >= 1.
         where: ``IndexFilter`` applied inside both legs' queries (scope, status, kinds, tags).
         scope: Caller's ``Scope``; the final guard re-checks every loaded memory with ``scope.contains``.
         now: Current time (UTC), for recency and expiry.
+        config: :class:`RetrievalConfig`; None = the default tuned values.
+    """
+
+    text: str
+    k: int
+    where: IndexFilter
+    scope: Scope
+    now: datetime
+    config: RetrievalConfig | None = None
+
+
+@dataclass(frozen=True)
+class RecallLegs:
+    """Where a hybrid recall's candidates come from.
+
+    Attributes:
         query_vector: Returns the query embedding (called once).
         vector_index: A ``VectorIndex``.
         lexical_index: A :class:`~memlineage.index.lexical.LexicalIndex`, or None for the vector leg only.
         load: Loads memories by id from the ledger, aligned with the input (``None`` for misses).
-        trace: Filled with leg counts, exclusions and timings.
-        config: :class:`RetrievalConfig`; default tuned values.
+    """
+
+    query_vector: Callable[[], Sequence[float]]
+    vector_index: VectorIndex
+    lexical_index: LexicalLeg | None
+    load: Callable[[Sequence[str]], Sequence[Memory | None]]
+
+
+@dataclass(frozen=True)
+class RecallHooks:
+    """The store's hooks into a hybrid recall; each None leaves its stage out.
+
+    Attributes:
         candidate_filter: Per-memory read-policy hook (see :data:`CandidateFilter`), applied before the cut.
         read_filter: Batch read-policy hook over ``(memory, score)`` pairs, applied before the cut.
         expire: Called with ids of memories found past their TTL.
         value_of: Effective value in [0, 1] of a memory at ``now``; None leaves value out of the score (e.g.
             when a value model re-ranks afterwards).
+    """
+
+    candidate_filter: CandidateFilter | None = None
+    read_filter: Callable[[list[tuple[Memory, float]]], list[tuple[Memory, float]]] | None = None
+    expire: Callable[[list[str]], Any] | None = None
+    value_of: Callable[[Memory, datetime], float] | None = None
+
+
+def hybrid_recall(
+    query: RecallQuery, legs: RecallLegs, trace: Trace, hooks: RecallHooks | None = None
+) -> list[RecallHit]:
+    """Candidates from both legs, fused, re-ranked and filtered; returns every eligible hit, best first.
+
+    The caller cuts to ``query.k`` (after any further re-ranking); this function fetches more candidates until
+    ``k`` eligible ones survive the filters or both legs are exhausted.
+
+    Args:
+        query: What is asked (:class:`RecallQuery`).
+        legs: Where candidates come from (:class:`RecallLegs`).
+        trace: Filled with leg counts, exclusions and timings.
+        hooks: Read policies, expiry and value (:class:`RecallHooks`); None = none of them.
 
     Returns:
         Hits with ``score`` in [0, 1] (higher = better) and ``scores`` holding ``vector``, ``lexical``,
@@ -468,9 +500,14 @@ def hybrid_recall(
         ``value``
         and ``final``.
     """
+    hooks = hooks or RecallHooks()
+    k, where, scope, now, config = query.k, query.where, query.scope, query.now, query.config
+    vector_index, lexical_index, load = legs.vector_index, legs.lexical_index, legs.load
+    candidate_filter, read_filter = hooks.candidate_filter, hooks.read_filter
+    expire, value_of = hooks.expire, hooks.value_of
     cfg = config or RetrievalConfig()
     t0 = time.perf_counter()
-    qvec = query_vector()
+    qvec = legs.query_vector()
     trace.timed("embed", time.perf_counter() - t0)
     statuses = set(where.statuses)
     fetch = max(cfg.candidates, 4 * k)
@@ -478,7 +515,7 @@ def hybrid_recall(
         t1 = time.perf_counter()
         vhits = vector_index.query(qvec, fetch, where)
         t2 = time.perf_counter()
-        lhits = lexical_index.query(query, fetch, where) if lexical_index is not None else []
+        lhits = lexical_index.query(query.text, fetch, where) if lexical_index is not None else []
         t3 = time.perf_counter()
         trace.legs["vector"], trace.legs["lexical"] = len(vhits), len(lhits)
         trace.timed("vector", t2 - t1)

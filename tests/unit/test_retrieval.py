@@ -9,7 +9,7 @@ from memlineage import Scope
 from memlineage.index import InMemoryIndex
 from memlineage.index._base import IndexFilter
 from memlineage.index.lexical import LexicalIndex
-from memlineage.retrieval import RetrievalConfig, Trace, fuse, hybrid_recall
+from memlineage.retrieval import RecallLegs, RecallQuery, RetrievalConfig, Trace, fuse, hybrid_recall
 from memlineage.services.index_sync import ledger_loader
 from memlineage.testing import FakeEmbedder, make_manager
 
@@ -22,16 +22,20 @@ BOB = Scope(user_id="bob", session_id="s1")
 def _recall_one_leg(mm, query: str, scope: Scope, *, vector: bool, lexical: bool) -> list[str]:  # noqa: ANN001
     tr = Trace(query=query, k=5)
     hits = hybrid_recall(
-        query,
-        k=5,
-        where=IndexFilter(user_id=scope.user_id, statuses=("active",)),
-        scope=scope,
-        now=datetime.now(timezone.utc),
-        query_vector=lambda: mm.embedder.embed([query])[0],
-        vector_index=mm.index if vector else InMemoryIndex(),
-        lexical_index=mm.lexical if lexical else None,
-        load=mm.ledger.memories,
-        trace=tr,
+        RecallQuery(
+            text=query,
+            k=5,
+            where=IndexFilter(user_id=scope.user_id, statuses=("active",)),
+            scope=scope,
+            now=datetime.now(timezone.utc),
+        ),
+        RecallLegs(
+            query_vector=lambda: mm.embedder.embed([query])[0],
+            vector_index=mm.index if vector else InMemoryIndex(),
+            lexical_index=mm.lexical if lexical else None,
+            load=mm.ledger.memories,
+        ),
+        tr,
     )
     return [h.memory.scope.user_id for h in hits]
 

@@ -39,6 +39,9 @@ from memlineage.reconcile import (
 from memlineage.retrieval import (
     CandidateFilter,
     RecallHit,
+    RecallHooks,
+    RecallLegs,
+    RecallQuery,
     RecallResult,
     RetrievalConfig,
     Trace,
@@ -147,23 +150,22 @@ class Recall:
         # Expire what is past its TTL first, so conclusions derived from it are already suspect when ranked.
         self.cascade.expire_due(scope=scope)
         hits = hybrid_recall(
-            query,
-            k=k,
-            where=where,
-            scope=scope,
-            now=now,
-            query_vector=lambda: self.embedding.embed([query])[0],
-            vector_index=self.index,
-            lexical_index=self.lexical,
-            load=self.ledger.memories,
-            trace=tr,
-            config=self.retrieval,
-            candidate_filter=self.read_filter,
-            read_filter=lambda c: self.policy.filter_read(
-                c, scope=scope, purpose=purpose, query=query, trace=tr, budget=budget, history=history
+            RecallQuery(text=query, k=k, where=where, scope=scope, now=now, config=self.retrieval),
+            RecallLegs(
+                query_vector=lambda: self.embedding.embed([query])[0],
+                vector_index=self.index,
+                lexical_index=self.lexical,
+                load=self.ledger.memories,
             ),
-            expire=self.cascade.expire,
-            value_of=self.value.value_of(),
+            tr,
+            RecallHooks(
+                candidate_filter=self.read_filter,
+                read_filter=lambda c: self.policy.filter_read(
+                    c, scope=scope, purpose=purpose, query=query, trace=tr, budget=budget, history=history
+                ),
+                expire=self.cascade.expire,
+                value_of=self.value.value_of(),
+            ),
         )
         hits = self.policy.annotate(hits, tr)
         hits = self.value.rerank(hits, now)
