@@ -216,14 +216,15 @@ def test_a_turn_the_adapter_refuses_is_counted_not_fatal(runner: str) -> None:
     clock = bench.Clock()
     mm = _open(clock)
     bad = uh.turns[3].user
-    real = mm.remember_many
+    writes = mm.services.writes  # the write path under both remember and remember_many
+    real = writes.remember_many
 
     def refuse(items):  # noqa: ANN001, ANN202
         if any(i["content"] == bad for i in items):
             raise InvalidInputError("refused for the test")
         return real(items)
 
-    mm.remember_many = refuse  # type: ignore[method-assign]
+    writes.remember_many = refuse  # type: ignore[method-assign]
     r = getattr(bench, runner)(mm, clock, bench.Labeller(USERS))
     try:
         r.play(uh)  # the adapter never raises into the agent: the refusal is counted by the store, the play goes on
