@@ -62,7 +62,8 @@ suite since test30's run; its helper wrote the answer turns as quoted words, con
 first scored run), ``test32`` (first run after someone else's belief about the speaker stopped filling a slot, a
 fact asked about in the same sentence became a statement a correction revises, someone acting on the speaker made a
 clause the speaker's own and a correction after a cue and a colon went on about the person it corrects, changes
-diagnosed on test31).
+diagnosed on test31), ``test33`` (first run after a slot value of another grain stopped replacing without a cue,
+diagnosed on test32: the code at the end of session 13).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -143,6 +144,7 @@ SPLITS = (
     "test30",
     "test31",
     "test32",
+    "test33",
 )
 
 
