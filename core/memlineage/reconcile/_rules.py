@@ -16,7 +16,13 @@ from memlineage.extractors._rules import (
 from memlineage.reconcile._about import _COMMON_CJK
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
-from memlineage.reconcile._signals import asserting_text, clauses_of, for_a_while, substantive_terms
+from memlineage.reconcile._signals import (
+    THIRD_PERSON,
+    asserting_text,
+    clauses_of,
+    for_a_while,
+    substantive_terms,
+)
 from memlineage.reconcile._text import (
     _naive,
     _norm_value,
@@ -421,11 +427,7 @@ def _other_subjects(new: str, old: str) -> bool:
     subjects = {c.subject for c in stating}
     if subject is None or subject in subjects or subjects == {None}:
         return False
-    return not any(c.subject is None and _PRONOUN.search(c.text) for c in stating)
-
-
-#: A third-person pronoun: whom it stands for is said elsewhere ("his birthday", "他生日").
-_PRONOUN = re.compile(r"\b(?:he|she|his|her|him|they|their|them)\b|[他她]", re.IGNORECASE)
+    return not any(c.subject is None and THIRD_PERSON.search(c.text) for c in stating)
 
 
 #: Negations that state a change ("no longer", "anymore", 不再): one word of the old fact is enough.

@@ -151,10 +151,11 @@ _POSSESSIVE_NAME = re.compile(r"([A-Z][a-z]+)['’]s\b")
 _NOT_NAMES = STOPWORDS | _GENERIC | {"here", "let", "there", "that", "what", "who", "where", "everyone", "nobody"}
 
 
-#: Someone acting on the speaker right after being named ("My doctor just put me on 10mg", "老板给我涨了工资"): the
+#: Someone acting on the speaker right after being named ("My doctor just put me on 10mg", "我老板给我涨了工资"): the
 #: clause states the speaker's own state, unless it goes on about that person ("took me to her new place").
 _ON_ME = re.compile(r"^\s+(?:[a-z]+\s+){1,2}(?:me|us)\b|^\s*[帮给替带把]我", re.IGNORECASE)
-_THIRD_PERSON = re.compile(r"\b(?:he|she|they|him|her|them|his|their|hers|theirs)\b|[他她]们?", re.IGNORECASE)
+#: A third-person pronoun: whom it stands for is said elsewhere ("his birthday", "他生日").
+THIRD_PERSON = re.compile(r"\b(?:he|she|they|him|her|them|his|their|hers|theirs)\b|[他她]们?", re.IGNORECASE)
 
 
 def _subject(table: LanguageTable, text: str) -> str | None:
@@ -163,7 +164,7 @@ def _subject(table: LanguageTable, text: str) -> str | None:
         m = pattern.match(head)
         if m:
             rest = head[m.end() :]
-            if _ON_ME.match(rest) and not _THIRD_PERSON.search(rest):
+            if _ON_ME.match(rest) and not THIRD_PERSON.search(rest):
                 return "self"
             return str(m.group("who")).casefold().rstrip("s") if table.language == "en" else str(m.group("who"))
     for pattern in table.self_subject:
