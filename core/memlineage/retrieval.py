@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memlineage._forget import text_cache
 from memlineage.errors import ConfigurationError
 from memlineage.models import Memory, Scope, Status
 
@@ -388,8 +389,11 @@ def is_request(text: str) -> bool:
 _PART_END = re.compile(r"(?<=[.!?。！？;；，、])\s*|(?<=,)\s+")
 
 
+@text_cache(maxsize=16384)
 def only_asks(text: str) -> bool:
     """Whether a memory's text holds nothing but asking: :func:`is_request`, and no part before the question states.
+
+    Cached per text (update detection asks it of every candidate of every rule; emptied by every erasure).
 
     A chat message often states a fact and asks about it in one sentence, joined by a comma ("My husband's birthday
     is May 12, any gift ideas?", "我老公生日是5月12号，想给他准备个惊喜，有什么点子？"): such a part (one that names

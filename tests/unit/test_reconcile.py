@@ -48,6 +48,11 @@ def statuses(mm: MemoryManager, *ids: str) -> list[Status]:
         ("我最喜欢的餐厅是海底捞", "user.favourite.餐厅"),
         ("我的狗叫旺财", "user.狗.name"),
         ("我搬到杭州了", "user.residence"),
+        # the speaker's own telling, a belief in another clause or another sentence: the value is still the speaker's
+        ("I keep telling people I work at Google, not Apple.", "user.employer"),
+        ("My wife thinks it's funny and I work at Stripe now.", "user.employer"),
+        ("跟你说，我在阿里上班了。", "user.workplace"),
+        ("Long story. Mom thinks it's a phase. I live in Oakland now.", "user.residence"),
     ],
 )
 def test_slots_are_keyed_by_subject_and_attribute(text: str, slot: str) -> None:
@@ -72,20 +77,6 @@ def test_no_slot_for_multi_valued_or_empty_attributes(text: str) -> None:
 def test_a_belief_about_the_speaker_states_no_value(text: str) -> None:
     # what someone else believes or keeps telling people (or what the speaker once thought) is no slot value
     assert detect_slot(text) == (None, None)
-
-
-@pytest.mark.parametrize(
-    ("text", "slot"),
-    [
-        ("I keep telling people I work at Google, not Apple.", "user.employer"),
-        ("My wife thinks it's funny and I work at Stripe now.", "user.employer"),
-        ("跟你说，我在阿里上班了。", "user.workplace"),
-        ("Long story. Mom thinks it's a phase. I live in Oakland now.", "user.residence"),
-    ],
-)
-def test_a_belief_elsewhere_leaves_the_speakers_value(text: str, slot: str) -> None:
-    # the speaker's own telling, a belief in another clause or another sentence: the value is still the speaker's
-    assert detect_slot(text)[0] == slot
 
 
 def test_transcript_speaker_is_the_subject() -> None:

@@ -14,10 +14,11 @@ from collections.abc import Sequence
 
 from memlineage._forget import text_cache
 from memlineage.extractors._patterns import has_cjk, tables_for
+from memlineage.reconcile._numbers import DIGITS
 from memlineage.reconcile._signals import (
     _CJK_SEGMENT,
-    _DIGITS,
     _SENTENCE,
+    THIRD_PERSON,
     Clause,
     clauses_of,
     focus,
@@ -71,7 +72,7 @@ def _names_someone(text: str) -> bool:
                 or (_PLACE_BEFORE.search(before) and _PLACE_AFTER.search(after))
             )
             # ... unless the text goes on about them ("with my girlfriend. She hates horror")
-            if not company or _PRONOUN.search(after):
+            if not company or THIRD_PERSON.search(after):
                 return True
     return False
 
@@ -91,10 +92,6 @@ _PLACE_BEFORE = re.compile(r"\b(?:at|to|from|in|near|by)\s+$|[在去到送回]\s
 _PLACE_AFTER = re.compile(r"^(?:'|’)s\b|^(?:那儿|那里|那边|家)")
 
 
-#: A third-person pronoun standing for someone named before ("They moved the wedding", "她下个月…").
-_PRONOUN = re.compile(r"\b(?:he|she|they|him|her|them|his|their)\b|[他她]们?", re.IGNORECASE)
-
-
 def _refers_back(ca: Clause, cb: Clause, people: frozenset[str], kind: str | None = None) -> bool:
     """Whether ``cb`` speaks of the person ``ca`` names through a pronoun, about the same thing.
 
@@ -105,7 +102,7 @@ def _refers_back(ca: Clause, cb: Clause, people: frozenset[str], kind: str | Non
     """
     if _names_someone(cb.text):  # "My brother's wedding: they moved it" is about the brother
         return False
-    if not mentions(ca, people) or not _PRONOUN.search(cb.text):
+    if not mentions(ca, people) or not THIRD_PERSON.search(cb.text):
         return False
     if _words(ca.terms & cb.terms):
         return True
@@ -364,7 +361,7 @@ def for_a_while_at_value(text: str) -> bool:
     # a question asks, it states no stay ("first appt next week, what should I bring?"); a sentence states a value
     # with digits or a name ("No yoga this week. Back next Wednesday." states none: a weekday is no name)
     stated = [seg for seg in _SENTENCE.split(text) if seg and seg.strip() and not is_question(seg)]
-    valued = [seg for seg in stated if _DIGITS.search(seg) or _NAME.search(_TIME_WORDS.sub(" ", seg[1:]))]
+    valued = [seg for seg in stated if DIGITS.search(seg) or _NAME.search(_TIME_WORDS.sub(" ", seg[1:]))]
     return any(_for_a_while_en(seg) for seg in (valued or stated))
 
 

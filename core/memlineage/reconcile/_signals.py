@@ -22,8 +22,7 @@ from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix
 from memlineage.index.lexical import STOPWORDS, tokenize
-from memlineage.reconcile._numbers import DIGITS as _DIGITS
-from memlineage.reconcile._numbers import numbers_in
+from memlineage.reconcile._numbers import DIGITS, numbers_in
 from memlineage.reconcile._text import _TIME_WORDS, _key_tokens, clauses, codes
 from memlineage.retrieval import is_question, is_request
 
@@ -154,7 +153,7 @@ _NOT_NAMES = STOPWORDS | _GENERIC | {"here", "let", "there", "that", "what", "wh
 #: Someone acting on the speaker right after being named ("My doctor just put me on 10mg", "我老板给我涨了工资"): the
 #: clause states the speaker's own state, unless it goes on about that person ("took me to her new place").
 _ON_ME = re.compile(r"^\s+(?:[a-z]+\s+){1,2}(?:me|us)\b|^\s*[帮给替带把]我", re.IGNORECASE)
-#: A third-person pronoun: whom it stands for is said elsewhere ("his birthday", "他生日").
+#: A third-person pronoun standing for someone named elsewhere ("They moved the wedding", "his birthday", "他生日").
 THIRD_PERSON = re.compile(r"\b(?:he|she|they|him|her|them|his|their|hers|theirs)\b|[他她]们?", re.IGNORECASE)
 
 
@@ -192,12 +191,12 @@ def _past(table: LanguageTable, part: str) -> bool:
         # ... and an English one only when every comma part with digits is: "couldn't port my old number, so it's
         # 628-555-0147 now" states the new number (a name is no such sign: "Back when I lived in Minneapolis the
         # winters were worse, honestly Chicago feels mild" states no home)
-        parts = [seg for seg in _EN_PARTS.split(part) if seg and _DIGITS.search(seg)]
+        parts = [seg for seg in _EN_PARTS.split(part) if seg and DIGITS.search(seg)]
         return all(_any(table.past_markers, seg) for seg in parts) if parts else True
     valued = [
         seg
         for seg in _CJK_SEGMENT.split(part)
-        if seg and (numbers_in(seg) or times_in(seg) or _DIGITS.search(seg) or _CJK_PLACE.search(seg))
+        if seg and (numbers_in(seg) or times_in(seg) or DIGITS.search(seg) or _CJK_PLACE.search(seg))
     ]
     return all(_any(table.past_markers, seg) for seg in valued) if valued else True
 
@@ -336,7 +335,7 @@ def query_people(query: str) -> frozenset[str]:
         out |= {
             k[:-2] if k.endswith(("'s", "’s")) else k
             for k in c.keys
-            if not _DIGITS.search(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)  # 早上 is no one
+            if not DIGITS.search(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)  # 早上 is no one
         }
     # a name is written like one ("Ava", "Lily's"; not "TV", "Wi-Fi"), and one after a preposition of place is a
     # place ("my train to Glasgow", "the flat in Porto")
@@ -481,7 +480,7 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
         return numbers_in(text)
     # a time word ("早上", "Monday") is a time, never the place or thing asked for
     named = {
-        k for k in clause.keys if not _DIGITS.fullmatch(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)
+        k for k in clause.keys if not DIGITS.fullmatch(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)
     }
     named = {k[:-2] if k.endswith(("'s", "’s")) else k for k in named}
     named |= {m.group(1) for m in _CJK_PLACE.finditer(text)}
