@@ -8,10 +8,20 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from memlineage import Memory, MemoryManager, Scope
+from memlineage.reconcile._about import (
+    _new_kind,
+    added_before,
+    named_before_value,
+    number_of_another_thing,
+    owned_by_another,
+)
+from memlineage.reconcile._numbers import units_of
 from memlineage.reconcile._signals import (
+    asks_unmarked,
     clauses_of,
     focus,
     numbers_in,
+    present_values,
     query_people,
     query_terms,
     values_around,
@@ -556,6 +566,20 @@ def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:
             "When is the christening?",
             id="another day of the same month",
         ),
+        pytest.param(
+            "Our rent is $1,650 for the one-bedroom.",
+            "Any tips for a stiff neck?",
+            "Landlord sent the new lease: $1,790 from April, sigh.",
+            "How much is our rent?",
+            id="a new value after a colon",
+        ),
+        pytest.param(
+            "My doctor put me on 10mg of lisinopril.",
+            "Any tips for a stiff neck?",
+            "bp was 150/95 at the checkup so she raised it to 20mg",
+            "What dose of lisinopril am I on?",
+            id="a new value after 'to', beside a number of no unit",
+        ),
     ],
 )
 def test_an_update_said_beside_other_things_replaces_the_value_asked_for(
@@ -655,6 +679,42 @@ def test_two_times_of_unrelated_things_do_not_compete(mm: tuple[MemoryManager, C
             "Tennis with Jo moved to Fridays at 7am, before work.",
             "When is the cat's vet visit?",
             id="a day said again by an unrelated plan",
+        ),
+        pytest.param(
+            "My desk phone extension is 3382.",
+            "lol the IT helpdesk's extension is 3328, I keep dialing it",
+            "What's my desk extension?",
+            id="another owner's extension",
+        ),
+        pytest.param(
+            "Our rent is $1,650 for the one-bedroom.",
+            "Viewed a 2-bed near the park today for $2,300. Tempting. Thoughts?",
+            "How much is our rent?",
+            id="a flat only viewed",
+        ),
+        pytest.param(
+            "I'm on 50mg of sertraline every morning.",
+            "The dentist says to skip it for two days after the extraction.",
+            "What's my sertraline dose?",
+            id="a number of another unit",
+        ),
+        pytest.param(
+            "We have a border collie called Skye.",
+            "Kids begged, so we got a rabbit too. His name is Mochi.",
+            "What's our dog called?",
+            id="the name of a pet just added",
+        ),
+        pytest.param(
+            "I live in Lisbon, in Alfama.",
+            "I used to live in Porto, so the hills here are nothing, but 35 degrees in July is a lot.",
+            "Where do I live?",
+            id="a place said as a past state beside a number",
+        ),
+        pytest.param(
+            "My son Noah is 9 and wants a phone.",
+            "My niece Ada is 11 and has one already, so Noah keeps asking.",
+            "How old is Noah?",
+            id="the person asked about named after another's age",
         ),
     ],
 )
@@ -930,3 +990,66 @@ def test_a_successor_below_the_window_replaces_a_contender(
         assert ids == [*before[:2], new, before[2], old] and ranked[2].score == pytest.approx(0.6)
     else:
         assert not [c for c in conflicts if c.older == old] and new not in ids and ids[0] == old
+
+
+# Session 14: look-alikes of an update (another owner, another thing, another unit, a pet just added, a past state,
+# a friend of the person asked about) and updates said the same ways that must still replace the older value.
+
+
+def test_units_of_numbers_name_what_they_count() -> None:
+    assert units_of("I take 250mg of it twice a day") == {"mg"}
+    assert units_of("skip it for three days before the scan") == {"day"}
+    assert units_of("the fixed rate is 4.2%") == {"%"} and units_of("rent is $1,900") == {"money"}
+    assert units_of("she's 6 years old") == {"year"} and units_of("房租涨到3200元") == {"money"}
+    assert units_of("Theo is 9") == frozenset()  # a bare number carries none
+    assert units_of("bp 150 over 90, so she doubled it to 20mg") == frozenset()  # not every number has one
+
+
+def test_a_value_said_as_a_past_state_is_no_present_value() -> None:
+    (clause,) = clauses_of("I used to live in Boston, so a 40 degree morning here feels balmy")
+    assert not clause.past  # the part with digits states the present ...
+    assert "boston" not in present_values(clause, "place")  # ... but the place is the one left behind
+
+
+def test_a_possessive_of_someone_else_owns_the_attribute_asked_for() -> None:
+    wanted = query_terms("What's my extension at the office?")
+    assert owned_by_another("Ha, the front desk's extension is 2210 and I keep calling it", wanted)
+    assert not owned_by_another("that's my extension now, 2290", wanted)  # a contraction owns nothing
+    assert not owned_by_another("my brother's hosting the office party", query_terms("Where is the party?"))
+    assert not owned_by_another("this morning's weigh-in said 71", query_terms("How much do I weigh?"))
+
+
+def test_a_person_named_after_the_value_is_not_whose_value_it_is() -> None:
+    (nephew,) = clauses_of("My niece Ada is 11 and has a laptop, so Noah keeps asking for one")
+    assert not named_before_value(nephew, frozenset({"noah"}), "number")
+    (friend, _rest) = clauses_of("Noah's best friend turned 12 yesterday, we baked all day")
+    assert friend.subject == "friend"
+    assert not named_before_value(friend, frozenset({"noah"}), "number")
+    (mom,) = clauses_of("My brother Sam reminded me mom's birthday is the 16th")
+    assert named_before_value(mom, frozenset({"mom"}), "time")
+
+
+def test_a_name_after_an_addition_belongs_to_the_one_added() -> None:
+    message = "We caved and got a guinea pig too. Her name is Clover."
+    added, name = clauses_of(message)
+    assert added.additive and added_before(name, message)
+    message = "Moved to Leeds in May. Her name is on the lease too."
+    assert not added_before(clauses_of(message)[0], message)
+    assert not _new_kind(frozenset({"dog", "name"}), "Scout died in March, so we adopted a collie named Bean.")
+    assert _new_kind(frozenset({"dog", "name"}), "We adopted a kitten! Her name is Fig.")
+
+
+def test_a_number_of_another_thing_is_no_new_value_of_the_one_asked_for() -> None:
+    wanted = query_terms("How much is my rent?")
+    assert number_of_another_thing(clauses_of("Viewed a 3-bed on Friday for $2,450.")[0], wanted)
+    assert number_of_another_thing(clauses_of("The unit next door is listed at $2,300.")[0], wanted)
+    assert not number_of_another_thing(clauses_of("Rent goes up to $2,050 in March.")[0], wanted)
+    assert not number_of_another_thing(clauses_of("The lease renewal came: $2,050 from March.")[0], wanted)
+    assert not number_of_another_thing(clauses_of("I pay $2,050 now.")[0], wanted)
+
+
+def test_a_thing_wanted_said_as_a_noun_phrase_asks() -> None:
+    assert asks_unmarked("best way to store fresh basil")
+    assert asks_unmarked("good high protein snacks for work")
+    assert not asks_unmarked("best friend moved to Ohio last week")
+    assert not asks_unmarked("Good news for everyone: I got the job")

@@ -14,8 +14,10 @@ from collections.abc import Sequence
 
 from memlineage._forget import text_cache
 from memlineage.extractors._patterns import has_cjk, tables_for
+from memlineage.index.lexical import STOPWORDS, tokenize
 from memlineage.reconcile._numbers import DIGITS
 from memlineage.reconcile._signals import (
+    _ASKER,
     _CJK_SEGMENT,
     _SENTENCE,
     THIRD_PERSON,
@@ -268,6 +270,12 @@ _ACQUIRED = re.compile(
 )
 
 
+#: Something said to be gone for good ("passed in his sleep", "we had to rehome her").
+_PASSED = re.compile(r"\b(?:passed|died|rehomed|put down|gone)\b", re.IGNORECASE)
+#: Words of a question for a name ("What's my dog's name?", "what is it called").
+_NAMING = frozenset({"name", "named", "call", "called"})
+
+
 def _new_kind(asked: frozenset[str], newer: str) -> bool:
     """Whether ``newer`` acquires something of another kind than the one a question for a name names.
 
@@ -277,8 +285,9 @@ def _new_kind(asked: frozenset[str], newer: str) -> bool:
     acquires nothing else.
     """
     m = _ACQUIRED.search(newer)
-    if m is None or not asked:
-        return False
+    asked = asked - _NAMING  # "her name is Pepper" names a name, not the kind asked about
+    if m is None or not asked or _PASSED.search(newer):
+        return False  # ... and one that follows a pet gone ("Pilot passed ... so we adopted a lab") replaces it
     said = {t for c in clauses_of(newer) for t in c.terms}
     return not (asked & said) and m.group("noun") not in asked
 
@@ -318,6 +327,16 @@ _NOT_NAMES = frozenset(
 )
 
 
+#: An English clause that opens with a past-tense verb and no subject: the speaker's own doing ("Moved to Denver
+#: last week!", "Finally switched to Fidelity").
+_SPEAKER_IMPLIED = re.compile(
+    r"^\W*(?:(?:just|finally|recently|officially|so|and|also)\s+)?"
+    r"(?:(?!(?:need|seed|feed|speed|bored|tired|used|interested|excited|worried|confused)\b)[a-z]{2,}ed|got|took|left"
+    r"|went|bought|began|sold|quit|made|found|became|signed up)\b",
+    re.IGNORECASE,
+)
+
+
 def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Clause, ...]:
     """The clauses of a newer statement that may answer the query.
 
@@ -325,9 +344,10 @@ def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Cla
     message ("Switched carriers, couldn't port my old number. I'm on 628-555-0147 now": the number is in another
     sentence than the words of the query).
 
-    A value in another clause counts when the clause is the speaker's own ("I'm on ...") or the value is an
-    identifier (an e-mail address, digits: "Sign off with jr@gmail.com"), and for "what/which" only an identifier:
-    a name or a general figure in another sentence ("Rates are around 7% now") is as often about something else.
+    A value in another clause counts when the clause is the speaker's own ("I'm on ...", "Moved to Denver last
+    week!") or the value is an identifier (an e-mail address, digits: "Sign off with jr@gmail.com"), and for
+    "what/which" only an identifier: a name or a general figure in another sentence ("Rates are around 7% now") is
+    as often about something else.
     """
     best = focus(text, wanted)
     if kind is None:
@@ -338,7 +358,8 @@ def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Cla
         if c in best or not c.asserts_present or not values:
             continue
         ided = _is_identifier(values)
-        if (c.subject == "self" or (c.subject is None and ided)) and (kind != "entity" or ided):
+        mine = c.subject == "self" or (c.subject is None and (ided or bool(_SPEAKER_IMPLIED.match(c.text))))
+        if mine and (kind != "entity" or ided):
             extra.append(c)
     return best + tuple(extra)
 
@@ -383,3 +404,106 @@ _HAPPENED = re.compile(
 
 def _for_a_while_en(sentence: str) -> bool:
     return for_a_while(sentence) and not _LASTING.search(sentence) and not _HAPPENED.search(sentence)
+
+
+def added_before(clause: Clause, message: str) -> bool:
+    """Whether ``clause`` goes on about a thing that an earlier clause of ``message`` adds.
+
+    "Kids talked me into a hamster too. His name is Peanut.", "Adopted a second dog! Beagle mix, her name is Daisy":
+    the name belongs to the one added, not to the pet the older statement named. The clause must name no one else and
+    no subject of its own, or speak of the added one by a pronoun.
+    """
+    said = clauses_of(message)
+    if clause not in said:
+        return False
+    earlier = said[: said.index(clause)]
+    return any(c.additive for c in earlier) and (clause.subject is None or bool(THIRD_PERSON.search(clause.text)))
+
+
+#: "X's <noun>" in English: a possessive (not a contraction: "it's", "that's", "what's").
+_POSSESSED = re.compile(r"\b([a-z]+)['’]s\s+([a-z]+(?:\s+[a-z]+){0,2})", re.IGNORECASE)
+_NO_OWNER = frozenset(
+    "it that what there here he she who let where how this one everyone everybody nobody today tomorrow yesterday"
+    " name morning afternoon evening night day week weekend month year season".split()
+)
+
+
+def owned_by_another(clause: str, wanted: frozenset[str]) -> bool:
+    """Whether an English clause gives the asked attribute of someone or something else ("reception's extension").
+
+    Asked "What's my work extension?", "Funny, reception's extension is 4417" names an extension of another owner:
+    a possessive other than the speaker's right before a word of the query. A contraction ("that's my extension",
+    "my sister's hosting Thanksgiving") and a time ("this morning's weigh-in") own nothing.
+    """
+    for m in _POSSESSED.finditer(clause):
+        owner, owned = m.group(1).casefold(), m.group(2).casefold()
+        first = owned.split()[0]
+        if owner in _NO_OWNER or owner in STOPWORDS or first in STOPWORDS or first.endswith("ing"):
+            # ... nor "is" ("my sister's hosting Thanksgiving")
+            continue
+        if set(tokenize(owned, dates=False)) & wanted:
+            return True
+    return False
+
+
+def named_before_value(
+    clause: Clause, people: frozenset[str], kind: str | None, known: frozenset[str] = frozenset()
+) -> bool:
+    """Whether ``clause`` names one of ``people`` before the value of ``kind`` it gives (or anywhere, without one).
+
+    "My brother Sam pointed out mom's birthday is the 16th" names Mom before the date: the date is hers. "My nephew
+    Owen is 12 and ... so now Ethan won't stop bringing it up" names Ethan after the age: the age is Owen's. The
+    people themselves and the ``known`` values (the older statement's) are no value here ("Romano's double-booked
+    the room, so we're doing Dad's party in our backyard").
+    """
+    if not mentions(clause, people):
+        return False
+    text = clause.text.casefold()
+    values = (values_of(clause, kind) - known - people) if kind else frozenset()
+    spots = [text.find(v.casefold()) for v in values]
+    spots = [s for s in spots if s >= 0]
+    if not spots:
+        return True
+    head = text[: min(spots)]
+    return any(_names_as_themselves(head, p) for p in people)
+
+
+def _names_as_themselves(text: str, person: str) -> bool:
+    """Whether ``text`` names ``person`` other than as the owner of someone else ("Leo's best friend", 小明的同学)."""
+    people = tables_for(text)[0].people
+    for m in re.finditer(re.escape(person), text):
+        after = text[m.end() :]
+        owner = re.match(r"['’]s\b|的", after)
+        rest = after[owner.end() :] if owner else ""
+        if not (owner and any(pat.match("my" + rest if rest[:1].isspace() else "我的" + rest) for pat in people)):
+            return True
+    return False
+
+
+#: A noun phrase that picks a thing ("a 2-bed", "the place across the street", "new deals").
+_PICKED = re.compile(r"\b(?:a|an|the|new|another|some)\s+[a-z0-9]", re.IGNORECASE)
+
+
+#: A number said as the new value of what the clause names ("upped it to 20mg", "the renewal: $2,040", "the new one
+#: is 628-555-0147", "— $16,200 now").
+_NEW_VALUE_BEFORE = re.compile(r"(?:\bto|\bis|\bare|\bnow|:|—|–)\s*[$€£¥]?\s*$", re.IGNORECASE)
+
+
+def number_of_another_thing(clause: Clause, wanted: frozenset[str]) -> bool:
+    """Whether an English clause gives a number of some other thing than the one asked about.
+
+    "Toured a 2-bed today for $2,100", "The place across the street is asking $2,600", "Seeing new deals at 3.6%",
+    asked "How much is my rent?" / "What's my mortgage rate?": the clause names neither the speaker nor a word of
+    the query, and its number follows a noun phrase that picks something ("a", "the", "new"...) without being said
+    as that thing's new value ("the renewal: $2,040", "she upped it to 20mg"). "Rent went up to $1,550" names the
+    query's word; "down to 77 this morning" picks nothing before its number.
+    """
+    text = clause.text
+    if has_cjk(text) or clause.subject == "self" or _ASKER.search(text):
+        return False
+    if wanted & (clause.terms | clause.keys | set(tokenize(text, dates=False))):
+        return False
+    spots = [m.start() for m in DIGITS.finditer(text)]
+    if not spots or _NEW_VALUE_BEFORE.search(text[: spots[-1]]):
+        return False
+    return bool(_PICKED.search(text[: spots[-1]]))

@@ -65,8 +65,13 @@ from memlineage.reconcile._about import (
     _still_there,
     _value_names_someone,
     _words,
+    added_before,
     for_a_while_at_value,
+    named_before_value,
+    number_of_another_thing,
+    owned_by_another,
 )
+from memlineage.reconcile._numbers import units_of
 from memlineage.reconcile._signals import (
     Clause,
     _any,
@@ -82,6 +87,7 @@ from memlineage.reconcile._signals import (
     key_terms,
     mentions,
     numbers_in,
+    present_values,
     query_people,
     query_terms,
     times_in,
@@ -242,6 +248,12 @@ def competes(
             continue  # for a while only ("this week the meeting moved to Tuesday"): the standing value holds
         if _another_thing(query, cb.text, newer.content):
             continue  # asked for the personal number, the newer clause gives the work phone's
+        if not cue and added_before(cb, newer.content):
+            continue  # "Kids talked me into a hamster too. His name is Peanut.": the added one's name
+        if not asked_about and not has_cjk(cb.text) and owned_by_another(cb.text, wanted):
+            continue  # asked for the speaker's extension, the newer clause gives reception's
+        if kind == "number" and not cue and number_of_another_thing(cb, wanted):
+            continue  # asked for the rent, the newer clause gives the price of "a 2-bed" toured
         # the newer message names another person the older one does not (English: in the clause that gives the
         # value, its sentence's opening or the message's first sentence; a person said elsewhere is a side detail)
         named = others if has_cjk(cb.text) else others and _someone_in(cb.text, newer.content)
@@ -255,7 +267,11 @@ def competes(
                 # mom's birthday is the 16th" after "My mom's birthday is June 14", asked "When is Mom's birthday?"),
                 # or the newer one's subject is the thing the query names and the older is the speaker's ("My
                 # dermatologist appointment is March 3rd" / "Dermatologist's office called, they pushed me to the 10th")
-                both = asked_about and mentions(ca, asked_about) and mentions(cb, asked_about)
+                both = (
+                    asked_about
+                    and mentions(ca, asked_about)
+                    and named_before_value(cb, asked_about, kind, values_of(ca, kind) if kind else frozenset())
+                )
                 if not both and not (ca.subject == "self" and _names_asked(cb.subject, wanted)):
                     continue
             qa = wanted & (ca.terms | ca.keys | key_terms(ca))
@@ -317,6 +333,11 @@ def competes(
                 continue  # asked about the dog, the newer message adopts a kitten: another animal, not a new name
             if _still_there(ca.text, newer.content):
                 continue  # "We adopted a kitten! Her name is Pepper. Rufus is confused": Rufus is still there
+            if kind is not None and values_of(cb, kind) and not present_values(cb, kind):
+                continue  # the newer clause's value is one it had before ("I used to live in Minneapolis, so ...")
+            units = (units_of(ca.text), units_of(cb.text))
+            if kind == "number" and units[0] and units[1] and not units[0] & units[1]:
+                continue  # numbers of different things ("metformin 500mg" / "skip it two days after")
             eligible = True
             same_subject = same_subject or (ca.subject is not None and ca.subject == cb.subject)
             # Chinese clauses are whole sentences; one content word (bigram) they share anchors them ("羽毛球")
@@ -327,7 +348,7 @@ def competes(
             if kind is not None:
                 # the values the question names itself ("How old is Theo?") are not its answer
                 asked = wanted | {k.casefold() for k in values_of_query(query, kind)}
-                va, vb = values_of(ca, kind) - asked, values_of(cb, kind) - asked
+                va, vb = present_values(ca, kind) - asked, present_values(cb, kind) - asked
                 # a clause that matches the query without its value: the value said next to it in the message
                 va = va or values_around(older.content, kind, ca.subject) - asked
                 vb = vb or values_around(newer.content, kind, cb.subject) - asked
@@ -355,7 +376,13 @@ def competes(
                 )
                 # ... or the same place or thing with another number ("86 Harbor Rd not 88": an address changed)
                 # ... or a day ("14 June" / "21 June": the month is the same value)
-                renumbered = kind in ("place", "entity", "time") and bool(va & vb) and bool(nb - na) and bool(na - nb)
+                renumbered = (
+                    kind in ("place", "entity", "time")
+                    and bool(va & vb)
+                    and bool(nb - na)
+                    and bool(na - nb)
+                    and not (units[0] and units[1] and not units[0] & units[1])  # "300 Mbps" / "$10 more"
+                )
                 # ... or another code of letters and digits ("QX7HTR" / "QX7HTP" for a confirmation number)
                 recoded = bool(codes(cb.keys) - codes(ca.keys)) and bool(codes(ca.keys))
                 novel = novel or (not vb and loose) or bool(vb and not vb <= va) or renumbered or recoded
@@ -369,6 +396,14 @@ def competes(
         return "recorded as a possible update", round(best[0], 3) if best is not None else 0.0
     if best is None or best[0] < COMPETE_SIMILARITY:
         cjk = has_cjk(older.content + newer.content)  # the default embedder is English: no cosine for Chinese
+        # the older statement names words of the query the newer message never says ("What's my unit number?": "I'm
+        # in unit 4B" / "management changed the door code to 7741" is about something else), unless a key or an
+        # identifier ties them (a new address says no "email"); the weakest rule never pairs them (below)
+        said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
+        said_now = frozenset().union(*(c.terms | c.keys for c in clauses_of(newer.content)))
+        strays = (
+            not cjk and bool(said_before) and not (said_before & said_now) and not (ided or shaped or keyed or echoes)
+        )
         if other_value is not None and (relevance is None or relevance[1] >= 0.2 * relevance[0]):
             # both give a value of the kind the question asks for, and the values differ, and the two statements
             # are related in meaning or share words (more so for "what/which", the least specific kind)
@@ -416,14 +451,6 @@ def competes(
         # ... and never two English statements whose vectors say they are about unrelated things ("I work at
         # Google" / "oops, meant Dallas, Austin's where I grew up"), unless they share a key
         unrelated = not cjk and cosine is not None and cosine < UNRELATED_COSINE and not keyed
-        # ... nor when the older statement names words of the query the newer message never says ("What's my unit
-        # number?": "I'm in unit 4B" / "management changed the door code to 7741" is about something else), unless
-        # a key or an identifier ties them (a new address says no "email")
-        said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
-        said_now = frozenset().union(*(c.terms | c.keys for c in clauses_of(newer.content)))
-        strays = (
-            not cjk and bool(said_before) and not (said_before & said_now) and not (ided or shaped or keyed or echoes)
-        )
         if (
             eligible
             and contenders

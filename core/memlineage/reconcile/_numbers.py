@@ -10,7 +10,7 @@ import re
 from memlineage._forget import text_cache
 from memlineage.reconcile._text import EMAIL, with_digits
 
-__all__ = ["DIGITS", "numbers_in"]
+__all__ = ["DIGITS", "numbers_in", "units_of"]
 
 DIGITS = re.compile(r"\d+(?:[.,:/-]\d+)*")
 #: Number words from two on ("one" is as often a pronoun: "I've tried that one").
@@ -79,4 +79,42 @@ def numbers_in(text: str) -> frozenset[str]:
         n = _cjk_number(run)
         if n is not None:
             out.add(str(n))
+    return frozenset(out)
+
+
+#: A unit of measure right after a number ("500mg", "two days", "45 minutes", "3.1%", 20毫克, 三天) or a currency
+#: around it ("$1,400", "300元"): what it counts.
+#: Plural and singular are one unit; a bare number has none.
+_UNIT = re.compile(
+    r"(?:(?<![\d.,])\d+(?:[.,]\d+)*|\b(?:two|three|four|five|six|seven|eight|nine|ten|twelve|twenty))\s*-?\s*"
+    r"(?P<unit>%|(?:mg|mcg|ml|kg|g|lbs?|pounds?|oz|ounces?|percent|km|miles?|mi|mph|mbps|gb|tb|days?|nights?|weeks?|"
+    r"months?|years?|yrs?|hours?|hrs?|minutes?|mins?|seconds?|secs?|times?|floors?|stor(?:y|ies)|pills?|tablets?|"
+    r"cups?|servings?|reps?|sets?|steps?|calories|kcal|bedrooms?|beds?)\b)"
+    r"|(?<![零一二两三四五六七八九十百千万\d])[零一二两三四五六七八九十百千万\d]+\s*(?P<cjk>毫克|克|公斤|斤|毫升|升|公里|天|周|个月|年|小时|分钟|秒|次|层|片|粒|杯)"
+    r"|(?P<money>[$€£¥]\s*\d|\d\s*(?:元|块)|\d\s*(?:dollars?|bucks|euros?|usd|eur|rmb)\b)",
+    re.IGNORECASE,
+)
+_SAME_UNIT = {"mi": "mile", "yr": "year", "hr": "hour", "min": "minute", "sec": "second", "percent": "%", "lb": "pound"}
+
+
+@text_cache(maxsize=16384)
+def units_of(text: str) -> frozenset[str]:
+    """The units of measure the numbers of a text carry, normalised ("500mg", "two days" → ``{"mg", "day"}``).
+
+    Two statements whose numbers count different things ("metformin 500mg" / "skip it two days") give no changed
+    number. Empty when some number carries none ("Ethan is 9"; "145 over 92 ... doubled it to 20 ... in six weeks").
+    """
+    out = set()
+    found = list(_UNIT.finditer(text))
+    if len(found) < len(numbers_in(text)):
+        return frozenset()
+    for m in found:
+        if m.group("money"):
+            out.add("money")
+            continue
+        unit = (m.group("unit") or m.group("cjk")).casefold()
+        if unit.isascii() and len(unit) > 2 and unit.endswith("s") and unit not in ("mbps", "calories"):
+            unit = unit[:-1]
+        unit = "story" if unit == "storie" else unit
+        out.add(_SAME_UNIT.get(unit, unit))
     return frozenset(out)

@@ -170,6 +170,12 @@ def _subject(table: LanguageTable, text: str) -> str | None:
         if pattern.match(head):
             return "self"
     named = _POSSESSIVE_NAME.match(head)  # "Dan's birthday is May 19", "Jake's landlord raised his rent"
+    if named:
+        # ... unless what follows is a person of theirs: "Leo's best friend turned 10" is about the friend
+        for pattern in table.people:
+            m = pattern.match("my" + head[named.end() :])
+            if m:
+                return str(m.group("who")).casefold().rstrip("s")
     who = named.group(1).casefold() if named else None
     return who if who is not None and who not in _NOT_NAMES else None
 
@@ -489,6 +495,29 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
     return frozenset(named)
 
 
+def present_values(clause: Clause, kind: str) -> frozenset[str]:
+    """The values of one kind an English clause gives outside its comma parts that state a past.
+
+    "I used to live in Minneapolis, so hearing people here complain when it hits 55 is hilarious" states the present
+    in its second part (it has digits, so the clause is not past as a whole), but its place is the one it left.
+    Chinese clauses are read whole (:func:`~memlineage.reconcile._signals._past` already reads them per part).
+    """
+    values = values_of(clause, kind)
+    if not values or has_cjk(clause.text):
+        return values
+    table = tables_for(clause.text)[0]
+    parts = [p.casefold() for p in _EN_PARTS.split(clause.text) if p]
+    past = [any(m.search(p) for m in table.past_markers) for p in parts]
+    if not any(past):
+        return values
+    out = set()
+    for v in values:
+        held = [was for p, was in zip(parts, past, strict=True) if v in p]
+        if not held or not all(held):
+            out.add(v)
+    return frozenset(out)
+
+
 def values_around(text: str, kind: str, subject: str | None) -> frozenset[str]:
     """The values of one kind that the clauses of ``text`` stating something about ``subject`` give.
 
@@ -501,7 +530,7 @@ def values_around(text: str, kind: str, subject: str | None) -> frozenset[str]:
         v
         for c in clauses_of(text)
         if c.asserts_present and (c.subject is None or subject is None or c.subject == subject)
-        for v in values_of(c, kind)
+        for v in present_values(c, kind)
     )
 
 
@@ -521,7 +550,9 @@ _UNMARKED_QUESTION = re.compile(
     r"|(?:what|which|who|how|why)\b(?!\s+(?:i|we)\s+(?:meant|mean|said|wrote)\b)"
     r"|any\s+(?:tips|ideas|advice|suggestions|recommendations|thoughts)\b"
     # a request said as a bare noun phrase: "tips to keep standups short", "ideas for a 5 year old's party"
-    r"|(?:tips|ideas|advice|suggestions|recommendations|recipes?)\s+(?:for|to|on|about)\b)"
+    r"|(?:tips|ideas|advice|suggestions|recommendations|recipes?)\s+(?:for|to|on|about)\b"
+    # ... or a thing wanted: "best way to brew loose leaf earl grey", "good vegan protein for lunch"
+    r"|(?:best|good)\s+(?:ways?\s+to|(?!news\b)(?:[a-z-]+\s+){1,3}?for)\b)"
     r"|^(?:那|请问|所以)?(?:有什么|有没有|有哪些|哪里|哪儿|哪个|哪家|哪款|怎么|为什么|如何|什么)"
     r"|(?:是不是|能不能|可不可以|要不要|用什么|买什么|选什么|吃什么|喝什么|穿什么|推荐什么|哪个好|哪款好|哪家好)"
     # 怎么 + a verb anywhere asks how ("地铁卡怎么买"), unless 不怎么 ("not much") or 怎么也/都 ("no matter how")
