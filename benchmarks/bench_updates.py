@@ -63,7 +63,10 @@ first scored run), ``test32`` (first run after someone else's belief about the s
 fact asked about in the same sentence became a statement a correction revises, someone acting on the speaker made a
 clause the speaker's own and a correction after a cue and a colon went on about the person it corrects, changes
 diagnosed on test31), ``test33`` (first run after a slot value of another grain stopped replacing without a cue,
-diagnosed on test32: the code at the end of session 13).
+diagnosed on test32: the code at the end of session 13), ``test34`` (first run after a value of another owner or of
+another thing picked by a noun phrase, numbers of different units, a name after an addition, a place said as a past
+state and a person asked about named only after another's value stopped demoting a fact, changes diagnosed on all
+earlier suites in session 14).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -81,7 +84,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test30|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test34|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -145,6 +148,7 @@ SPLITS = (
     "test31",
     "test32",
     "test33",
+    "test34",
 )
 
 
