@@ -72,7 +72,9 @@ separate runs.
 
 The scenarios are dealt to users (scenarios of one suite file per user, at most one per topic, so a user's facts
 never conflict across scenarios; until session 8 a user could hold, say, a "relocation" scenario of one suite and a
-"residence" one of another, and ``--suites all`` then counted a real update between them as a lost non-update),
+"residence" one of another, and ``--suites all`` then counted a real update between them as a lost non-update; until
+session 14 one suite's "address" and "relocation" scenarios could meet in one user, and "I just moved to Portland"
+replacing the other scenario's home was counted a wrong decision),
 each user's scenarios interleaved in time in one store, each turn at its day, a session per day; the
 question comes a day after the user's last turn. Every system gets the same turns (user and assistant messages) and
 the same MiniLM vectors (see ``_update_harness.py`` for the systems).
@@ -169,7 +171,13 @@ def load_suites(which: str, lang: str = "*") -> list[dict[str, Any]]:
 
 
 #: Category names that suites use for one topic (a user holding two of them would hold two conflicting facts).
-_SAME_TOPIC = {"relocation": "residence", "move": "residence", "home": "residence", "work": "job", "career": "job"}
+_SAME_TOPIC = {
+    **dict.fromkeys(
+        ("relocation", "move", "moving", "home", "address", "home address", "housing", "住址", "地址", "住房", "城市"),
+        "residence",
+    ),
+    **dict.fromkeys(("work", "career", "workplace", "job title", "工作", "职场"), "job"),
+}
 
 
 def _topic(sc: dict[str, Any]) -> tuple[str, str, str]:

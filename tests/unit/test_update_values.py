@@ -1053,3 +1053,12 @@ def test_a_thing_wanted_said_as_a_noun_phrase_asks() -> None:
     assert asks_unmarked("good high protein snacks for work")
     assert not asks_unmarked("best friend moved to Ohio last week")
     assert not asks_unmarked("Good news for everyone: I got the job")
+
+
+def test_the_user_named_in_the_third_person_is_the_speaker() -> None:
+    from memlineage.reconcile._signals import as_speaker, asks_about_speaker
+
+    assert as_speaker("What is the user's current job?") == "What is my current job?"
+    assert asks_about_speaker(as_speaker("Which city does the user live in now?"))
+    assert as_speaker("用户现在住在哪个城市？") == "我现在住在哪个城市？"
+    assert as_speaker("How do I add a user to the team?") == "How do I add a user to the team?"  # no speaker named

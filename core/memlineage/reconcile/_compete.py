@@ -76,6 +76,7 @@ from memlineage.reconcile._signals import (
     Clause,
     _any,
     answer_type,
+    as_speaker,
     asks_about_events,
     asks_about_past,
     asks_about_speaker,
@@ -199,6 +200,7 @@ def competes(
     """
     if not _when(older) < _when(newer) or not _may_outrank(newer, older):
         return None
+    query = as_speaker(query)
     if not linked and _one_conversation(older, newer):
         # Within one conversation later turns go on with the topic; a correction said there carries a cue or the
         # same words, which update detection reads when it is written.
@@ -600,6 +602,7 @@ def resolve_conflicts(
     """
     if len(hits) < 2 and not reserve:
         return list(hits), []
+    query = as_speaker(query)
     past = asks_about_past(query)
     links = links or {}
     unit = {}

@@ -365,6 +365,28 @@ def asks_about_events(query: str) -> bool:
 _ASKER = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|we|we're|our|us)\b|我|咱", re.IGNORECASE)
 
 
+#: The speaker named in the third person, as an agent's memory tool writes a query ("Where does the user live
+#: now?", "the user's son", 用户现在住哪): the memories are the user's, so it is the speaker asked about.
+_THE_USER = (
+    (re.compile(r"\b(?:the|this|our|my) user['’]s\b", re.IGNORECASE), "my"),
+    (re.compile(r"\b(?:the|this|our|my) user\b", re.IGNORECASE), "I"),
+    (re.compile(r"用户的"), "我的"),
+    (re.compile(r"用户"), "我"),
+)
+
+
+@text_cache(maxsize=4096)
+def as_speaker(query: str) -> str:
+    """A query with "the user" said as the speaker's own words ("What is the user's job?" → "What is my job?").
+
+    Read-time resolution reads a query for whether it asks about the speaker (:func:`asks_about_speaker`) and which
+    words it names; an agent's tools write "the user" where the user would say "I".
+    """
+    for pattern, repl in _THE_USER:
+        query = pattern.sub(repl, query)
+    return query
+
+
 @text_cache(maxsize=4096)
 def asks_about_speaker(query: str) -> bool:
     """Whether a query asks about the asker ("Where do I live?", "我住哪儿？") rather than about someone else."""
