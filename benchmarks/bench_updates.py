@@ -66,7 +66,8 @@ diagnosed on test31), ``test33`` (first run after a slot value of another grain 
 diagnosed on test32: the code at the end of session 13), ``test34`` (first run after a value of another owner or of
 another thing picked by a noun phrase, numbers of different units, a name after an addition, a place said as a past
 state and a person asked about named only after another's value stopped demoting a fact, changes diagnosed on all
-earlier suites in session 14).
+earlier suites in session 14), ``test35`` (first run after "the user" in a query started to be read as the speaker and
+a pet said to be gone stopped being joined by the one adopted, changes diagnosed on test34).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -86,7 +87,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test34|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test35|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -151,6 +152,7 @@ SPLITS = (
     "test32",
     "test33",
     "test34",
+    "test35",
 )
 
 
