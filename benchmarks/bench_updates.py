@@ -189,8 +189,9 @@ def _topic(sc: dict[str, Any]) -> tuple[str, str, str]:
     user from different suites could state conflicting facts ("I'm in Portland" / "we moved to Minneapolis"), so
     a user only ever holds scenarios of one suite file.
     """
-    category = str(sc["category"]).casefold().removesuffix("s")
-    return sc["suite"], sc["lang"], _SAME_TOPIC.get(category, category)
+    category = str(sc["category"]).casefold()
+    topic = _SAME_TOPIC.get(category) or _SAME_TOPIC.get(category.removesuffix("s")) or category.removesuffix("s")
+    return sc["suite"], sc["lang"], topic
 
 
 def deal(scenarios: Sequence[dict[str, Any]], seed: int = 11) -> tuple[list[History], list[dict[str, Any]]]:
