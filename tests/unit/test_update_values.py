@@ -1035,6 +1035,8 @@ def test_a_name_after_an_addition_belongs_to_the_one_added() -> None:
     assert added.additive and added_before(name, message)
     message = "Moved to Leeds in May. Her name is on the lease too."
     assert not added_before(clauses_of(message)[0], message)
+    message = "Also, I might get a cleaning kit, any picks? By the way, I wore them again, six times now."
+    assert not added_before(clauses_of(message)[-1], message)  # not right after the addition
     assert not _new_kind(frozenset({"dog", "name"}), "Scout died in March, so we adopted a collie named Bean.")
     assert _new_kind(frozenset({"dog", "name"}), "We adopted a kitten! Her name is Fig.")
 

@@ -410,14 +410,15 @@ def added_before(clause: Clause, message: str) -> bool:
     """Whether ``clause`` goes on about a thing that an earlier clause of ``message`` adds.
 
     "Kids talked me into a hamster too. His name is Peanut.", "Adopted a second dog! Beagle mix, her name is Daisy":
-    the name belongs to the one added, not to the pet the older statement named. The clause must name no one else and
-    no subject of its own, or speak of the added one by a pronoun.
+    the name belongs to the one added, not to the pet the older statement named. The clause must come right after
+    the addition and have no subject of its own, or speak of the added one by a pronoun.
     """
     said = clauses_of(message)
-    if clause not in said:
-        return False
-    earlier = said[: said.index(clause)]
-    return any(c.additive for c in earlier) and (clause.subject is None or bool(THIRD_PERSON.search(clause.text)))
+    at = said.index(clause) if clause in said else 0
+    if at == 0 or not said[at - 1].additive:
+        return False  # only right after the addition ("Also, I was thinking of a cleaning kit ... By the way, ...
+        # that's six times now that I've worn them" goes on about something else)
+    return clause.subject is None or bool(THIRD_PERSON.search(clause.text))
 
 
 #: "X's <noun>" in English: a possessive (not a contraction: "it's", "that's", "what's").
