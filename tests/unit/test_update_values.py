@@ -1055,6 +1055,8 @@ def test_a_thing_wanted_said_as_a_noun_phrase_asks() -> None:
     assert asks_unmarked("good high protein snacks for work")
     assert not asks_unmarked("best friend moved to Ohio last week")
     assert not asks_unmarked("Good news for everyone: I got the job")
+    assert asks_unmarked("成都必去的地方有哪些") and asks_unmarked("这个药能停吗")
+    assert not asks_unmarked("我在成都上班")
 
 
 def test_the_user_named_in_the_third_person_is_the_speaker() -> None:

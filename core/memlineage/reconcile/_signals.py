@@ -580,7 +580,9 @@ _UNMARKED_QUESTION = re.compile(
     # 怎么 + a verb anywhere asks how ("地铁卡怎么买"), unless 不怎么 ("not much") or 怎么也/都 ("no matter how")
     r"|(?<!不)怎么(?![也都])"
     # colloquial question words: "厦门有啥小众景点", "为啥", "咋办"
-    r"|有啥|为啥|咋(?:办|样|弄|整|回事)",
+    r"|有啥|为啥|咋(?:办|样|弄|整|回事)"
+    # "which ones" anywhere ("成都必去的地方有哪些"), a yes/no particle closing the sentence ("这个药能停吗")
+    r"|哪些|吗\s*[?？]?\s*$",
     re.IGNORECASE,
 )
 
