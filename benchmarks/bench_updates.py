@@ -69,7 +69,8 @@ state and a person asked about named only after another's value stopped demoting
 earlier suites in session 14), ``test35`` (first run after "the user" in a query started to be read as the speaker and
 a pet said to be gone stopped being joined by the one adopted, changes diagnosed on test34), ``test36`` (first run at
 the code of session 14's end, after a name went with an addition only right after it; its questions mix the user's
-own voice and an agent's "the user").
+own voice and an agent's "the user"), ``test37`` (first run after Chinese clauses with 哪些 or a closing 吗 started
+asking, diagnosed on test36).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -89,7 +90,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test36|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test37|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -156,6 +157,7 @@ SPLITS = (
     "test34",
     "test35",
     "test36",
+    "test37",
 )
 
 
