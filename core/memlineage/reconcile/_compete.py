@@ -28,14 +28,18 @@ adopted a kitten! ... Rufus is confused"), a state for a while only ("this week"
 kind a qualifier picks ("What's my personal number?" / "Work gave me a phone, 617-555-0190"; the table's ``contexts``),
 a question asking for several things ("What pets do we have?"), clauses about different people ("my daughter is 7" / "my
 son is 10"; for a query about the speaker, a newer message naming another person the older one does not, outside a
-question or request), an older clause that answers more of the query than the newer one ("how old is my daughter?"), a
+question or request), an older clause that answers more of the query than the newer one ("how old is my daughter?"), the
+value of another owner or of another thing ("reception's extension is 4417" for the speaker's extension, "Toured a
+2-bed for $2,100" for the rent), a number of another unit ("500mg" / "two days"), the name of a pet just added ("a
+hamster too. His name is Peanut"), a place said as a past state ("I used to live in Minneapolis, so ... 55"), a
 newer statement from a source that may not update the older (an agent never outranks what the user said; a tool's result
 only an earlier result of the same tool for the same arguments). A query about the past ("where did I live before
 Minneapolis?", "what was the first quote?") turns the rule round: the earlier statement of each competing pair ranks
 just ahead of the later one, which matched the question's words best; memories that are a transcript of named speakers
 (``[8 May 2023] Caroline: ...``, a conversation between other people kept as memory) are dialogue, reordered by recorded
 possible updates only; and for a question about what happened ("When did I go…?", ``event_query`` cues) two events never
-compete.
+compete. A query that names "the user" (as an agent's memory tool writes it: "Where does the user live now?") asks
+about the speaker (:func:`~memlineage.reconcile._signals.as_speaker`).
 """
 
 from __future__ import annotations
@@ -398,14 +402,6 @@ def competes(
         return "recorded as a possible update", round(best[0], 3) if best is not None else 0.0
     if best is None or best[0] < COMPETE_SIMILARITY:
         cjk = has_cjk(older.content + newer.content)  # the default embedder is English: no cosine for Chinese
-        # the older statement names words of the query the newer message never says ("What's my unit number?": "I'm
-        # in unit 4B" / "management changed the door code to 7741" is about something else), unless a key or an
-        # identifier ties them (a new address says no "email"); the weakest rule never pairs them (below)
-        said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
-        said_now = frozenset().union(*(c.terms | c.keys for c in clauses_of(newer.content)))
-        strays = (
-            not cjk and bool(said_before) and not (said_before & said_now) and not (ided or shaped or keyed or echoes)
-        )
         if other_value is not None and (relevance is None or relevance[1] >= 0.2 * relevance[0]):
             # both give a value of the kind the question asks for, and the values differ, and the two statements
             # are related in meaning or share words (more so for "what/which", the least specific kind)
@@ -453,6 +449,14 @@ def competes(
         # ... and never two English statements whose vectors say they are about unrelated things ("I work at
         # Google" / "oops, meant Dallas, Austin's where I grew up"), unless they share a key
         unrelated = not cjk and cosine is not None and cosine < UNRELATED_COSINE and not keyed
+        # ... nor when the older statement names words of the query the newer message never says ("What's my unit
+        # number?": "I'm in unit 4B" / "management changed the door code to 7741" is about something else), unless
+        # a key or an identifier ties them (a new address says no "email")
+        said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
+        said_now = frozenset().union(*(c.terms | c.keys for c in clauses_of(newer.content)))
+        strays = (
+            not cjk and bool(said_before) and not (said_before & said_now) and not (ided or shaped or keyed or echoes)
+        )
         if (
             eligible
             and contenders
