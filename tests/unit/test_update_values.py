@@ -1060,7 +1060,8 @@ def test_a_thing_wanted_said_as_a_noun_phrase_asks() -> None:
 
 
 def test_the_user_named_in_the_third_person_is_the_speaker() -> None:
-    from memlineage.reconcile._signals import as_speaker, asks_about_speaker
+    from memlineage.reconcile._query import as_speaker
+    from memlineage.reconcile._signals import asks_about_speaker
 
     assert as_speaker("What is the user's current job?") == "What is my current job?"
     assert asks_about_speaker(as_speaker("Which city does the user live in now?"))

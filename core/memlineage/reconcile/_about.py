@@ -27,6 +27,7 @@ from memlineage.reconcile._signals import (
     for_a_while,
     mentions,
     numbers_in,
+    person_owned,
     times_in,
     values_of,
 )
@@ -255,9 +256,12 @@ def _asked_contexts(query: str) -> tuple[tuple[int, int], ...]:
 
 #: A sentence that opens with a name and says how it is now ("Rufus is confused", "Luna is sniffing her").
 _STILL = re.compile(r"^\W*(?P<name>[A-Za-z][\w'-]*)\s+(?:is|are|has|seems|looks|loves|keeps)\b(?P<rest>[^.!?]*)")
+#: Something said to be gone for good ("passed in his sleep", "we had to rehome her").
+_PASSED_WORDS = r"gone|dead|died|passed|rehomed|put down"
+_PASSED = re.compile(rf"\b(?:{_PASSED_WORDS})\b", re.IGNORECASE)
 #: ... unless it says the name is gone or renamed ("Biscuit is now Waffles", "Rex is gone").
 _GONE = re.compile(
-    r"\b(?:gone|dead|sold|over|cancell?ed|history|no longer|not (?:with us|around|here)|died|passed|now|renamed|called|"
+    rf"\b(?:{_PASSED_WORDS}|sold|over|cancell?ed|history|no longer|not (?:with us|around|here)|now|renamed|called|"
     r"named|actually)\b",
     re.IGNORECASE,
 )
@@ -270,8 +274,6 @@ _ACQUIRED = re.compile(
 )
 
 
-#: Something said to be gone for good ("passed in his sleep", "we had to rehome her").
-_PASSED = re.compile(r"\b(?:passed|died|rehomed|put down|gone)\b", re.IGNORECASE)
 #: Words of a question for a name ("What's my dog's name?", "what is it called").
 _NAMING = frozenset({"name", "named", "call", "called"})
 
@@ -327,16 +329,6 @@ _NOT_NAMES = frozenset(
 )
 
 
-#: An English clause that opens with a past-tense verb and no subject: the speaker's own doing ("Moved to Denver
-#: last week!", "Finally switched to Fidelity").
-_SPEAKER_IMPLIED = re.compile(
-    r"^\W*(?:(?:just|finally|recently|officially|so|and|also)\s+)?"
-    r"(?:(?!(?:need|seed|feed|speed|bored|tired|used|interested|excited|worried|confused)\b)[a-z]{2,}ed|got|took|left"
-    r"|went|bought|began|sold|quit|made|found|became|signed up)\b",
-    re.IGNORECASE,
-)
-
-
 def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Clause, ...]:
     """The clauses of a newer statement that may answer the query.
 
@@ -344,10 +336,9 @@ def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Cla
     message ("Switched carriers, couldn't port my old number. I'm on 628-555-0147 now": the number is in another
     sentence than the words of the query).
 
-    A value in another clause counts when the clause is the speaker's own ("I'm on ...", "Moved to Denver last
-    week!") or the value is an identifier (an e-mail address, digits: "Sign off with jr@gmail.com"), and for
-    "what/which" only an identifier: a name or a general figure in another sentence ("Rates are around 7% now") is
-    as often about something else.
+    A value in another clause counts when the clause is the speaker's own ("I'm on ...") or the value is an
+    identifier (an e-mail address, digits: "Sign off with jr@gmail.com"), and for "what/which" only an identifier:
+    a name or a general figure in another sentence ("Rates are around 7% now") is as often about something else.
     """
     best = focus(text, wanted)
     if kind is None:
@@ -358,8 +349,7 @@ def _answering(text: str, wanted: frozenset[str], kind: str | None) -> tuple[Cla
         if c in best or not c.asserts_present or not values:
             continue
         ided = _is_identifier(values)
-        mine = c.subject == "self" or (c.subject is None and (ided or bool(_SPEAKER_IMPLIED.match(c.text))))
-        if mine and (kind != "entity" or ided):
+        if (c.subject == "self" or (c.subject is None and ided)) and (kind != "entity" or ided):
             extra.append(c)
     return best + tuple(extra)
 
@@ -471,12 +461,10 @@ def named_before_value(
 
 def _names_as_themselves(text: str, person: str) -> bool:
     """Whether ``text`` names ``person`` other than as the owner of someone else ("Leo's best friend", 小明的同学)."""
-    people = tables_for(text)[0].people
+    table = tables_for(text)[0]
     for m in re.finditer(re.escape(person), text):
-        after = text[m.end() :]
-        owner = re.match(r"['’]s\b|的", after)
-        rest = after[owner.end() :] if owner else ""
-        if not (owner and any(pat.match("my" + rest if rest[:1].isspace() else "我的" + rest) for pat in people)):
+        owner = re.match(r"['’]s\b|的", text[m.end() :])
+        if owner is None or person_owned(table, text[m.end() + owner.end() :]) is None:
             return True
     return False
 
@@ -502,7 +490,7 @@ def number_of_another_thing(clause: Clause, wanted: frozenset[str]) -> bool:
     text = clause.text
     if has_cjk(text) or clause.subject == "self" or _ASKER.search(text):
         return False
-    if wanted & (clause.terms | clause.keys | set(tokenize(text, dates=False))):
+    if wanted & (clause.keys | set(tokenize(text, dates=False))):
         return False
     spots = [m.start() for m in DIGITS.finditer(text)]
     if not spots or _NEW_VALUE_BEFORE.search(text[: spots[-1]]):

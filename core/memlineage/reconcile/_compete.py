@@ -39,7 +39,7 @@ just ahead of the later one, which matched the question's words best; memories t
 (``[8 May 2023] Caroline: ...``, a conversation between other people kept as memory) are dialogue, reordered by recorded
 possible updates only; and for a question about what happened ("When did I go…?", ``event_query`` cues) two events never
 compete. A query that names "the user" (as an agent's memory tool writes it: "Where does the user live now?") asks
-about the speaker (:func:`~memlineage.reconcile._signals.as_speaker`).
+about the speaker (:func:`~memlineage.reconcile._query.as_speaker`).
 """
 
 from __future__ import annotations
@@ -76,11 +76,11 @@ from memlineage.reconcile._about import (
     owned_by_another,
 )
 from memlineage.reconcile._numbers import units_of
+from memlineage.reconcile._query import as_speaker
 from memlineage.reconcile._signals import (
     Clause,
     _any,
     answer_type,
-    as_speaker,
     asks_about_events,
     asks_about_past,
     asks_about_speaker,
@@ -260,6 +260,10 @@ def competes(
             continue  # asked for the speaker's extension, the newer clause gives reception's
         if kind == "number" and not cue and number_of_another_thing(cb, wanted):
             continue  # asked for the rent, the newer clause gives the price of "a 2-bed" toured
+        # the newer clause's values of the asked kind, without those of a past it names
+        cb_values = present_values(cb, kind) if kind is not None else frozenset()
+        if kind is not None and not cb_values and values_of(cb, kind):
+            continue  # its value is one it had before ("I used to live in Minneapolis, so ...")
         # the newer message names another person the older one does not (English: in the clause that gives the
         # value, its sentence's opening or the message's first sentence; a person said elsewhere is a side detail)
         named = others if has_cjk(cb.text) else others and _someone_in(cb.text, newer.content)
@@ -339,8 +343,6 @@ def competes(
                 continue  # asked about the dog, the newer message adopts a kitten: another animal, not a new name
             if _still_there(ca.text, newer.content):
                 continue  # "We adopted a kitten! Her name is Pepper. Rufus is confused": Rufus is still there
-            if kind is not None and values_of(cb, kind) and not present_values(cb, kind):
-                continue  # the newer clause's value is one it had before ("I used to live in Minneapolis, so ...")
             units = (units_of(ca.text), units_of(cb.text))
             if kind == "number" and units[0] and units[1] and not units[0] & units[1]:
                 continue  # numbers of different things ("metformin 500mg" / "skip it two days after")
@@ -354,7 +356,7 @@ def competes(
             if kind is not None:
                 # the values the question names itself ("How old is Theo?") are not its answer
                 asked = wanted | {k.casefold() for k in values_of_query(query, kind)}
-                va, vb = present_values(ca, kind) - asked, present_values(cb, kind) - asked
+                va, vb = present_values(ca, kind) - asked, cb_values - asked
                 # a clause that matches the query without its value: the value said next to it in the message
                 va = va or values_around(older.content, kind, ca.subject) - asked
                 vb = vb or values_around(newer.content, kind, cb.subject) - asked

@@ -86,7 +86,7 @@ def numbers_in(text: str) -> frozenset[str]:
 #: around it ("$1,400", "300元"): what it counts.
 #: Plural and singular are one unit; a bare number has none.
 _UNIT = re.compile(
-    r"(?:(?<![\d.,])\d+(?:[.,]\d+)*|\b(?:two|three|four|five|six|seven|eight|nine|ten|twelve|twenty))\s*-?\s*"
+    rf"(?:(?<![\d.,])\d+(?:[.,]\d+)*|\b(?:{'|'.join(w for w in _NUMBER_WORDS if w != '_')}))\s*-?\s*"
     r"(?P<unit>%|(?:mg|mcg|ml|kg|g|lbs?|pounds?|oz|ounces?|percent|km|miles?|mi|mph|mbps|gb|tb|days?|nights?|weeks?|"
     r"months?|years?|yrs?|hours?|hrs?|minutes?|mins?|seconds?|secs?|times?|floors?|stor(?:y|ies)|pills?|tablets?|"
     r"cups?|servings?|reps?|sets?|steps?|calories|kcal|bedrooms?|beds?)\b)"
@@ -94,7 +94,10 @@ _UNIT = re.compile(
     r"|(?P<money>[$€£¥]\s*\d|\d\s*(?:元|块)|\d\s*(?:dollars?|bucks|euros?|usd|eur|rmb)\b)",
     re.IGNORECASE,
 )
-_SAME_UNIT = {"mi": "mile", "yr": "year", "hr": "hour", "min": "minute", "sec": "second", "percent": "%", "lb": "pound"}
+_SAME_UNIT = {
+    "mi": "mile", "yr": "year", "hr": "hour", "min": "minute", "sec": "second", "percent": "%", "lb": "pound",
+    "stories": "story", "mbps": "mbps", "calories": "calory",
+}  # fmt: skip
 
 
 @text_cache(maxsize=16384)
@@ -113,8 +116,7 @@ def units_of(text: str) -> frozenset[str]:
             out.add("money")
             continue
         unit = (m.group("unit") or m.group("cjk")).casefold()
-        if unit.isascii() and len(unit) > 2 and unit.endswith("s") and unit not in ("mbps", "calories"):
-            unit = unit[:-1]
-        unit = "story" if unit == "storie" else unit
+        if unit not in _SAME_UNIT and unit.isascii() and len(unit) > 2:
+            unit = unit.removesuffix("s")  # "days" and "day" are one unit
         out.add(_SAME_UNIT.get(unit, unit))
     return frozenset(out)

@@ -170,14 +170,26 @@ def _subject(table: LanguageTable, text: str) -> str | None:
         if pattern.match(head):
             return "self"
     named = _POSSESSIVE_NAME.match(head)  # "Dan's birthday is May 19", "Jake's landlord raised his rent"
-    if named:
-        # ... unless what follows is a person of theirs: "Leo's best friend turned 10" is about the friend
-        for pattern in table.people:
-            m = pattern.match("my" + head[named.end() :])
-            if m:
-                return str(m.group("who")).casefold().rstrip("s")
+    # ... unless what follows is a person of theirs: "Leo's best friend turned 10" is about the friend
+    theirs = person_owned(table, head[named.end() :]) if named else None
+    if theirs is not None:
+        return theirs
     who = named.group(1).casefold() if named else None
     return who if who is not None and who not in _NOT_NAMES else None
+
+
+def person_owned(table: LanguageTable, rest: str) -> str | None:
+    """The person (a role of the table's ``people``) that ``rest`` names right after a possessive, or None.
+
+    ``rest`` follows "Leo's" or "小明的": " best friend turned 10" → ``"friend"``, "同学" → ``"同学"``.
+    """
+    said = ("我的" if table.language == "zh" else "my") + rest
+    for pattern in table.people:
+        m = pattern.match(said)
+        if m:
+            who = str(m.group("who"))
+            return who.casefold().rstrip("s") if table.language == "en" else who
+    return None
 
 
 def _any(patterns: tuple[re.Pattern[str], ...], text: str) -> bool:
@@ -365,28 +377,6 @@ def asks_about_events(query: str) -> bool:
 _ASKER = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|mine|we|we're|our|us)\b|我|咱", re.IGNORECASE)
 
 
-#: The speaker named in the third person, as an agent's memory tool writes a query ("Where does the user live
-#: now?", "the user's son", 用户现在住哪): the memories are the user's, so it is the speaker asked about.
-_THE_USER = (
-    (re.compile(r"\b(?:the|this|our|my) user['’]s\b", re.IGNORECASE), "my"),
-    (re.compile(r"\b(?:the|this|our|my) user\b", re.IGNORECASE), "I"),
-    (re.compile(r"用户的"), "我的"),
-    (re.compile(r"用户"), "我"),
-)
-
-
-@text_cache(maxsize=4096)
-def as_speaker(query: str) -> str:
-    """A query with "the user" said as the speaker's own words ("What is the user's job?" → "What is my job?").
-
-    Read-time resolution reads a query for whether it asks about the speaker (:func:`asks_about_speaker`) and which
-    words it names; an agent's tools write "the user" where the user would say "I".
-    """
-    for pattern, repl in _THE_USER:
-        query = pattern.sub(repl, query)
-    return query
-
-
 @text_cache(maxsize=4096)
 def asks_about_speaker(query: str) -> bool:
     """Whether a query asks about the asker ("Where do I live?", "我住哪儿？") rather than about someone else."""
@@ -529,7 +519,7 @@ def present_values(clause: Clause, kind: str) -> frozenset[str]:
         return values
     table = tables_for(clause.text)[0]
     parts = [p.casefold() for p in _EN_PARTS.split(clause.text) if p]
-    past = [any(m.search(p) for m in table.past_markers) for p in parts]
+    past = [_any(table.past_markers, p) for p in parts]
     if not any(past):
         return values
     out = set()
