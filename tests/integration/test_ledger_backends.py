@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memlineage import (
@@ -16,6 +18,7 @@ from memlineage import (
     Status,
     StorageError,
 )
+from memlineage.index import IndexFilter
 from memlineage.ledger import Ledger
 from memlineage.ledger._schema import events, memories
 from memlineage.testing import FakeEmbedder
@@ -473,6 +476,37 @@ def test_a_process_sees_what_another_process_wrote_to_a_scope_it_has_loaded(ledg
     last = a.remember("alice flies on Sunday", scope=ALICE)
     assert last.id in shared_index.ids() and b.recall("flies on Sunday", scope=ALICE, k=1).ids == [last.id]
     assert a.verify().ok and b.verify().ok
+    a.close()
+    b.close()
+
+
+class _SlowAddIndex(InMemoryIndex):
+    """An ANN index whose writes take a while (a loaded Chroma server): they stay queued behind the commit."""
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        time.sleep(0.4)
+        super().add(*args, **kwargs)
+
+    def upsert(self, *args: Any, **kwargs: Any) -> None:
+        time.sleep(0.4)
+        super().upsert(*args, **kwargs)
+
+
+def test_a_process_sees_another_process_write_while_its_own_writes_are_queued(ledger_url: str) -> None:
+    """Server mode: a's own Chroma writes still queued must not hide b's write from a's next query.
+
+    The flaky CI failure of the test above: a's background add of its five facts had not finished when a
+    queried again, and the comparison with the ledger was skipped while a's queue was busy.
+    """
+    shared_index = _SlowAddIndex()
+    a = MemoryManager(ledger=Ledger(ledger_url), index=shared_index, embedder=FakeEmbedder(), exact_max=12)
+    b = MemoryManager(ledger=Ledger(ledger_url), index=shared_index, embedder=FakeEmbedder(), exact_max=12)
+    first = a.remember_many([{"content": f"alice fact {i}", "scope": ALICE} for i in range(5)])
+    assert a.recall("alice fact 3", scope=ALICE, k=1).ids == [first[3].id]
+    new = b.remember("alice owns a red kayak", scope=ALICE)
+    assert a.recall("red kayak", scope=ALICE, k=1).ids == [new.id]
+    live = IndexFilter(user_id="alice", statuses=("active",))
+    assert [h.id for h in a.parts.lexical.query("red kayak", 1, live)] == [new.id]
     a.close()
     b.close()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
@@ -148,19 +148,6 @@ class ScopeTally:
     def stamp(self) -> tuple[int, int, int]:
         """The tally in ``Ledger.scope_stamp``'s shape."""
         return self.n, self.keys, self.active
-
-
-def ledger_stamp(
-    stamp: Callable[[str], tuple[int, int, int]] | None, busy: Callable[[], bool] | None, user_id: str
-) -> tuple[int, int, int] | None:
-    """The ledger's stamp of a scope for an in-memory leg to compare with before a query, or None.
-
-    None without a ``stamp`` (embedded store: nothing else writes) and while ``busy`` says this process's own
-    writes are still queued for the leg (the ledger is ahead of it by those; comparing would reload for nothing).
-    """
-    if stamp is None or (busy is not None and busy()):
-        return None
-    return stamp(user_id)
 
 
 def _scalar(value: _T | None) -> _T | str:

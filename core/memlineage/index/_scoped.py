@@ -36,7 +36,6 @@ from memlineage.index._base import (
     Vector,
     VectorIndex,
     index_metadata,
-    ledger_stamp,
 )
 
 __all__ = ["IN_ANN", "ScopedVectorIndex", "VectorLedger"]
@@ -286,10 +285,6 @@ class ScopedVectorIndex:
         self.cache_vectors = int(cache_vectors)
         self._stamp = stamp
         self._plan_counts = plan_counts
-        #: With ``stamp``: True while this process's own writes wait in the index sync's background queue (set by
-        #: ``IndexSync``). The comparison is skipped then, since the ledger is ahead of the block by those writes:
-        #: a read never waits for the queue, and another process's change is seen at the next query after it.
-        self.busy: Callable[[], bool] | None = None
         self._blocks: OrderedDict[str, _Block] = OrderedDict()
         self._large: set[str] = set()
         self._sizes: dict[str, int] = {}  # counted sizes of scopes written while not loaded (wants_ann)
@@ -499,8 +494,9 @@ class ScopedVectorIndex:
         if k <= 0:
             return []
         # Server mode: the scope's stamp in the ledger, read outside the lock, tells whether a loaded block missed
-        # another process's writes.
-        expected = ledger_stamp(self._stamp, self.busy, where.user_id)
+        # a write: another process's, or this process's own status change still queued for the index (then the
+        # reload reads the ledger's newer state; the queued change applies to it as a no-op).
+        expected = self._stamp(where.user_id) if self._stamp is not None else None
         with self._lock:
             block = self._block(where.user_id, expected)
             if block is not None:

@@ -44,7 +44,7 @@ import numpy as np
 
 from memlineage._forget import on_erase
 from memlineage.errors import ConfigurationError, MissingDependencyError
-from memlineage.index._base import IndexFilter, ScopeTally, ledger_stamp
+from memlineage.index._base import IndexFilter, ScopeTally
 
 __all__ = ["LexicalHit", "LexicalIndex", "date_tokens", "tokenize"]
 
@@ -459,9 +459,6 @@ class LexicalIndex:
         self._owner: dict[str, str] = {}
         self._loader = loader
         self._stamp = stamp if loader is not None else None
-        #: With ``stamp``: True while this process's own writes wait in the index sync's background queue (set by
-        #: ``IndexSync``); the comparison is skipped then (the ledger is ahead of this index by those writes).
-        self.busy: Callable[[], bool] | None = None
         self._loaded: set[str] = set()
         self._lock = threading.RLock()
         self.k1 = k1
@@ -598,7 +595,7 @@ class LexicalIndex:
         terms = tokenize(text)
         if not terms:
             return []
-        expected = ledger_stamp(self._stamp, self.busy, where.user_id)  # outside the lock: SQL
+        expected = self._stamp(where.user_id) if self._stamp is not None else None  # outside the lock: SQL
         with self._lock:
             ui = self._ensure(where.user_id, expected)
             if ui is None:

@@ -106,8 +106,9 @@ def wire(parts: Parts, *, write_mutex: threading.RLock, previous: Services | Non
     if previous is not None:  # its deferred status syncs are applied before the new set takes over
         previous.index_sync.close()
     index_sync = IndexSync(
-        ledger=ledger, index=index, lexical=parts.lexical, embedding=embedding, gather=parts.single_writer
-    )
+        ledger=ledger, index=index, lexical=parts.lexical, embedding=embedding, gather=parts.single_writer,
+        shared=not parts.single_writer,
+    )  # fmt: skip
     cascade = Cascade(ledger=ledger, clock=clock, syncer=index_sync)
     policy = PolicyGate(parts.policy, ledger=ledger, clock=clock, expirer=cascade, syncer=index_sync)
     value = ValueGate(parts.value_model, ledger=ledger, index=index, clock=clock, archiver=cascade)

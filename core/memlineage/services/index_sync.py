@@ -147,6 +147,10 @@ class IndexSync:
         embedding: Embeds rows stored without a vector.
         gather: Let the background worker gather deferred ids for ``LINGER_S`` into one write (only where no other
             process reads the index: another process would not see this one's new memories until then).
+        shared: Other processes may write to the ledger (server mode): the in-memory legs compare each scope with
+            the ledger's stamp before a query, so a deferred status change reaches them before :meth:`defer`
+            returns (only Chroma's copy waits for the background thread). Otherwise they would differ from the
+            ledger until the thread ran, and the next query would reload the scope.
     """
 
     def __init__(
@@ -157,6 +161,7 @@ class IndexSync:
         lexical: LexicalIndexPort,
         embedding: Embedding,
         gather: bool = False,
+        shared: bool = False,
     ) -> None:
         self.ledger = ledger
         self.index = index
@@ -165,15 +170,7 @@ class IndexSync:
         # One index writer at a time (foreground syncs and the background worker): read rows, write, mark.
         self._lock = threading.RLock()
         self._deferred = DeferredIndexSync(self._sync_deferred, linger=LINGER_S if gather else 0.0)
-        # Legs that compare their scopes with the ledger (server mode) skip that while this process's own
-        # deferred writes are queued: the ledger is ahead of them by those.
-        for leg in (index, lexical):
-            if hasattr(leg, "busy"):
-                leg.busy = self.busy
-
-    def busy(self) -> bool:
-        """Whether deferred syncs are queued or being applied (this process's writes not yet in memory)."""
-        return self._deferred.pending > 0
+        self._shared = shared
 
     def initial_state(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, str]:
         """The ``index_state`` new memories of each user are written with: always ``pending``.
@@ -186,7 +183,26 @@ class IndexSync:
 
     def defer(self, ids: Sequence[str]) -> None:
         """Sync ``ids`` on the background thread: status changes of a cascade (see :mod:`memlineage._indexsync`)."""
+        if self._shared and ids:
+            self._local_statuses(ids)
         self._deferred.defer(ids)
+
+    def _local_statuses(self, ids: Sequence[str]) -> None:
+        """Server mode: bring the in-memory legs to the ledger's statuses of ``ids`` now, Chroma later.
+
+        Runs without the sync lock: a background write stuck in the index must not hold up a cascade. If the
+        background thread then applies an older read of a row, the leg differs from the ledger's stamp and the
+        next query reloads the scope, so nothing stale is served either way.
+        """
+        rows = [
+            r
+            for r in self.ledger.memory_rows(list(dict.fromkeys(ids)), embedding=False)
+            if r is not None and r["index_state"] in ("pending", "stale", "exact")
+        ]
+        if rows:
+            held, metas = [r["id"] for r in rows], [index_metadata(r) for r in rows]
+            self._local("update_local", held, metas)
+            self.lexical.update_metadata(held, metas)
 
     def flush(self) -> None:
         """Apply every deferred sync now (before reading the index directly, verifying or closing)."""
@@ -288,7 +304,7 @@ class IndexSync:
             later = self._local_first(upserts)
             if later:
                 upserts = [r for r in upserts if r["id"] not in later]
-                self.defer(sorted(later))
+                self._deferred.defer(sorted(later))  # already in the in-process legs
         self._apply_exact(exact, dropped, fresh=fresh)
         if upserts:
             write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
@@ -352,7 +368,7 @@ class IndexSync:
             with self.ledger.transaction() as conn:
                 ids = self.ledger.promote_exact(conn, user)
             logger.info("scope %s outgrew the exact plan: %d memories handed to the ANN index", user, len(ids))
-            self.defer(ids)
+            self._deferred.defer(ids)  # the in-process legs hold them already
 
     def _local(self, method: str, *args: object, **kwargs: object) -> None:
         """Call an in-memory leg method of the vector index (a plain index has none: its entries are all ANN).
