@@ -70,7 +70,8 @@ earlier suites in session 14), ``test35`` (first run after "the user" in a query
 a pet said to be gone stopped being joined by the one adopted, changes diagnosed on test34), ``test36`` (first run at
 the code of session 14's end, after a name went with an addition only right after it; its questions mix the user's
 own voice and an agent's "the user"), ``test37`` (first run after Chinese clauses with 哪些 or a closing 吗 started
-asking, diagnosed on test36).
+asking, diagnosed on test36), ``test38`` (first run at the code of session 14's end, reviewed, in session 15; its
+categories come from one fixed list).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -90,7 +91,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test37|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test38|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -158,6 +159,7 @@ SPLITS = (
     "test35",
     "test36",
     "test37",
+    "test38",
 )
 
 
