@@ -9,6 +9,9 @@ Run: ``make bench`` or ``.venv/bin/python benchmarks/bench_store.py [--n 10000] 
    scopes that outgrow ``exact_max=N/20`` halfway, timed until their hand-over to Chroma is finished.
 2. Recall p50/p95 at N (10 users): ``recall`` (query vector precomputed) vs a raw filtered ``collection.query``.
 3. Recall right after a write vs with no write in between, N memories in one user's scope.
+3b. Recall at 300 real chat turns of one user (the first LoCoMo conversation's turns, its questions as queries,
+   MiniLM vectors computed once for both sides): ``recall`` with defaults vs a raw Chroma query filtered on the
+   user (skipped without the LoCoMo file or the model files).
 4. Cascade: ``retract`` of a root with 1k, 10k and 100k descendants, end to end, vs one raw SQL ``UPDATE`` of
    the same rows; the index catch-up (background) timed apart.
 5. Default embedder vs chromadb's default embedding function on 1,000 short texts (speed ratio, max |diff|).
@@ -293,6 +296,70 @@ def bench_recall_after_write(n: int, tmp: Path, rounds: int = 40) -> dict[str, A
     }
 
 
+def bench_recall_real_turns(tmp: Path, n: int = 300, queries: int = 60) -> dict[str, Any] | None:
+    """Recall p50 at ``n`` real chat turns of one user vs a raw Chroma query of the same texts (issue 26).
+
+    The turns are the first LoCoMo conversation's (``[date] speaker: text``), the queries its questions. Vectors
+    come from the default MiniLM embedder once, so neither side pays for embedding; the store is
+    ``MemoryManager.open()`` with defaults (update detection and read-time resolution on), built with
+    ``remember_many``.
+    """
+    try:
+        from bench_locomo import DATA, load
+    except ImportError:  # run from another folder
+        return None
+    model_dir = default_model_dir()
+    if not DATA.is_file() or not (model_dir / "model.onnx").is_file():
+        print(f"skip real-turn recall: no LoCoMo file at {DATA} or no model files in {model_dir}", file=sys.stderr)
+        return None
+    convs, questions = load(limit=1)
+    conv, turns = next(iter(convs.items()))
+    texts = [t.doc for t in turns[:n]]
+    asks = list(dict.fromkeys(q.text for q in questions if q.conv == conv))[:queries]
+    embedder = OnnxMiniLMEmbedder(model_dir)
+    vectors = embedder.embed(texts + asks)
+    table = dict(zip(texts + asks, vectors))
+    col = _client(tmp / "real_raw").get_or_create_collection(
+        "real", embedding_function=None, metadata={"hnsw:space": "cosine"}
+    )
+    col.add(
+        ids=[str(i) for i in range(len(texts))], embeddings=[table[t] for t in texts], documents=texts,
+        metadatas=[{"user_id": "solo", "status": "active"} for _ in texts],
+    )  # fmt: skip
+    mm = MemoryManager.open(tmp / "real_ml", embedder=LookupEmbedder(table))  # the embedded default
+    scope = Scope(user_id="solo")
+    mm.remember_many([{"content": t, "scope": scope, "source": "user"} for t in texts])
+    mm.flush_index()
+    where = {"$and": [{"user_id": "solo"}, {"status": "active"}]}
+    col.query(query_embeddings=[table[asks[0]]], n_results=5, where=where)  # warm both
+    mm.recall(asks[0], scope=scope, k=5)
+    raw_lat, ml_lat, embed_lat = [], [], []
+    for q in asks:
+        t0 = time.perf_counter()
+        embedder.embed([q])  # what either side pays to embed the query: added to both below
+        embed_lat.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        col.query(query_embeddings=[table[q]], n_results=5, where=where, include=["documents", "distances"])
+        raw_lat.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        mm.recall(q, scope=scope, k=5)
+        ml_lat.append(time.perf_counter() - t0)
+    plan = mm.index.plan("solo")
+    mm.close()
+    raw_e = [r + e for r, e in zip(raw_lat, embed_lat, strict=True)]
+    ml_e = [m + e for m, e in zip(ml_lat, embed_lat, strict=True)]
+    return {
+        "n": len(texts),
+        "queries": len(asks),
+        "plan": plan,
+        "raw_recall_p50_ms": statistics.median(raw_lat) * 1000,
+        "memlineage_recall_p50_ms": statistics.median(ml_lat) * 1000,
+        "recall_latency_ratio": statistics.median(ml_lat) / statistics.median(raw_lat),
+        "embed_query_p50_ms": statistics.median(embed_lat) * 1000,
+        "recall_latency_ratio_with_query_embedding": statistics.median(ml_e) / statistics.median(raw_e),
+    }
+
+
 def bench_embedder(tmp: Path) -> dict[str, Any] | None:
     model_dir = default_model_dir()
     if not (model_dir / "model.onnx").is_file():
@@ -337,6 +404,7 @@ def main() -> dict[str, Any]:
         tmp = Path(d)
         out: dict[str, Any] = {"ingest_recall": bench_ingest_and_recall(args.n, tmp)}
         out["recall_after_write"] = bench_recall_after_write(args.n, tmp)
+        out["recall_real_turns"] = bench_recall_real_turns(tmp)
         out["cascades"] = [bench_cascade(size, tmp, args.repeats) for size in sizes]
         out["embedder"] = bench_embedder(tmp)
     ir = out["ingest_recall"]
@@ -367,6 +435,14 @@ def main() -> dict[str, Any]:
         f"{aw['recall_after_write_p50_ms']:.2f} ms vs {aw['recall_p50_ms']:.2f} ms with no write -> "
         f"{aw['after_write_ratio']:.2f}x (target <= 1.2)"
     )
+    rt = out["recall_real_turns"]
+    if rt:
+        print(
+            f"recall at {rt['n']} real chat turns / 1 user (LoCoMo, {rt['queries']} questions, plan {rt['plan']}): p50 "
+            f"{rt['memlineage_recall_p50_ms']:.2f} ms vs raw filtered Chroma query {rt['raw_recall_p50_ms']:.2f} ms "
+            f"-> {rt['recall_latency_ratio']:.2f}x (target <= 1.0); with the query embedded on both sides by the same "
+            f"embedder ({rt['embed_query_p50_ms']:.1f} ms p50): {rt['recall_latency_ratio_with_query_embedding']:.2f}x"
+        )
     for c in out["cascades"]:
         print(
             f"cascade over {c['descendants']:,} descendants: retract() {c['cascade_ms']:.0f} ms end to end (median of "
