@@ -155,6 +155,17 @@ def rows_store() -> Iterator[Row]:
         f"{_num(_get(aw, 'recall_after_write_p50_ms'), '{:.1f}') or '?'} vs "
         f"{_num(_get(aw, 'recall_p50_ms'), '{:.1f}') or '?'} ms p50; target <= 1.2x",
     )
+    rt = _get(d, "recall_real_turns")
+    if rt:
+        yield (
+            "store",
+            f"recall p50 vs raw filtered query ({_num(_get(rt, 'n'), '{:,}')} LoCoMo turns / 1 user)",
+            f"{_num(_get(rt, 'recall_latency_ratio'), '{:.2f}x') or '?'} / "
+            f"{_num(_get(rt, 'recall_latency_ratio_with_query_embedding'), '{:.2f}x') or '?'}",
+            f"{_num(_get(rt, 'memlineage_recall_p50_ms'), '{:.1f}') or '?'} vs "
+            f"{_num(_get(rt, 'raw_recall_p50_ms'), '{:.1f}') or '?'} ms p50, same vectors / with the query embedded "
+            "on both sides; target <= 1.0x",
+        )
     for c in _get(d, "cascades") or []:
         yield (
             "store",

@@ -61,3 +61,23 @@ def test_a_pipe_in_a_note_does_not_break_the_table() -> None:
     rows = [{"area": "a", "figure": "x | y", "value": "1", "note": "n", "source": "s", "script": "bench_x"}]
     table = run_all.render_markdown(rows, "now")
     assert "| a | x \\| y | 1 | n | s |" in table
+
+
+def test_the_real_turn_recall_row_comes_from_bench_store(results: Path) -> None:
+    """bench_store's recall at real chat turns of one user (issue 26) gets its own row, both ratios in it."""
+    store = {
+        "recall_real_turns": {
+            "n": 300, "queries": 60, "plan": "exact", "raw_recall_p50_ms": 2.4, "memlineage_recall_p50_ms": 11.2,
+            "recall_latency_ratio": 4.67, "embed_query_p50_ms": 2.7, "recall_latency_ratio_with_query_embedding": 2.62,
+        }
+    }  # fmt: skip
+    (results / "bench_store.json").write_text(json.dumps(store), encoding="utf-8")
+    rows = [r for r in run_all.rows_store() if "LoCoMo turns" in r[1]]
+    assert rows == [
+        (
+            "store",
+            "recall p50 vs raw filtered query (300 LoCoMo turns / 1 user)",
+            "4.67x / 2.62x",
+            "11.2 vs 2.4 ms p50, same vectors / with the query embedded on both sides; target <= 1.0x",
+        )
+    ]
