@@ -664,6 +664,35 @@ def test_own_writes_keep_the_in_memory_legs_in_step_with_the_ledger_stamp() -> N
     assert loads == {"vector": 1, "lexical": 1}
 
 
+def test_a_large_deferred_cascade_is_left_to_the_background_sync_and_never_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Server mode: a cascade past ``LOCAL_STATUSES_MAX`` memories is not read back for the in-memory legs (that
+    read would double its cost); the legs then differ from the ledger's stamp, so a query reloads the scope, and
+    nothing withdrawn is served either way."""
+    import memlineage.services.index_sync as index_sync
+
+    monkeypatch.setattr(index_sync, "LOCAL_STATUSES_MAX", 2)
+    mm = make_manager()  # no writer lock: stamps are checked
+    reads: list[int] = []
+    local = mm.services.index_sync._local_statuses
+    mm.services.index_sync._local_statuses = lambda ids: (reads.append(len(ids)), local(ids))[1]
+    root = mm.remember("fares are quoted in euros", scope=ALICE, source="tool:fares")
+    plans = [
+        mm.remember(f"the fare to city {i} is {70 + i} euros", scope=ALICE, source="reasoning", derived_from=[root.id])
+        for i in range(3)
+    ]
+    keep = mm.remember("the train leaves at 9", scope=ALICE)
+    assert set(mm.recall("fare euros", scope=ALICE, k=10).ids) >= {root.id, *(p.id for p in plans)}
+    mm.retract(root.id, scope=ALICE)  # four status changes: past the limit
+    assert reads == []
+    served = mm.recall("fare euros train", scope=ALICE, k=10).ids
+    assert keep.id in served and not {root.id, *(p.id for p in plans)} & set(served)
+    mm.supersede(keep.id, "the train leaves at 10", scope=ALICE)  # one status change: into the legs at once
+    assert reads == [1]
+    mm.close()
+
+
 @pytest.mark.parametrize("shared", [False, True], ids=["embedded", "server"])
 def test_a_revision_that_takes_a_scope_past_exact_max_hands_it_over(shared: bool) -> None:
     ledger = Ledger("sqlite://")

@@ -137,6 +137,12 @@ def lexical_texts(ledger: Ledger, rows: Sequence[Mapping[str, Any]]) -> list[str
     return [" ".join([r["content"], *chains[r["id"]]]) for r in rows]
 
 
+#: Server mode: deferred status changes of at most this many memories reach the in-memory legs at once (one ledger
+#: read of their rows, about 16 µs a row); a larger batch (a cascade over a big subtree) stays on the critical path's
+#: budget and leaves them to the background sync.
+LOCAL_STATUSES_MAX = 256
+
+
 class IndexSync:
     """Keeps the vector index and the lexical leg in line with the ledger (port :class:`~memlineage.ports.IndexSyncer`).
 
@@ -148,9 +154,10 @@ class IndexSync:
         gather: Let the background worker gather deferred ids for ``LINGER_S`` into one write (only where no other
             process reads the index: another process would not see this one's new memories until then).
         shared: Other processes may write to the ledger (server mode): the in-memory legs compare each scope with
-            the ledger's stamp before a query, so a deferred status change reaches them before :meth:`defer`
-            returns (only Chroma's copy waits for the background thread). Otherwise they would differ from the
-            ledger until the thread ran, and the next query would reload the scope.
+            the ledger's stamp before a query, so a deferred status change of up to :data:`LOCAL_STATUSES_MAX`
+            memories (a supersede, a small cascade) reaches them before :meth:`defer` returns; only Chroma's copy
+            waits for the background thread. Otherwise they would differ from the ledger until the thread ran, and
+            a query meanwhile would reload the scope (what a larger cascade costs: its rows are not read twice).
     """
 
     def __init__(
@@ -183,7 +190,7 @@ class IndexSync:
 
     def defer(self, ids: Sequence[str]) -> None:
         """Sync ``ids`` on the background thread: status changes of a cascade (see :mod:`memlineage._indexsync`)."""
-        if self._shared and ids:
+        if self._shared and 0 < len(ids) <= LOCAL_STATUSES_MAX:
             self._local_statuses(ids)
         self._deferred.defer(ids)
 
