@@ -38,6 +38,7 @@ from memlineage.reconcile import (
     UpdateDecision,
     may_revise,
     may_update,
+    repairs,
     slot_of,
     tool_slot,
     withdraws,
@@ -299,7 +300,7 @@ def _candidates(
         any_subject or any(c.subject is not None and c.asserts_present for c in clauses_of(st.content))
     )
     revises = user_statement and ((broad and personal) or may_revise(st.content))
-    recent = user_statement and ((recent_always and personal) or cjk or withdraws(st.content))
+    recent = user_statement and ((recent_always and personal) or cjk or withdraws(st.content) or repairs(st.content))
     if not (st.slot or revises or recent):
         # a plain record reads nothing: no connection is opened and no query is built for it (bulk ingest)
         return _batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk)

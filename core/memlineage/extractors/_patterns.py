@@ -128,6 +128,9 @@ class LanguageTable:
     #: keeps telling her friends I work at Apple", "我奶奶逢人就说我在阿里上班", "I thought I was allergic"):
     #: searched at the end of the sentence before a slot's match, which then states no value of the speaker's.
     reported: tuple[re.Pattern[str], ...] = ()
+    #: A message that opens by taking back what was just said ("argh no, 415-555-0129", "wait, it went to $2,350",
+    #: 不对不对): within one conversation its new time or number replaces the one said last (reconcile._generic).
+    repair: tuple[re.Pattern[str], ...] = ()
 
     def synonyms(self, role: str) -> frozenset[str]:
         """``role`` and every name sharing a :attr:`same_person` group with it (case-folded)."""
@@ -227,6 +230,7 @@ def _load(language: str) -> LanguageTable:
         rescaled=_compile(data.get("rescaled"), f"{language}:rescaled"),
         removal=_compile(data.get("removal"), f"{language}:removal"),
         reported=_compile(data.get("reported"), f"{language}:reported"),
+        repair=_compile(data.get("repair"), f"{language}:repair"),
         answer_types=tuple(
             (str(name), _compile([pattern], f"{language}:answer_types")[0])
             for name, pattern in (data.get("answer_types") or {}).items()

@@ -45,7 +45,7 @@ from memlineage.reconcile._model import (
 from memlineage.reconcile._rules import RuleReconciler
 from memlineage.reconcile._serve import competing_key, near_duplicates, newest_first
 from memlineage.reconcile._signals import asks_about_history, asks_about_past, gives_answer
-from memlineage.reconcile._text import may_revise, may_update, slot_of, tool_slot, withdraws
+from memlineage.reconcile._text import may_revise, may_update, repairs, slot_of, tool_slot, withdraws
 
 __all__ = [
     "APPLY_CONFIDENCE",
@@ -65,6 +65,7 @@ __all__ = [
     "gives_answer",
     "competing_key",
     "may_revise",
+    "repairs",
     "may_update",
     "near_duplicates",
     "newest_first",

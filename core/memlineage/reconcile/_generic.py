@@ -21,16 +21,19 @@ trips), for a pair with no shared anchor, and there is none inside one conversat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix, transcript_speaker
+from memlineage.reconcile._about import _names_someone
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
-from memlineage.reconcile._signals import Clause, clause_similarity, clauses_of, numbers_in
+from memlineage.reconcile._numbers import units_of
+from memlineage.reconcile._signals import Clause, clause_similarity, clauses_of, numbers_in, values_of
 from memlineage.reconcile._text import _naive, may_correct, rejected_values
 from memlineage.retrieval import is_request
 
-__all__ = ["signal_update"]
+__all__ = ["repair_update", "signal_update"]
 
 #: Word similarity of two clauses for a confident update (with a changed value).
 SAME_WORDS = 0.5
@@ -151,3 +154,97 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
         decided_by="signals",
         confidence=round(score, 3),
     )  # fmt: skip
+
+
+#: Confidence of a repair (:func:`repair_update`): applied (:data:`~memlineage.reconcile._model.APPLY_CONFIDENCE`).
+REPAIR_CONFIDENCE = 0.9
+#: A possessive before a noun: "My flight is on the 12th" speaks of a thing of its own, not of the one just said.
+_OWN_NOUN = re.compile(r"\b(?:my|our)\s+([a-z][a-z'-]+)", re.IGNORECASE)
+
+
+def _digit_class(value: str) -> str:
+    """``id`` for a value of seven digits or more (a phone number, an account), ``n`` for any other."""
+    return "id" if sum(ch.isdigit() for ch in value) >= 7 else "n"
+
+
+def _repaired(ca: Clause, cb: Clause) -> tuple[str, list[str], list[str]] | None:
+    """The kind (``time`` or ``number``) and the values a repair clause changes in the clause it takes back.
+
+    Both give values of the kind and each names one the other does not; numbers also count the same thing (the same
+    units, or none on both sides) and are of one class ("415-555-0192" / "415-555-0129", not "415-555-0192" / "2").
+    """
+    for kind in ("time", "number"):
+        va, vb = values_of(ca, kind), values_of(cb, kind)
+        if not (va - vb and vb - va):
+            continue
+        if kind == "number" and (
+            units_of(ca.text) != units_of(cb.text) or {_digit_class(v) for v in va} != {_digit_class(v) for v in vb}
+        ):
+            continue
+        return kind, sorted(va - vb), sorted(vb - va)
+    return None
+
+
+def repair_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision | None:
+    """A message that takes back what was just said in the same conversation, with the new time or number.
+
+    "new number: 415-555-0192" then "argh no, 415-555-0129. swapped the last two"; "Our rent is $2,150 a month" then
+    "Wait, I misremembered, it went to $2,350"; "我妈生日是5月12号" then "不对不对 我记错了 是5月21". The repair rarely
+    repeats the words it corrects (the generic signals need them) and names no subject of its own. It opens with a
+    repair marker (the table's ``repair`` list: a cue word later in the message is not enough, "I'm actually getting
+    ready for a tennis tournament on May 6th" corrects nothing); it replaces the latest statement of the same
+    speaker in the same conversation whose clause gives a time or number of the same kind that differs, when the
+    repairing clause names no other person and no thing of its own ("No, thanks. My flight is on the 12th" after
+    "My hotel check-in is on the 9th" replaces nothing).
+
+    Args:
+        st: The new statement.
+        cands: Live memories of the same scope it may update (recent statements included).
+
+    Returns:
+        An applied ``update`` (confidence :data:`REPAIR_CONFIDENCE`, ``decided_by="signals"``), or None.
+    """
+    table = tables_for(st.content)[0]
+    body = strip_transcript_prefix(st.content)
+    if not table.any_of("repair")(body):
+        return None  # a correction cue elsewhere ("I'm actually getting ready for ...") is for the other rules
+    new_clauses = [c for c in clauses_of(st.content) if c.asserts_present and not c.additive and not c.question]
+    kind, who = st.source.split(":", 1)[0], transcript_speaker(st.content)
+    if st.valid_from is None:
+        return None  # no time: what was "just said" is unknown
+    now = _naive(st.valid_from)
+    timed = [(_naive(c.valid_from), c) for c in cands if c.valid_from is not None]
+    for at, cand in sorted(timed, key=lambda x: x[0], reverse=True):  # the latest first
+        if cand.source.split(":", 1)[0] != kind or transcript_speaker(cand.content) != who:
+            continue
+        if at > now or not _same_conversation(st, cand):
+            continue
+        for ca in clauses_of(cand.content):  # a question in it ("..., is that reasonable?") asserts nothing
+            if ca.question or ca.hypothetical or ca.past or not ca.substantive:
+                continue
+            for cb in new_clauses:
+                if cb.subject not in (None, ca.subject) and not (cb.subject == "self" and ca.subject is None):
+                    continue
+                if _names_someone(cb.text) and not _names_someone(ca.text):
+                    continue
+                ca_words = {w.casefold() for w in ca.terms}
+                if any(m.group(1).casefold() not in ca_words for m in _OWN_NOUN.finditer(cb.text)):
+                    continue  # "My flight is on the 12th": another thing of the speaker's
+                found = _repaired(ca, cb)
+                if found is None:
+                    continue
+                what, old, new = found
+                return UpdateDecision(
+                    action=Action.UPDATE,
+                    target=cand.id,
+                    reason=f"a repair in the same conversation changes the {what} {'/'.join(old)[:40]} → "
+                    f"{'/'.join(new)[:40]}",
+                    evidence={"old_clause": ca.text[:200], "new_clause": cb.text[:200], "old_values": old[:10],
+                              "new_values": new[:10], "repair": True},
+                    decided_by="signals",
+                    confidence=REPAIR_CONFIDENCE,
+                )  # fmt: skip
+        # only the latest statement that gives a value of the kind is taken back: stop at the first one that has any
+        if any(values_of(c, k) for c in clauses_of(cand.content) for k in ("time", "number")):
+            return None
+    return None

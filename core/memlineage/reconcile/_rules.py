@@ -14,7 +14,7 @@ from memlineage.extractors._rules import (
     transcript_speaker,
 )
 from memlineage.reconcile._about import _COMMON_CJK
-from memlineage.reconcile._generic import signal_update
+from memlineage.reconcile._generic import repair_update, signal_update
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._signals import (
     THIRD_PERSON,
@@ -148,6 +148,9 @@ class RuleReconciler:
                 if decision.action is Action.NEW:
                     return decision
                 return _standing(st, cands, decision.model_copy(update={"confidence": confidence}))
+        repair = repair_update(st, cands)  # "argh no, 415-555-0129": takes back what was just said, no words repeated
+        if repair is not None:
+            return _standing(st, cands, repair)
         if self.signals:
             found = signal_update(st, cands)
             if found is not None:
