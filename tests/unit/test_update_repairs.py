@@ -17,22 +17,14 @@ from memlineage.testing import make_manager
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 def _said(first: str, then: str, *, gap: timedelta = timedelta(minutes=2), same_session: bool = True) -> tuple:
-    clock = Clock()
-    mm = make_manager(clock=clock)
+    now = [T0]
+    mm = make_manager(clock=lambda: now[0])
     scope = Scope(user_id="alice", session_id="s1")
-    old = mm.remember(first, scope=scope, source="user", valid_from=clock.now)
-    clock.now = T0 + gap
+    old = mm.remember(first, scope=scope, source="user", valid_from=T0)
+    now[0] = T0 + gap
     later = scope if same_session else Scope(user_id="alice", session_id="s2")
-    new = mm.remember(then, scope=later, source="user", valid_from=clock.now)
+    new = mm.remember(then, scope=later, source="user", valid_from=now[0])
     status = mm.get(old.id, scope=scope).status
     decisions = mm.activities(Scope(user_id="alice"), kinds=["update_detection"], limit=10)
     mm.close()
