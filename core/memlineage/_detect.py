@@ -248,6 +248,7 @@ def _statement(ports: _Ports, d: Draft, now: datetime) -> Statement | None:
     return Statement(
         content=content, source=source, slot=d.slot, slot_value=d.slot_value, valid_from=d.valid_from or now,
         session=d.scope.session_id, scope_key=_scope_key(d.scope.user_id, d.scope.agent_id),
+        repairs=repairs(d.content),  # the whole message: its questions are no longer in ``content``
     )  # fmt: skip
 
 
@@ -300,7 +301,7 @@ def _candidates(
         any_subject or any(c.subject is not None and c.asserts_present for c in clauses_of(st.content))
     )
     revises = user_statement and ((broad and personal) or may_revise(st.content))
-    recent = user_statement and ((recent_always and personal) or cjk or withdraws(st.content) or repairs(st.content))
+    recent = user_statement and ((recent_always and personal) or cjk or withdraws(st.content) or bool(st.repairs))
     if not (st.slot or revises or recent):
         # a plain record reads nothing: no connection is opened and no query is built for it (bulk ingest)
         return _batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk)

@@ -62,6 +62,11 @@ def test_a_repair_in_the_same_conversation_replaces_the_value_just_said(first: s
         ("I run 3 times a week", "No worries, I'll do 5 on Saturday"),  # no repair marker
         ("My phone number is 415-555-0192", "Nope, 2 of them"),  # a count is no phone number
         ("I run 3 times a week", "Tomorrow I run at 6am"),  # no repair marker, no correction cue
+        # the repair takes back its own message's question, nothing said before it
+        ("My mom lands on the 15th", "Brunch spot for Sunday? Oh scratch that, Saturday. Sunday's booked."),
+        # a repair that gives a time is about a time: its digits are no new password or house number
+        ("The guest wifi password is sunflower-4421", "sorry, it's 9:45 - 9:15 was before the daylight saving shift"),
+        ("我住浦东张江那边，碧云路88弄", "不对不对，我记错了，是6月21号！！"),
         # a correction cue later in the message is no repair (LongMemEval: a 5K time, then a tennis tournament)
         ("My 5K personal best is 25:50", "I'm actually getting ready for a tennis tournament on May 6th"),
     ],

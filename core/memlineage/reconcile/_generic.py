@@ -30,7 +30,7 @@ from memlineage.reconcile._about import _names_someone
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._numbers import units_of
 from memlineage.reconcile._signals import Clause, clause_similarity, clauses_of, numbers_in, values_of
-from memlineage.reconcile._text import _naive, may_correct, rejected_values
+from memlineage.reconcile._text import _naive, may_correct, rejected_values, repairs
 from memlineage.retrieval import is_request
 
 __all__ = ["repair_update", "signal_update"]
@@ -173,7 +173,8 @@ def _repaired(ca: Clause, cb: Clause) -> tuple[str, list[str], list[str]] | None
     Both give values of the kind and each names one the other does not; numbers also count the same thing (the same
     units, or none on both sides) and are of one class ("415-555-0192" / "415-555-0129", not "415-555-0192" / "2").
     """
-    for kind in ("time", "number"):
+    # a repair that gives a time is about a time ("sorry, it's 9:45"): its digits are no number of anything else
+    for kind in ("time",) if values_of(cb, "time") else ("time", "number"):
         va, vb = values_of(ca, kind), values_of(cb, kind)
         if not (va - vb and vb - va):
             continue
@@ -204,9 +205,7 @@ def repair_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
     Returns:
         An applied ``update`` (confidence :data:`REPAIR_CONFIDENCE`, ``decided_by="signals"``), or None.
     """
-    table = tables_for(st.content)[0]
-    body = strip_transcript_prefix(st.content)
-    if not table.any_of("repair")(body):
+    if not (st.repairs if st.repairs is not None else repairs(st.content)):
         return None  # a correction cue elsewhere ("I'm actually getting ready for ...") is for the other rules
     new_clauses = [c for c in clauses_of(st.content) if c.asserts_present and not c.additive and not c.question]
     kind, who = st.source.split(":", 1)[0], transcript_speaker(st.content)

@@ -32,6 +32,10 @@ class Statement(BaseModel):
         session: Session id of the statement, or None.
         scope_key: Who said it (user and agent), so that a reconciler never puts two users' statements into one
             model prompt; None when unknown (such a statement gets a prompt of its own).
+        repairs: The whole message opens by taking back what was just said ("argh no, ..."; see
+            :func:`memlineage.reconcile.repairs`), read before its questions were left out of ``content``: "Brunch
+            for Sunday? Oh scratch that, Saturday." repairs its own question, nothing said before. None: read from
+            ``content``.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -43,6 +47,7 @@ class Statement(BaseModel):
     valid_from: datetime | None = None
     session: str | None = None
     scope_key: str | None = None
+    repairs: bool | None = None
 
 
 class Candidate(BaseModel):
