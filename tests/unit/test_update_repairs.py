@@ -42,6 +42,7 @@ def _said(first: str, then: str, *, gap: timedelta = timedelta(minutes=2), same_
         ("My yoga class is Tuesdays at 6pm", "Wait, I just checked the app, they moved the class to Thursdays"),
         ("I'm flying to Denver on the 9th", "no wait, it's the 19th"),
         ("I take 20mg of lisinopril", "Oops, I mean 10mg"),
+        ("Dinner with the Parks is at 7pm", "oh my bad, 7:30pm"),  # "my bad" owns nothing
         ("我妈生日是5月12号", "不对不对 我记错了 是5月21"),
     ],
 )

@@ -158,8 +158,9 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
 
 #: Confidence of a repair (:func:`repair_update`): applied (:data:`~memlineage.reconcile._model.APPLY_CONFIDENCE`).
 REPAIR_CONFIDENCE = 0.9
-#: A possessive before a noun: "My flight is on the 12th" speaks of a thing of its own, not of the one just said.
-_OWN_NOUN = re.compile(r"\b(?:my|our)\s+([a-z][a-z'-]+)", re.IGNORECASE)
+#: A possessive before a noun: "My flight is on the 12th" speaks of a thing of its own, not of the one just said
+#: ("my bad", "my mistake" own nothing: they take the last statement back).
+_OWN_NOUN = re.compile(r"\b(?:my|our)\s+(?!(?:bad|mistake|fault)\b)([a-z][a-z'-]+)", re.IGNORECASE)
 
 
 def _digit_class(value: str) -> str:
