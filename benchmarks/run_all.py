@@ -148,13 +148,16 @@ def rows_store() -> Iterator[Row]:
         else None,
         _num(_get(ir, "memlineage_recall_p50_ms"), "{:.1f} ms p50") or "",
     )
-    yield (
-        "store",
-        f"recall right after a write vs none ({_num(_get(aw, 'n'), '{:,}')} memories / 1 user)",
-        _num(_get(aw, "after_write_ratio"), "{:.2f}x"),
-        f"{_num(_get(aw, 'recall_after_write_p50_ms'), '{:.1f}') or '?'} vs "
-        f"{_num(_get(aw, 'recall_p50_ms'), '{:.1f}') or '?'} ms p50; target <= 1.2x",
-    )
+    server = _get(d, "recall_after_write_server")
+    for run in (aw, server) if server else (aw,):  # the server-mode run only where bench_store made one
+        mode = f", {_get(run, 'mode')}" if _get(run, "mode") else ""
+        yield (
+            "store",
+            f"recall right after a write vs none ({_num(_get(run, 'n'), '{:,}')} memories / 1 user{mode})",
+            _num(_get(run, "after_write_ratio"), "{:.2f}x"),
+            f"{_num(_get(run, 'recall_after_write_p50_ms'), '{:.1f}') or '?'} vs "
+            f"{_num(_get(run, 'recall_p50_ms'), '{:.1f}') or '?'} ms p50; target <= 1.2x",
+        )
     rt = _get(d, "recall_real_turns")
     if rt:
         yield (
