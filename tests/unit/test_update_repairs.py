@@ -43,6 +43,9 @@ def _said(first: str, then: str, *, gap: timedelta = timedelta(minutes=2), same_
         ("I'm flying to Denver on the 9th", "no wait, it's the 19th"),
         ("I take 20mg of lisinopril", "Oops, I mean 10mg"),
         ("Dinner with the Parks is at 7pm", "oh my bad, 7:30pm"),  # "my bad" owns nothing
+        ("The building gate code is 4471.", "hang on, it's 4417"),
+        ("My passport number ends in 8823.", "actually it ends in 8832, sorry"),
+        ("新房子的房租每月4500元。", "说错了，是5400"),  # a bare number takes the unit it corrects
         ("我妈生日是5月12号", "不对不对 我记错了 是5月21"),
     ],
 )
@@ -68,6 +71,11 @@ def test_a_repair_in_the_same_conversation_replaces_the_value_just_said(first: s
         # a repair that gives a time is about a time: its digits are no new password or house number
         ("The guest wifi password is sunflower-4421", "sorry, it's 9:45 - 9:15 was before the daylight saving shift"),
         ("我住浦东张江那边，碧云路88弄", "不对不对，我记错了，是6月21号！！"),
+        ("Max's vet appointment is at 10am on Monday.", "Sorry for the slow reply! The plumber is coming at 2pm."),
+        ("Lily's soccer practice is at 5pm on Wednesdays.", "No, Tom's practice is at 6pm, Lily's is the early one."),
+        ("The car rental is $45 a day.", "ugh sorry, the hotel is $180 a night."),  # a thing of its own
+        ("The kids' dentist visit is at 11:00 on the 5th.", "no, sorry, I can't talk now. I'll be back at 4."),
+        ("女儿的钢琴课在周六上午九点。", "不对，儿子的足球课是周六上午十点。"),  # another owner
         # a correction cue later in the message is no repair (LongMemEval: a 5K time, then a tennis tournament)
         ("My 5K personal best is 25:50", "I'm actually getting ready for a tennis tournament on May 6th"),
     ],
@@ -116,3 +124,32 @@ def test_only_the_latest_statement_with_a_value_of_the_kind_is_taken_back() -> N
 )
 def test_repairs_tells_which_statements_read_the_recent_ones(text: str, expected: bool) -> None:
     assert repairs(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "kept"),
+    [
+        # one value for one: the statement taken back is written again put right, its other facts with it
+        (
+            "My dentist appointment is on the 17th. I prefer morning slots.",
+            "no wait, it's the 19th",
+            "My dentist appointment is on the 19th. I prefer morning slots.",
+        ),
+        (
+            "The pediatrician wants her on 5 ml of the syrup.",
+            "wait, 7.5 ml, not 5",
+            "The pediatrician wants her on 7.5 ml of the syrup.",
+        ),
+    ],
+)
+def test_a_repair_puts_the_statement_right_and_keeps_its_other_facts(first: str, then: str, kept: str) -> None:
+    now = [T0]
+    mm = make_manager(clock=lambda: now[0])
+    scope = Scope(user_id="alice", session_id="s1")
+    old = mm.remember(first, scope=scope, source="user", valid_from=T0)
+    now[0] = T0 + timedelta(minutes=2)
+    mm.remember(then, scope=scope, source="user", valid_from=now[0])
+    assert mm.get(old.id, scope=scope).status is Status.SUPERSEDED
+    live = [m.content for m in mm.find(scope=scope, include_suspect=False)]
+    assert kept in live and first not in live
+    mm.close()

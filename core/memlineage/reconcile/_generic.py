@@ -23,13 +23,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix, transcript_speaker
 from memlineage.reconcile._about import _names_someone
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._numbers import units_of
-from memlineage.reconcile._signals import Clause, clause_similarity, clauses_of, numbers_in, values_of
+from memlineage.reconcile._signals import (
+    _SENTENCE,
+    Clause,
+    clause_similarity,
+    clauses_of,
+    mentions,
+    numbers_in,
+    query_people,
+    values_of,
+)
 from memlineage.reconcile._text import _naive, may_correct, rejected_values, repairs
 from memlineage.retrieval import is_request
 
@@ -158,9 +168,29 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
 
 #: Confidence of a repair (:func:`repair_update`): applied (:data:`~memlineage.reconcile._model.APPLY_CONFIDENCE`).
 REPAIR_CONFIDENCE = 0.9
-#: A possessive before a noun: "My flight is on the 12th" speaks of a thing of its own, not of the one just said
-#: ("my bad", "my mistake" own nothing: they take the last statement back).
-_OWN_NOUN = re.compile(r"\b(?:my|our)\s+(?!(?:bad|mistake|fault)\b)([a-z][a-z'-]+)", re.IGNORECASE)
+#: A thing named by a possessive or an article: "My flight is on the 12th", "the hotel is $180 a night" speak of a
+#: thing of their own unless the statement taken back names it too ("my bad", "my mistake" name nothing).
+_THING = re.compile(r"\b(?:my|our|the|his|her|their)\s+(?!(?:bad|mistake|fault)\b)([a-z][a-z'-]+)", re.IGNORECASE)
+#: A Chinese possessor ("儿子的足球课"): another owner unless the statement taken back names it (我 / 你 are none).
+_OWNER_ZH = re.compile(r"([\u4e00-\u9fff]{1,4}?)的")
+_SELF_ZH = frozenset({"我", "我们", "你", "你们", "咱", "咱们"})
+
+
+def _own_thing(ca: Clause, cb: Clause) -> bool:
+    """Whether the repairing clause ``cb`` speaks of a person or thing that the clause ``ca`` does not name.
+
+    "No, Tom's practice is at 6pm" after "Lily's soccer practice is at 5pm" names Tom; "ugh sorry, the hotel is $180
+    a night" after "The car rental is $45 a day" names a hotel and nothing of the rental; 不对，儿子的足球课… after
+    女儿的钢琴课… names the son. "they moved the class to Thursdays" after "My yoga class is Tuesdays" shares the class.
+    """
+    if any(not mentions(ca, frozenset({p})) for p in query_people(cb.text)):
+        return True
+    words = {w.casefold() for w in ca.terms} | {k.casefold() for k in ca.keys}
+    things = [m.group(1).casefold() for m in _THING.finditer(cb.text)]
+    if things and not any(t in words or t.rstrip("s") in words for t in things):
+        return True
+    owners = {m.group(1)[-2:] for m in _OWNER_ZH.finditer(cb.text)} - _SELF_ZH
+    return any(o not in ca.text for o in owners)
 
 
 def _digit_class(value: str) -> str:
@@ -175,12 +205,15 @@ def _repaired(ca: Clause, cb: Clause) -> tuple[str, list[str], list[str]] | None
     units, or none on both sides) and are of one class ("415-555-0192" / "415-555-0129", not "415-555-0192" / "2").
     """
     # a repair that gives a time is about a time ("sorry, it's 9:45"): its digits are no number of anything else
+    ruled_out = rejected_values(cb.text)  # "wait, 7.5 ml, not 5": 5 is the value taken back, not a new one
     for kind in ("time",) if values_of(cb, "time") else ("time", "number"):
-        va, vb = values_of(ca, kind), values_of(cb, kind)
+        va, vb = values_of(ca, kind), values_of(cb, kind) - ruled_out
         if not (va - vb and vb - va):
             continue
+        units = (units_of(ca.text), units_of(cb.text))
         if kind == "number" and (
-            units_of(ca.text) != units_of(cb.text) or {_digit_class(v) for v in va} != {_digit_class(v) for v in vb}
+            (units[1] and units[0] != units[1])  # a bare number ("说错了，是5400") takes the unit it corrects
+            or {_digit_class(v) for v in va} != {_digit_class(v) for v in vb}
         ):
             continue
         return kind, sorted(va - vb), sorted(vb - va)
@@ -208,7 +241,10 @@ def repair_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
     """
     if not (st.repairs if st.repairs is not None else repairs(st.content)):
         return None  # a correction cue elsewhere ("I'm actually getting ready for ...") is for the other rules
-    new_clauses = [c for c in clauses_of(st.content) if c.asserts_present and not c.additive and not c.question]
+    # the new value is said in the repair's own sentence ("no, sorry, I can't talk now. I'll be back at 4" repairs
+    # nothing: its number comes later, about something else)
+    first = next((seg for seg in _SENTENCE.split(st.content) if seg and seg.strip()), "")
+    new_clauses = [c for c in clauses_of(first) if c.asserts_present and not c.additive and not c.question]
     kind, who = st.source.split(":", 1)[0], transcript_speaker(st.content)
     if st.valid_from is None:
         return None  # no time: what was "just said" is unknown
@@ -225,26 +261,38 @@ def repair_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
             for cb in new_clauses:
                 if cb.subject not in (None, ca.subject) and not (cb.subject == "self" and ca.subject is None):
                     continue
-                if _names_someone(cb.text) and not _names_someone(ca.text):
-                    continue
-                ca_words = {w.casefold() for w in ca.terms}
-                if any(m.group(1).casefold() not in ca_words for m in _OWN_NOUN.finditer(cb.text)):
-                    continue  # "My flight is on the 12th": another thing of the speaker's
+                if (_names_someone(cb.text) and not _names_someone(ca.text)) or _own_thing(ca, cb):
+                    continue  # "My flight is on the 12th", "No, Tom's practice is at 6pm": another's
                 found = _repaired(ca, cb)
                 if found is None:
                     continue
                 what, old, new = found
+                evidence: dict[str, Any] = {
+                    "old_clause": ca.text[:200], "new_clause": cb.text[:200], "old_values": old[:10],
+                    "new_values": new[:10], "repair": True,
+                }  # fmt: skip
+                # one value for one, spelled as in both texts: the statement taken back is put right with it
+                # ("My dentist appointment is on the 19th. I prefer morning slots."); else the clause that held
+                # the old values goes and the statement's other clauses stay (write path, carried over)
+                if len(old) == 1 and len(new) == 1 and _spells(ca.text, old[0]) and _spells(cb.text, new[0]):
+                    evidence.update(replaced=old[0], replacement=new[0])
+                else:
+                    evidence["withdrawn"] = " ".join(old)
                 return UpdateDecision(
                     action=Action.UPDATE,
                     target=cand.id,
                     reason=f"a repair in the same conversation changes the {what} {'/'.join(old)[:40]} → "
                     f"{'/'.join(new)[:40]}",
-                    evidence={"old_clause": ca.text[:200], "new_clause": cb.text[:200], "old_values": old[:10],
-                              "new_values": new[:10], "repair": True},
+                    evidence=evidence,
                     decided_by="signals",
                     confidence=REPAIR_CONFIDENCE,
-                )  # fmt: skip
+                )
         # only the latest statement that gives a value of the kind is taken back: stop at the first one that has any
         if any(values_of(c, k) for c in clauses_of(cand.content) for k in ("time", "number")):
             return None
     return None
+
+
+def _spells(text: str, value: str) -> bool:
+    """Whether ``text`` spells ``value`` as a whole value (case-insensitively), as :func:`substituted` needs it."""
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", text, re.IGNORECASE) is not None
