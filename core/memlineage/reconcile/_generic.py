@@ -29,7 +29,7 @@ from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix, transcript_speaker
 from memlineage.reconcile._about import _names_someone
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
-from memlineage.reconcile._numbers import units_of
+from memlineage.reconcile._numbers import bare_numbers, units_of
 from memlineage.reconcile._signals import (
     _SENTENCE,
     Clause,
@@ -212,7 +212,7 @@ def _repaired(ca: Clause, cb: Clause) -> tuple[str, list[str], list[str]] | None
             continue
         units = (units_of(ca.text), units_of(cb.text))
         if kind == "number" and (
-            (units[1] and units[0] != units[1])  # a bare number ("说错了，是5400") takes the unit it corrects
+            (units[0] != units[1] and not bare_numbers(cb.text))  # a bare number (说错了，是5400) takes the unit
             or {_digit_class(v) for v in va} != {_digit_class(v) for v in vb}
         ):
             continue

@@ -120,3 +120,8 @@ def units_of(text: str) -> frozenset[str]:
             unit = unit.removesuffix("s")  # "days" and "day" are one unit
         out.add(_SAME_UNIT.get(unit, unit))
     return frozenset(out)
+
+
+def bare_numbers(text: str) -> bool:
+    """Whether ``text`` names numbers and none of them carries a unit ("说错了，是5400", "no, 4417")."""
+    return bool(numbers_in(text)) and _UNIT.search(text) is None
