@@ -201,8 +201,9 @@ def _digit_class(value: str) -> str:
 def _repaired(ca: Clause, cb: Clause) -> tuple[str, list[str], list[str]] | None:
     """The kind (``time`` or ``number``) and the values a repair clause changes in the clause it takes back.
 
-    Both give values of the kind and each names one the other does not; numbers also count the same thing (the same
-    units, or none on both sides) and are of one class ("415-555-0192" / "415-555-0129", not "415-555-0192" / "2").
+    Both give values of the kind and each names one the other does not (a value the repair rules out, "not 5", is
+    none of its own); numbers also count the same thing (the same units, or a repair whose numbers carry none) and
+    are of one class ("415-555-0192" / "415-555-0129", not "415-555-0192" / "2").
     """
     # a repair that gives a time is about a time ("sorry, it's 9:45"): its digits are no number of anything else
     ruled_out = rejected_values(cb.text)  # "wait, 7.5 ml, not 5": 5 is the value taken back, not a new one
@@ -237,7 +238,9 @@ def repair_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
         cands: Live memories of the same scope it may update (recent statements included).
 
     Returns:
-        An applied ``update`` (confidence :data:`REPAIR_CONFIDENCE`, ``decided_by="signals"``), or None.
+        An applied ``update`` (confidence :data:`REPAIR_CONFIDENCE`, ``decided_by="signals"``), or None. Its
+        evidence names ``replaced`` and ``replacement`` when one value replaces one (the write path writes the old
+        statement again put right), else the old values as ``withdrawn`` (its other clauses are written again).
     """
     if not (st.repairs if st.repairs is not None else repairs(st.content)):
         return None  # a correction cue elsewhere ("I'm actually getting ready for ...") is for the other rules
