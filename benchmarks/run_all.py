@@ -121,6 +121,11 @@ def _num(v: Any, fmt: str) -> str | None:
     return fmt.format(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def _pair(d: Any, first: str, second: str, fmt: str, sep: str = " vs ") -> str:
+    """Two figures of one result side by side ("12.6 vs 2.4"), ``?`` for one that is missing."""
+    return f"{_num(_get(d, first), fmt) or '?'}{sep}{_num(_get(d, second), fmt) or '?'}"
+
+
 def _pct(v: Any) -> str | None:
     return _num(v * 100 if isinstance(v, (int, float)) else v, "{:.0f} %")
 
@@ -136,16 +141,12 @@ def rows_store() -> Iterator[Row]:
         "store",
         f"ingest vs raw Chroma add, same metadata ({n} memories)",
         _num(_get(ir, "ingest_throughput_ratio_same_metadata"), "{:.2f}x"),
-        f"{_num(_get(ir, 'memlineage_ingest_per_s'), '{:,.0f}/s') or '?'} vs "
-        f"{_num(_get(ir, 'raw_same_metadata_ingest_per_s'), '{:,.0f}/s') or '?'}; target >= 0.9x",
+        f"{_pair(ir, 'memlineage_ingest_per_s', 'raw_same_metadata_ingest_per_s', '{:,.0f}/s')}; target >= 0.9x",
     )
     yield (
         "store",
         f"recall p50 / p95 vs raw filtered query ({n} memories / 10 users)",
-        f"{_num(_get(ir, 'recall_latency_ratio'), '{:.2f}x') or '?'} / "
-        f"{_num(_get(ir, 'recall_latency_ratio_p95'), '{:.2f}x') or '?'}"
-        if ir
-        else None,
+        _pair(ir, "recall_latency_ratio", "recall_latency_ratio_p95", "{:.2f}x", " / ") if ir else None,
         _num(_get(ir, "memlineage_recall_p50_ms"), "{:.1f} ms p50") or "",
     )
     server = _get(d, "recall_after_write_server")
@@ -155,19 +156,16 @@ def rows_store() -> Iterator[Row]:
             "store",
             f"recall right after a write vs none ({_num(_get(run, 'n'), '{:,}')} memories / 1 user{mode})",
             _num(_get(run, "after_write_ratio"), "{:.2f}x"),
-            f"{_num(_get(run, 'recall_after_write_p50_ms'), '{:.1f}') or '?'} vs "
-            f"{_num(_get(run, 'recall_p50_ms'), '{:.1f}') or '?'} ms p50; target <= 1.2x",
+            f"{_pair(run, 'recall_after_write_p50_ms', 'recall_p50_ms', '{:.1f}')} ms p50; target <= 1.2x",
         )
     rt = _get(d, "recall_real_turns")
     if rt:
         yield (
             "store",
             f"recall p50 vs raw filtered query ({_num(_get(rt, 'n'), '{:,}')} LoCoMo turns / 1 user)",
-            f"{_num(_get(rt, 'recall_latency_ratio'), '{:.2f}x') or '?'} / "
-            f"{_num(_get(rt, 'recall_latency_ratio_with_query_embedding'), '{:.2f}x') or '?'}",
-            f"{_num(_get(rt, 'memlineage_recall_p50_ms'), '{:.1f}') or '?'} vs "
-            f"{_num(_get(rt, 'raw_recall_p50_ms'), '{:.1f}') or '?'} ms p50, same vectors / with the query embedded "
-            "on both sides; target <= 1.0x",
+            _pair(rt, "recall_latency_ratio", "recall_latency_ratio_with_query_embedding", "{:.2f}x", " / "),
+            f"{_pair(rt, 'memlineage_recall_p50_ms', 'raw_recall_p50_ms', '{:.1f}')} ms p50, same vectors / with the "
+            "query embedded on both sides; target <= 1.0x",
         )
     for c in _get(d, "cascades") or []:
         yield (
@@ -200,8 +198,7 @@ def rows_scale() -> Iterator[Row]:
             f"{_num(_get(r, 'recall_p50_ratio'), '{:.2f}x')} / {_num(_get(r, 'recall_p95_ratio'), '{:.2f}x')}"
             if _get(r, "recall_p50_ratio") is not None
             else None,
-            f"{_num(_get(r, 'recall_p50_ms'), '{:.1f}') or '?'} vs "
-            f"{_num(_get(r, 'raw_p50_ms'), '{:.1f}') or '?'} ms p50",
+            f"{_pair(r, 'recall_p50_ms', 'raw_p50_ms', '{:.1f}')} ms p50",
         )
         yield (
             "scale",

@@ -111,6 +111,13 @@ def may_revise(text: str) -> bool:
     return bool(_FIRST_PERSON.search(body)) and bool(_profile(text)[4])
 
 
+#: A number or a weekday: what a repair gives ("415-555-0129", "the 19th", "Thursdays", 五月二十一).
+_REPAIR_VALUE = re.compile(
+    r"\d|[零一二三四五六七八九十两]|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|周[一二三四五六日天]|星期",
+    re.IGNORECASE,
+)
+
+
 def repairs(text: str) -> bool:
     """Whether ``text`` opens by taking back what was just said ("argh no, ...", 不对不对) and names a number or time.
 
@@ -118,13 +125,6 @@ def repairs(text: str) -> bool:
     """
     body = strip_transcript_prefix(text)
     return bool(tables_for(body)[0].any_of("repair")(body)) and bool(_REPAIR_VALUE.search(body))
-
-
-#: A number or a weekday: what a repair gives ("415-555-0129", "the 19th", "Thursdays", 五月二十一).
-_REPAIR_VALUE = re.compile(
-    r"\d|[零一二三四五六七八九十两]|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|周[一二三四五六日天]|星期",
-    re.IGNORECASE,
-)
 
 
 def clauses(text: str) -> list[str]:
