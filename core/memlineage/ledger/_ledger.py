@@ -346,8 +346,11 @@ class Ledger(GraphQueries, Locks, ActivityLog):
         query = select_full_memories() if embedding else select(memories)
         with self._maybe(conn) as c:
             for chunk in _chunks(unique):
-                for mapping in c.execute(query.where(memories.c.id.in_(chunk))).mappings():
-                    found[mapping["id"]] = dict(mapping)
+                result = c.execute(query.where(memories.c.id.in_(chunk)))
+                keys = list(result.keys())  # once: dict(row_mapping) builds a key view per row
+                for values in result:
+                    row = dict(zip(keys, values, strict=True))
+                    found[row["id"]] = row
         if not embedding:
             for row in found.values():
                 row["embedding"] = None

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from memlineage._forget import text_cache
 from memlineage.reconcile._rules import _exclusive, _key_change, _other_subjects
 from memlineage.reconcile._signals import asserting_text
 from memlineage.reconcile._text import slot_of
@@ -25,8 +26,11 @@ def competing_key(content: str, slot: str | None) -> str | None:
     return slot_of(asserted)[0] if asserted else None
 
 
+@text_cache(maxsize=16384)
 def near_duplicates(a: str, b: str, *, threshold: float = 0.5) -> bool:
     """Whether two statements say the same about the same thing but for a changed entity, number or date.
+
+    Cached per pair (a recall compares the same memories again and again), emptied by erasures.
 
     The read-side twin of :class:`RuleReconciler`'s changed-key rule: a cue in either, or both a state of the
     speaker; two events are two events.
@@ -37,10 +41,11 @@ def near_duplicates(a: str, b: str, *, threshold: float = 0.5) -> bool:
         >>> near_duplicates("I went to Rome in May", "I went to Oslo in June")
         False
     """
-    if _other_subjects(a, b) or not asserting_text(a) or not asserting_text(b):
-        return False  # two people ("my daughter is 7" / "my son is 10"), or a question
-    change = _key_change(a, b)
-    return change is not None and change[0] >= threshold
+    change = _key_change(a, b)  # the cheap test first: most pairs change no key
+    if change is None or change[0] < threshold:
+        return False
+    # two people ("my daughter is 7" / "my son is 10"), or a question
+    return not _other_subjects(a, b) and bool(asserting_text(a)) and bool(asserting_text(b))
 
 
 def _same_attribute(key_a: str | None, key_b: str | None, a: str, b: str) -> bool:

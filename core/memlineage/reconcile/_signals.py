@@ -480,6 +480,7 @@ _CJK_PLACE = re.compile(
 )
 
 
+@text_cache(maxsize=32768)
 def values_of(clause: Clause, kind: str) -> frozenset[str]:
     """The values of one kind a clause gives (``time``, ``place``, ``number``, ``entity``), normalised.
 
