@@ -371,8 +371,11 @@ def _filler(sentence: str) -> bool:
     return len(sentence.split()) <= 3
 
 
+@text_cache(maxsize=16384)
 def is_request(text: str) -> bool:
     """Whether a memory's text only asks: a question, or a one-sentence imperative request.
+
+    Cached per text (recall asks it of every candidate; emptied by every erasure).
 
     Example:
         >>> is_request("Find me the London-Paris train fare for July 2."), is_request("查一下西湖国宾馆的房价。")

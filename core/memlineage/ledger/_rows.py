@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from memlineage._forget import text_cache
 from memlineage.models import (
     Lineage,
     Memory,
@@ -75,13 +76,19 @@ def memory_to_row(mem: Memory) -> dict[str, Any]:
     }
 
 
+@text_cache(maxsize=4096)
+def _scope(user_id: str, agent_id: str | None, session_id: str | None) -> Scope:
+    """One shared :class:`Scope` per ``(user, agent, session)`` (frozen, so sharing is safe; emptied by erasures)."""
+    return Scope.model_construct(user_id=user_id, agent_id=agent_id, session_id=session_id)
+
+
 def row_to_memory(row: Mapping[str, Any], derived_from: Sequence[str] = ()) -> Memory:
     """Build a :class:`Memory` from a ledger row and its original premises (support group 0)."""
     return Memory.model_construct(
         id=row["id"],
         content=row["content"],
         kind=MemoryKind(row["kind"]),
-        scope=Scope.model_construct(user_id=row["user_id"], agent_id=row["agent_id"], session_id=row["session_id"]),
+        scope=_scope(row["user_id"], row["agent_id"], row["session_id"]),
         lineage=Lineage.model_construct(
             source_kind=SourceKind(row["source_kind"]),
             source_name=row["source_name"],
