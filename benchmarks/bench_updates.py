@@ -72,7 +72,8 @@ the code of session 14's end, after a name went with an addition only right afte
 own voice and an agent's "the user"), ``test37`` (first run after Chinese clauses with 哪些 or a closing 吗 started
 asking, diagnosed on test36), ``test38`` (first run at the code of session 14's end, reviewed, in session 15; its
 categories come from one fixed list), ``test39`` (first run after a repair in the same conversation started to
-replace the value just said, diagnosed on all earlier suites in session 15).
+replace the value just said, diagnosed on all earlier suites in session 15), ``test40`` (first run in session 16,
+after recall's caches and before any change to update handling; the code of test39's run otherwise).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -92,7 +93,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test39|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test40|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -162,6 +163,7 @@ SPLITS = (
     "test37",
     "test38",
     "test39",
+    "test40",
 )
 
 
