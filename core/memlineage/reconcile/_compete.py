@@ -100,7 +100,7 @@ from memlineage.reconcile._signals import (
     values_of,
     values_of_query,
 )
-from memlineage.reconcile._successors import CONTENDERS, _successors, _when, speaker, speaker_ranks
+from memlineage.reconcile._successors import CONTENDERS, _predecessors, _successors, _when, speaker, speaker_ranks
 from memlineage.reconcile._text import codes, with_digits
 from memlineage.retrieval import RecallHit
 
@@ -620,6 +620,9 @@ def resolve_conflicts(
     # each hit's successor, among the hits and the reserve; a reserve hit that is a top contender's joins as a
     # candidate (dropped again below unless it replaces it)
     pulled, successor = _successors(head, () if past else reserve, unit)
+    before: dict[int, int] = {}
+    if past:  # asked about the past: what the speaker said before a top contender, of the same thing, answers it
+        pulled, before = _predecessors(head, reserve, unit)
     hits = head + pulled
     n = len(hits)
     if n < 2:
@@ -662,6 +665,12 @@ def resolve_conflicts(
             found = Conflict(a.id, b.id, verdict[0], verdict[1], decision) if verdict else None
             if found is not None:
                 newest_rival[i] = found  # later j overwrite: the newest competitor wins
+    for i, j in before.items():
+        if j not in newest_rival:
+            a, b = hits[j].memory, hits[i].memory
+            va, vb = unit.get(a.id), unit.get(b.id)
+            sim = round(float(va @ vb), 3) if va is not None and vb is not None else None
+            newest_rival[j] = Conflict(a.id, b.id, "the speaker's earlier statement about what a later one names", sim)
     joined = {c.newer for c in newest_rival.values()}
     outside = {i for i in range(len(head), n) if hits[i].memory.id not in joined}  # pulled in, replacing nothing
     if not newest_rival:

@@ -25,6 +25,9 @@ CONTENDERS = 3
 #: Cosine at or above which a contender's nearest later statement of the same speaker (among the hits) contends
 #: with it although the query ranks it lower (see :func:`memlineage.reconcile._compete.resolve_conflicts`).
 SUCCESSOR_COSINE = 0.5
+#: Cosine at or above which a contender's nearest earlier statement of the same speaker answers a question about
+#: the past (see :func:`_predecessors`).
+PREDECESSOR_COSINE = 0.2
 
 
 def _when(m: Memory) -> datetime:
@@ -80,6 +83,37 @@ def _nearest_later(hits: Sequence[RecallHit], of: Sequence[int], unit: Mapping[s
     Returns:
         ``{position: position of its successor}``.
     """
+    return _nearest(hits, of, unit, later=True, floor=SUCCESSOR_COSINE)
+
+
+def _predecessors(
+    head: Sequence[RecallHit], reserve: Sequence[RecallHit], unit: Mapping[str, np.ndarray]
+) -> tuple[list[RecallHit], dict[int, int]]:
+    """For a question about the past: what the speaker said before each top contender, of the same thing.
+
+    "What did I drive before the Maverick?" matches "Traded in the Jeep for a Ford Maverick hybrid" best; the
+    answer is the speaker's earlier "My Jeep Wrangler's soft top leaks", which shares "Jeep" with it and no word
+    of the query. A contender's *predecessor* is the closest earlier statement of the same speaker among ``head``
+    and ``reserve`` that shares with it a word no other hit names, at a cosine of at least
+    :data:`PREDECESSOR_COSINE` (looser than a successor's: a question about the past has already said that it asks
+    for an earlier value).
+
+    Returns:
+        The reserve hits that are such a predecessor, and ``{position of a contender: position of its
+        predecessor}`` in ``[*head, *pulled]`` (the pulled hits follow ``head`` in the order returned).
+    """
+    contenders = [i for i, rank in enumerate(speaker_ranks(head)) if rank < CONTENDERS]
+    every = [*head, *reserve]
+    nearest = _nearest(every, contenders, unit, later=False, floor=PREDECESSOR_COSINE)
+    wanted = sorted({j for j in nearest.values() if j >= len(head)})
+    place = {j: len(head) + n for n, j in enumerate(wanted)}
+    return [every[j] for j in wanted], {i: place.get(j, j) for i, j in nearest.items()}
+
+
+def _nearest(
+    hits: Sequence[RecallHit], of: Sequence[int], unit: Mapping[str, np.ndarray], *, later: bool, floor: float
+) -> dict[int, int]:
+    """The closest later (or earlier) hit of the same speaker sharing a word with it alone, at cosine >= ``floor``."""
     out: dict[int, int] = {}
     words = [_content_words(h.memory.content) for h in hits]
     df: dict[str, int] = {}
@@ -96,7 +130,7 @@ def _nearest_later(hits: Sequence[RecallHit], of: Sequence[int], unit: Mapping[s
         for j, h in enumerate(hits):
             b = h.memory
             vb = unit.get(b.id)
-            if vb is None or vb.shape != va.shape or not when < _when(b):
+            if vb is None or vb.shape != va.shape or not (when < _when(b) if later else _when(b) < when):
                 continue
             if speaker(b) != who:
                 continue
@@ -105,8 +139,8 @@ def _nearest_later(hits: Sequence[RecallHit], of: Sequence[int], unit: Mapping[s
             cosine = float(va @ vb)
             if cosine > best:
                 best, out[i] = cosine, j
-        if i in out and best < SUCCESSOR_COSINE:
-            del out[i]  # the nearest later statement is still far: nothing the speaker said later is about it
+        if i in out and best < floor:
+            del out[i]  # the nearest such statement is still far: nothing else the speaker said is about it
     return out
 
 

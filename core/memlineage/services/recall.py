@@ -177,8 +177,9 @@ class Recall:
         window = max(2 * k, k + 10)
         head = newest_first(hits[:window])
         # the rest of the candidates (through every gate already): a contender's later statement may sit there when
-        # it shares few words with the query (see reconcile._compete); the user's own statements only
-        reserve = [h for h in hits[window:] if h.memory.source.kind is SourceKind.USER][:RESERVE] if not past else []
+        # it shares few words with the query, and for a question about the past its earlier one (see
+        # reconcile._compete); the user's own statements only
+        reserve = [h for h in hits[window:] if h.memory.source.kind is SourceKind.USER][:RESERVE]
         links = self.ledger.possible_updates(scope.user_id, [h.memory.id for h in head]) if len(head) > 1 else {}
         vectors = self.ledger.vectors([h.memory.id for h in (*head, *reserve)]) if len(head) + len(reserve) > 1 else {}
         head, tr.conflicts = resolve_conflicts(
