@@ -232,7 +232,13 @@ def _statement(ports: _Ports, d: Draft, now: datetime) -> Statement | None:
             slot, value = slot_of(content)
             features = d.extra_rows.get("_features")
             if slot is None and features is not None and getattr(features, "slot", None):
-                slot, value = features.slot, features.slot_value  # a model-based extractor named the slot
+                # the extractor read the whole message: its slot counts when the message asserts all it says, or
+                # its value is in what it asserts ("if I moved to Raleigh would my cost of living go up? just
+                # curious" asserts no residence)
+                whole = " ".join(content.split()) == " ".join(d.content.split())
+                named = str(features.slot_value or "").casefold()
+                if whole or (named and named in content.casefold()):
+                    slot, value = features.slot, features.slot_value
             if slot is not None:
                 d.slot, d.slot_value, d.auto_slot = slot, value, True
         elif d.slot_value is None:

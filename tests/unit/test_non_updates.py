@@ -37,6 +37,8 @@ EN = {
                 "If I live in {b} next year, what are the taxes?",
                 "What if I moved to {b}?",
                 "Suppose I lived in {b}, would it be cheaper?",
+                # an asserting tail: the value model's extractor reads the whole message, the supposition included
+                "if I moved to {b} would my cost of living go up or down? just curious",
             ],
             "qualified": ["I don't live in {a} during the summer."],
             "others": ["My sister just moved to {b}.", "{n} lives in {b} now.", "My parents moved to {b}."],
@@ -48,7 +50,11 @@ EN = {
         {
             "question": ["Do I still work at {a}?", "Should I work at {b} instead?"],
             "request": ["Can you look up jobs at {b} for me?", "Please draft an email to {b}."],
-            "conditional": ["If I worked at {b}, would I earn more?", "What if I joined {b} next year?"],
+            "conditional": [
+                "If I worked at {b}, would I earn more?",
+                "What if I joined {b} next year?",
+                "if I took the offer and joined {b} would I lose my stock? just thinking out loud",
+            ],
             "qualified": ["I don't work at {a} on weekends."],
             "others": ["My friend {n} left {a} and joined {b}.", "My brother works at {b} now."],
         },
@@ -179,3 +185,20 @@ def test_control_the_same_grammar_real_updates_are_caught(language: str) -> None
         assert all(caught), dict(zip(table, caught))
     finally:
         m.close()
+
+
+@pytest.mark.parametrize(
+    ("fact", "text"),
+    [
+        ("I live in Columbus, Ohio and rent keeps going up. budgeting tips?", EN["residence"][1]["conditional"][-1]),
+        ("I'm a data engineer at Orrin Labs.", EN["employer"][1]["conditional"][-1]),
+    ],
+)
+def test_a_supposition_with_an_asserting_tail_withdraws_nothing_with_the_value_model_on(fact: str, text: str) -> None:
+    """The value model's extractor reads the whole message; its slot counts only for what the message asserts."""
+    from memlineage import ValueModel
+
+    with make_manager(value_model=ValueModel()) as m:
+        old = m.remember(fact, scope="alice", valid_from=T0)
+        m.remember(_fill(text, "Columbus", "Raleigh", "Tom"), scope="alice", valid_from=T0 + timedelta(days=3))
+        assert m.require(old.id, scope="alice").status is Status.ACTIVE

@@ -41,6 +41,8 @@ def statuses(mm: MemoryManager, *ids: str) -> list[Status]:
         ("My dog is called Rex", "user.dog.name"),
         ("I've just moved to Munich", "user.residence"),
         ("I joined Siemens last month", "user.employer"),
+        ("I'm a senior accountant at Deloitte", "user.employer"),
+        ("I'm a student advisor at Brightline", "user.employer"),
         ("I'm pescatarian now", "user.diet"),
         ("My budget is 2000 EUR", "user.budget"),
         ("Our trip is now on June 5", "user.trip.date"),
@@ -59,7 +61,19 @@ def test_slots_are_keyed_by_subject_and_attribute(text: str, slot: str) -> None:
     assert detect_slot(text)[0] == slot
 
 
-@pytest.mark.parametrize("text", ["My family is great", "My day was long", "The sky is blue", "I love it!"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My family is great",
+        "My day was long",
+        "The sky is blue",
+        "I love it!",
+        # a student is at a school, not an employer; a senior accountant is at one
+        "I'm a sophomore at UT Austin, civil engineering.",
+        "I'm a senior at Ohio State",
+        "I'm a second-year PhD student at MIT",
+    ],
+)
 def test_no_slot_for_multi_valued_or_empty_attributes(text: str) -> None:
     assert detect_slot(text) == (None, None)
 
