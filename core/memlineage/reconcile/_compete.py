@@ -595,7 +595,7 @@ def resolve_conflicts(
         older_weight: Multiplier in [0, 1] on a demoted hit's score.
         reserve: Hits ranked below ``hits`` (the rest of recall's candidates, already through every gate). One that
             is the nearest later statement of a contender (see the module docstring) joins the hits when it
-            replaces that contender; the others stay out.
+            replaces that contender, or, for a query about the past, the nearest earlier one; the others stay out.
         served: How many of the hits recall serves (its ``k``), if known: a newer hit that replaces one of them but
             ranks below them moves up to the last place served (or the older one's place, if lower), ahead of the
             hit it displaces and with its score (``scores["newer"]``); it never overtakes a hit above that place.
@@ -603,8 +603,9 @@ def resolve_conflicts(
     Returns:
         The hits in their new order (demoted ones with ``newer`` set, flag ``"older"`` and ``scores["older"]``),
         and the conflicts found. For a query about the past ("Where did I live before Minneapolis?") the earlier
-        statement of each pair ranks just ahead of the later one instead (flag ``"earlier"``), nothing is demoted
-        and no reserve hit joins.
+        statement of each pair ranks just ahead of the later one instead (flag ``"earlier"``) and nothing is
+        demoted; a reserve hit joins only as a top contender's predecessor (the speaker's earlier statement of the
+        same thing, :func:`~memlineage.reconcile._successors._predecessors`), ranked just ahead of it.
     """
     if len(hits) < 2 and not reserve:
         return list(hits), []

@@ -1,9 +1,10 @@
-"""Successors at read time: for each recalled statement, what the same speaker said of it next.
+"""Successors at read time: for each recalled statement, what the same speaker said of it next (or before).
 
 A contender's *successor* is the closest later hit of the same speaker by vector among those that share with it a
 word no other hit names (see :func:`_nearest_later`). Read-time conflict resolution
 (:mod:`memlineage.reconcile._compete`) lets it contend with the contender however low the query ranks it, and looks
-for it in recall's candidates below the window too.
+for it in recall's candidates below the window too. For a question about the past, a contender's *predecessor*
+(the closest earlier such hit, :func:`_predecessors`) is what it asks for.
 """
 
 from __future__ import annotations
