@@ -531,6 +531,13 @@ def test_the_recent_statements_read_counts_user_statements_only() -> None:
         # the correction gives the other detail anew too: nothing of the old clause stands
         ("I'm planning a trip to Rome in June.", "Actually, I'm going to Naples in July.", []),
         ("I live in Paris.", "Actually I moved to Munich.", []),
+        # a place named beside the replaced one is part of it; a person beside it is not
+        ("I live in Chicago, in Logan Square.", "We finally moved to Nashville last week.", []),
+        (
+            "I'm planning a trip to Paris with Anna from 10 to 14 June.",
+            "Actually, I'm going to Lyon.",
+            ["I'm planning a trip with Anna from 10 to 14 June."],
+        ),
         # a cue and the value an earlier contrast ruled out are no details
         ("Actually, I'm going to Prague, not Bordeaux.", "Actually, I'm going to Rotterdam, not Prague.", []),
         (

@@ -306,8 +306,15 @@ def _outermost(keys: set[str]) -> frozenset[str]:
     return frozenset(k for k in keys if not any(k != other and k in other for other in keys))
 
 
+#: A name after a preposition of place ("in Logan Square", "near Zilker Park"): English, capitalised.
+_PLACE_NAME = re.compile(r"\b(?:in|near|at|by|off)\s+((?-i:[A-Z])[\w'-]*(?:\s+(?-i:[A-Z])[\w'-]*){0,3})", re.IGNORECASE)
+
+
 def _kept_details(clause: str, new: str, replaced: str) -> str | None:
     """``clause`` without the one value ``new`` replaces, when other details (names, numbers, dates) remain.
+
+    A place named beside a replaced place (after "in", "near", "at", "by", "off") goes with it: it was part of
+    where the speaker said they were ("I live in Chicago, in Logan Square").
 
     None when the replaced value cannot be told (none, or several of the new value's kind), when no other detail
     is left, or when ``new`` restates them (then the correction holds them itself).
@@ -333,6 +340,11 @@ def _kept_details(clause: str, new: str, replaced: str) -> str | None:
         return None
     (value,) = gone
     rest = k_old - gone - k_new
+    # a place named beside a replaced place is part of it: "I live in Chicago, in Logan Square" moved to Nashville
+    # keeps no "in Logan Square" (a name after "with", a date, a number stay: "a trip to Paris with Anna")
+    places = [_key_tokens(m.group(1)) for m in _PLACE_NAME.finditer(clause)]
+    if any(value in p for p in places):
+        rest -= set().union(*places)
     # a detail of a kind the correction also gives anew was corrected too ("Naples in July" for "Rome in June")
     new_kinds = [_is_number_or_date(k) for k in k_new - k_old]
     if _is_number_or_date(value) in new_kinds:
