@@ -34,6 +34,22 @@ def test_tokenize_cjk_bigrams() -> None:
     assert "東京" in tokenize("東京タワー")
 
 
+def test_chinese_function_characters_are_no_terms() -> None:
+    """我, 的, 什么, 自己 ... alone or in a bigram of two of them say nothing a query can match on."""
+    toks = set(tokenize("我的狗叫什么名字？我自己也忘了"))
+    assert not toks & {"我", "的", "我的", "什", "么", "什么", "自己", "了", "也"}
+    assert {"狗", "名字", "忘"} <= toks
+    assert "现在" in tokenize("我现在住上海")  # a bigram with one content character stays
+
+
+def test_a_chinese_statement_that_shares_only_function_words_with_the_query_is_no_match() -> None:
+    idx = LexicalIndex()
+    docs = {"cat": "我的猫叫什么来着，我自己都忘了", "dog": "狗狗名字旺财", "x": "今天天气不错", "y": "周末去爬山"}
+    idx.upsert(list(docs), list(docs.values()), [meta() for _ in docs])
+    hits = idx.query("我的狗叫什么名字？", 2, where())
+    assert hits[0].id == "dog"  # "我的", "什么" and "叫" made the cat's line the best match
+
+
 def test_tokenize_dates() -> None:
     for text in ("on 8 May 2023", "May 8th, 2023", "2023-05-08", "2023年5月8日"):
         assert "@2023-05-08" in tokenize(text), text

@@ -4,7 +4,9 @@ Tokenisation (:func:`tokenize`), identical for documents and queries:
 
 1. NFKC normalisation and case folding (full-width ``ＡＢＣ１２３`` becomes ``abc123``).
 2. Runs of Han, kana and Hangul characters become character unigrams plus overlapping bigrams, so a Chinese or
-   Japanese term matches without a dictionary-based segmenter.
+   Japanese term matches without a dictionary-based segmenter. Chinese function characters (:data:`CJK_STOPCHARS`:
+   我, 的, 了, 什么, 自己 ...) are no term alone, nor in a bigram of two of them, the way English stopwords are
+   dropped: "我的狗叫什么名字？" no longer matches "我的猫叫什么来着" better than "狗狗名字旺财".
 3. Other word runs: a run that mixes letters and digits (``ABC123``, ``gpt4o``, ``v2``) is kept whole and
 never
    stemmed; hyphen/underscore/dot-joined identifiers (``order-77a``) are kept whole *and* split into parts;
@@ -68,6 +70,10 @@ STOPWORDS: frozenset[str] = frozenset(
     same s t d ll m re ve
     """.split()
 )
+
+#: Chinese function characters (pronouns, particles, demonstratives, 是/在/有/没/不, 什么, 自己): alone, or in a bigram
+#: of two of them, they are no BM25 term. A bigram with one content character stays ("现在", "我家").
+CJK_STOPCHARS: frozenset[str] = frozenset("我你他她它们的了是在吗呢吧啊哦嗯么什这那个有没不也都就还和与或自己")
 
 _MONTHS = {
     m: i
@@ -191,8 +197,8 @@ def tokenize(text: str, *, dates: bool = True) -> list[str]:
     for m in _TOKEN_RE.finditer(norm):
         cjk, word = m.group(1), m.group(2)
         if cjk:
-            out.extend(cjk)
-            out.extend(cjk[i : i + 2] for i in range(len(cjk) - 1))
+            out.extend(c for c in cjk if c not in CJK_STOPCHARS)
+            out.extend(b for b in (cjk[i : i + 2] for i in range(len(cjk) - 1)) if not set(b) <= CJK_STOPCHARS)
             continue
         parts = _PART_BREAK.split(word)
         if len(parts) > 1:
