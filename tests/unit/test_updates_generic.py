@@ -533,6 +533,7 @@ def test_the_recent_statements_read_counts_user_statements_only() -> None:
         ("I live in Paris.", "Actually I moved to Munich.", []),
         # a place named beside the replaced one is part of it; a person beside it is not
         ("I live in Chicago, in Logan Square.", "We finally moved to Nashville last week.", []),
+        ("My conference is in Rome in June.", "Sorry, I meant Naples, not Rome.", ["My conference is in June."]),
         (
             "I'm planning a trip to Paris with Anna from 10 to 14 June.",
             "Actually, I'm going to Lyon.",

@@ -40,7 +40,7 @@ from memlineage.reconcile._signals import (
     query_people,
     values_of,
 )
-from memlineage.reconcile._text import _naive, may_correct, rejected_values, repairs
+from memlineage.reconcile._text import _naive, may_correct, rejected_values, repairs, spells
 from memlineage.retrieval import is_request
 
 __all__ = ["repair_update", "signal_update"]
@@ -277,7 +277,7 @@ def repair_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
                 # one value for one, spelled as in both texts: the statement taken back is put right with it
                 # ("My dentist appointment is on the 19th. I prefer morning slots."); else the clause that held
                 # the old values goes and the statement's other clauses stay (write path, carried over)
-                if len(old) == 1 and len(new) == 1 and _spells(ca.text, old[0]) and _spells(cb.text, new[0]):
+                if len(old) == 1 and len(new) == 1 and spells(ca.text, old[0]) and spells(cb.text, new[0]):
                     evidence.update(replaced=old[0], replacement=new[0])
                 else:
                     evidence["withdrawn"] = " ".join(old)
@@ -294,8 +294,3 @@ def repair_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
         if any(values_of(c, k) for c in clauses_of(cand.content) for k in ("time", "number")):
             return None
     return None
-
-
-def _spells(text: str, value: str) -> bool:
-    """Whether ``text`` spells ``value`` as a whole value (case-insensitively), as :func:`substituted` needs it."""
-    return re.search(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", text, re.IGNORECASE) is not None

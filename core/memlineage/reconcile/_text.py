@@ -290,11 +290,20 @@ def substituted(old: str, new: str, replaced: str, replacement: str) -> str | No
     ("415-555-0182", "ends in 0128 not 0182" → "415-555-0128"). The replacement is written as ``new`` spells it.
     None when ``old`` does not name ``replaced`` as a whole value or ``new`` does not spell ``replacement``.
     """
-    spelled = re.search(rf"(?<![A-Za-z0-9]){re.escape(replacement)}(?![A-Za-z0-9])", new, re.IGNORECASE)
-    pattern = re.compile(rf"(?<![A-Za-z0-9]){re.escape(replaced)}(?![A-Za-z0-9])", re.IGNORECASE)
+    spelled = spells(new, replacement)
+    pattern = _whole_value(replaced)
     if spelled is None or not pattern.search(old):
         return None
     return pattern.sub(lambda _: spelled.group(0), old)
+
+
+def spells(text: str, value: str) -> re.Match[str] | None:
+    """Where ``text`` spells ``value`` as a whole value (not inside a longer word or number), case-insensitively."""
+    return _whole_value(value).search(text)
+
+
+def _whole_value(value: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", re.IGNORECASE)
 
 
 def codes(keys: frozenset[str]) -> frozenset[str]:
@@ -341,10 +350,10 @@ def _kept_details(clause: str, new: str, replaced: str) -> str | None:
     (value,) = gone
     rest = k_old - gone - k_new
     # a place named beside a replaced place is part of it: "I live in Chicago, in Logan Square" moved to Nashville
-    # keeps no "in Logan Square" (a name after "with", a date, a number stay: "a trip to Paris with Anna")
+    # keeps no "in Logan Square" (a name after "with", a date, a number stay: "a trip to Paris with Anna", "in June")
     places = [_key_tokens(m.group(1)) for m in _PLACE_NAME.finditer(clause)]
     if any(value in p for p in places):
-        rest -= set().union(*places)
+        rest -= {t for p in places for t in p if not _is_number_or_date(t)}
     # a detail of a kind the correction also gives anew was corrected too ("Naples in July" for "Rome in June")
     new_kinds = [_is_number_or_date(k) for k in k_new - k_old]
     if _is_number_or_date(value) in new_kinds:
