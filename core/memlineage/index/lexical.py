@@ -198,7 +198,11 @@ def tokenize(text: str, *, dates: bool = True) -> list[str]:
         cjk, word = m.group(1), m.group(2)
         if cjk:
             out.extend(c for c in cjk if c not in CJK_STOPCHARS)
-            out.extend(b for b in (cjk[i : i + 2] for i in range(len(cjk) - 1)) if not set(b) <= CJK_STOPCHARS)
+            out.extend(
+                cjk[i : i + 2]
+                for i in range(len(cjk) - 1)
+                if cjk[i] not in CJK_STOPCHARS or cjk[i + 1] not in CJK_STOPCHARS
+            )
             continue
         parts = _PART_BREAK.split(word)
         if len(parts) > 1:
