@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pytest
 from memlineage import Memory, MemoryManager, Scope
+from memlineage.reconcile import Conflict, resolve_conflicts
 from memlineage.reconcile._about import (
     _new_kind,
     added_before,
@@ -27,6 +29,7 @@ from memlineage.reconcile._signals import (
     values_around,
     values_of,
 )
+from memlineage.retrieval import RecallHit
 from memlineage.testing import make_manager
 
 T0 = datetime(2025, 1, 1, 9, tzinfo=timezone.utc)
@@ -953,6 +956,34 @@ def test_the_nearest_later_statement_contends_however_low_the_query_ranks_it(mm:
     assert [h for h in result if h.memory.id == new][0].scores.get("newer") == 1.0
 
 
+def _resolve_with_reserve(
+    manager: MemoryManager,
+    query: str,
+    head: list[str],
+    scores: tuple[float, ...],
+    reserve: str,
+    *,
+    cosine: float,
+    reserve_score: float,
+) -> tuple[list[str], list[RecallHit], list[Conflict]]:
+    """:func:`resolve_conflicts` of ``head`` (scored ``scores``) with one ``reserve`` hit below the window.
+
+    The head's vectors are orthogonal; the reserve's has ``cosine`` with the first head hit and nothing else near.
+    Returns the ranked ids, the ranked hits and the conflicts.
+    """
+    basis = np.eye(8, dtype=np.float32)
+    vectors = {m: basis[n] for n, m in enumerate(head)}
+    vectors[reserve] = cosine * basis[0] + float(np.sqrt(1 - cosine**2)) * basis[7]
+    ranked, conflicts = resolve_conflicts(
+        query,
+        [RecallHit(memory=manager.require(m, scope="alice"), score=s) for m, s in zip(head, scores, strict=True)],
+        vectors=vectors,
+        reserve=[RecallHit(memory=manager.require(reserve, scope="alice"), score=reserve_score)],
+        served=3,
+    )
+    return [h.memory.id for h in ranked], ranked, conflicts
+
+
 @pytest.mark.parametrize(
     ("fillers", "replaced"),
     [
@@ -966,30 +997,88 @@ def test_a_successor_below_the_window_replaces_a_contender(
     mm: tuple[MemoryManager, Clock], fillers: tuple[str, ...], replaced: bool
 ) -> None:
     """Recall's candidates below the window are searched for a contender's successor, which takes its place."""
-    import numpy as np
-    from memlineage.reconcile import resolve_conflicts
-    from memlineage.retrieval import RecallHit
-
     manager, clock = mm
     before = [_say(manager, clock, text, n) for n, text in enumerate(fillers)]
     old = _say(manager, clock, "我住在上海浦东张江这边，周末有什么好去处推荐吗？", 5)
     new = _say(manager, clock, "来杭州之后房租直接省了一半，就是每周回上海开会要坐高铁", 40)
-    head = [
-        RecallHit(memory=manager.require(m, scope="alice"), score=s)
-        for m, s in zip([old, *before], (0.9, 0.8, 0.7, 0.6))
-    ]
-    reserve = [RecallHit(memory=manager.require(new, scope="alice"), score=0.35)]
-    basis = np.eye(8, dtype=np.float32)
-    vectors = {m: basis[n] for n, m in enumerate([old, *before])}
-    vectors[new] = 0.8 * basis[0] + 0.6 * basis[7]  # cosine 0.8 with the older statement, nothing else near
-    ranked, conflicts = resolve_conflicts("我住在哪个城市？", head, vectors=vectors, reserve=reserve, served=3)
-    ids = [h.memory.id for h in ranked]
+    # cosine 0.8 with the older statement, nothing else near
+    ids, ranked, conflicts = _resolve_with_reserve(
+        manager, "我住在哪个城市？", [old, *before], (0.9, 0.8, 0.7, 0.6), new, cosine=0.8, reserve_score=0.35
+    )
     if replaced:
         assert [(c.older, c.newer) for c in conflicts] == [(old, new)]
         # the newer one moves up to the last place served (k = 3), ahead of the hit it displaces, with its score
         assert ids == [*before[:2], new, before[2], old] and ranked[2].score == pytest.approx(0.6)
     else:
         assert not [c for c in conflicts if c.older == old] and new not in ids and ids[0] == old
+
+
+# A question about the past finds what the speaker said before the statement that names the later value (session
+# 16): "What did I drive before the Maverick?" matches "Traded in the Jeep for a Ford Maverick hybrid" best; the
+# answer is the earlier "My Jeep Wrangler's soft top leaks", which shares "Jeep" with it and no word of the query.
+# Read-time resolution pulls that *predecessor* from recall's candidates below the window and ranks it just ahead
+# of the statement it preceded (reconcile._successors._predecessors).
+_JEEP = "My Jeep Wrangler's soft top leaks. Any fix?"
+_MAVERICK = "Traded in the Jeep for a Ford Maverick hybrid. Mileage is amazing."
+_CAR_FILLERS = (
+    "Quick chicken marinade for tonight?", "How do I fix a squeaky door hinge?", "Best podcast for a long run?",
+)  # fmt: skip
+
+
+def _resolve_past(
+    query: str, *, fillers: tuple[str, ...] = _CAR_FILLERS, cosine: float = 0.3
+) -> tuple[list[str], list[RecallHit], list[str], str, str]:
+    """The statement naming the later value heads the hits; the earlier one waits below the window."""
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    old = _say(manager, clock, _JEEP, 0)
+    others = [_say(manager, clock, text, 10 + n) for n, text in enumerate(fillers)]
+    new = _say(manager, clock, _MAVERICK, 40)
+    ids, ranked, conflicts = _resolve_with_reserve(
+        manager, query, [new, *others], (0.9, 0.5, 0.4, 0.3), old, cosine=cosine, reserve_score=0.2
+    )
+    return ids, ranked, [c.older for c in conflicts], old, new
+
+
+def test_the_statement_before_the_one_a_past_question_names_ranks_just_ahead_of_it() -> None:
+    ids, ranked, older, old, new = _resolve_past("What did I drive before the Maverick?")
+    assert ids[:2] == [old, new]
+    assert "earlier" in ranked[0].flags and ranked[0].score == pytest.approx(0.9)
+    assert older == [old]
+
+
+@pytest.mark.parametrize(
+    ("query", "fillers", "cosine"),
+    [
+        ("What do I drive now?", _CAR_FILLERS, 0.3),  # not a question about the past: the earlier statement stays out
+        ("What did I drive before the Maverick?", _CAR_FILLERS, 0.1),  # sharing a word, but far apart in meaning
+        # "Jeep" said by another hit too ties nothing
+        ("What did I drive before the Maverick?", ("Jeep or Bronco for off-road?", *_CAR_FILLERS[1:]), 0.3),
+    ],
+)
+def test_no_predecessor_without_a_past_question_a_shared_word_alone_and_some_closeness(
+    query: str, fillers: tuple[str, ...], cosine: float
+) -> None:
+    ids, _ranked, older, old, _new = _resolve_past(query, fillers=fillers, cosine=cosine)
+    assert old not in ids and old not in older
+
+
+def test_recall_answers_what_came_before_the_value_a_past_question_names(mm: tuple[MemoryManager, Clock]) -> None:
+    """End to end on the default embedder: the Jeep statement, ranked below the served hits by the query alone."""
+    manager, clock = mm
+    old = _say(manager, clock, _JEEP, 0)
+    for n, text in enumerate(
+        (
+            "Consistent bedtime, cool room, no screens 30 minutes before: any other sleep tips?",
+            "I work out Monday, Wednesday and Friday at 6 a.m. before work.",
+            "What should I eat before a long run?",
+            "Which tires are best before winter?",
+        )
+    ):
+        _say(manager, clock, text, 5 + n)
+    new = _say(manager, clock, _MAVERICK, 40)
+    result = manager.recall("What did I drive before the Maverick?", scope="alice", k=3)
+    assert result.ids[:2] == [old, new]
 
 
 # Session 14: look-alikes of an update (another owner, another thing, another unit, a pet just added, a past state,
