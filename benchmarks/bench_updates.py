@@ -77,7 +77,9 @@ after recall's caches and before any change to update handling; the code of test
 (first run after a question about the past started to find the speaker's statement before the one it names,
 diagnosed on all earlier suites in session 16), ``test42`` (first run after a student stopped being read as an
 employee, an extractor's slot stopped counting for a supposition, a place beside a replaced place went with it and
-Chinese function characters stopped being BM25 terms, diagnosed on test41 and all earlier suites).
+Chinese function characters stopped being BM25 terms, diagnosed on test41 and all earlier suites), ``test43``
+(first run in session 17, at the code of session 16's end, before and after the write path's drafts became
+frozen).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -97,7 +99,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test42|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test43|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -170,6 +172,7 @@ SPLITS = (
     "test40",
     "test41",
     "test42",
+    "test43",
 )
 
 

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +27,7 @@ from memlineage.index import IndexFilter, VectorIndex
 from memlineage.ledger import Connection, Ledger, row_to_memory
 from memlineage.ledger._queries_activities import activity_meta
 from memlineage.ledger._queries_detect import scope_rows
-from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, from_epoch, new_id
+from memlineage.models import Memory, MemoryKind, Scope, Source, SourceKind, Status, from_epoch
 from memlineage.reconcile import (
     APPLY_CONFIDENCE,
     POSSIBLE_CONFIDENCE,
@@ -46,7 +46,7 @@ from memlineage.reconcile import (
 from memlineage.reconcile._signals import asserting_text, clauses_of
 from memlineage.retrieval import only_asks
 
-__all__ = ["detect_updates"]
+__all__ = ["Detected", "detect_updates"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,25 +78,43 @@ class _Ports:
     check_operation: CheckOperation
 
 
+@dataclass(frozen=True)
+class Detected:
+    """What update detection decided for one batch (nothing is written yet).
+
+    Attributes:
+        todo: The drafts to store, in order. Drafts that update or withdraw a memory carry ``supersedes`` /
+            ``retracts`` and their ``decision``; detected slots are set (``slot``, ``slot_value``, ``auto_slot``);
+            possible updates are in ``possible``.
+        batch_dups: ``(index, first_index)`` pairs of in-batch restatements (positions in the call's drafts), the
+            given ones first.
+        merges: ``(index, ledger_row, draft)`` triples of restatements of live ledger memories, the given first.
+    """
+
+    todo: list[Draft]
+    batch_dups: list[tuple[int, int]]
+    merges: list[tuple[int, dict[str, Any], Draft]]
+
+
 def detect_updates(
-    drafts: list[Draft],
-    todo: list[Draft],
-    batch_dups: list[tuple[int, int]],
-    merges: list[tuple[int, dict[str, Any], Draft]],
+    drafts: Sequence[Draft],
+    todo: Sequence[Draft],
+    batch_dups: Sequence[tuple[int, int]],
+    merges: Sequence[tuple[int, dict[str, Any], Draft]],
     now: datetime,
     *,
     ledger: Ledger,
     index: VectorIndex,
     reconciler: Reconciler | None,
     check_operation: CheckOperation,
-) -> list[Draft]:
+) -> Detected:
     """Decide, for each draft about to be stored, whether it updates, repeats or withdraws a live memory.
 
     Args:
-        drafts: Every draft of the call, in input order (positions index ``batch_dups`` and ``merges``).
+        drafts: Every draft of the call, in input order (``Draft.id`` gives a draft's position).
         todo: The drafts still to store (exact duplicates already removed), embedded.
-        batch_dups: ``(index, first_index)`` pairs; in-batch restatements are appended.
-        merges: ``(index, ledger_row, draft)`` triples; restatements of ledger memories are appended.
+        batch_dups: ``(index, first_index)`` pairs found so far.
+        merges: ``(index, ledger_row, draft)`` triples found so far.
         now: Write time.
         ledger: The ledger (read only here).
         index: The vector index (read only here).
@@ -104,11 +122,12 @@ def detect_updates(
         check_operation: Raises ``PolicyViolationError`` when an update / delete policy refuses the change.
 
     Returns:
-        The drafts to store. Drafts that update or withdraw a memory carry ``supersedes`` / ``retracts`` and their
-        ``decision``; detected slots are set on the drafts (``slot``, ``slot_value``, ``auto_slot``).
+        The drafts to store (new drafts where detection decided something) and the restatements, with the given
+        ones; the arguments are not changed.
     """
+    found = Detected(list(todo), list(batch_dups), list(merges))
     if reconciler is None or not todo:
-        return todo
+        return found
     ports = _Ports(ledger, index, check_operation)
     # A model judges meaning, so it sees the nearest statements of every user statement; the rules only need them
     # where a cue, replacement, withdrawal or number could revise a statement without a slot.
@@ -116,30 +135,30 @@ def detect_updates(
     recent_always = bool(getattr(reconciler, "wants_recent", False))
     # a model judges meaning whatever the wording; generic signals need a statement about a known subject
     any_subject = bool(getattr(reconciler, "judges_meaning", False))
-    position = {id(d): i for i, d in enumerate(drafts)}
-    ids = {id(d): d.extra_rows.setdefault("id", new_id()) for d in todo}
-    pending: list[tuple[Any, Statement, list[Candidate]]] = []
+    position = {d.id: i for i, d in enumerate(drafts)}
+    pending: list[tuple[Draft, Statement, list[Candidate]]] = []
     earlier: dict[tuple[str, str | None], _Earlier] = {}  # per scope: the drafts of this call before this one
     reads = _Reads(ledger)
+    current: dict[str, Draft] = {}  # by draft id: each draft as detection leaves it
     for d in todo:
-        st = _statement(ports, d, now)
+        d, st = _statement(ports, d, now)
+        current[d.id] = d
         same_scope = earlier.setdefault((d.scope.user_id, d.scope.agent_id), _Earlier())
         if st is not None and d.supersedes is None:
             cands = _candidates(
-                ports, d, st, same_scope, ids, now, broad=broad, recent_always=recent_always, reads=reads,
+                ports, d, st, same_scope, now, broad=broad, recent_always=recent_always, reads=reads,
                 any_subject=any_subject,
             )  # fmt: skip
             if cands:
                 pending.append((d, st, cands))
         same_scope.append(d)
     if not pending:
-        return todo
+        return Detected([current[d.id] for d in todo], found.batch_dups, found.merges)
     decisions = reconciler.decide([(st, cands) for _, st, cands in pending])
     telemetry.decisions(
         (d.action.value, d.confidence, d.decided_by, len(c)) for (_, _, c), d in zip(pending, decisions)
     )
-    by_mem_id = {ids[id(d)]: d for d in todo}
-    dropped: set[int] = set()
+    dropped: set[str] = set()
     claimed: set[str] = set()
     for (d, _st, cands), decision in zip(pending, decisions, strict=True):
         known = {c.id: c for c in cands}
@@ -147,59 +166,63 @@ def detect_updates(
             continue
         if decision.action in (Action.UPDATE, Action.CONTRADICT) and decision.confidence < APPLY_CONFIDENCE:
             if decision.action is Action.UPDATE and decision.confidence >= POSSIBLE_CONFIDENCE:
-                d.possible.append(decision)  # recorded with the new memory; changes no status
+                # recorded with the new memory; changes no status
+                current[d.id] = replace(d, possible=(*d.possible, decision))
             continue
         target = decision.target
         assert target is not None
-        in_batch = by_mem_id.get(target)
-        if in_batch is not None and id(in_batch) in dropped:
+        in_batch = current.get(target)
+        if in_batch is not None and target in dropped:
             continue  # its target was itself merged away
         if decision.action is Action.DUPLICATE:
             # A restatement merges into a memory of the same kind only (an episodic turn that repeats a semantic
             # fact is a new event, as for exact duplicates).
             if in_batch is not None:
                 if in_batch.kind is d.kind or d.auto_kind:
-                    d.decision = decision
-                    dropped.add(id(d))
-                    batch_dups.append((position[id(d)], position[id(in_batch)]))
+                    dropped.add(d.id)
+                    found.batch_dups.append((position[d.id], position[in_batch.id]))
                 continue
             row = ledger.memory_rows([target])[0]
             if row is not None and row["status"] in _LIVE and (row["kind"] == d.kind.value or d.auto_kind):
-                d.decision = decision
-                dropped.add(id(d))
-                merges.append((position[id(d)], row, d))
+                dropped.add(d.id)
+                found.merges.append((position[d.id], row, replace(d, decision=decision)))
             continue
         if in_batch is None and not _allowed(ports, d, target, decision.action):
             continue
         claimed.add(target)
-        d.decision = decision
-        _drop_replaced_premises(ledger, d, target, decision)
-        if decision.action is Action.UPDATE:
-            if in_batch is not None:
-                d.supersedes = {"id": target, "version": 1, "slot": in_batch.slot}
-            else:
-                d.supersedes = ledger.memory_rows([target])[0]
-            if d.slot is None and d.supersedes is not None and d.supersedes.get("slot"):
-                d.slot = d.supersedes["slot"]  # the new value takes over the attribute the old one held
-        else:
-            d.retracts = target
-    return [d for d in todo if id(d) not in dropped]
+        d, decision = _drop_replaced_premises(ledger, d, target, decision)
+        if decision.action is not Action.UPDATE:
+            current[d.id] = replace(d, decision=decision, retracts=target)
+            continue
+        old = {"id": target, "version": 1, "slot": in_batch.slot} if in_batch is not None else None
+        old = old or ledger.memory_rows([target])[0]
+        # the new value takes over the attribute the old one held
+        held = old.get("slot") if old is not None else None
+        slot = d.slot if d.slot is not None else (str(held) if held else None)
+        current[d.id] = replace(d, decision=decision, supersedes=old, slot=slot)
+    return Detected([current[d.id] for d in todo if d.id not in dropped], found.batch_dups, found.merges)
 
 
-def _drop_replaced_premises(ledger: Ledger, d: Draft, target: str, decision: UpdateDecision) -> None:
+def _drop_replaced_premises(
+    ledger: Ledger, d: Draft, target: str, decision: UpdateDecision
+) -> tuple[Draft, UpdateDecision]:
     """A statement cannot rest on what it replaces or withdraws, nor on anything built on that.
 
     Adapters that take the whole context as premises (a refreshed fare "derived from" the old fare that was
     recalled into the run) would otherwise make the new value suspect in the very cascade it triggers. The dropped
     premises are kept in the decision's evidence.
+
+    Returns:
+        The draft without those premises and the decision naming them (both unchanged when none is dropped).
     """
     if not d.derived_from:
-        return
+        return d, decision
     built_on = {target, *ledger.walk([target], direction="descendants")}
     dropped = [p for p in d.derived_from if p in built_on]
-    if dropped:
-        d.derived_from = tuple(p for p in d.derived_from if p not in built_on)
-        decision.evidence["dropped_premises"] = dropped
+    if not dropped:
+        return d, decision
+    decision = decision.model_copy(update={"evidence": {**decision.evidence, "dropped_premises": dropped}})
+    return replace(d, derived_from=tuple(p for p in d.derived_from if p not in built_on)), decision
 
 
 def _allowed(ports: _Ports, d: Draft, target: str, action: Action) -> bool:
@@ -216,10 +239,15 @@ def _allowed(ports: _Ports, d: Draft, target: str, action: Action) -> bool:
     return True
 
 
-def _statement(ports: _Ports, d: Draft, now: datetime) -> Statement | None:
-    """The statement a draft makes, with its slot (given, or detected for user statements and tool results)."""
+def _statement(ports: _Ports, d: Draft, now: datetime) -> tuple[Draft, Statement | None]:
+    """The statement a draft makes, with its slot (given, or detected for user statements and tool results).
+
+    Returns:
+        The draft with the detected slot (``slot``, ``slot_value``, ``auto_slot``) and its statement; None for a
+        draft that states nothing update detection compares.
+    """
     if d.kind is MemoryKind.WORKING:
-        return None
+        return d, None
     source = str(d.source)
     content = d.content
     if d.source.kind is SourceKind.USER:
@@ -227,11 +255,11 @@ def _statement(ports: _Ports, d: Draft, now: datetime) -> Statement | None:
         # suppositions or past states ("If I moved to Lisbon...", "I used to live in Phoenix")
         content = asserting_text(d.content)
         if not content:
-            return None
+            return d, None
         if d.slot is None:
             slot, value = slot_of(content)
-            features = d.extra_rows.get("_features")
-            if slot is None and features is not None and getattr(features, "slot", None):
+            features = d.features
+            if slot is None and features is not None and features.slot:
                 # the extractor read the whole message: its slot counts when the message asserts all it says, or
                 # its value is in what it asserts ("if I moved to Raleigh would my cost of living go up? just
                 # curious" asserts no residence)
@@ -240,18 +268,18 @@ def _statement(ports: _Ports, d: Draft, now: datetime) -> Statement | None:
                 if whole or (named and named in content.casefold()):
                     slot, value = features.slot, features.slot_value
             if slot is not None:
-                d.slot, d.slot_value, d.auto_slot = slot, value, True
+                d = replace(d, slot=slot, slot_value=value, auto_slot=True)
         elif d.slot_value is None:
-            d.slot_value = slot_of(content)[1]
+            d = replace(d, slot_value=slot_of(content)[1])
     elif d.source.kind is SourceKind.TOOL:
         if d.slot is None:
             slot = tool_slot(source, _tool_arguments(ports, d))
             if slot is None:
-                return None  # a tool result is only compared with the same call of the same tool
-            d.slot, d.slot_value, d.auto_slot = slot, d.content, True
+                return d, None  # a tool result is only compared with the same call of the same tool
+            d = replace(d, slot=slot, slot_value=d.content, auto_slot=True)
     elif d.slot is None:
-        return None  # agent text, reasoning, consolidation...: never matched by content (no silent overrides)
-    return Statement(
+        return d, None  # agent text, reasoning, consolidation...: never matched by content (no silent overrides)
+    return d, Statement(
         content=content, source=source, slot=d.slot, slot_value=d.slot_value, valid_from=d.valid_from or now,
         session=d.scope.session_id, scope_key=_scope_key(d.scope.user_id, d.scope.agent_id),
         repairs=repairs(d.content),  # the whole message: its questions are no longer in ``content``
@@ -284,7 +312,6 @@ def _candidates(
     d: Draft,
     st: Statement,
     earlier: _Earlier,
-    ids: dict[int, str],
     now: datetime,
     *,
     broad: bool = False,
@@ -310,7 +337,7 @@ def _candidates(
     recent = user_statement and ((recent_always and personal) or cjk or withdraws(st.content) or bool(st.repairs))
     if not (st.slot or revises or recent):
         # a plain record reads nothing: no connection is opened and no query is built for it (bulk ingest)
-        return _batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk)
+        return _batch_candidates(d, st, earlier, now, by_words=revises or cjk)
     rows: dict[str, dict[str, Any]] = {}
     similarity: dict[str, float] = {}
     user, agent = d.scope.user_id, d.scope.agent_id
@@ -365,7 +392,7 @@ def _candidates(
                 scope_key=_scope_key(r["user_id"], r["agent_id"]),
             )
         )
-    out.extend(_batch_candidates(d, st, earlier, ids, now, by_words=revises or cjk))
+    out.extend(_batch_candidates(d, st, earlier, now, by_words=revises or cjk))
     return out
 
 
@@ -552,9 +579,7 @@ class _Earlier:
         return [int(i) for i in np.flatnonzero(~(approx < threshold - 1e-3))]
 
 
-def _batch_candidates(
-    d: Draft, st: Statement, earlier: _Earlier, ids: dict[int, str], now: datetime, *, by_words: bool
-) -> list[Candidate]:
+def _batch_candidates(d: Draft, st: Statement, earlier: _Earlier, now: datetime, *, by_words: bool) -> list[Candidate]:
     """Earlier drafts of the same call and scope that the statement may update (same slot or close wording).
 
     Without a slot and without ``by_words`` (nothing in the statement could revise a slot-less one) nothing is
@@ -594,7 +619,7 @@ def _batch_candidates(
             continue
         out.append(
             Candidate(
-                id=ids[id(e)],
+                id=e.id,
                 content=e.content,
                 source=earlier.sources[i],
                 slot=e.slot,

@@ -1,7 +1,10 @@
 """The write request as the write path carries it: :class:`Draft`, from ``remember()`` to the ledger row.
 
-It sits below the stages that read it (update detection, the policy gate, the value gate, the write service), so
-each of them types its drafts instead of taking ``Any``.
+A draft is frozen. It is built once at the public edge (:class:`memlineage.services.draft.DraftBuilder` checks
+``remember()``'s arguments into it) and each stage of the write path returns new drafts
+(``dataclasses.replace``) with what it decided: the value model's features, a policy's obligations, the slot
+value a draft supersedes, update detection's decision, the value gate's assessment. It sits below those stages
+(update detection, the policy gate, the value gate, the write service), so each of them types its drafts.
 """
 
 from __future__ import annotations
@@ -13,22 +16,42 @@ from typing import Any
 
 import numpy as np
 
-from memlineage.models import Lineage, Memory, MemoryKind, Scope, Source
+from memlineage.extractors import MemoryFeatures
+from memlineage.models import Lineage, Memory, MemoryKind, Scope, Source, ValueAssessment, new_id
 from memlineage.reconcile import UpdateDecision
 
 __all__ = ["Draft"]
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Draft:
-    """A validated write request, before dedup and persistence."""
+    """A validated write request, and what the write path's stages decided about it so far.
+
+    Attributes:
+        id: The id the memory gets when this draft is written (``new_id()``, or the id a short-term buffer
+            item was returned with). Drafts of one batch refer to each other by it.
+        embedding: A precomputed or embedded vector (a float64 array, see ``services._checks.vector``).
+        features: The value model's features of ``content`` (set by the value gate's ``prepare``).
+        assessment: The value gate's score; written as the memory's ``value`` and ``assessment``.
+        supersedes: The ledger row (or in-batch stand-in ``{"id", "version", "slot"}``) this draft replaces.
+        retracts: A live memory this statement withdraws (update detection).
+        decision: The automatic decision behind ``supersedes`` / ``retracts`` (or a merge into a duplicate).
+        possible: Possible updates to record with the new memory (they change no status).
+        slot_value: The value the statement assigns to its (detected) slot.
+        auto_slot: The slot was detected, not given by the caller.
+        auto_kind: No kind given: episodic, or semantic when the value model promotes it.
+        strict: ``supersede()``: the named memory must still be current when written (else ``ConflictError``).
+        carried_over: A clause a correction kept: written as it was, never run through update detection.
+        force: Store even below the value model's threshold.
+        goal: The agent's current goal, for goal relevance.
+    """
 
     content: str
     scope: Scope
     source: Source
     kind: MemoryKind
     tags: tuple[str, ...]
-    metadata: dict[str, Any]
+    metadata: Mapping[str, Any]
     derived_from: tuple[str, ...]
     confidence: float
     trust: float
@@ -39,22 +62,29 @@ class Draft:
     slot: str | None
     context_hash: str | None
     hash: str = ""
-    embedding: list[float] | np.ndarray | None = None  # a precomputed vector is a float64 array (see ``vector``)
-    supersedes: dict[str, Any] | None = None
-    extra_rows: dict[str, Any] = field(default_factory=dict)
-    decision: UpdateDecision | None = None  # update detection: the automatic decision behind supersedes / retracts
-    retracts: str | None = None  # update detection: a live memory this statement withdraws
-    decision_activity: str | None = None  # update detection: the recorded decision (set when it is applied)
-    slot_value: str | None = None  # update detection: the value the statement assigns to its (detected) slot
-    auto_slot: bool = False  # the slot was detected, not given by the caller
-    auto_kind: bool = False  # no kind given: episodic, or semantic when the value model promotes it
-    strict: bool = False  # supersede(): the named memory must still be current when written (else ConflictError)
-    possible: list[UpdateDecision] = field(default_factory=list)  # update detection: possible updates to record
-    carried_over: bool = False  # a clause a correction kept: written as it was, never run through update detection
+    id: str = field(default_factory=new_id)
+    embedding: list[float] | np.ndarray | None = None
+    force: bool = False
+    goal: str | None = None
+    auto_kind: bool = False
+    strict: bool = False
+    carried_over: bool = False
+    features: MemoryFeatures | None = None
+    assessment: ValueAssessment | None = None
+    supersedes: Mapping[str, Any] | None = None
+    retracts: str | None = None
+    decision: UpdateDecision | None = None
+    possible: tuple[UpdateDecision, ...] = ()
+    slot_value: str | None = None
+    auto_slot: bool = False
 
     def to_memory(self, now: datetime, *, previous: Mapping[str, Any] | None = None) -> Memory:
         """The memory this draft becomes when written at ``now`` (``previous``: the ledger row it supersedes)."""
+        scored: dict[str, Any] = (
+            {"value": self.assessment.score, "assessment": self.assessment} if self.assessment is not None else {}
+        )
         return Memory(
+            id=self.id,
             content=self.content,
             kind=self.kind,
             scope=self.scope,
@@ -69,7 +99,7 @@ class Draft:
                 context_hash=self.context_hash,
             ),
             tags=self.tags,
-            metadata=self.metadata,
+            metadata=dict(self.metadata),
             created_at=now,
             recorded_at=now,
             valid_from=self.valid_from or now,
@@ -77,8 +107,5 @@ class Draft:
             version=(previous["version"] + 1) if previous else 1,
             supersedes=previous["id"] if previous else None,
             slot=self.slot,
-            **self.extra_rows,
+            **scored,
         )
-
-    force: bool = False  # value gate: store even below the threshold
-    goal: str | None = None  # value gate: the agent's current goal, for goal relevance

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memlineage._draft import Draft
 from memlineage.index import Embedder, VectorIndex
 from memlineage.models import Memory, Scope, Source
 from memlineage.retrieval import LexicalLeg, RecallHit, Trace
@@ -115,8 +116,8 @@ class PolicyGatePort(Protocol):
         """Whether a policy engine is configured (a disabled gate allows everything)."""
         ...
 
-    def check_write(self, drafts: Sequence[Any]) -> object:
-        """Write policies on drafts (obligations applied in place); raises on a refusal (returns the decisions)."""
+    def check_write(self, drafts: Sequence[Draft]) -> list[Draft]:
+        """Write policies on drafts; raises on a refusal, else returns the drafts with their obligations applied."""
         ...
 
     def check_operation(
@@ -152,12 +153,14 @@ class ValueGatePort(Protocol):
         """Whether a value model is configured."""
         ...
 
-    def prepare(self, drafts: Sequence[Any]) -> None:
-        """Extract features of drafts before duplicate resolution."""
+    def prepare(self, drafts: Sequence[Draft]) -> list[Draft]:
+        """The drafts with their features, extracted before duplicate resolution."""
         ...
 
-    def gate(self, drafts: Sequence[Any], todo: list[Any], results: list[Any], now: datetime) -> list[Any]:
-        """Score drafts; returns those to persist (the others are buffered, their results set)."""
+    def gate(
+        self, drafts: Sequence[Draft], todo: Sequence[Draft], results: list[Memory | None], now: datetime
+    ) -> list[Draft]:
+        """Score drafts; returns those to persist, scored (the others are buffered, their results set)."""
         ...
 
     def buffered(self, scope: Scope) -> list[Any]:

@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
+from memlineage._draft import Draft
 from memlineage.extractors import InfoType, content_terms
 from memlineage.extractors._patterns import has_cjk
 from memlineage.index import IndexFilter, VectorIndex
@@ -36,30 +37,6 @@ class ValueState:
 
     buffer: ShortTermBuffer
     batch: ReinforcementBatch
-
-
-class _NoveltyDraft(Protocol):
-    """What novelty reads of a write draft (:class:`memlineage.services.draft.Draft`)."""
-
-    @property
-    def content(self) -> str:
-        """The statement's text."""
-        ...
-
-    @property
-    def scope(self) -> Scope:
-        """The scope it is written in."""
-        ...
-
-    @property
-    def slot(self) -> str | None:
-        """Its slot, if any."""
-        ...
-
-    @property
-    def embedding(self) -> Sequence[float] | None:
-        """Its embedding (a list or a float64 array), None when not embedded yet."""
-        ...
 
 
 def _bigram_similarity(a: str, b: str) -> float:
@@ -120,19 +97,21 @@ class ValueGate:
             return self._state
 
     # ------------------------------------------------------------------ write gate
-    def prepare(self, drafts: Sequence[Any]) -> None:
+    def prepare(self, drafts: Sequence[Draft]) -> list[Draft]:
         """Write-path step 1: extract features (cached) before duplicate resolution and update detection.
 
         Slots are not set here: update detection (:mod:`memlineage.reconcile`) detects them, and uses a model
         extractor's slot when the rules find none.
+
+        Returns:
+            The drafts with their ``features`` (unchanged without a model).
         """
         vm = self.model
         if vm is None:
-            return
-        for d in drafts:
-            d.extra_rows["_features"] = vm.extract(d.content, goal=getattr(d, "goal", None))
+            return list(drafts)
+        return [dataclasses.replace(d, features=vm.extract(d.content, goal=d.goal)) for d in drafts]
 
-    def _nearest_similarity(self, d: _NoveltyDraft) -> float | None:
+    def _nearest_similarity(self, d: Draft) -> float | None:
         """Similarity of the nearest live memory in the draft's scope, ignoring the draft's own slot.
 
         Cosine of the embeddings in general; for Chinese text the word overlap (CJK bigram Jaccard) of the nearest
@@ -162,7 +141,9 @@ class ValueGate:
             hits = [h for h, _ in pairs]
         return max((h.similarity for h in hits), default=None)
 
-    def gate(self, drafts: Sequence[Any], todo: list[Any], results: list[Any], now: datetime) -> list[Any]:
+    def gate(
+        self, drafts: Sequence[Draft], todo: Sequence[Draft], results: list[Memory | None], now: datetime
+    ) -> list[Draft]:
         """Write-path step 3 (the write gate): score each new draft; V decides promotion, not existence.
 
         Every draft to persist gets its V and :class:`~memlineage.models.ValueAssessment`. Nothing with content is
@@ -175,38 +156,42 @@ class ValueGate:
         directive, ``force=True``, a caller-given ``slot``, premises (``derived_from``), or an update decision (a
         correction and the memory it corrects must exist for the lineage to work).
 
+        Args:
+            drafts: Every draft of the call, in input order (``results`` has one slot per draft).
+            todo: The drafts to score.
+            results: Receives the unsaved ``working`` memory of each buffered draft, at its draft's position.
+            now: Write time.
+
         Returns:
-            The drafts to persist.
+            The drafts to persist, each with its ``assessment`` (and ``kind`` where the model promoted it).
         """
         vm = self.model
         if vm is None:
-            return todo
-        keep: list[Any] = []
-        position = {id(d): i for i, d in enumerate(drafts)}
+            return list(todo)
+        keep: list[Draft] = []
+        position = {d.id: i for i, d in enumerate(drafts)}
         targets = {d.supersedes["id"] for d in todo if d.supersedes} | {d.retracts for d in todo if d.retracts}
         for d in todo:
-            features = d.extra_rows.pop("_features", None) or vm.extract(d.content, goal=getattr(d, "goal", None))
+            features = d.features or vm.extract(d.content, goal=d.goal)
             profile = vm.profile_for(d.scope)
             # A new value for a held slot is new information by definition (its restatements in summaries and the
             # old value are worded alike), so novelty is not measured against the index then.
             nearest = None if d.supersedes is not None else self._nearest_similarity(d)
             assessment = vm.score(features, nearest_similarity=nearest, trust=d.trust, profile=profile)
             forced = (
-                bool(getattr(d, "force", False))
+                d.force
                 or (d.slot is not None and not d.auto_slot)
                 or bool(d.derived_from)
                 or d.decision is not None
-                or d.extra_rows.get("id") in targets
+                or d.id in targets
             )
             if forced and not assessment.forced:
                 assessment = assessment.model_copy(
                     update={"forced": True, "score": max(assessment.score, profile.store_threshold)}
                 )
-            d.extra_rows["value"] = assessment.score
-            d.extra_rows["assessment"] = assessment
             promoted = vm.should_store(assessment, profile)
-            if d.auto_kind and promoted:
-                d.kind = MemoryKind.SEMANTIC
+            kind = MemoryKind.SEMANTIC if d.auto_kind and promoted else d.kind
+            d = dataclasses.replace(d, assessment=assessment, kind=kind)
             has_content = features.info_type is not InfoType.CHITCHAT or bool(features.entities)
             if promoted or (profile.keep_all and has_content):
                 keep.append(d)
@@ -217,7 +202,7 @@ class ValueGate:
                 capacity=profile.buffer_size,
             )
             logger.debug("write gate: buffered chit-chat %s (V=%.3f)", mem.id, assessment.score)
-            results[position[id(d)]] = mem
+            results[position[d.id]] = mem
         return keep
 
     # ------------------------------------------------------------------ short-term buffer

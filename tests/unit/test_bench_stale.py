@@ -217,14 +217,14 @@ def test_a_turn_the_adapter_refuses_is_counted_not_fatal(runner: str) -> None:
     mm = _open(clock)
     bad = uh.turns[3].user
     writes = mm.services.writes  # the write path under both remember and remember_many
-    real = writes.remember_many
+    real = writes.write
 
-    def refuse(items):  # noqa: ANN001, ANN202
-        if any(i["content"] == bad for i in items):
+    def refuse(drafts, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        if any(d.content == bad for d in drafts):
             raise InvalidInputError("refused for the test")
-        return real(items)
+        return real(drafts, **kwargs)
 
-    writes.remember_many = refuse  # type: ignore[method-assign]
+    writes.write = refuse  # type: ignore[method-assign]
     r = getattr(bench, runner)(mm, clock, bench.Labeller(USERS))
     try:
         r.play(uh)  # the adapter never raises into the agent: the refusal is counted by the store, the play goes on

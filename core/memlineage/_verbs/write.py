@@ -98,14 +98,14 @@ class WriteVerbs:
             PolicyViolationError: a write policy denied it.
             StorageError: the ledger failed (nothing was written).
         """
-        item = dict(
+        # parsed once, here, into the frozen request the write path carries (no dict of keyword arguments)
+        draft = self.services.drafts.draft(
             content=content, scope=scope, source=source, kind=kind, tags=tags, metadata=metadata,
             derived_from=derived_from, confidence=confidence, activity_id=activity_id,
             parent_activity_id=parent_activity_id, valid_from=valid_from, ttl=ttl, slot=slot, trust=trust,
             context_hash=context_hash, embedding=embedding, force=force, goal=goal,
         )  # fmt: skip
-        # straight to the write path: the verb wrapper already checked this call (no second pass through it)
-        return self.services.writes.remember_many([item])[0]
+        return self.services.writes.write([draft])[0]
 
     aremember = async_twin(remember)
 

@@ -13,9 +13,9 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol
 
 from memlineage import telemetry
+from memlineage._draft import Draft
 from memlineage.errors import InvalidInputError, PolicyViolationError, ScopeViolationError
 from memlineage.ledger import Ledger
 from memlineage.models import Memory, MemoryKind, Scope, Source, Status, check_text, to_epoch
@@ -38,17 +38,6 @@ DECISION_EVENT = "policy_decision"
 
 _LONG_TERM = frozenset({MemoryKind.SEMANTIC, MemoryKind.PROCEDURAL})
 _LIVE = (Status.ACTIVE.value, Status.SUSPECT.value)
-
-
-class _WriteDraft(Protocol):
-    """What write enforcement reads and sets on a draft (:class:`memlineage.services.draft.Draft`)."""
-
-    scope: Scope
-    slot: str | None
-    hash: str
-    kind: MemoryKind
-    expires_at: datetime | None
-    auto_kind: bool  # no kind was given: the value model may promote it
 
 
 def ensure_engine(policy: PolicyEngine | Iterable[Policy] | None) -> PolicyEngine | None:
@@ -138,15 +127,17 @@ def _without_text(decision: Decision) -> Decision:
     return decision.model_copy(update={"memory_id": None, "inputs": inputs})
 
 
-def _apply_obligations(d: _WriteDraft, decision: Decision, now: datetime) -> None:
+def _apply_obligations(d: Draft, decision: Decision, now: datetime) -> Draft:
+    """The draft with a write decision's obligations: a shorter deadline, a demoted kind."""
     ob = decision.obligations
     if "ttl_seconds" in ob:
         deadline = now + timedelta(seconds=float(ob["ttl_seconds"]))
         if d.expires_at is None or deadline < d.expires_at:
-            d.expires_at = deadline
-    if "demote_kind" in ob and (d.kind in _LONG_TERM or getattr(d, "auto_kind", False)):
-        d.kind = MemoryKind(ob["demote_kind"])
-        d.auto_kind = False  # the policy decided the kind: the value model must not promote it again
+            d = dataclasses.replace(d, expires_at=deadline)
+    if "demote_kind" in ob and (d.kind in _LONG_TERM or d.auto_kind):
+        # the policy decided the kind: the value model must not promote it again
+        d = dataclasses.replace(d, kind=MemoryKind(ob["demote_kind"]), auto_kind=False)
+    return d
 
 
 class PolicyGate:
@@ -316,11 +307,14 @@ class PolicyGate:
         return decisions
 
     @telemetry.traced("memlineage.policy", when=_has_engine, operation="write")
-    def check_write(self, drafts: Sequence[Any]) -> list[Decision]:
+    def check_write(self, drafts: Sequence[Draft]) -> list[Draft]:
         """Check write policies on drafts (and update policies on the slot values they would supersede).
 
-        Applies write obligations in place: ``ttl_seconds`` shortens ``expires_at``; ``demote_kind`` stores a
-        semantic / procedural draft as that kind. Runs before dedup and persistence, so a refusal changes nothing.
+        Runs before dedup and persistence, so a refusal changes nothing. The decisions go to the event log.
+
+        Returns:
+            The drafts with their write obligations applied: ``ttl_seconds`` shortens ``expires_at``;
+            ``demote_kind`` stores a semantic / procedural draft as that kind.
 
         Raises:
             PolicyViolationError: a write policy refused, or the draft would supersede a slot value that an update
@@ -328,11 +322,12 @@ class PolicyGate:
         """
         engine = self.engine
         if engine is None or not drafts:
-            return []
+            return list(drafts)
         now = self.clock()
         lookup = self._premise_lookup()
         recorded: list[tuple[Decision, str, str | None]] = []
         failure: tuple[Decision, str] | None = None
+        out: list[Draft] = []
         for d in drafts:
             provisional = d.to_memory(now)
             request = PolicyRequest(operation=Operation.WRITE, scope=d.scope, source=d.source)
@@ -355,13 +350,13 @@ class PolicyGate:
                 if upd.withheld:
                     failure = (upd, f"superseding slot {d.slot!r} (memory {old.id}) by {d.source}")
                     break
-            _apply_obligations(d, decision, now)
+            out.append(_apply_obligations(d, decision, now))
         self._record(recorded)
         if failure is not None:
             _raise(*failure)
-        return [d for d, _, _ in recorded]
+        return out
 
-    def _live_slot_holder(self, d: _WriteDraft) -> Memory | None:
+    def _live_slot_holder(self, d: Draft) -> Memory | None:
         if not d.slot:
             return None
         rows = [r for r in self.ledger.slot_versions(d.scope.user_id, d.scope.agent_id, d.slot) if r["status"] in _LIVE]

@@ -21,27 +21,29 @@ store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from memlineage._draft import Draft
 from memlineage.errors import ConflictError
 from memlineage.ledger import Connection, Ledger
 from memlineage.lineage import evaluate_cascade
-from memlineage.models import Scope, Status, new_id
+from memlineage.models import Scope, Status
 from memlineage.services._rows import LIVE, event_row
 
 __all__ = ["content_keys", "lock_premises", "recheck_targets", "settle"]
 
 
-def content_keys(drafts: Iterable[Any]) -> list[tuple[str, ...]]:
+def content_keys(drafts: Iterable[Draft]) -> list[tuple[str, ...]]:
     """Guard keys of a write: one per scope (user, agent) and content hash, whatever the kind."""
     return [("content", d.scope.user_id, d.scope.agent_id or "", d.hash) for d in drafts]
 
 
-def recheck_targets(ledger: Ledger, conn: Connection, drafts: Sequence[Any]) -> float | None:
+def recheck_targets(ledger: Ledger, conn: Connection, drafts: Sequence[Draft]) -> tuple[list[Draft], float | None]:
     """Lock and re-read what each draft replaces, inside the write transaction; adjust the drafts to it.
 
-    Every draft gets its memory id here (``extra_rows["id"]``) so that drafts of one batch can refer to each other.
+    Drafts of one batch refer to each other by their ids (:attr:`Draft.id`).
 
     - ``supersedes`` still current → kept, with the row as it is now. No longer current: an explicit
       ``supersede`` (``strict``) raises; any other draft drops it (and its automatic decision).
@@ -51,50 +53,54 @@ def recheck_targets(ledger: Ledger, conn: Connection, drafts: Sequence[Any]) -> 
       found under the slot's lock; a second draft of the same slot in the batch supersedes the first.
 
     Returns:
-        The latest ``recorded_at`` (epoch seconds) among the ledger rows now superseded, or None: a writer that
-        waited for another's lock must record its version after the one it replaces.
+        The drafts as adjusted, and the latest ``recorded_at`` (epoch seconds) among the ledger rows now
+        superseded, or None: a writer that waited for another's lock must record its version after the one it
+        replaces.
 
     Raises:
         ConflictError: an explicit ``supersede`` target was superseded, retracted or erased by another writer.
     """
-    for d in drafts:
-        d.extra_rows.setdefault("id", new_id())
-    batch = {d.extra_rows["id"] for d in drafts}
+    batch = {d.id for d in drafts}
     ledger.lock_keys(conn, [("slot", d.scope.user_id, d.scope.agent_id or "", d.slot) for d in drafts if d.slot])
     wanted = {d.supersedes["id"] for d in drafts if d.supersedes} | {d.retracts for d in drafts if d.retracts}
     rows = ledger.lock_rows(conn, wanted - batch)
-    claimed: dict[tuple[str, str | None, str], dict[str, Any]] = {}
+    claimed: dict[tuple[str, str | None, str], Mapping[str, Any]] = {}
+    out: list[Draft] = []
     for d in drafts:
         intended = d.supersedes is not None or not d.auto_slot
-        if d.supersedes is not None and d.supersedes["id"] not in batch:
-            row = rows.get(d.supersedes["id"])
+        supersedes, retracts = d.supersedes, d.retracts
+        if supersedes is not None and supersedes["id"] not in batch:
+            row = rows.get(supersedes["id"])
             if row is None or row["status"] not in LIVE:
                 if d.strict:
                     msg = (
-                        f"memory {d.supersedes['id']!r} was superseded or withdrawn by another writer meanwhile; "
+                        f"memory {supersedes['id']!r} was superseded or withdrawn by another writer meanwhile; "
                         "nothing was written: supersede its newest version"
                     )
                     raise ConflictError(msg)
                 row = None
-            d.supersedes = row
-        if d.retracts is not None and d.retracts not in batch:
-            row = rows.get(d.retracts)
+            supersedes = row
+        if retracts is not None and retracts not in batch:
+            row = rows.get(retracts)
             if row is None or row["status"] not in LIVE:
-                d.retracts = None
+                retracts = None
         if d.slot and not d.strict:
             key = (d.scope.user_id, d.scope.agent_id, d.slot)
             if key in claimed and intended:
-                d.supersedes = claimed[key]
-            elif d.supersedes is None and intended:
+                supersedes = claimed[key]
+            elif supersedes is None and intended:
                 holder = _slot_holder(ledger, conn, d.scope, d.slot)
-                d.supersedes = holder if holder is not None and holder["content_hash"] != d.hash else None
-            version = d.supersedes["version"] + 1 if d.supersedes else 1
-            claimed[key] = {"id": d.extra_rows["id"], "version": version, "slot": d.slot}
-        targets = {d.supersedes["id"] if d.supersedes else None, d.retracts}
-        if d.decision is not None and d.decision.target not in targets:
-            d.decision = None  # the automatic decision was about a memory this write no longer replaces
-    replaced = [d.supersedes["recorded_at"] for d in drafts if d.supersedes and "recorded_at" in d.supersedes]
-    return max(replaced, default=None)
+                supersedes = holder if holder is not None and holder["content_hash"] != d.hash else None
+            version = supersedes["version"] + 1 if supersedes else 1
+            claimed[key] = {"id": d.id, "version": version, "slot": d.slot}
+        decision = d.decision
+        if decision is not None and decision.target not in {supersedes["id"] if supersedes else None, retracts}:
+            decision = None  # the automatic decision was about a memory this write no longer replaces
+        if (supersedes, retracts, decision) != (d.supersedes, d.retracts, d.decision):
+            d = replace(d, supersedes=supersedes, retracts=retracts, decision=decision)
+        out.append(d)
+    replaced = [d.supersedes["recorded_at"] for d in out if d.supersedes and "recorded_at" in d.supersedes]
+    return out, max(replaced, default=None)
 
 
 def _slot_holder(ledger: Ledger, conn: Connection, scope: Scope, slot: str) -> dict[str, Any] | None:
@@ -105,9 +111,9 @@ def _slot_holder(ledger: Ledger, conn: Connection, scope: Scope, slot: str) -> d
     return current[-1] if current else None
 
 
-def lock_premises(ledger: Ledger, conn: Connection, drafts: Sequence[Any]) -> None:
+def lock_premises(ledger: Ledger, conn: Connection, drafts: Sequence[Draft]) -> None:
     """Share-lock the ledger premises of ``drafts`` until the transaction ends (see :meth:`Ledger.lock_rows`)."""
-    batch = {d.extra_rows.get("id") for d in drafts}
+    batch = {d.id for d in drafts}
     ledger.lock_rows(conn, {p for d in drafts for p in d.derived_from} - batch, share=True)
 
 

@@ -83,7 +83,7 @@ def record_possible(
     return act
 
 
-def carried_over_items(ledger: Ledger, drafts: Sequence[Draft]) -> list[dict[str, Any]]:
+def carried_over_items(ledger: Ledger, applied: Sequence[tuple[Draft, str]]) -> list[dict[str, Any]]:
     """What a detected correction did not touch: the other facts of the statement it replaced or withdrew.
 
     "I'm planning a trip to Paris. I prefer aisle seats." corrected by "Actually, I'm going to Lyon" is
@@ -97,17 +97,20 @@ def carried_over_items(ledger: Ledger, drafts: Sequence[Draft]) -> list[dict[str
     were already part of a statement, and must not replace or withdraw anything a later statement said). Only
     user statements are split.
 
+    Args:
+        ledger: The ledger.
+        applied: The drafts whose automatic decision was carried out, each with the id of its recorded decision.
+
     Returns:
         :meth:`~memlineage.services.write.WritePath.remember_many` items, one per kept clause (none when nothing
-        is kept).
+        is kept), with ``expires_at`` (the statement's deadline).
     """
-    applied = [d for d in drafts if d.decision is not None and d.decision_activity is not None]
     if not applied:
         return []
-    rows = ledger.memory_rows([d.decision.target or "" for d in applied if d.decision], embedding=False)
+    rows = ledger.memory_rows([d.decision.target or "" if d.decision else "" for d, _ in applied], embedding=False)
     premises = ledger.premises([r["id"] for r in rows if r is not None], support=0)
     items: list[dict[str, Any]] = []
-    for d, row in zip(applied, rows, strict=True):
+    for (d, act), row in zip(applied, rows, strict=True):
         if d.decision is None or row is None or row["source_kind"] != SourceKind.USER.value:
             continue
         evidence = d.decision.evidence
@@ -137,10 +140,8 @@ def carried_over_items(ledger: Ledger, drafts: Sequence[Draft]) -> list[dict[str
                 # put right, it is known as of the correction; untouched clauses keep their time
                 "valid_from": d.valid_from if fixed and d.valid_from else from_epoch(row["valid_from"]),
                 "expires_at": from_epoch(row["expires_at"]),  # the statement's deadline, not a fresh one
-                "activity_id": d.decision_activity,
-                "metadata": {
-                    **dict(row["meta"] or {}), "carried_over_from": row["id"], "decision": d.decision_activity,
-                },
+                "activity_id": act,
+                "metadata": {**dict(row["meta"] or {}), "carried_over_from": row["id"], "decision": act},
             }
         )  # fmt: skip
     return items

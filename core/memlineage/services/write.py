@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from memlineage import telemetry
-from memlineage._detect import detect_updates
+from memlineage._detect import Detected, detect_updates
 from memlineage._gcpause import gc_paused
 from memlineage.errors import (
     InvalidInputError,
@@ -53,7 +54,7 @@ from memlineage.services.reads import Reads
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["RememberOptions", "WritePath"]
+__all__ = ["Persisted", "RememberOptions", "WritePath", "Written"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,21 @@ class RememberOptions(TypedDict, total=False):
     embedding: Sequence[float] | None
     force: bool
     goal: str | None
+
+
+class Persisted(NamedTuple):
+    """What one write transaction stored (:meth:`WritePath._persist`)."""
+
+    memories: list[Memory]  # one per draft, in order
+    suspects: list[str]  # ids the cascade made suspect
+    applied: list[tuple[Draft, str]]  # drafts whose automatic decision was carried out, with its activity id
+
+
+class Written(NamedTuple):
+    """What :meth:`WritePath.remember_locked` wrote."""
+
+    memories: list[Memory]  # one per draft of the call (a duplicate's existing memory), in order
+    applied: list[tuple[Draft, str]]  # drafts whose automatic decision was carried out, with its activity id
 
 
 class WritePath:
@@ -132,90 +148,99 @@ class WritePath:
         self.clock = clock
         self.write_mutex = write_mutex
 
-    @telemetry.traced("memlineage.remember")
-    @gc_paused()  # a batch allocates several objects per record: no full collection in the middle
     def remember_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """See :meth:`memlineage.MemoryManager.remember_many`."""
         if not isinstance(items, Sequence) or isinstance(items, (str, bytes)):
             msg = "remember_many() takes a list of dicts with remember()'s keyword arguments"
             raise InvalidInputError(msg)
-        written = self._remember_items([check_item(item) for item in items])
-        telemetry.current().set(items=len(items), memories=len(written))
+        return self.write([self.drafts.draft(**check_item(item)) for item in items], items=len(items))
+
+    @telemetry.traced("memlineage.remember")
+    @gc_paused()  # a batch allocates several objects per record: no full collection in the middle
+    def write(self, drafts: Sequence[Draft], *, items: int | None = None) -> list[Memory]:
+        """The write path of validated drafts (``remember`` builds its one draft at the public edge).
+
+        Each stage returns new drafts (a :class:`Draft` is frozen): premise checks cap their trust, the value model
+        adds its features, write policies their obligations, then duplicates, slots, embedding, update detection, the
+        value gate and one ledger transaction (:meth:`remember_locked`); the clauses a correction kept follow.
+
+        Args:
+            drafts: The requests, as :meth:`DraftBuilder.draft` returns them.
+            items: The number of items the caller was given, for telemetry (default: ``len(drafts)``).
+
+        Returns:
+            One memory per draft, in order (the existing memory for a duplicate; an unsaved ``working`` memory for
+            chit-chat the value gate buffered).
+        """
+        written = self._write(drafts)
+        telemetry.current().set(items=len(drafts) if items is None else items, memories=len(written))
         return written
 
-    def _remember_items(self, items: Sequence[Mapping[str, Any]], *, carried_over: bool = False) -> list[Memory]:
-        """:meth:`remember_many` of checked items; an ``expires_at`` key sets a draft's deadline as it is.
-
-        ``carried_over`` marks clauses a correction kept: they are written as they were, without update detection.
-        """
-        drafts = []
-        for item in items:
-            args = dict(item)
-            has_deadline = "expires_at" in args
-            deadline = args.pop("expires_at", None)
-            d = self.drafts.draft(**args)
-            if has_deadline and args.get("ttl") is None:
-                d.expires_at = deadline
-            d.carried_over = carried_over
-            drafts.append(d)
+    def _write(self, drafts: Sequence[Draft]) -> list[Memory]:
         if not drafts:
             return []
         telemetry.current().scope(*(d.scope for d in drafts))
         now = self.clock()
         self.persist_buffered_premises(drafts, now)
         with self.ledger.read() as conn:
-            self.check_premises(drafts, conn)
-        self.value.prepare(drafts)
-        self.policy.check_write(drafts)
+            drafts = self.check_premises(drafts, conn)
+        drafts = self.value.prepare(drafts)
+        drafts = self.policy.check_write(drafts)
         with self.write_mutex:
             written = self.remember_locked(drafts, now)
-        self._carry_over(drafts)
-        return written
+        self._carry_over(written.applied)
+        return written.memories
 
-    def _carry_over(self, drafts: Sequence[Draft]) -> None:
+    def _carry_over(self, applied: Sequence[tuple[Draft, str]]) -> None:
         """Write again what a detected correction did not touch: the other facts of the statement it replaced.
 
         :func:`~memlineage.services._decisions.carried_over_items` lists the clauses; they are written as they were,
         without update detection. A failure here is logged and leaves the correction itself in place.
         """
-        items = carried_over_items(self.ledger, drafts)
+        items = carried_over_items(self.ledger, applied)
         if not items:
             return
         try:
-            self._remember_items(items, carried_over=True)
+            drafts = []
+            for item in items:
+                args = dict(item)
+                deadline = args.pop("expires_at", None)  # the statement's deadline as it is, not a fresh ttl
+                drafts.append(replace(self.drafts.draft(**args), expires_at=deadline, carried_over=True))
+            self._write(drafts)
         except MemLineageError as exc:
             logger.warning("update detection: could not keep the untouched part of a corrected statement: %s", exc)
 
-    def remember_locked(self, drafts: list[Draft], now: datetime) -> list[Memory]:
+    def remember_locked(self, drafts: Sequence[Draft], now: datetime) -> Written:
         """Resolve, gate and persist validated drafts (caller holds the write mutex); one memory per draft."""
         # Other processes writing the same words in the scope wait here until this write is committed.
         with self.ledger.guard(content_keys(drafts)):
-            return self._remember_guarded(drafts, now)
+            return self._remember_guarded(list(drafts), now)
 
-    def _remember_guarded(self, drafts: list[Draft], now: datetime) -> list[Memory]:
+    def _remember_guarded(self, drafts: list[Draft], now: datetime) -> Written:
         results: list[Memory | None] = [None] * len(drafts)
-        todo, batch_dups, merges = self._dedupe(drafts, now)
+        drafts, todo, batch_dups, merges = self._dedupe(drafts, now)
         missing = [d for d in todo if d.embedding is None]
         if missing:
-            vectors = self.embedding.embed([d.content for d in missing])
-            for d, v in zip(missing, vectors):
-                d.embedding = v
-        todo = self._detect(drafts, todo, batch_dups, merges, now)
+            vectors = iter(self.embedding.embed([d.content for d in missing]))
+            todo = [replace(d, embedding=next(vectors)) if d.embedding is None else d for d in todo]
+        found = self._detect(drafts, todo, batch_dups, merges, now)
+        todo = found.todo
         # Writes start only now, after everything that can fail on bad input or a broken embedder.
-        if merges:
-            todo += self._merge_duplicates(merges, results, now)
+        if found.merges:
+            todo += self._merge_duplicates(found.merges, results, now)
         gating = telemetry.span("memlineage.value_gate", drafts=len(todo)) if self.value.enabled else telemetry.NOOP
         with gating as sp:
             kept = self.value.gate(drafts, todo, results, now)
             sp.set(stored=len(kept), buffered=len(todo) - len(kept))
         todo = kept
         written: list[dict[str, Any]] = []
-        created, suspects = self._persist(todo, now, rows_out=written)
-        by_draft = {id(d): m for d, m in zip(todo, created)}
+        persisted = self._persist(todo, now, rows_out=written)
+        created, suspects = persisted.memories, persisted.suspects
+        by_draft = {d.id: m for d, m in zip(todo, created)}
         for i, d in enumerate(drafts):
-            if id(d) in by_draft:
-                results[i] = by_draft[id(d)]
-        for i, first in batch_dups:
+            if d.id in by_draft:
+                results[i] = by_draft[d.id]
+        for i, first in found.batch_dups:
             results[i] = results[first]
         # A new memory made suspect in the same transaction (its premise was the slot value it superseded) was
         # already synced from the ledger by _persist; its in-memory row is out of date.
@@ -225,7 +250,7 @@ class WritePath:
             rows=[r for r in written if r["id"] not in cascaded],
             fresh=True,
         )
-        return [r for r in results if r is not None]
+        return Written([r for r in results if r is not None], persisted.applied)
 
     def persist_buffered_premises(self, drafts: Sequence[Draft], now: datetime) -> None:
         """Store the short-term-buffer items that drafts name as premises, under the ids they were returned with.
@@ -247,20 +272,34 @@ class WritePath:
                     items.append(item)
         if not items:
             return
-        buffered = []
-        for item in items:
-            draft = self.drafts.draft(
-                content=item.content, scope=item.scope, source=item.source, kind=MemoryKind.EPISODIC, force=True
+        buffered = [
+            replace(
+                self.drafts.draft(
+                    content=item.content, scope=item.scope, source=item.source, kind=MemoryKind.EPISODIC, force=True
+                ),
+                id=item.id,
             )
-            draft.extra_rows["id"] = item.id
-            buffered.append(draft)
+            for item in items
+        ]
         with self.write_mutex:
             self.remember_locked(buffered, now)
 
-    def check_premises(self, drafts: Sequence[Draft], conn: Connection) -> None:
-        """Premises must exist in the draft's scope and not be erased; a draft's trust is capped by theirs."""
+    def check_premises(self, drafts: Sequence[Draft], conn: Connection) -> list[Draft]:
+        """Premises must exist in the draft's scope and not be erased; a draft's trust is capped by theirs.
+
+        Returns:
+            The drafts, those with premises at most as trusted as their least trusted premise.
+
+        Raises:
+            MemoryNotFoundError: a premise does not exist.
+            ScopeViolationError: a premise belongs to another scope.
+            InvalidInputError: a premise was erased.
+        """
         wanted = sorted({p for d in drafts for p in d.derived_from})
+        if not wanted:
+            return list(drafts)
         rows = dict(zip(wanted, self.ledger.memory_rows(wanted, conn)))
+        out = []
         for d in drafts:
             for p in d.derived_from:
                 row = rows.get(p)
@@ -274,16 +313,20 @@ class WritePath:
                     msg = f"premise {p!r} was erased and cannot support new memories"
                     raise InvalidInputError(msg)
             if d.derived_from:
-                d.trust = min([d.trust] + [r["trust"] for r in (rows[p] for p in d.derived_from) if r is not None])
+                trust = min([d.trust] + [r["trust"] for r in (rows[p] for p in d.derived_from) if r is not None])
+                d = replace(d, trust=trust)
+            out.append(d)
+        return out
 
     def _dedupe(
         self, drafts: list[Draft], now: datetime
-    ) -> tuple[list[Draft], list[tuple[int, int]], list[tuple[int, dict[str, Any], Draft]]]:
+    ) -> tuple[list[Draft], list[Draft], list[tuple[int, int]], list[tuple[int, dict[str, Any], Draft]]]:
         """Resolve exact duplicates and slot supersession (reads only; nothing is written here).
 
         Returns:
-            The drafts to persist, ``(index, first_index)`` pairs for in-batch duplicates, and
-            ``(index, existing_row, draft)`` for duplicates of live ledger memories (to merge).
+            The drafts (those with a held slot now superseding its live value), the drafts to persist,
+            ``(index, first_index)`` pairs for in-batch duplicates, and ``(index, existing_row, draft)`` for
+            duplicates of live ledger memories (to merge).
         """
         todo: list[Draft] = []
         seen: dict[tuple[str, str | None, str, str], int] = {}
@@ -298,7 +341,7 @@ class WritePath:
                 found = self.ledger.find_duplicates(user, agent, pairs, conn)
                 for (kind, h), row in found.items():
                     existing[(user, agent, kind, h)] = row
-            for d in drafts:
+            for i, d in enumerate(drafts):
                 if d.slot:
                     live = [
                         r
@@ -306,7 +349,7 @@ class WritePath:
                         if r["status"] in LIVE
                     ]
                     if live and live[-1]["content_hash"] != d.hash:
-                        d.supersedes = live[-1]
+                        drafts[i] = replace(d, supersedes=live[-1])
         merges: list[tuple[int, dict[str, Any], Draft]] = []
         batch_dups: list[tuple[int, int]] = []
         for i, d in enumerate(drafts):
@@ -325,7 +368,7 @@ class WritePath:
             else:
                 seen[key] = i
                 todo.append(d)
-        return todo, batch_dups, merges
+        return drafts, todo, batch_dups, merges
 
     def _detect(
         self,
@@ -334,7 +377,7 @@ class WritePath:
         batch_dups: list[tuple[int, int]],
         merges: list[tuple[int, dict[str, Any], Draft]],
         now: datetime,
-    ) -> list[Draft]:
+    ) -> Detected:
         """Update detection (see :mod:`memlineage._detect`); reads only, decisions are carried out by ``_persist``."""
 
         def check_operation(op: str, mems: Sequence[Memory], scope: Scope, source: Source) -> None:
@@ -345,7 +388,7 @@ class WritePath:
             reconciler = active_reconciler() or reconciler  # an adapter's choice (the agent's model), if any
         asked = [d for d in todo if not d.carried_over]  # carried-over clauses are written as they were
         if not asked:
-            return todo
+            return Detected(todo, batch_dups, merges)
         traced = telemetry.span("memlineage.update_detection", drafts=len(asked), statements=0, candidates=0)
         with traced if reconciler is not None else telemetry.NOOP as sp:
             sp.set(reconciler=getattr(reconciler, "name", None))
@@ -355,8 +398,8 @@ class WritePath:
             )  # fmt: skip
         if len(asked) == len(todo):
             return kept
-        keep = {id(d) for d in kept}
-        return [d for d in todo if d.carried_over or id(d) in keep]
+        keep = {d.id: d for d in kept.todo}
+        return replace(kept, todo=[d if d.carried_over else keep[d.id] for d in todo if d.carried_over or d.id in keep])
 
     def _merge_duplicates(
         self, merges: list[tuple[int, dict[str, Any], Draft]], results: list[Memory | None], now: datetime
@@ -378,8 +421,7 @@ class WritePath:
                 ):
                     # withdrawn meanwhile, or the same words said again on premises that came after it (a request
                     # repeated later in a conversation): a new memory, never a corroboration that closes a cycle
-                    d.decision = None
-                    back.append(d)
+                    back.append(replace(d, decision=None))
                     continue
                 if d.decision is not None:
                     record_decision(self.ledger, conn, d, None, now)
@@ -406,7 +448,7 @@ class WritePath:
         now: datetime,
         rows_out: list[dict[str, Any]] | None = None,
         attribution_out: dict[str, str] | None = None,
-    ) -> tuple[list[Memory], list[str]]:
+    ) -> Persisted:
         """Write new memories, their supports, edges and events in one transaction.
 
         Args:
@@ -417,10 +459,11 @@ class WritePath:
                 the cascade's walk, see ``Cascade.invalidate(attribute=True)``).
 
         Returns:
-            The new memories, and the ids made suspect by superseding old slot values / versions.
+            The new memories, the ids made suspect by superseding old slot values / versions, and each draft whose
+            automatic decision was carried out with the id of its recorded decision.
         """
         if not drafts:
-            return [], []
+            return Persisted([], [], [])
         t = to_epoch(now)
         mems: list[Memory] = []
         rows: list[dict[str, Any]] = []
@@ -434,7 +477,7 @@ class WritePath:
         index_state = self.syncer.initial_state([d.scope.user_id for d in drafts])
         with self.ledger.transaction() as conn:
             # What this write replaces and rests on, re-read under locks: another writer may have changed it.
-            latest = recheck_targets(self.ledger, conn, drafts)
+            drafts, latest = recheck_targets(self.ledger, conn, drafts)
             if latest is not None and latest >= (t or 0.0):  # a version is never recorded before the one it replaces
                 t = latest + 1e-6
                 now = from_epoch(t) or now
@@ -507,13 +550,14 @@ class WritePath:
                 for possible in d.possible:
                     record_possible(self.ledger, conn, d, possible, mem.id, now)
             suspects: list[str] = []
+            applied: list[tuple[Draft, str]] = []
             by_target = {d.decision.target: (d, m) for d, m in zip(drafts, mems) if d.decision is not None}
             for old_id, status, reason, decision in invalidations:
                 act = None
                 if decision is not None:
                     d, mem = by_target[old_id]
                     act = record_decision(self.ledger, conn, d, mem.id, now)
-                    d.decision_activity = act
+                    applied.append((d, act))
                 done = self.cascade.invalidate(
                     conn, old_id, status, now, reason=reason, activity_id=act, attribute=attribution_out is not None
                 )
@@ -523,7 +567,7 @@ class WritePath:
         if invalidations:  # status changes only (a new version made suspect is written by the deferred sync too)
             self.syncer.defer([i[0] for i in invalidations] + suspects)
         telemetry.count("memlineage.writes", len(mems))
-        return mems, suspects
+        return Persisted(mems, suspects, applied)
 
     def supersede(
         self,
@@ -550,24 +594,28 @@ class WritePath:
         }
         d = self.drafts.draft(content=new_content, scope=write_scope(scope, old.scope), source=source, **params)
         if kwargs.get("ttl") is None:
-            d.expires_at = old.expires_at  # a correction keeps the old version's deadline, as its tags and metadata
+            # a correction keeps the old version's deadline, as its tags and metadata
+            d = replace(d, expires_at=old.expires_at)
         self.policy.check_operation("update", [old], scope=scope, source=d.source)
         with self.ledger.read() as conn:
-            self.check_premises([d], conn)
+            (d,) = self.check_premises([d], conn)
             if d.derived_from:
                 desc = self.ledger.walk([old_id], direction="descendants", conn=conn)
                 if old_id in d.derived_from or desc.keys() & set(d.derived_from):
                     msg = f"the new version of {old_id!r} cannot derive from the old one or its descendants"
                     raise LineageCycleError(msg)
-            d.supersedes = self.ledger.memory_rows([old_id], conn)[0]
+            d = replace(d, supersedes=self.ledger.memory_rows([old_id], conn)[0])
         if d.embedding is None:
-            d.embedding = self.embedding.embed([d.content])[0]
-        d.force = True  # an explicit revision is always stored; a value model only scores it
-        d.strict = True  # ... and only while ``old_id`` is still current (checked again under its row lock)
-        self.value.gate([d], [d], [None], self.clock())
+            d = replace(d, embedding=self.embedding.embed([d.content])[0])
+        # an explicit revision is always stored (a value model only scores it), and only while ``old_id`` is still
+        # current (checked again under its row lock)
+        d = replace(d, force=True, strict=True)
+        scored = self.value.gate([d], [d], [None], self.clock())
+        d = scored[0] if scored else d  # forced: the gate keeps it
         attribution: dict[str, str] = {}
         with self.write_mutex:
-            (new,), suspect = self._persist([d], self.clock(), attribution_out=attribution)
+            persisted = self._persist([d], self.clock(), attribution_out=attribution)
+        (new,), suspect = persisted.memories, persisted.suspects
         self.syncer.sync([new.id], fresh=True)  # a new row: it may take its scope past exact_max
         return CascadeReport(
             target=old_id, action="supersede", suspect=suspect, memory=self.reads.get(new.id, scope=scope),
