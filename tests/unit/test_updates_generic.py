@@ -1024,3 +1024,44 @@ def test_a_number_on_one_side_only_changes_no_value(mm: MemoryManager, clock: Cl
     old = mm.require(say(mm, clock, "By the way, I've been living in Lisbon for 4 months now.", 0), scope="alice")
     new = mm.require(say(mm, clock, "I haven't explored much of the old town of Lisbon yet.", 0.01), scope="alice")
     assert competes("How long have I been living in Lisbon?", old, new, linked=True) is None
+
+
+#: (older, newer, query, whether they compete): a clause that points back at another person with no subject of its
+#: own is about that person; the speaker's own news still competes (the control).
+ABOUT_WHOM = [
+    (
+        "I live in Portland, OR, in the Sellwood neighborhood.",
+        "My brother just moved to Seattle for a job at Amazon. Weird not having him 15 minutes away",
+        "What city do I live in?",
+        False,
+    ),
+    (
+        "I live in Austin, near Zilker Park.",
+        "My sister got a job offer in Denver. Honestly so happy for her, she starts there in May",
+        "Where do I live?",
+        False,
+    ),
+    ("I live in Portland, in the Sellwood neighborhood.", "We just moved to Seattle.", "What city do I live in?", True),
+    (
+        "My doctor is Dr. Patel at Riverside Family Medicine.",
+        "Dr. Patel retired last month. Dr. Kim took over her patients.",
+        "Who is my doctor?",
+        True,
+    ),
+    (  # the landlord acts on the speaker's rent: a clause that points at no one reads the whole message
+        "My rent is $1,850/month.",
+        "Renewal letter came. Landlord's tacking on another $150 a month from March. Signed it anyway",
+        "How much is my rent?",
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(("first", "later", "query", "expected"), ABOUT_WHOM)
+def test_news_about_someone_else_demotes_nothing(first: str, later: str, query: str, expected: bool) -> None:
+    """test43 look-alikes, read with the closeness MiniLM gives them (cosine 0.4–0.5, both relevant)."""
+    mm = make_manager()
+    old = mm.remember(first, scope="alice", valid_from=at(0))
+    new = mm.remember(later, scope="alice", valid_from=at(30))
+    for cosine in (0.4, 0.5):
+        assert bool(competes(query, old, new, cosine=cosine, relevance=(0.7, 0.6), contenders=True)) is expected

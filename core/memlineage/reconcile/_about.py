@@ -496,3 +496,16 @@ def number_of_another_thing(clause: Clause, wanted: frozenset[str]) -> bool:
     if not spots or _NEW_VALUE_BEFORE.search(text[: spots[-1]]):
         return False
     return bool(_PICKED.search(text[: spots[-1]]))
+
+
+def continued_subject(newer: Clause, older: Clause) -> str | None:
+    """Whom a newer clause is about when the values beside it are read (:func:`values_around`'s ``subject``).
+
+    A clause with a subject of its own is about it. One that names nobody but points back at someone ("Weird not
+    having him 15 minutes away" after "My brother just moved to Seattle") goes on about another person, so the
+    older clause's subject picks the values and the brother's city is not the speaker's. One that points at no one
+    ("Signed it anyway" after "Landlord's tacking on another $150 a month") reads every clause of its message.
+    """
+    if newer.subject is not None:
+        return newer.subject
+    return older.subject if THIRD_PERSON.search(newer.text) else None

@@ -70,6 +70,7 @@ from memlineage.reconcile._about import (
     _value_names_someone,
     _words,
     added_before,
+    continued_subject,
     for_a_while_at_value,
     named_before_value,
     number_of_another_thing,
@@ -359,7 +360,7 @@ def competes(
                 va, vb = present_values(ca, kind) - asked, cb_values - asked
                 # a clause that matches the query without its value: the value said next to it in the message
                 va = va or values_around(older.content, kind, ca.subject) - asked
-                vb = vb or values_around(newer.content, kind, cb.subject) - asked
+                vb = vb or values_around(newer.content, kind, continued_subject(cb, ca)) - asked
                 if kind == "entity" and not va and not vb:
                     # "what" asks for anything, a number included ("What's the most we'll spend?")
                     va, vb = numbers_in(ca.text) - asked, numbers_in(cb.text) - asked
