@@ -1065,3 +1065,19 @@ def test_news_about_someone_else_demotes_nothing(first: str, later: str, query: 
     new = mm.remember(later, scope="alice", valid_from=at(30))
     for cosine in (0.4, 0.5):
         assert bool(competes(query, old, new, cosine=cosine, relevance=(0.7, 0.6), contenders=True)) is expected
+
+
+def test_the_qualifier_said_first_says_which_thing_a_statement_is_about() -> None:
+    """test43: "For personal stuff use …, never put that on anything work related" gives no work address."""
+    mm = make_manager()
+    work = mm.remember("My work email is priya.s@northwind-legal.com", scope="alice", valid_from=at(0))
+    personal = mm.remember(
+        "For personal stuff use priyasharma88@gmail.com — never put that on anything work related",
+        scope="alice", valid_from=at(30),
+    )  # fmt: skip
+    query = "What's my work email?"
+    assert competes(query, work, personal, cosine=0.6, relevance=(0.8, 0.7), contenders=True) is None
+    moved = mm.remember(
+        "IT moved us to a new domain, my work email is priya@northwind.law", scope="alice", valid_from=at(40)
+    )
+    assert competes(query, work, moved, cosine=0.6, relevance=(0.8, 0.7), contenders=True)

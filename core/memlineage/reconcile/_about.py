@@ -234,13 +234,20 @@ def _another_thing(query: str, clause: str, message: str) -> bool:
     """
     groups = tables_for(query)[0].contexts
     for g, asked in _asked_contexts(query):
-        group = groups[g]
-        said = {i for i, side in enumerate(group) if side.search(clause)} or {
-            i for i, side in enumerate(group) if side.search(message)
-        }
-        if said and asked not in said:
+        said = _sides(groups[g], clause) or _sides(groups[g], message)
+        if said is not None and said != asked:
             return True
     return False
+
+
+def _sides(group: Sequence[re.Pattern[str]], text: str) -> int | None:
+    """The side of a ``contexts`` group that ``text`` names; of several, the one named first.
+
+    "For personal stuff use priya88@gmail.com — never put that on anything work related" gives the personal address:
+    the qualifier that opens the statement says what it is about, a later one what it is kept from.
+    """
+    found = {i: m.start() for i, side in enumerate(group) if (m := side.search(text)) is not None}
+    return min(found, key=lambda i: found[i]) if found else None
 
 
 @text_cache(maxsize=4096)
