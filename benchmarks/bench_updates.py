@@ -80,7 +80,8 @@ employee, an extractor's slot stopped counting for a supposition, a place beside
 Chinese function characters stopped being BM25 terms, diagnosed on test41 and all earlier suites), ``test43``
 (first run in session 17, at the code of session 16's end, before and after the write path's drafts became
 frozen), ``test44`` (first run after a clause pointing back at another person and the first of two qualifiers
-started to decide whom and what a statement is about, diagnosed on test43).
+started to decide whom and what a statement is about, diagnosed on test43), ``test45`` (first run at the same
+code, session 17's last; test44 was diagnosed, and the two changes tried on it were dropped).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -100,7 +101,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test44|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test45|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -175,6 +176,7 @@ SPLITS = (
     "test42",
     "test43",
     "test44",
+    "test45",
 )
 
 
