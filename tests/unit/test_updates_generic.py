@@ -21,6 +21,7 @@ from memlineage.reconcile import (
     Statement,
     using_reconciler,
 )
+from memlineage.reconcile._about import _another_thing
 from memlineage.reconcile._compete import competes
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._signals import (
@@ -1081,3 +1082,7 @@ def test_the_qualifier_said_first_says_which_thing_a_statement_is_about() -> Non
         "IT moved us to a new domain, my work email is priya@northwind.law", scope="alice", valid_from=at(40)
     )
     assert competes(query, work, moved, cosine=0.6, relevance=(0.8, 0.7), contenders=True)
+    # the first side of a group is a side: a clause naming it decides, whatever the message's opening names
+    message = "Work gave me a phone for on-call. my personal one is 617-555-0101 now"
+    assert not _another_thing("What's my personal cell number?", "my personal one is 617-555-0101 now", message)
+    assert _another_thing("What's my personal cell number?", "Work gave me a phone for on-call.", message)

@@ -234,7 +234,8 @@ def _another_thing(query: str, clause: str, message: str) -> bool:
     """
     groups = tables_for(query)[0].contexts
     for g, asked in _asked_contexts(query):
-        said = _sides(groups[g], clause) or _sides(groups[g], message)
+        said = _sides(groups[g], clause)
+        said = _sides(groups[g], message) if said is None else said  # side 0 is a side: no `or` here
         if said is not None and said != asked:
             return True
     return False

@@ -107,7 +107,8 @@ def carried_over_items(ledger: Ledger, applied: Sequence[tuple[Draft, str]]) -> 
     """
     if not applied:
         return []
-    rows = ledger.memory_rows([d.decision.target or "" if d.decision else "" for d, _ in applied], embedding=False)
+    targets = [d.decision.target if d.decision and d.decision.target else "" for d, _ in applied]
+    rows = ledger.memory_rows(targets, embedding=False)
     premises = ledger.premises([r["id"] for r in rows if r is not None], support=0)
     items: list[dict[str, Any]] = []
     for (d, act), row in zip(applied, rows, strict=True):
