@@ -9,15 +9,15 @@ did not touch, to be written again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 from memlineage.ledger import Connection, Ledger
 from memlineage.models import Activity, Relation, SourceKind, from_epoch, new_id, to_epoch
 from memlineage.reconcile import Action, UpdateDecision
 from memlineage.reconcile._text import substituted, untouched_clauses
 from memlineage.services._rows import edge_row, event_row, row_scope
-from memlineage.services.draft import Draft
+from memlineage.services.draft import Draft, DraftBuilder
 
 __all__ = ["carried_over_items", "record_decision", "record_possible"]
 
@@ -83,7 +83,7 @@ def record_possible(
     return act
 
 
-def carried_over_items(ledger: Ledger, applied: Sequence[tuple[Draft, str]]) -> list[dict[str, Any]]:
+def carried_over_items(ledger: Ledger, applied: Sequence[tuple[Draft, str]], builder: DraftBuilder) -> list[Draft]:
     """What a detected correction did not touch: the other facts of the statement it replaced or withdrew.
 
     "I'm planning a trip to Paris. I prefer aisle seats." corrected by "Actually, I'm going to Lyon" is
@@ -100,17 +100,21 @@ def carried_over_items(ledger: Ledger, applied: Sequence[tuple[Draft, str]]) -> 
     Args:
         ledger: The ledger.
         applied: The drafts whose automatic decision was carried out, each with the id of its recorded decision.
+        builder: Checks each clause into its draft, as ``remember()``'s arguments are.
 
     Returns:
-        :meth:`~memlineage.services.write.WritePath.remember_many` items, one per kept clause (none when nothing
-        is kept), with ``expires_at`` (the statement's deadline).
+        One draft per kept clause (none when nothing is kept), marked ``carried_over``, with the statement's
+        deadline as ``expires_at``.
+
+    Raises:
+        MemLineageError: a clause does not make a valid draft (the caller logs it and keeps the correction).
     """
     if not applied:
         return []
     targets = [d.decision.target if d.decision and d.decision.target else "" for d, _ in applied]
     rows = ledger.memory_rows(targets, embedding=False)
     premises = ledger.premises([r["id"] for r in rows if r is not None], support=0)
-    items: list[dict[str, Any]] = []
+    out: list[Draft] = []
     for (d, act), row in zip(applied, rows, strict=True):
         if d.decision is None or row is None or row["source_kind"] != SourceKind.USER.value:
             continue
@@ -131,18 +135,16 @@ def carried_over_items(ledger: Ledger, applied: Sequence[tuple[Draft, str]]) -> 
         )  # fmt: skip
         if rest is None:
             continue
-        items.append(
-            {
-                "content": rest, "scope": row_scope(row), "source": "user", "kind": row["kind"],
-                # what the statement was worth, never more, and resting on what it rested on
-                "trust": row["trust"], "confidence": row["confidence"],
-                "derived_from": list(premises.get(row["id"], ())),
-                "tags": list(row["tags"] or ()),
-                # put right, it is known as of the correction; untouched clauses keep their time
-                "valid_from": d.valid_from if fixed and d.valid_from else from_epoch(row["valid_from"]),
-                "expires_at": from_epoch(row["expires_at"]),  # the statement's deadline, not a fresh one
-                "activity_id": act,
-                "metadata": {**dict(row["meta"] or {}), "carried_over_from": row["id"], "decision": act},
-            }
+        clause = builder.draft(
+            content=rest, scope=row_scope(row), source="user", kind=row["kind"],
+            # what the statement was worth, never more, and resting on what it rested on
+            trust=row["trust"], confidence=row["confidence"], derived_from=premises.get(row["id"], ()),
+            tags=row["tags"] or (),
+            # put right, it is known as of the correction; untouched clauses keep their time
+            valid_from=d.valid_from if fixed and d.valid_from else from_epoch(row["valid_from"]),
+            activity_id=act,
+            metadata={**dict(row["meta"] or {}), "carried_over_from": row["id"], "decision": act},
         )  # fmt: skip
-    return items
+        # the statement's deadline, not a fresh one
+        out.append(replace(clause, expires_at=from_epoch(row["expires_at"]), carried_over=True))
+    return out

@@ -197,16 +197,10 @@ class WritePath:
         :func:`~memlineage.services._decisions.carried_over_items` lists the clauses; they are written as they were,
         without update detection. A failure here is logged and leaves the correction itself in place.
         """
-        items = carried_over_items(self.ledger, applied)
-        if not items:
+        if not applied:
             return
         try:
-            drafts = []
-            for item in items:
-                args = dict(item)
-                deadline = args.pop("expires_at", None)  # the statement's deadline as it is, not a fresh ttl
-                drafts.append(replace(self.drafts.draft(**args), expires_at=deadline, carried_over=True))
-            self._write(drafts)
+            self._write(carried_over_items(self.ledger, applied, self.drafts))
         except MemLineageError as exc:
             logger.warning("update detection: could not keep the untouched part of a corrected statement: %s", exc)
 
