@@ -393,7 +393,7 @@ class WritePath:
         if len(asked) == len(todo):
             return kept
         keep = {d.id: d for d in kept.todo}
-        return replace(kept, todo=[d if d.carried_over else keep[d.id] for d in todo if d.carried_over or d.id in keep])
+        return replace(kept, todo=[keep.get(d.id, d) for d in todo if d.carried_over or d.id in keep])
 
     def _merge_duplicates(
         self, merges: list[tuple[int, dict[str, Any], Draft]], results: list[Memory | None], now: datetime
