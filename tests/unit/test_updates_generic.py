@@ -21,7 +21,7 @@ from memlineage.reconcile import (
     Statement,
     using_reconciler,
 )
-from memlineage.reconcile._about import _another_thing
+from memlineage.reconcile._about import _another_thing, _names_someone, _someone_in
 from memlineage.reconcile._compete import competes
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._signals import (
@@ -1086,3 +1086,73 @@ def test_the_qualifier_said_first_says_which_thing_a_statement_is_about() -> Non
     message = "Work gave me a phone for on-call. my personal one is 617-555-0101 now"
     assert not _another_thing("What's my personal cell number?", "my personal one is 617-555-0101 now", message)
     assert _another_thing("What's my personal cell number?", "Work gave me a phone for on-call.", message)
+
+
+LOOK_ALIKES = [
+    # a second pet: the kind asked about is named in a question only, so it is still there
+    (
+        "Our cat Olive has started scratching the couch. Tips?",
+        "We added a puppy to the family, a lab mix named Rufus! How do I introduce him to a cat?",
+        "What's my cat's name?",
+        False,
+    ),
+    # a change weighed in a question, not made; the same change stated replaces
+    (
+        "I'm with T-Mobile and my bill is $70 a month.",
+        "should I switch to Verizon? coverage at my new office is awful",
+        "Which carrier am I with?",
+        False,
+    ),
+    (
+        "I'm with T-Mobile and my bill is $70 a month.",
+        "switched to Verizon, coverage at my new office was awful",
+        "Which carrier am I with?",
+        True,
+    ),
+    # a supposition inside a statement still states ("maybe a couple of day trips")
+    (
+        "We're doing Cancún for spring break, 5 nights at an all-inclusive.",
+        "Cancún is dead. Tom's leave got denied, so it's a staycation, maybe a couple of day trips.",
+        "What are our spring break plans?",
+        True,
+    ),
+    # Chinese: a person named in another sentence, or as whose place it is, leaves the value the speaker's own
+    ("我开的是一辆二手卡罗拉，油耗挺省的", "提了辆比亚迪海豹！卡罗拉卖给我表弟了。充电是真香", "我现在开的是什么车？", True),
+    ("我住在杭州，在阿里上班", "我妹妹搬到南京了，房子挺大", "我住在哪个城市？", False),
+    # Chinese: a small number or a word of when shared by two statements ties no topic
+    ("平时坐地铁上班，10号线转2号线", "工资卡是招行的，每月10号发", "我平时是怎么去上班的？", False),
+    ("我在银行当柜员，每天数钱数到手软", "我每天早上空腹吃一片优甲乐，50微克", "我是做什么工作的？", False),
+]
+
+
+@pytest.mark.parametrize(("first", "later", "query", "expected"), LOOK_ALIKES)
+def test_look_alikes_told_apart_from_updates(first: str, later: str, query: str, expected: bool) -> None:
+    """Session 18 (diagnosed on test43–test45 and the earlier suites), read with MiniLM-like closeness."""
+    mm = make_manager()
+    old = mm.remember(first, scope="alice", valid_from=at(0))
+    new = mm.remember(later, scope="alice", valid_from=at(30))
+    for cosine in (0.45, 0.6):
+        assert bool(competes(query, old, new, cosine=cosine, relevance=(0.7, 0.6), contenders=True)) is expected
+
+
+def test_two_attributes_the_tables_read_are_no_update_of_each_other() -> None:
+    """"I work the ER" / "my work email is ...": shared words name each one's topic; a cue still decides."""
+    job = "I'm a nurse at St. Mary's, I work the ER."
+    email = "my work email is sreyes@brightlinehealth.com, can you make a signature for it?"
+    assert signal_update(st(email), [cand("m1", job)]) is not None  # without slots the words pair them
+    slotted = Statement(
+        content=email, source="user", valid_from=at(10), session="s2", scope_key="u", slot="user.work_email"
+    )
+    held = Candidate(
+        id="m1", content=job, source="user", valid_from=at(0), session="s1", scope_key="u", slot="user.employer"
+    )
+    assert signal_update(slotted, [held]) is None
+
+
+def test_a_person_whose_shop_it_is_leaves_the_statement_the_speakers_own() -> None:
+    """"现在在朋友的奶茶店帮忙" is the speaker's job; "我妹妹搬到南京了" is the sister's city."""
+    assert not _names_someone("上周裸辞了哈哈，现在在朋友的奶茶店帮忙")
+    assert _names_someone("我妹妹搬到南京了，房子挺大")
+    # a sentence opening with a pronoun is about that person
+    assert _someone_in("房子两室一厅", "搬家那天下大雨。她新租的房子两室一厅")
+    assert not _someone_in("提了辆比亚迪海豹！", "提了辆比亚迪海豹！卡罗拉卖给我表弟了。")

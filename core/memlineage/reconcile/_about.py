@@ -43,6 +43,30 @@ def _words(terms: frozenset[str]) -> frozenset[str]:
     return frozenset(t for t in terms if t.isascii() or not (_SEAM & set(t)))
 
 
+#: Chinese words of when and how often, and connectives: two statements saying them share no topic ("我在银行当柜员，
+#: 每天数钱" / "我每天早上空腹吃一片优甲乐").
+_NO_TOPIC_ZH = frozenset(
+    "每天 每周 每月 每年 每次 今天 昨天 明天 今年 去年 现在 最近 平时 早上 晚上 上午 下午 中午 "
+    "时候 已经 一直 一下 感觉 因为 所以 但是 可以 觉得 真的 其实 然后 还是 一般 有点 比较 一点 "
+    "好像 终于 开始".split()
+)
+
+
+def _topic_words(terms: frozenset[str]) -> frozenset[str]:
+    """:func:`_words` without the Chinese words that name no topic (:data:`_NO_TOPIC_ZH`)."""
+    return _words(terms) - _NO_TOPIC_ZH
+
+
+def _tying(ca: Clause, cb: Clause) -> frozenset[str]:
+    """The keys two clauses share, none when they share only bare numbers of one or two digits.
+
+    A key of one said among the other's words counts ("Mate 40" / "Mate 40掉厕所里了" share a name); a small number
+    alone recurs everywhere ("10号线" / "每月10号" share 10 and no topic).
+    """
+    shared = ca.keys & (cb.keys | cb.terms) | (ca.keys | ca.terms) & cb.keys
+    return shared if any(not (k.isdigit() and len(k) <= 2) for k in shared) else frozenset()
+
+
 #: What stands just before a person named as company, not as the one a statement is about: "with my wife",
 #: "跟老婆商量了", "陪我妈"; and just after: "my wife and I".
 _COMPANY_BEFORE = re.compile(
@@ -92,7 +116,7 @@ _SAYS = re.compile(
 _ACTS_ON_ME = re.compile(r"^\s+(?:[a-z]+\s+){1,2}(?:me|us)\b|^\s*[帮给替带把]我", re.IGNORECASE)
 #: A person whose place is named ("at my cousin's place", "送我妈那儿去了"): a place, not whom it is about.
 _PLACE_BEFORE = re.compile(r"\b(?:at|to|from|in|near|by)\s+$|[在去到送回]\s*$", re.IGNORECASE)
-_PLACE_AFTER = re.compile(r"^(?:'|’)s\b|^(?:那儿|那里|那边|家)")
+_PLACE_AFTER = re.compile(r"^(?:'|’)s\b|^(?:那儿|那里|那边|家|的)")
 
 
 def _refers_back(ca: Clause, cb: Clause, people: frozenset[str], kind: str | None = None) -> bool:
@@ -132,15 +156,19 @@ def _folded(word: str) -> str:
 
 
 def _echoes(older: Sequence[Clause], newer: str, wanted: frozenset[str]) -> bool:
-    """Whether the newer message states something of a name the older clauses give (English text).
+    """Whether the newer message states something of a name the older clauses give.
 
     A later message that names the older value while it says something else ("the XPS is going in the donation box"
     after "All my coding happens on a Dell XPS 13", "Greg took a job at another company. I report to Lorraine now"
     after "My manager Greg ...") speaks of what the older statement said: the two are about one thing even when the
     newer one never repeats the query's words. A name said in a question ("can she share a tank with Spike?"), a
     number, a day or month (they recur across unrelated plans: "Dentist Thursday at 10am" / "I swim Mondays and
-    Thursdays") and the query's own words do not count.
+    Thursdays") and the query's own words do not count. Chinese names are not written apart: a run of three
+    characters beyond the commonest ones that both say stands for one ("卡罗拉卖给我表弟了" after
+    "我开的是一辆二手卡罗拉").
     """
+    if has_cjk(newer) or any(has_cjk(c.text) for c in older):
+        return bool(_runs(" ".join(c.text for c in older), wanted) & _runs(_stated(newer), wanted))
     named = {
         _folded(k)
         for c in older
@@ -150,11 +178,23 @@ def _echoes(older: Sequence[Clause], newer: str, wanted: frozenset[str]) -> bool
     return bool(named & _said_words(newer))
 
 
+def _runs(text: str, wanted: frozenset[str]) -> frozenset[str]:
+    """Runs of three Chinese characters of ``text``, none of them among the commonest, that hold no query term."""
+    chars = [ch if has_cjk(ch) and ch not in _COMMON_CJK else " " for ch in text]
+    runs = ("".join(chars[i : i + 3]) for i in range(len(chars) - 2))
+    return frozenset(r for r in runs if " " not in r and not any(w in r for w in wanted))
+
+
+@text_cache(maxsize=16384)
+def _stated(text: str) -> str:
+    """The clauses of a message that are no question, joined."""
+    return " ".join(c.text for c in clauses_of(text) if not c.question)
+
+
 @text_cache(maxsize=16384)
 def _said_words(text: str) -> frozenset[str]:
     """The folded words of a message's clauses that are no question (see :func:`_echoes`)."""
-    said = " ".join(c.text for c in clauses_of(text) if not c.question)
-    return frozenset(_folded(w) for w in _TOKEN.findall(said))
+    return frozenset(_folded(w) for w in _TOKEN.findall(_stated(text)))
 
 
 #: Chinese characters too common to tie two statements to one topic (pronouns, particles, copulas, measure words).
@@ -195,15 +235,16 @@ def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
 
 
 #: A sentence opened by a third person: "She hates horror, so we're doing a rom-com" is about her.
-_THIRD_PERSON = re.compile(r"^\W*(?:he|she|they|his|her|their)\b", re.IGNORECASE)
+_THIRD_PERSON = re.compile(r"^\W*(?:(?:he|she|they|his|her|their)\b|[他她])", re.IGNORECASE)
 
 
 def _someone_in(clause: str, message: str) -> bool:
-    """Whether an English clause of ``message`` is said of another person than the speaker.
+    """Whether a clause of ``message`` is said of another person than the speaker.
 
     The clause names someone, the message's first sentence does ("My sister just moved to Austin, so I'll be flying
     to Texas a lot"), or the clause's sentence opens with a third person. A person named elsewhere in the message is
-    a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the speaker's phone).
+    a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the speaker's phone; "提了辆比亚迪海豹！
+    卡罗拉卖给我表弟了" is the speaker's car).
     """
     if _names_someone(clause):
         return True
@@ -275,9 +316,10 @@ _GONE = re.compile(
 )
 
 
-#: Something new of a kind acquired: "We adopted a kitten", "got a second bike", "brought home a puppy".
+#: Something new of a kind acquired: "We adopted a kitten", "got a second bike", "brought home a puppy", "added a
+#: puppy to the family".
 _ACQUIRED = re.compile(
-    r"\b(?:adopted|got|bought|brought home|picked up|rescued|welcomed|took in)\s+(?:a|an|another)\s+"
+    r"\b(?:adopted|added|got|bought|brought home|picked up|rescued|welcomed|took in)\s+(?:a|an|another)\s+"
     r"(?:new\s+|second\s+|little\s+|baby\s+)?(?P<noun>[a-z]+)\b"
 )
 
@@ -298,7 +340,8 @@ def _new_kind(asked: frozenset[str], newer: str) -> bool:
     asked = asked - _NAMING  # "her name is Pepper" names a name, not the kind asked about
     if m is None or not asked or _PASSED.search(newer):
         return False  # ... and one that follows a pet gone ("Pilot passed ... so we adopted a lab") replaces it
-    said = {t for c in clauses_of(newer) for t in c.terms}
+    # the kind asked about named in a question only ("How do I introduce him to a cat?") is still there, not replaced
+    said = {t for c in clauses_of(newer) if not c.question for t in c.terms}
     return not (asked & said) and m.group("noun") not in asked
 
 
@@ -427,15 +470,19 @@ _NO_OWNER = frozenset(
 )
 
 
-def owned_by_another(clause: str, wanted: frozenset[str]) -> bool:
+def owned_by_another(clause: str, wanted: frozenset[str], asked: frozenset[str] = frozenset()) -> bool:
     """Whether an English clause gives the asked attribute of someone or something else ("reception's extension").
 
     Asked "What's my work extension?", "Funny, reception's extension is 4417" names an extension of another owner:
-    a possessive other than the speaker's right before a word of the query. A contraction ("that's my extension",
-    "my sister's hosting Thanksgiving") and a time ("this morning's weigh-in") own nothing.
+    a possessive other than the speaker's right before a word of the query; asked "Who is my dentist?", "my wife's
+    dentist is Dr. Romero" names another's dentist. A person the query asks about (``asked``: "mom's birthday" for
+    "When is Mom's birthday?"), a contraction ("that's my extension", "my sister's hosting Thanksgiving") and a time
+    ("this morning's weigh-in") own nothing.
     """
     for m in _POSSESSED.finditer(clause):
         owner, owned = m.group(1).casefold(), m.group(2).casefold()
+        if owner in asked:
+            continue
         first = owned.split()[0]
         if owner in _NO_OWNER or owner in STOPWORDS or first in STOPWORDS or first.endswith("ing"):
             # ... nor "is" ("my sister's hosting Thanksgiving")
@@ -517,3 +564,28 @@ def continued_subject(newer: Clause, older: Clause) -> str | None:
     if newer.subject is not None:
         return newer.subject
     return older.subject if THIRD_PERSON.search(newer.text) else None
+
+
+def said_in(message: str) -> frozenset[str]:
+    """The terms and keys of every clause of ``message``, with the other names of each role it says.
+
+    "Took my mother to the airport" says "mom" too (the table's ``same_person``).
+    """
+    table = tables_for(message)[0]
+    words = frozenset().union(*(c.terms | c.keys for c in clauses_of(message)))
+    return words.union(*(table.synonyms(w) for w in words if any(w in g for g in table.same_person)))
+
+
+def weighs(message: str, kind: str | None) -> bool:
+    """Whether ``message`` names a value of ``kind`` only where it asks, stating none.
+
+    "should I switch to Verizon? coverage at my new office is awful" weighs a change: the carrier the speaker has is
+    still the one they have. A supposition inside a statement ("so it's a staycation, maybe a couple of day trips
+    with Tom") still states. ``kind`` None (the query asks for no kind of value) weighs nothing.
+    """
+    if kind is None:
+        return False
+    clauses = clauses_of(message)
+    return any(values_of(c, kind) for c in clauses if c.asks) and not any(
+        values_of(c, kind) for c in clauses if not c.asks
+    )

@@ -67,6 +67,8 @@ from memlineage.reconcile._about import (
     _share_char,
     _someone_in,
     _still_there,
+    _topic_words,
+    _tying,
     _value_names_someone,
     _words,
     added_before,
@@ -75,6 +77,8 @@ from memlineage.reconcile._about import (
     named_before_value,
     number_of_another_thing,
     owned_by_another,
+    said_in,
+    weighs,
 )
 from memlineage.reconcile._numbers import units_of
 from memlineage.reconcile._query import as_speaker
@@ -238,16 +242,13 @@ def competes(
     shaped = False  # other_value's two sides have one shape (two addresses, two phone numbers, "Pixel 6" / "iPhone 15")
     temporary = for_a_while_at_value(newer.content) and not for_a_while(older.content)
     same_speaker = newer.source.kind is older.source.kind
-    # ... a person named only in a question or request ("Can you help me write a thank-you note to my manager?") is
-    # whom the speaker asks about, not whom the statement is about
+    # ... a person named only in a question or request ("Can you help me write a note to my manager?") is whom the
+    # speaker asks about, not whom the statement is about
     stating = " ".join(c.text for c in clauses_of(newer.content) if not c.asks) or newer.content
     others = _names_someone(stating) and not _names_someone(older.content)
-    # the newer message names a name the older statement gave, in any of its clauses ("the XPS is going in the
-    # donation box"; "Dr. Patel retired" after "Dr. Patel, my primary care doc, ..."): it speaks of what the older one
-    # said, although it may never repeat the query's words
-    echoes = not has_cjk(older.content + newer.content) and _echoes(
-        [c for c in clauses_of(older.content) if not c.question], newer.content, wanted
-    )
+    # the newer message names a name the older statement gave, in any clause ("the XPS is going in the donation box",
+    # "卡罗拉卖给我表弟了"): it speaks of what the older one said, although it may never repeat the query's words
+    echoes = _echoes([c for c in clauses_of(older.content) if not c.question], newer.content, wanted)
     for cb in _answering(newer.content, wanted, kind):
         if not cb.asserts_present or cb.additive or not cb.substantive:
             continue  # a question (also one typed without "?": "is oat milk better"), a supposition, the past
@@ -257,7 +258,7 @@ def competes(
             continue  # asked for the personal number, the newer clause gives the work phone's
         if not cue and added_before(cb, newer.content):
             continue  # "Kids talked me into a hamster too. His name is Peanut.": the added one's name
-        if not asked_about and not has_cjk(cb.text) and owned_by_another(cb.text, wanted):
+        if not has_cjk(cb.text) and owned_by_another(cb.text, wanted, asked_about):
             continue  # asked for the speaker's extension, the newer clause gives reception's
         if kind == "number" and not cue and number_of_another_thing(cb, wanted):
             continue  # asked for the rent, the newer clause gives the price of "a 2-bed" toured
@@ -265,9 +266,8 @@ def competes(
         cb_values = present_values(cb, kind) if kind is not None else frozenset()
         if kind is not None and not cb_values and values_of(cb, kind):
             continue  # its value is one it had before ("I used to live in Minneapolis, so ...")
-        # the newer message names another person the older one does not (English: in the clause that gives the
-        # value, its sentence's opening or the message's first sentence; a person said elsewhere is a side detail)
-        named = others if has_cjk(cb.text) else others and _someone_in(cb.text, newer.content)
+        # the newer message names another person the older does not, where it gives the value (see _someone_in)
+        named = others and _someone_in(cb.text, newer.content)
         for ca in focus(older.content, wanted):
             if ca.question or not ca.substantive:
                 continue  # nothing to replace
@@ -350,8 +350,8 @@ def competes(
             eligible = True
             same_subject = same_subject or (ca.subject is not None and ca.subject == cb.subject)
             # Chinese clauses are whole sentences; one content word (bigram) they share anchors them ("羽毛球")
-            shared = bool(ca.keys & cb.keys) or bool(_words(ca.terms & cb.terms))
-            keyed = keyed or bool(ca.keys & cb.keys)
+            shared = bool(_tying(ca, cb)) or bool(_topic_words(ca.terms & cb.terms))
+            keyed = keyed or bool(_tying(ca, cb))
             anchored = anchored or bool(_words(qb)) or shared
             paired = paired or (shared and bool(_words(qa)) and bool(_words(qb)))
             if kind is not None:
@@ -428,7 +428,7 @@ def competes(
             # a shared word; or a date, number or identifier that changed ("5月15号" / "5月底", "CA4112" / "3U8882")
             # in statements sharing a less common character (Chinese places and names read off the text are loose)
             moved = other_value is not None and (kind in ("time", "number") or _identifiers(other_value))
-            related = anchored or (moved and _share_char(changed_pair, query))
+            related = anchored or echoes or (moved and _share_char(changed_pair, query))
         else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only
             near = cosine is not None and cosine >= ANCHOR_COSINE
             related = near or keyed or valued or echoes or (anchored and cosine is not None and cosine >= 0.3)
@@ -456,7 +456,7 @@ def competes(
         # number?": "I'm in unit 4B" / "management changed the door code to 7741" is about something else), unless
         # a key or an identifier ties them (a new address says no "email")
         said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
-        said_now = frozenset().union(*(c.terms | c.keys for c in clauses_of(newer.content)))
+        said_now = said_in(newer.content)
         strays = (
             not cjk and bool(said_before) and not (said_before & said_now) and not (ided or shaped or keyed or echoes)
         )
@@ -471,6 +471,7 @@ def competes(
             and same_speaker
             and not unrelated
             and not other_slot
+            and not weighs(newer.content, kind)
         ):
             return "the later of the speaker's two statements that best answer the query", round(
                 best[0] if best is not None else 0.0, 3

@@ -132,6 +132,10 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
             continue  # an earlier statement said later never replaces a later one
         if _same_conversation(st, cand) and not cue:
             continue  # within one conversation the topic goes on; a correction there carries a cue
+        if st.slot is not None and cand.slot is not None and st.slot != cand.slot and not cue:
+            # the tables read two attributes ("I work the ER" / "my work email is ..."): shared words name the topic
+            # of each, not one value replacing the other
+            continue
         cjk = has_cjk(st.content + cand.content)
         for ca in clauses_of(cand.content):
             if ca.question or ca.hypothetical or ca.past:
