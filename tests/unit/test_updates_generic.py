@@ -26,6 +26,7 @@ from memlineage.reconcile._compete import competes
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._signals import (
     answer_type,
+    asks_about_events,
     asks_about_past,
     asks_for_many,
     asks_unmarked,
@@ -1156,3 +1157,36 @@ def test_a_person_whose_shop_it_is_leaves_the_statement_the_speakers_own() -> No
     # a sentence opening with a pronoun is about that person
     assert _someone_in("房子两室一厅", "搬家那天下大雨。她新租的房子两室一厅")
     assert not _someone_in("提了辆比亚迪海豹！", "提了辆比亚迪海豹！卡罗拉卖给我表弟了。")
+
+
+def test_words_that_hold_a_marker_are_no_marker() -> None:
+    """过去了 is a season gone by, not a past state; 过敏 is an allergy, not an experience asked about."""
+    (stopped,) = clauses_of("过敏季终于过去了，药已经停了，爽")
+    assert not stopped.past and stopped.asserts_present
+    assert clauses_of("我过去住在成都")[0].past
+    assert not asks_about_events("我现在在吃什么过敏药？") and asks_about_events("我去过哪些国家？")
+    mm = make_manager()
+    old = mm.remember("医生给我开了氯雷他定，每天一片，鼻子痒得要命", scope="alice", valid_from=at(0))
+    new = mm.remember("过敏季终于过去了，药已经停了，爽", scope="alice", valid_from=at(30))
+    assert competes("我现在在吃什么过敏药？", old, new, cosine=0.5, relevance=(0.7, 0.6), contenders=True)
+
+
+def test_two_phone_numbers_written_in_groups_compete_however_their_words_differ() -> None:
+    mm = make_manager()
+    old = mm.remember("我手机号 138 0013 4567，快递那边你帮我填一下", scope="alice", valid_from=at(0))
+    new = mm.remember("换号了，新号139 0021 8899，旧的那个停机了别再填了", scope="alice", valid_from=at(30))
+    # ranked below the speaker's best statements for the query: the shape of the values ties them
+    assert competes("我的手机号是多少？", old, new, cosine=0.5, relevance=(0.7, 0.5))
+    short = mm.remember("换了个10 20的套餐，流量够用", scope="alice", valid_from=at(40))
+    assert not competes("我的手机号是多少？", old, short, cosine=0.5, relevance=(0.7, 0.5))
+
+
+def test_the_asked_role_of_another_owner_is_not_the_speakers() -> None:
+    mm = make_manager()
+    mine = mm.remember("my dentist is Dr. Lin on Maple Ave", scope="alice", valid_from=at(0))
+    wifes = mm.remember("my wife's dentist is Dr. Romero and she swears by him", scope="alice", valid_from=at(30))
+    assert competes("Who is my dentist?", mine, wifes, cosine=0.5, relevance=(0.7, 0.6), contenders=True) is None
+    moms = mm.remember("My mom's birthday is June 14", scope="alice", valid_from=at(0))
+    fixed = mm.remember("My brother Sam pointed out mom's birthday is the 16th, not the 14th", scope="alice",
+                        valid_from=at(30))  # fmt: skip
+    assert competes("When is Mom's birthday?", moms, fixed, cosine=0.5, relevance=(0.7, 0.6), contenders=True)

@@ -212,6 +212,10 @@ def _share_char(texts: tuple[str, str], query: str) -> bool:
 _MODEL = re.compile(r"(?<![\w-])([A-Za-z][\w-]*)\s+#?\d{1,4}[A-Za-z]?\b")
 
 
+#: Digits in groups, seven or more in all ("138 0013 4567", "555-013-4477").
+_GROUPED_DIGITS = re.compile(r"(?<![\w.])\d{2,4}(?:[ -]\d{2,4}){1,3}(?![\w.])")
+
+
 def _shapes(text: str, values: frozenset[str]) -> frozenset[str]:
     """The shapes of a clause's values: ``email``, ``phone`` (seven digits or more) or ``model`` (a name and a number).
 
@@ -220,6 +224,12 @@ def _shapes(text: str, values: frozenset[str]) -> frozenset[str]:
     """
     out = {"email" for v in values if "@" in v}
     out |= {"phone" for v in values if "@" not in v and sum(ch.isdigit() for ch in v) >= 7}
+    # ... also one written in groups ("138 0013 4567", read as three values)
+    out |= {
+        "phone"
+        for m in _GROUPED_DIGITS.finditer(text)
+        if sum(ch.isdigit() for ch in m.group(0)) >= 7 and any(v in m.group(0) for v in values)
+    }
     out |= {"model" for m in _MODEL.finditer(text) if m.group(1).casefold() in values}
     return frozenset(out)
 

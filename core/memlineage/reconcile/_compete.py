@@ -406,12 +406,12 @@ def competes(
     if best is None or best[0] < COMPETE_SIMILARITY:
         cjk = has_cjk(older.content + newer.content)  # the default embedder is English: no cosine for Chinese
         if other_value is not None and (relevance is None or relevance[1] >= 0.2 * relevance[0]):
-            # both give a value of the kind the question asks for, and the values differ, and the two statements
-            # are related in meaning or share words (more so for "what/which", the least specific kind)
+            # both give a value of the kind the question asks for, and the values differ, and the two statements are
+            # related in meaning or share words (more so for "what/which"), or the values have one shape (two phones)
             strict = kind == "entity"
             words = best[0] if best is not None else 0.0
             close = not cjk and cosine is not None and cosine >= (0.45 if strict else 0.35)
-            if close or words >= (0.25 if strict else 0.15):
+            if close or words >= (0.25 if strict else 0.15) or (shaped and ided):
                 old_v, new_v = "/".join(sorted(other_value[0])[:2]), "/".join(sorted(other_value[1])[:2])
                 score = cosine if cosine is not None else (best[0] if best is not None else 0.0)
                 return f"a later statement of the same speaker gives another {kind}: {old_v} → {new_v}", round(
