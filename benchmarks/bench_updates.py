@@ -81,7 +81,11 @@ Chinese function characters stopped being BM25 terms, diagnosed on test41 and al
 (first run in session 17, at the code of session 16's end, before and after the write path's drafts became
 frozen), ``test44`` (first run after a clause pointing back at another person and the first of two qualifiers
 started to decide whom and what a statement is about, diagnosed on test43), ``test45`` (first run at the same
-code, session 17's last; test44 was diagnosed, and the two changes tried on it were dropped).
+code, session 17's last; test44 was diagnosed, and the two changes tried on it were dropped), ``test46`` and
+``test47`` (first run in session 18, after look-alikes diagnosed on test43–test45 and all earlier suites were told
+apart: a pet added, a change weighed in a question, another owner's role, a person or pronoun nearest a Chinese
+value, a Chinese name echoed, small numbers and words of when tying no topic, two phone numbers written in groups,
+another value beside a word of the query).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -101,7 +105,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test45|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test47|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -177,6 +181,8 @@ SPLITS = (
     "test43",
     "test44",
     "test45",
+    "test46",
+    "test47",
 )
 
 

@@ -21,7 +21,7 @@ from memlineage.reconcile import (
     Statement,
     using_reconciler,
 )
-from memlineage.reconcile._about import _another_thing, _names_someone, _someone_in
+from memlineage.reconcile._about import _another_thing, _names_someone, _owner_of_value, _someone_in
 from memlineage.reconcile._compete import competes
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._signals import (
@@ -1190,3 +1190,43 @@ def test_the_asked_role_of_another_owner_is_not_the_speakers() -> None:
     fixed = mm.remember("My brother Sam pointed out mom's birthday is the 16th, not the 14th", scope="alice",
                         valid_from=at(30))  # fmt: skip
     assert competes("When is Mom's birthday?", moms, fixed, cosine=0.5, relevance=(0.7, 0.6), contenders=True)
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "query", "expected"),
+    [
+        ("I have Aetna through work", "Moved my health insurance to Kaiser at open enrollment, premiums were lower",
+         "Who's my health insurance with?", True),  # another value in a clause naming a word of the query
+        ("Our cat is Juniper, she's 4 and very dignified.",
+         "Got married last month! I'm switching over to Rachel Moreno on everything. Where do I start with the name?",
+         "What's my cat's name?", False),  # the word of the query is said beside no value
+        ("I drive a 2014 Honda Civic and the check engine light just came on.",
+         "Traded in the old car this week and picked up a used Subaru Outback. Love the extra space.",
+         "What car does the user drive now?", True),  # another value beside a word of the query ("car")
+        ("I work at Google on the Maps team.", "oops, meant Dallas, Austin's where I grew up", "Where do I work?",
+         False),  # neither: vectors that say unrelated keep them apart
+    ],
+)  # fmt: skip
+def test_a_swapped_value_ties_statements_the_embedder_calls_unrelated(
+    first: str, later: str, query: str, expected: bool
+) -> None:
+    """MiniLM puts such pairs at cosine 0.08–0.16 (below UNRELATED_COSINE)."""
+    mm = make_manager()
+    old = mm.remember(first, scope="alice", valid_from=at(0))
+    new = mm.remember(later, scope="alice", valid_from=at(30))
+    assert bool(competes(query, old, new, cosine=0.1, relevance=(0.3, 0.45), contenders=True)) is expected
+
+
+@pytest.mark.parametrize(
+    ("clause", "other"),
+    [
+        ("最近事儿特别多：我爸腰不好住了几天院，部门又换了领导，然后我跟老婆商量了下，年底目标还是降到八万吧", False),
+        ("我妹妹搬到南京了，房租3500", True),
+        ("帮我给我妈寄点东西，她在南京市鼓楼区中山北路 200 号，顺丰大概几天到？", True),
+        ("我老公说要跟我一起减肥，他现在 85 公斤", True),
+        ("换号了，新号139 0021 8899，旧的那个停机了别再填了", False),
+        ("我妹妹搬到南京了，房子挺大", None),  # no value: the clause is read whole
+    ],
+)
+def test_a_chinese_value_belongs_to_the_nearest_person_named_before_it(clause: str, other: bool | None) -> None:
+    assert _owner_of_value(clause) is other

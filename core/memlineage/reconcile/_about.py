@@ -119,19 +119,23 @@ _PLACE_BEFORE = re.compile(r"\b(?:at|to|from|in|near|by)\s+$|[在去到送回]\s
 _PLACE_AFTER = re.compile(r"^(?:'|’)s\b|^(?:那儿|那里|那边|家|的)")
 
 
-def _refers_back(ca: Clause, cb: Clause, people: frozenset[str], kind: str | None = None) -> bool:
+def _refers_back(
+    ca: Clause, cb: Clause, people: frozenset[str], kind: str | None = None, message: str | None = None
+) -> bool:
     """Whether ``cb`` speaks of the person ``ca`` names through a pronoun, about the same thing.
 
     The older clause names one of ``people``, the newer one a third-person pronoun and names no other person, and
     the two share a content word ("My sister's wedding is June 14" / "They moved the wedding to September 6") or
     both give a value of the asked ``kind`` ("My son is 7" / "He turned eight yesterday", asked "How old is my
-    son?").
+    son?"). A Chinese clause ends at a comma: the pronoun and the shared word may stand in another clause of the
+    newer ``message`` ("钢琴停了，他死活要学架子鼓" after "儿子在学钢琴").
     """
-    if _names_someone(cb.text):  # "My brother's wedding: they moved it" is about the brother
+    said = message if message is not None and has_cjk(message) else cb.text
+    if _names_someone(said):  # "My brother's wedding: they moved it" is about the brother
         return False
-    if not mentions(ca, people) or not THIRD_PERSON.search(cb.text):
+    if not mentions(ca, people) or not THIRD_PERSON.search(said):
         return False
-    if _words(ca.terms & cb.terms):
+    if _words(ca.terms & frozenset().union(*(c.terms for c in clauses_of(said)))):
         return True
     return kind is not None and bool(values_of(ca, kind)) and bool(values_of(cb, kind))
 
@@ -256,12 +260,36 @@ def _someone_in(clause: str, message: str) -> bool:
     a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the speaker's phone; "提了辆比亚迪海豹！
     卡罗拉卖给我表弟了" is the speaker's car).
     """
+    if has_cjk(clause):
+        owner = _owner_of_value(clause)
+        if owner is not None:
+            return owner
     if _names_someone(clause):
         return True
     sentences = [seg for seg in _SENTENCE.split(message) if seg and seg.strip()]
     if sentences and _names_someone(sentences[0]):
         return True
     return any(clause in sent and _THIRD_PERSON.match(sent) for sent in sentences)
+
+
+def _owner_of_value(clause: str) -> bool | None:
+    """Whether the value a Chinese clause gives belongs to another person; None when it gives none.
+
+    A Chinese sentence runs over commas and drops its subject: a value belongs to the nearest person named before it
+    in the sentence, or to the speaker when the speaker is ("我爸腰不好住了几天院，然后我跟老婆商量了下，
+    年底目标还是降到八万吧" is the speaker's target; "我妹妹搬到南京了，房租3500" the sister's rent) or nobody is.
+    """
+    parts = [p for p in _CJK_SEGMENT.split(clause) if p]
+    valued = [i for i, p in enumerate(parts) if re.search(r"[0-9A-Za-z]", p) or numbers_in(p)]
+    if not valued:
+        return None
+    for v in valued:
+        for part in reversed(parts[: v + 1]):
+            if _names_someone(part) or THIRD_PERSON.search(part):  # "她在南京市鼓楼区中山北路 200 号"
+                return True
+            if "我" in part:
+                break
+    return False
 
 
 def _value_names_someone(text: str) -> bool:

@@ -314,7 +314,7 @@ def competes(
                 asked_about
                 and mentions(ca, asked_about)
                 and not mentions(cb, asked_about)
-                and not _refers_back(ca, cb, asked_about, kind)
+                and not _refers_back(ca, cb, asked_about, kind, newer.content)
             ):
                 # the query asks about someone ("How old is Ava?") the newer clause does not name; unless both
                 # name the same person otherwise ("School pickup for Lena" / "Lena's school switched", asked about
@@ -424,6 +424,9 @@ def competes(
         valued = other_value is not None and (kind != "entity" or ided or shaped)
         # related beyond ranking: shared words with the query or the older clause; for English also values of the
         # asked kind on both sides or some closeness in meaning (Chinese vectors are too loose for it)
+        said_now = _words(wanted & said_in(newer.content))
+        # another value of the asked kind in a clause that names a word of the query ("Traded in the old car ...")
+        swapped = other_value is not None and bool(_words(wanted & said_in(changed_pair[1])))
         if cjk:
             # a shared word; or a date, number or identifier that changed ("5月15号" / "5月底", "CA4112" / "3U8882")
             # in statements sharing a less common character (Chinese places and names read off the text are loose)
@@ -431,7 +434,7 @@ def competes(
             related = anchored or echoes or (moved and _share_char(changed_pair, query))
         else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only
             near = cosine is not None and cosine >= ANCHOR_COSINE
-            related = near or keyed or valued or echoes or (anchored and cosine is not None and cosine >= 0.3)
+            related = near or keyed or valued or echoes or swapped or (anchored and (cosine or 0.0) >= 0.3)
         # a changed value lets a statement far less close to the query contend; a time or a number only when
         # something beyond the kind of value ties the two ("Yoga is every Wednesday at 7pm" / "My knee surgery is
         # booked for November 4th" are two times and nothing more; a city is specific, a time is everywhere)
@@ -449,17 +452,14 @@ def competes(
         )
         # the weakest rule (the query alone says what both are about): one speaker's statements only, never an
         # answer of the assistant's demoted by what the user said later
-        # ... and never two English statements whose vectors say they are about unrelated things ("I work at
-        # Google" / "oops, meant Dallas, Austin's where I grew up"), unless they share a key
-        unrelated = not cjk and cosine is not None and cosine < UNRELATED_COSINE and not keyed
-        # ... nor when the older statement names words of the query the newer message never says ("What's my unit
+        # ... nor when the older statement names words of the query the newer message says none of ("What's my unit
         # number?": "I'm in unit 4B" / "management changed the door code to 7741" is about something else), unless
         # a key or an identifier ties them (a new address says no "email")
         said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
-        said_now = said_in(newer.content)
-        strays = (
-            not cjk and bool(said_before) and not (said_before & said_now) and not (ided or shaped or keyed or echoes)
-        )
+        strays = not cjk and bool(said_before) and not said_now and not (ided or shaped or keyed or echoes)
+        # ... and never two English statements whose vectors say they are about unrelated things ("I work at
+        # Google" / "oops, meant Dallas, Austin's where I grew up"), unless they share a key or swap a value
+        unrelated = not cjk and cosine is not None and cosine < UNRELATED_COSINE and not (keyed or swapped)
         if (
             eligible
             and contenders
