@@ -1117,8 +1117,8 @@ LOOK_ALIKES = [
         "What are our spring break plans?",
         True,
     ),
-    # Chinese: a person named in another sentence, or as whose place it is, leaves the value the speaker's own
-    ("我开的是一辆二手卡罗拉，油耗挺省的", "提了辆比亚迪海豹！卡罗拉卖给我表弟了。充电是真香", "我现在开的是什么车？", True),
+    # Chinese: a person named in another sentence leaves the value the speaker's own; one named with it does not
+    ("我开的是一辆二手卡罗拉", "提了辆比亚迪海豹！卡罗拉卖给我表弟了。充电是真香", "我现在开的是什么车？", True),
     ("我住在杭州，在阿里上班", "我妹妹搬到南京了，房子挺大", "我住在哪个城市？", False),
     # Chinese: a small number or a word of when shared by two statements ties no topic
     ("平时坐地铁上班，10号线转2号线", "工资卡是招行的，每月10号发", "我平时是怎么去上班的？", False),
@@ -1137,7 +1137,7 @@ def test_look_alikes_told_apart_from_updates(first: str, later: str, query: str,
 
 
 def test_two_attributes_the_tables_read_are_no_update_of_each_other() -> None:
-    """"I work the ER" / "my work email is ...": shared words name each one's topic; a cue still decides."""
+    """Job and work e-mail ("I work the ER" / "my work email is ..."): shared words name each one's topic."""
     job = "I'm a nurse at St. Mary's, I work the ER."
     email = "my work email is sreyes@brightlinehealth.com, can you make a signature for it?"
     assert signal_update(st(email), [cand("m1", job)]) is not None  # without slots the words pair them
@@ -1151,7 +1151,7 @@ def test_two_attributes_the_tables_read_are_no_update_of_each_other() -> None:
 
 
 def test_a_person_whose_shop_it_is_leaves_the_statement_the_speakers_own() -> None:
-    """"现在在朋友的奶茶店帮忙" is the speaker's job; "我妹妹搬到南京了" is the sister's city."""
+    """At a friend's shop ("现在在朋友的奶茶店帮忙") is the speaker's job; "我妹妹搬到南京了" the sister's city."""
     assert not _names_someone("上周裸辞了哈哈，现在在朋友的奶茶店帮忙")
     assert _names_someone("我妹妹搬到南京了，房子挺大")
     # a sentence opening with a pronoun is about that person
