@@ -85,7 +85,9 @@ code, session 17's last; test44 was diagnosed, and the two changes tried on it w
 ``test47`` (first run in session 18, after look-alikes diagnosed on test43–test45 and all earlier suites were told
 apart: a pet added, a change weighed in a question, another owner's role, a person or pronoun nearest a Chinese
 value, a Chinese name echoed, small numbers and words of when tying no topic, two phone numbers written in groups,
-another value beside a word of the query).
+another value beside a word of the query), ``test48`` (first run after a changed Chinese place started tying two
+statements when the two values share a character of their frame, 住朝阳 / 住通州, a change diagnosed on the suites up
+to test45).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -105,7 +107,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test47|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test48|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -183,6 +185,7 @@ SPLITS = (
     "test45",
     "test46",
     "test47",
+    "test48",
 )
 
 

@@ -21,7 +21,7 @@ from memlineage.reconcile import (
     Statement,
     using_reconciler,
 )
-from memlineage.reconcile._about import _another_thing, _names_someone, _owner_of_value, _someone_in
+from memlineage.reconcile._about import _another_thing, _moved, _names_someone, _owner_of_value, _someone_in
 from memlineage.reconcile._compete import competes
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._signals import (
@@ -1230,3 +1230,15 @@ def test_a_swapped_value_ties_statements_the_embedder_calls_unrelated(
 )
 def test_a_chinese_value_belongs_to_the_nearest_person_named_before_it(clause: str, other: bool | None) -> None:
     assert _owner_of_value(clause) is other
+
+
+def test_a_chinese_place_moves_only_within_one_frame() -> None:
+    """住朝阳 / 住通州 share the frame 住: a move; two unrelated places of one speaker tie nothing."""
+    assert _moved("place", (frozenset({"住朝阳"}), frozenset({"住通州"})))
+    assert not _moved("place", (frozenset({"协和"}), frozenset({"静安"})))
+    assert _moved("time", (frozenset({"5月15号"}), frozenset({"5月底"})))
+    assert not _moved("place", None)
+    mm = make_manager()
+    old = mm.remember("我现在住朝阳，离公司就两站地铁，挺方便的", scope="alice", valid_from=at(0))
+    new = mm.remember("上周末总算搬完了，现在住通州，房租直接便宜了一半", scope="alice", valid_from=at(30))
+    assert competes("我现在住哪个区来着？", old, new, cosine=0.5, relevance=(0.6, 0.5), contenders=True)

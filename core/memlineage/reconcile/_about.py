@@ -57,6 +57,21 @@ def _topic_words(terms: frozenset[str]) -> frozenset[str]:
     return _words(terms) - _NO_TOPIC_ZH
 
 
+def _moved(kind: str | None, values: tuple[frozenset[str], frozenset[str]] | None) -> bool:
+    """Whether two Chinese statements' values of the asked ``kind`` changed in a way that can tie them.
+
+    A date, number or identifier that changed ("5月15号" / "5月底", "CA4112" / "3U8882"); a place only when the two
+    values share a character of their frame ("住朝阳" / "住通州"): places read off Chinese text are loose, and two
+    unrelated places of one speaker are common.
+    """
+    if values is None:
+        return False
+    if kind in ("time", "number") or _identifiers(values):
+        return True
+    old, new = ({ch for v in side for ch in v if has_cjk(ch)} for side in values)
+    return kind == "place" and bool(old & new)
+
+
 def _tying(ca: Clause, cb: Clause) -> frozenset[str]:
     """The keys two clauses share, none when they share only bare numbers of one or two digits.
 

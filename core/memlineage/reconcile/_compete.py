@@ -59,6 +59,7 @@ from memlineage.reconcile._about import (
     _answering,
     _echoes,
     _identifiers,
+    _moved,
     _names_someone,
     _new_kind,
     _refers_back,
@@ -428,9 +429,8 @@ def competes(
         # another value of the asked kind in a clause that names a word of the query ("Traded in the old car ...")
         swapped = other_value is not None and bool(_words(wanted & said_in(changed_pair[1])))
         if cjk:
-            # a shared word; or a date, number or identifier that changed ("5月15号" / "5月底", "CA4112" / "3U8882")
-            # in statements sharing a less common character (Chinese places and names read off the text are loose)
-            moved = other_value is not None and (kind in ("time", "number") or _identifiers(other_value))
+            # a shared word; or a value that moved (see _moved) in statements sharing a less common character
+            moved = _moved(kind, other_value)
             related = anchored or echoes or (moved and _share_char(changed_pair, query))
         else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only
             near = cosine is not None and cosine >= ANCHOR_COSINE
