@@ -1059,36 +1059,6 @@ ABOUT_WHOM = [
 ]
 
 
-@pytest.mark.parametrize(("first", "later", "query", "expected"), ABOUT_WHOM)
-def test_news_about_someone_else_demotes_nothing(first: str, later: str, query: str, expected: bool) -> None:
-    """test43 look-alikes, read with the closeness MiniLM gives them (cosine 0.4–0.5, both relevant)."""
-    mm = make_manager()
-    old = mm.remember(first, scope="alice", valid_from=at(0))
-    new = mm.remember(later, scope="alice", valid_from=at(30))
-    for cosine in (0.4, 0.5):
-        assert bool(competes(query, old, new, cosine=cosine, relevance=(0.7, 0.6), contenders=True)) is expected
-
-
-def test_the_qualifier_said_first_says_which_thing_a_statement_is_about() -> None:
-    """test43: "For personal stuff use …, never put that on anything work related" gives no work address."""
-    mm = make_manager()
-    work = mm.remember("My work email is priya.s@northwind-legal.com", scope="alice", valid_from=at(0))
-    personal = mm.remember(
-        "For personal stuff use priyasharma88@gmail.com — never put that on anything work related",
-        scope="alice", valid_from=at(30),
-    )  # fmt: skip
-    query = "What's my work email?"
-    assert competes(query, work, personal, cosine=0.6, relevance=(0.8, 0.7), contenders=True) is None
-    moved = mm.remember(
-        "IT moved us to a new domain, my work email is priya@northwind.law", scope="alice", valid_from=at(40)
-    )
-    assert competes(query, work, moved, cosine=0.6, relevance=(0.8, 0.7), contenders=True)
-    # the first side of a group is a side: a clause naming it decides, whatever the message's opening names
-    message = "Work gave me a phone for on-call. my personal one is 617-555-0101 now"
-    assert not _another_thing("What's my personal cell number?", "my personal one is 617-555-0101 now", message)
-    assert _another_thing("What's my personal cell number?", "Work gave me a phone for on-call.", message)
-
-
 LOOK_ALIKES = [
     # a second pet: the kind asked about is named in a question only, so it is still there
     (
@@ -1126,14 +1096,35 @@ LOOK_ALIKES = [
 ]
 
 
-@pytest.mark.parametrize(("first", "later", "query", "expected"), LOOK_ALIKES)
-def test_look_alikes_told_apart_from_updates(first: str, later: str, query: str, expected: bool) -> None:
-    """Session 18 (diagnosed on test43–test45 and the earlier suites), read with MiniLM-like closeness."""
+@pytest.mark.parametrize(("first", "later", "query", "expected"), ABOUT_WHOM + LOOK_ALIKES)
+def test_news_about_someone_else_demotes_nothing(first: str, later: str, query: str, expected: bool) -> None:
+    """Look-alikes of test43 (ABOUT_WHOM) and of session 18 (LOOK_ALIKES), read with the closeness MiniLM gives
+    them (cosine 0.4–0.5, both relevant)."""
     mm = make_manager()
     old = mm.remember(first, scope="alice", valid_from=at(0))
     new = mm.remember(later, scope="alice", valid_from=at(30))
-    for cosine in (0.45, 0.6):
+    for cosine in (0.4, 0.5):
         assert bool(competes(query, old, new, cosine=cosine, relevance=(0.7, 0.6), contenders=True)) is expected
+
+
+def test_the_qualifier_said_first_says_which_thing_a_statement_is_about() -> None:
+    """test43: "For personal stuff use …, never put that on anything work related" gives no work address."""
+    mm = make_manager()
+    work = mm.remember("My work email is priya.s@northwind-legal.com", scope="alice", valid_from=at(0))
+    personal = mm.remember(
+        "For personal stuff use priyasharma88@gmail.com — never put that on anything work related",
+        scope="alice", valid_from=at(30),
+    )  # fmt: skip
+    query = "What's my work email?"
+    assert competes(query, work, personal, cosine=0.6, relevance=(0.8, 0.7), contenders=True) is None
+    moved = mm.remember(
+        "IT moved us to a new domain, my work email is priya@northwind.law", scope="alice", valid_from=at(40)
+    )
+    assert competes(query, work, moved, cosine=0.6, relevance=(0.8, 0.7), contenders=True)
+    # the first side of a group is a side: a clause naming it decides, whatever the message's opening names
+    message = "Work gave me a phone for on-call. my personal one is 617-555-0101 now"
+    assert not _another_thing("What's my personal cell number?", "my personal one is 617-555-0101 now", message)
+    assert _another_thing("What's my personal cell number?", "Work gave me a phone for on-call.", message)
 
 
 def test_two_attributes_the_tables_read_are_no_update_of_each_other() -> None:
