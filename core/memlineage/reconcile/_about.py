@@ -273,7 +273,8 @@ def _someone_in(clause: str, message: str) -> bool:
     The clause names someone, the message's first sentence does ("My sister just moved to Austin, so I'll be flying
     to Texas a lot"), or the clause's sentence opens with a third person. A person named elsewhere in the message is
     a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the speaker's phone; "提了辆比亚迪海豹！
-    卡罗拉卖给我表弟了" is the speaker's car).
+    卡罗拉卖给我表弟了" is the speaker's car). A Chinese clause that gives a value is decided by the person nearest
+    before it (:func:`_owner_of_value`).
     """
     if has_cjk(clause):
         owner = _owner_of_value(clause)
