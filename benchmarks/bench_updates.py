@@ -85,9 +85,9 @@ code, session 17's last; test44 was diagnosed, and the two changes tried on it w
 ``test47`` (first run in session 18, after look-alikes diagnosed on test43–test45 and all earlier suites were told
 apart: a pet added, a change weighed in a question, another owner's role, a person or pronoun nearest a Chinese
 value, a Chinese name echoed, small numbers and words of when tying no topic, two phone numbers written in groups,
-another value in a clause naming a word of the query), ``test48`` (first run after a changed Chinese place started tying two
-statements when the two values share a character of their frame, 住朝阳 / 住通州, a change diagnosed on the suites up
-to test45).
+another value in a clause naming a word of the query), ``test48`` (first run after a changed Chinese place started
+tying two statements when the two values share a character of their frame, 住朝阳 / 住通州, a change diagnosed on
+the suites up to test45).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
