@@ -72,14 +72,17 @@ def _moved(kind: str | None, values: tuple[frozenset[str], frozenset[str]] | Non
     return kind == "place" and bool(old & new)
 
 
-def _tying(ca: Clause, cb: Clause) -> frozenset[str]:
-    """The keys two clauses share, none when they share only bare numbers of one or two digits.
+def _shared_keys(ca: Clause, cb: Clause) -> frozenset[str]:
+    """The keys two clauses share; a key of one said among the other's words counts ("Mate 40" / "Mate 40掉了")."""
+    return ca.keys & (cb.keys | cb.terms) | (ca.keys | ca.terms) & cb.keys
 
-    A key of one said among the other's words counts ("Mate 40" / "Mate 40掉厕所里了" share a name); a small number
-    alone recurs everywhere ("10号线" / "每月10号" share 10 and no topic).
+
+def _tying(ca: Clause, cb: Clause) -> bool:
+    """Whether two clauses share a key beyond bare numbers of one or two digits.
+
+    A small number alone recurs everywhere ("10号线" / "每月10号" share 10 and no topic).
     """
-    shared = ca.keys & (cb.keys | cb.terms) | (ca.keys | ca.terms) & cb.keys
-    return shared if any(not (k.isdigit() and len(k) <= 2) for k in shared) else frozenset()
+    return any(not (k.isdigit() and len(k) <= 2) for k in _shared_keys(ca, cb))
 
 
 #: What stands just before a person named as company, not as the one a statement is about: "with my wife",
@@ -161,8 +164,7 @@ def _same_name(ca: Clause, cb: Clause) -> bool:
     A name the older clause gives as a key may open the newer one, where a capital says nothing ("My wife Ana ..." /
     "Ana got poached by ..."): a word of the newer clause counts then.
     """
-    shared = ca.keys & (cb.keys | cb.terms) | (ca.keys | ca.terms) & cb.keys
-    return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in shared)
+    return any(not any(ch.isdigit() for ch in k) and not _TIME_WORDS.fullmatch(k) for k in _shared_keys(ca, cb))
 
 
 _TOKEN = re.compile(r"[A-Za-z][\w&'-]*")
@@ -296,7 +298,7 @@ def _owner_of_value(clause: str) -> bool | None:
     年底目标还是降到八万吧" is the speaker's target; "我妹妹搬到南京了，房租3500" the sister's rent) or nobody is.
     """
     parts = [p for p in _CJK_SEGMENT.split(clause) if p]
-    valued = [i for i, p in enumerate(parts) if re.search(r"[0-9A-Za-z]", p) or numbers_in(p)]
+    valued = [i for i, p in enumerate(parts) if _gives_value(p)]
     if not valued:
         return None
     for v in valued:
@@ -315,8 +317,13 @@ def _value_names_someone(text: str) -> bool:
     that names nobody. Text without such a part is read whole.
     """
     parts = _CJK_SEGMENT.split(text) if has_cjk(text) else [text]
-    valued = [p for p in parts if re.search(r"[0-9A-Za-z]", p) or numbers_in(p)]
+    valued = [p for p in parts if _gives_value(p)]
     return any(_names_someone(p) for p in valued) if valued else _names_someone(text)
+
+
+def _gives_value(part: str) -> bool:
+    """Whether a comma part of a clause gives a value: digits, a Latin word or a Chinese number."""
+    return bool(re.search(r"[0-9A-Za-z]", part) or numbers_in(part))
 
 
 def _another_thing(query: str, clause: str, message: str) -> bool:
@@ -620,14 +627,15 @@ def continued_subject(newer: Clause, older: Clause) -> str | None:
     return older.subject if THIRD_PERSON.search(newer.text) else None
 
 
+@text_cache(maxsize=16384)
 def said_in(message: str) -> frozenset[str]:
     """The terms and keys of every clause of ``message``, with the other names of each role it says.
 
-    "Took my mother to the airport" says "mom" too (the table's ``same_person``).
+    "Took my mother to the airport" says "mom" too (the table's ``same_person``). Cached: recall asks per pair.
     """
     table = tables_for(message)[0]
     words = frozenset().union(*(c.terms | c.keys for c in clauses_of(message)))
-    return words.union(*(table.synonyms(w) for w in words if any(w in g for g in table.same_person)))
+    return words.union(*(table.synonyms(w) for w in words))
 
 
 def weighs(message: str, kind: str | None) -> bool:

@@ -351,8 +351,8 @@ def competes(
             eligible = True
             same_subject = same_subject or (ca.subject is not None and ca.subject == cb.subject)
             # Chinese clauses are whole sentences; one content word (bigram) they share anchors them ("羽毛球")
-            shared = bool(_tying(ca, cb)) or bool(_topic_words(ca.terms & cb.terms))
-            keyed = keyed or bool(_tying(ca, cb))
+            shared = (tie := _tying(ca, cb)) or bool(_topic_words(ca.terms & cb.terms))
+            keyed = keyed or tie
             anchored = anchored or bool(_words(qb)) or shared
             paired = paired or (shared and bool(_words(qa)) and bool(_words(qb)))
             if kind is not None:
@@ -424,9 +424,9 @@ def competes(
         # ... and so does an identifier that changed (an e-mail address, a phone number): no name is that specific
         valued = other_value is not None and (kind != "entity" or ided or shaped)
         # related beyond ranking: shared words with the query or the older clause; for English also values of the
-        # asked kind on both sides or some closeness in meaning (Chinese vectors are too loose for it)
+        # asked kind on both sides, some closeness in meaning (Chinese vectors are too loose for it), or another
+        # value in a clause that names a word of the query ("Traded in the old car ... a used Subaru": swapped)
         said_now = _words(wanted & said_in(newer.content))
-        # another value of the asked kind in a clause that names a word of the query ("Traded in the old car ...")
         swapped = other_value is not None and bool(_words(wanted & said_in(changed_pair[1])))
         if cjk:
             # a shared word; or a value that moved (see _moved) in statements sharing a less common character
