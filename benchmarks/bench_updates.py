@@ -88,7 +88,8 @@ value, a Chinese name echoed, small numbers and words of when tying no topic, tw
 another value in a clause naming a word of the query), ``test48`` (first run after a changed Chinese place started
 tying two statements when the two values share a character of their frame, 住朝阳 / 住通州, a change diagnosed on
 the suites up to test45), ``test49`` (first run at the same code as test48, session 18's last; a change tried
-after test48's run was dropped).
+after test48's run was dropped), ``test50`` (first run in session 19 at session 18's last code, before any
+change).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -108,7 +109,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test49|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test50|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -188,6 +189,7 @@ SPLITS = (
     "test47",
     "test48",
     "test49",
+    "test50",
 )
 
 
