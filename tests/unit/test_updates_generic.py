@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from memlineage import InvalidInputError, MemoryManager, MemoryNotFoundError, Scope, Status
+from memlineage import InvalidInputError, Memory, MemoryManager, MemoryNotFoundError, Scope, Status
 from memlineage.reconcile import (
     APPLY_CONFIDENCE,
     Action,
@@ -21,7 +21,7 @@ from memlineage.reconcile import (
     Statement,
     using_reconciler,
 )
-from memlineage.reconcile._about import _another_thing, _moved, _names_someone, _owner_of_value, _someone_in
+from memlineage.reconcile._about import _another_thing, _moved, _names_someone, _owner_of_value, _someone_in, ends
 from memlineage.reconcile._compete import competes
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._signals import (
@@ -212,6 +212,18 @@ def mm(clock: Clock) -> MemoryManager:
 def say(mm: MemoryManager, clock: Clock, text: str, days: float, user: str = "alice") -> str:
     clock.now = at(days)
     return mm.remember(text, scope=Scope(user_id=user, session_id=f"d{int(days)}")).id
+
+
+def said_apart(mm: MemoryManager, clock: Clock, first: str, later: str) -> tuple[Memory, Memory]:
+    """``first`` said by alice, then ``later`` 30 days on: both memories."""
+    return mm.require(say(mm, clock, first, 0), scope="alice"), mm.require(say(mm, clock, later, 30), scope="alice")
+
+
+def later_wins(query: str, old: Memory, new: Memory, reason: str, relevance: tuple[float, float]) -> None:
+    """The later memory outranks the earlier one for ``query`` (``reason`` in the verdict); never the other way."""
+    verdict = competes(query, old, new, relevance=relevance, contenders=True)
+    assert verdict is not None and reason in verdict[0]
+    assert competes(query, new, old, relevance=relevance[::-1], contenders=True) is None
 
 
 def test_someone_elses_belief_about_the_speaker_replaces_nothing(mm: MemoryManager, clock: Clock) -> None:
@@ -686,11 +698,54 @@ def test_chinese_contenders_anchored_by_words(
     mm: MemoryManager, clock: Clock, first: str, later: str, query: str
 ) -> None:
     """Both among the speaker's best answers (as recall ranks them with a real embedder): the later one wins."""
-    old = mm.require(say(mm, clock, first, 0), scope="alice")
-    new = mm.require(say(mm, clock, later, 30), scope="alice")
-    verdict = competes(query, old, new, relevance=(0.75, 0.6), contenders=True)
-    assert verdict is not None and "best answer" in verdict[0]
-    assert competes(query, new, old, relevance=(0.6, 0.75), contenders=True) is None  # never the earlier one
+    later_wins(query, *said_apart(mm, clock, first, later), "best answer", (0.75, 0.6))
+
+
+@pytest.mark.parametrize(
+    ("first", "later", "query"),
+    [
+        # told as an event, in the past tense, about a word the older statement said: the clause comparison skips it
+        (
+            "paying $180 a month to park my jeep downtown. is that insane",
+            "sold the jeep!!! doing a year carless as an experiment",
+            "do I own a car right now?",
+        ),
+        (
+            "my cat mochi throws up every time she eats too fast",
+            "we had to put mochi to sleep last week. the apartment is so quiet",
+            "Do I have a cat?",
+        ),
+        (
+            "Been doing keto since January, down 12 pounds.",
+            "gave up on keto, I was cranky all the time",
+            "Am I on keto?",
+        ),
+        ("我开的是一辆二手吉普，油耗有点高。", "吉普上个月卖了，现在天天坐地铁。", "我现在开什么车？"),
+    ],
+)
+def test_an_ending_of_what_an_older_statement_said_replaces_it(
+    mm: MemoryManager, clock: Clock, first: str, later: str, query: str
+) -> None:
+    later_wins(query, *said_apart(mm, clock, first, later), "ends what", (0.75, 0.4))
+    assert ends(first, later) and not ends(later, first)
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        ("my cat mochi throws up every time she eats too fast", "my sister had to put her cat down last week"),
+        ("I go to the climbing gym on 5th street", "stopped by the gym after work, packed as usual"),
+        ("I drive a Jeep Wrangler", "sold my old bike on marketplace. the jeep's rack is free now"),
+        ("I'm on lisinopril 20mg", "should I quit lisinopril if my blood pressure is normal now?"),
+        ("我开的是一辆二手吉普。", "我表弟把他的吉普卖了。"),
+    ],
+)
+def test_an_ending_of_another_thing_or_by_another_person_replaces_nothing(
+    mm: MemoryManager, clock: Clock, first: str, later: str
+) -> None:
+    old, new = said_apart(mm, clock, first, later)
+    verdict = competes("What do I have?", old, new, relevance=(0.75, 0.4), contenders=True)
+    assert verdict is None or "ends what" not in verdict[0]
 
 
 def test_a_query_about_me_is_not_answered_by_news_about_someone_else(mm: MemoryManager, clock: Clock) -> None:
@@ -788,8 +843,7 @@ def test_a_correction_finds_its_statement_among_many_questions_about_it(asked: i
 def test_a_question_without_a_question_mark_never_demotes_a_statement(
     mm: MemoryManager, clock: Clock, first: str, later: str, query: str
 ) -> None:
-    old = mm.require(say(mm, clock, first, 0), scope="alice")
-    new = mm.require(say(mm, clock, later, 30), scope="alice")
+    old, new = said_apart(mm, clock, first, later)
     assert asks_unmarked(later) and not asks_unmarked(first)
     assert competes(query, old, new, relevance=(0.8, 0.7), contenders=True, cosine=0.5) is None
 

@@ -124,6 +124,7 @@ class LanguageTable:
     rescaled: tuple[re.Pattern[str], ...] = ()
     #: Something given up or gone ("netflix is gone too", 也戒了): an "also" then adds no new thing.
     removal: tuple[re.Pattern[str], ...] = ()
+    ending: tuple[re.Pattern[str], ...] = ()
     #: What someone believes or keeps telling others about the speaker, or what the speaker once thought ("my mom
     #: keeps telling her friends I work at Apple", "我奶奶逢人就说我在阿里上班", "I thought I was allergic"):
     #: searched at the end of the sentence before a slot's match, which then states no value of the speaker's.
@@ -229,6 +230,7 @@ def _load(language: str) -> LanguageTable:
         contexts=tuple(_compile(list(group), f"{language}:contexts") for group in data.get("contexts") or ()),
         rescaled=_compile(data.get("rescaled"), f"{language}:rescaled"),
         removal=_compile(data.get("removal"), f"{language}:removal"),
+        ending=_compile(data.get("ending"), f"{language}:ending"),
         reported=_compile(data.get("reported"), f"{language}:reported"),
         repair=_compile(data.get("repair"), f"{language}:repair"),
         answer_types=tuple(

@@ -651,3 +651,39 @@ def weighs(message: str, kind: str | None) -> bool:
     return any(values_of(c, kind) for c in clauses if c.asks) and not any(
         values_of(c, kind) for c in clauses if not c.asks
     )
+
+
+def _clause_words(clause: Clause) -> frozenset[str]:
+    """A clause's topic words and keys, without digits or words of when (they recur across topics)."""
+    keys = {k for key in clause.keys for k in tokenize(key, dates=False) if not any(ch.isdigit() for ch in k)}
+    return frozenset(w for w in _topic_words(clause.terms) | keys if not _TIME_WORDS.search(w))
+
+
+#: The words of the English endings themselves (stemmed): an ending shares no topic by its verb ("quit" / "quit").
+_ENDING_WORDS = frozenset(
+    tokenize(
+        "sold sell quit ditched dumped cancelled canceled dropped gave given up got rid ended things broke split "
+        "passed away died put down sleep tapered off moved out stopped",
+        dates=False,
+    )
+)
+
+
+@text_cache(maxsize=16384)
+def ends(older: str, newer: str) -> bool:
+    """Whether a newer message ends a thing an older statement said the speaker had or did.
+
+    A clause of ``newer`` that says an ending (the ``ending`` table: "sold the jeep", "we had to put Mochi to sleep",
+    "Dan and I ended things", 吉普卖了) and a word a stated clause of ``older`` holds, beyond the ending's own words:
+    "paying $180 a month to park my jeep downtown" / "sold the jeep!!! doing a year carless". An ending is told as
+    an event, in any tense; the clause comparison of :func:`~memlineage.reconcile._compete.competes` reads such a
+    clause as the past and skips it. Who ends it is checked by the caller.
+    """
+    table = tables_for(newer)[0]
+    said = frozenset().union(*(_clause_words(c) for c in clauses_of(older) if not c.question))
+    for c in clauses_of(newer):
+        if c.asks or c.hypothetical or c.subject not in (None, "self"):
+            continue  # "if I ever quit nursing ...", "should I quit ...?", "my sister sold hers"
+        if any(p.search(c.text) for p in table.ending) and (_clause_words(c) - _ENDING_WORDS) & said:
+            return True
+    return False

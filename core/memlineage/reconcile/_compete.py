@@ -74,6 +74,7 @@ from memlineage.reconcile._about import (
     _words,
     added_before,
     continued_subject,
+    ends,
     for_a_while_at_value,
     named_before_value,
     number_of_another_thing,
@@ -106,7 +107,15 @@ from memlineage.reconcile._signals import (
     values_of,
     values_of_query,
 )
-from memlineage.reconcile._successors import CONTENDERS, _predecessors, _successors, _when, speaker, speaker_ranks
+from memlineage.reconcile._successors import (
+    CONTENDERS,
+    _closeness,
+    _predecessors,
+    _successors,
+    _when,
+    speaker,
+    speaker_ranks,
+)
 from memlineage.reconcile._text import codes, with_digits
 from memlineage.retrieval import RecallHit
 
@@ -250,6 +259,8 @@ def competes(
     # the newer message names a name the older statement gave, in any clause ("the XPS is going in the donation box",
     # "卡罗拉卖给我表弟了"): it speaks of what the older one said, although it may never repeat the query's words
     echoes = _echoes([c for c in clauses_of(older.content) if not c.question], newer.content, wanted)
+    if contenders and same_speaker and about_me and not others and ends(older.content, newer.content):
+        return "a later statement of the same speaker ends what the earlier one said", round(cosine or 0.0, 3)
     for cb in _answering(newer.content, wanted, kind):
         if not cb.asserts_present or cb.additive or not cb.substantive:
             continue  # a question (also one typed without "?": "is oat milk better"), a supposition, the past
@@ -543,18 +554,6 @@ def _served_newer(
 def _names_asked(subject: str | None, wanted: frozenset[str]) -> bool:
     """Whether a clause's subject is a thing the query names ("dentist" for "When is my dentist appointment?")."""
     return subject is not None and bool(query_terms(subject) & wanted)
-
-
-def _closeness(hit: RecallHit) -> float:
-    """A hit's closeness to the query in [0, 1].
-
-    Its cosine to the query when the vector leg found it (not normalised over the candidates, unlike the fused
-    relevance), else its final score.
-    """
-    vector = hit.scores.get("vector")
-    if vector is not None and hit.scores.get("vector_rank", 0.0) > 0:
-        return max(0.0, 2.0 * float(vector) - 1.0)
-    return float(hit.score)
 
 
 def _earlier_first(hits: Sequence[RecallHit], rivals: Mapping[int, Conflict]) -> list[RecallHit]:

@@ -149,3 +149,15 @@ def _content_words(text: str) -> frozenset[str]:
     """A statement's content words and keys (Chinese bigrams not of two common characters)."""
     terms = frozenset().union(*(c.terms | c.keys for c in clauses_of(text)))
     return frozenset(t for t in _words(terms) if t.isascii() or not set(t) <= _COMMON_CJK)
+
+
+def _closeness(hit: RecallHit) -> float:
+    """A hit's closeness to the query in [0, 1].
+
+    Its cosine to the query when the vector leg found it (not normalised over the candidates, unlike the fused
+    relevance), else its final score.
+    """
+    vector = hit.scores.get("vector")
+    if vector is not None and hit.scores.get("vector_rank", 0.0) > 0:
+        return max(0.0, 2.0 * float(vector) - 1.0)
+    return float(hit.score)
