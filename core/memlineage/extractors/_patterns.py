@@ -124,6 +124,7 @@ class LanguageTable:
     rescaled: tuple[re.Pattern[str], ...] = ()
     #: Something given up or gone ("netflix is gone too", 也戒了): an "also" then adds no new thing.
     removal: tuple[re.Pattern[str], ...] = ()
+    #: What ends a thing the speaker had or did ("sold the jeep", 吉普卖了): read-time conflicts (``_about.ends``).
     ending: tuple[re.Pattern[str], ...] = ()
     #: What someone believes or keeps telling others about the speaker, or what the speaker once thought ("my mom
     #: keeps telling her friends I work at Apple", "我奶奶逢人就说我在阿里上班", "I thought I was allergic"):

@@ -674,7 +674,7 @@ def ends(older: str, newer: str) -> bool:
     """Whether a newer message ends a thing an older statement said the speaker had or did.
 
     A clause of ``newer`` that says an ending (the ``ending`` table: "sold the jeep", "we had to put Mochi to sleep",
-    "Dan and I ended things", 吉普卖了) and a word a stated clause of ``older`` holds, beyond the ending's own words:
+    "gave up on keto", 吉普卖了) and a word a stated clause of ``older`` holds, beyond the ending's own words:
     "paying $180 a month to park my jeep downtown" / "sold the jeep!!! doing a year carless". An ending is told as
     an event, in any tense; the clause comparison of :func:`~memlineage.reconcile._compete.competes` reads such a
     clause as the past and skips it. Who ends it is checked by the caller.

@@ -10,17 +10,18 @@ after every other hit of the window (it is served when nothing else relevant is 
 ``older_weight`` and capped below the last hit ahead of it) and is marked with the newer one's id; nothing is
 written.
 
-*Contenders*: when the query asks the speaker about themselves ("Which city do I live in?", "我儿子现在几岁？"),
-two of the speaker's :data:`CONTENDERS` best-ranked statements compete without shared words or close meaning,
-provided something beyond ranking ties them (a shared key, a differing time, place or number, vectors not
-unrelated, the newer message naming a name the older one gave: "the XPS is going in the donation box"; for Chinese a
-shared content bigram) and the newer one gives a value the older does not. Implicit
-updates ("The skylight in our new Portland apartment is loud") share nothing else with what they replace. A
-contender's *successor* contends with it too, however the query ranks it: the speaker's later statement whose vector
-is nearest its own among the hits that share a content word with it alone (:mod:`memlineage.reconcile._successors`;
-"我住在上海浦东" / "来杭州之后房租省了一半，每周回上海开会": the query's words are in the older one only). Recall's
-candidates below the window (``reserve``) are searched for it too, and a later statement that replaces one of the
-answers served moves up into them (never above an answer ranked higher).
+*Contenders*: when the query asks the speaker about themselves ("Which city do I live in?", "我儿子现在几岁？"), two of
+the speaker's :data:`CONTENDERS` best-ranked statements compete without shared words or close meaning, provided
+something beyond ranking ties them (a shared key, a differing time, place or number, vectors not unrelated, the newer
+message naming a name the older one gave: "the XPS is going in the donation box"; for Chinese a shared content bigram)
+and the newer one gives a value the older does not. Implicit updates ("The skylight in our new Portland apartment is
+loud") share nothing else with what they replace. A contender's *successor* contends with it too, however the query
+ranks it: the speaker's later statement whose vector is nearest its own among the hits that share a content word with
+it alone (:mod:`memlineage.reconcile._successors`; "我住在上海浦东" / "来杭州之后房租省了一半，每周回上海开会": the
+query's words are in the older one only). Recall's candidates below the window (``reserve``) are searched for it too,
+and a later statement that replaces one of the answers served moves up into them (never above an answer ranked higher).
+A later statement that *ends* what an older one said ("sold the jeep!!!", 吉普卖了: an ``ending`` cue of the tables and
+a word of the older statement, :func:`~memlineage.reconcile._about.ends`) replaces it, told in any tense.
 
 What never competes: a clause that does not state the present (a question, a request, a supposition, a past state: "I
 used to live in Phoenix"), an addition ("we also got a kitten"; a name of the older statement said to still be: "We
