@@ -91,7 +91,8 @@ the suites up to test45), ``test49`` (first run at the same code as test48, sess
 after test48's run was dropped), ``test50`` and ``test51`` (first run in session 19 at session 18's last code;
 changes tried on test50's failures and the earlier suites were all dropped, so both ran on the same code),
 ``test52`` (first run after a later statement that ends what an earlier one said started to replace it, a change
-diagnosed on test50, test51 and all earlier suites).
+diagnosed on test50, test51 and all earlier suites), ``test53`` (first run at session 19's last code, the same
+update handling as test52).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -111,7 +112,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test52|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test53|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -194,6 +195,7 @@ SPLITS = (
     "test50",
     "test51",
     "test52",
+    "test53",
 )
 
 
