@@ -659,14 +659,10 @@ def _clause_words(clause: Clause) -> frozenset[str]:
     return frozenset(w for w in _topic_words(clause.terms) | keys if not _TIME_WORDS.search(w))
 
 
-#: The words of the English endings themselves (stemmed): an ending shares no topic by its verb ("quit" / "quit").
-_ENDING_WORDS = frozenset(
-    tokenize(
-        "sold sell quit ditched dumped cancelled canceled dropped gave given up got rid ended things broke split "
-        "passed away died put down sleep tapered off moved out stopped",
-        dates=False,
-    )
-)
+def _own_words(match: re.Match[str]) -> frozenset[str]:
+    """The words of an ending's match that are the ending's own ("put", "sleep"), not its ``obj`` ("Mochi")."""
+    obj = match.groupdict().get("obj")
+    return frozenset(tokenize(match.group(0), dates=False)) - frozenset(tokenize(obj or "", dates=False))
 
 
 @text_cache(maxsize=16384)
@@ -677,13 +673,15 @@ def ends(older: str, newer: str) -> bool:
     "gave up on keto", 吉普卖了) and a word a stated clause of ``older`` holds, beyond the ending's own words:
     "paying $180 a month to park my jeep downtown" / "sold the jeep!!! doing a year carless". An ending is told as
     an event, in any tense; the clause comparison of :func:`~memlineage.reconcile._compete.competes` reads such a
-    clause as the past and skips it. Who ends it is checked by the caller.
+    clause as the past and skips it. A clause asked, supposed or said of another person ends nothing here; whether
+    the newer message is the same speaker's, and about the speaker, is the caller's check.
     """
     table = tables_for(newer)[0]
     said = frozenset().union(*(_clause_words(c) for c in clauses_of(older) if not c.question))
     for c in clauses_of(newer):
         if c.asks or c.hypothetical or c.subject not in (None, "self"):
             continue  # "if I ever quit nursing ...", "should I quit ...?", "my sister sold hers"
-        if any(p.search(c.text) for p in table.ending) and (_clause_words(c) - _ENDING_WORDS) & said:
+        found = [m for p in table.ending for m in p.finditer(c.text)]
+        if found and (_clause_words(c) - frozenset().union(*map(_own_words, found))) & said:
             return True
     return False
