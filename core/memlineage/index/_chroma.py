@@ -10,7 +10,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -97,13 +97,29 @@ class ChromaIndex:
         self._col = self._open()
 
     @classmethod
-    def persistent(cls, path: str | Path, collection: str = "memlineage") -> ChromaIndex:
-        """Open an embedded ``PersistentClient`` at ``path`` (anonymized telemetry off)."""
-        chromadb = _import_chromadb()
-        from chromadb.config import Settings  # deferred with chromadb (above)
+    def persistent(
+        cls, path: str | Path, collection: str = "memlineage", *, process: bool | None = None
+    ) -> ChromaIndex:
+        """Open an embedded ``PersistentClient`` at ``path`` (anonymized telemetry off).
 
-        client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-        index = cls(client, collection)
+        Args:
+            path: The Chroma directory.
+            collection: The collection's name.
+            process: Run the client in a child process of its own (:class:`~memlineage.index._chroma_process.
+                ChromaProcess`), so that Chroma's writes, which hold the GIL in process, do not stop this
+                process's threads. Default: yes on POSIX unless ``MEMLINEAGE_CHROMA_PROCESS=0``; the client falls
+                back to this process (logged at WARNING) where the child cannot start.
+        """
+        from memlineage.index._chroma_process import ChromaProcess, wanted
+
+        if process if process is not None else wanted():
+            index = cls(cast("ClientAPI", ChromaProcess(path)), collection)
+        else:
+            chromadb = _import_chromadb()
+            from chromadb.config import Settings  # deferred with chromadb (above)
+
+            client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+            index = cls(client, collection)
         index._owns_client = True
         index._path = Path(path)
         return index
@@ -311,7 +327,8 @@ class ChromaIndex:
 
 def _collection_gone(exc: BaseException) -> bool:
     """Whether Chroma refused a call because the collection id it was given no longer exists."""
-    return type(exc).__name__ in {"NotFoundError", "InvalidCollectionException"} or (
+    kind = getattr(exc, "kind", type(exc).__name__)  # a ChildChromaError carries the child's type name
+    return kind in {"NotFoundError", "InvalidCollectionException"} or (
         "does not exist" in str(exc) and "ollection" in str(exc)
     )
 

@@ -346,6 +346,49 @@ class ScopedVectorIndex:
         write(ids, vectors, _public(metadatas))
         self._put(ids, vectors, metadatas, new=True)
 
+    def split_writes(
+        self,
+        upserts: tuple[Sequence[str], Sequence[Sequence[float]], Sequence[Mapping[str, Any]]],
+        updates: tuple[Sequence[str], Sequence[Mapping[str, Any]]],
+        deletes: Sequence[str],
+        *,
+        new: bool = False,
+    ) -> Callable[[], int]:
+        """Apply a batch of writes to the loaded blocks now; return the wrapped index's part, to run later.
+
+        The same writes as :meth:`upsert`, :meth:`update_metadata` and :meth:`delete`, split so that a caller can
+        bring the blocks in line while it holds its own lock and write the wrapped index (Chroma) after letting
+        the lock go.
+
+        Args:
+            upserts: ``(ids, vectors, metadatas)`` to insert or replace.
+            updates: ``(ids, metadatas)`` to merge into existing entries.
+            deletes: Ids to remove.
+            new: The upserts were never written to the wrapped index: its ``add`` is used (Chroma's is about twice
+                as fast as its ``upsert``, and leaves an entry that exists unchanged).
+
+        Returns:
+            A callable that writes the wrapped index and returns how many entries it removed.
+        """
+        up_ids, up_vectors, up_metas = upserts
+        st_ids, st_metas = updates
+        if up_ids:
+            self._put(up_ids, up_vectors, up_metas)
+        if st_ids:
+            self._update_blocks(st_ids, st_metas)
+        if deletes:
+            self.drop_local(deletes)
+
+        def wrapped() -> int:
+            if up_ids:
+                write = (getattr(self.inner, "add", None) if new else None) or self.inner.upsert
+                write(up_ids, up_vectors, _public(up_metas))
+            if st_ids:
+                self.inner.update_metadata(st_ids, _public(st_metas))
+            return int(self.inner.delete(deletes)) if deletes else 0
+
+        return wrapped
+
     def put_local(
         self,
         ids: Sequence[str],

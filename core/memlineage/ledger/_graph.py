@@ -233,6 +233,18 @@ class GraphQueries:
                 out.update((mid, int(n or 0)) for mid, n in c.execute(query))
         return out
 
+    def index_states(self, ids: Sequence[str], conn: Connection | None = None) -> dict[str, tuple[str, str]]:
+        """``(status, index_state)`` of each memory in ``ids`` that exists.
+
+        The index sync's cheap re-check of rows it already holds: two short columns, no JSON or dates decoded.
+        """
+        out: dict[str, tuple[str, str]] = {}
+        with self._maybe(conn) as c:
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                query = select(memories.c.id, memories.c.status, memories.c.index_state).where(memories.c.id.in_(chunk))
+                out.update((mid, (status, state)) for mid, status, state in c.execute(query))
+        return out
+
     def promote_all_exact(self, conn: Connection) -> int:
         """Hand every ``exact`` row (stores written when small scopes stayed out of Chroma) to the index sync.
 

@@ -176,6 +176,9 @@ class IndexSync:
         self.embedding = embedding
         # One index writer at a time (foreground syncs and the background worker): read rows, write, mark.
         self._lock = threading.RLock()
+        # Index writes in the order their rows were read (the background worker writes Chroma without _lock).
+        self._write_lock = threading.Lock()
+        self._handoff: dict[str, dict[str, Any]] = {}  # new rows deferred to the worker, by id (under _lock)
         self._deferred = DeferredIndexSync(self._sync_deferred, linger=LINGER_S if gather else 0.0)
         self._shared = shared
 
@@ -259,7 +262,7 @@ class IndexSync:
         report what they removed.
         """
         with self._lock:
-            return self._sync_locked(ids, None, False, states=("pending", "stale", "exact"))
+            return self._sync_locked(ids, None, False, states=("pending", "stale", "exact"), release=True)
 
     def _sync_locked(
         self,
@@ -268,28 +271,60 @@ class IndexSync:
         fresh: bool,
         *,
         states: tuple[str, ...] | None = None,
+        release: bool = False,
     ) -> int:
+        new: frozenset[str] = frozenset()
         if rows is None:
-            rows = [r for r in self.ledger.memory_rows(list(dict.fromkeys(ids)), embedding=False) if r]
-            if states is not None:
-                rows = [r for r in rows if r["index_state"] in states]
-            # Only a full write needs the stored vector: a pending row, or an exact row outside the deferred path
-            # (which only carries status changes of exact rows: their blocks are updated in place).
-            writes = ("pending",) if states is not None else ("pending", "exact")
-            pending = [r for r in rows if r["index_state"] in writes]
-            if pending:
-                vectors = self.ledger.memory_rows([r["id"] for r in pending])
-                counts = self.ledger.premise_counts([r["id"] for r in pending])
-                for r, full in zip(pending, vectors, strict=True):
-                    r["embedding"] = full["embedding"] if full else None
-                    r["premises"] = counts.get(r["id"], 0)
+            rows, new = self._rows_for(ids, states)
         try:
-            return self._apply(rows, fresh=fresh)
+            return self._apply(rows, fresh=fresh, release=release, new=new)
         except StorageError as exc:
             logger.warning("index update deferred (ledger is safe, repaired on next open): %s", exc)
             return 0
 
-    def _apply(self, rows: Sequence[dict[str, Any]], *, fresh: bool = False) -> int:
+    def _rows_for(
+        self, ids: Sequence[str], states: tuple[str, ...] | None
+    ) -> tuple[list[dict[str, Any]], frozenset[str]]:
+        """The ledger rows of ``ids`` to sync, and the ids among them that no index write has touched yet.
+
+        Only rows in ``states`` when given; with vectors and premise counts where a full write needs them. Rows a
+        foreground write handed to the background worker (new memories of exact-plan scopes, see :meth:`_apply`)
+        are taken from :attr:`_handoff` when the ledger still has them pending with the same status (one short read
+        of two columns): those were never written to the index. Any other row is read in full.
+        """
+        unique = list(dict.fromkeys(ids))
+        handed: list[dict[str, Any]] = []
+        if states is not None and self._handoff:
+            held = {i: self._handoff.pop(i) for i in unique if i in self._handoff}
+            now = self.ledger.index_states(list(held)) if held else {}
+            handed = [r for i, r in held.items() if now.get(i) == (r["status"], "pending")]
+        known = {r["id"] for r in handed}
+        rest = [i for i in unique if i not in known]
+        rows = [r for r in self.ledger.memory_rows(rest, embedding=False) if r] if rest else []
+        if states is not None:
+            rows = [r for r in rows if r["index_state"] in states]
+        # Only a full write needs the stored vector: a pending row, or an exact row outside the deferred path
+        # (which only carries status changes of exact rows: their blocks are updated in place).
+        writes = ("pending",) if states is not None else ("pending", "exact")
+        pending = [r for r in rows if r["index_state"] in writes]
+        if pending:
+            vectors = self.ledger.memory_rows([r["id"] for r in pending])
+            for r, full in zip(pending, vectors, strict=True):
+                r["embedding"] = full["embedding"] if full else None
+        if pending or handed:
+            counts = self.ledger.premise_counts([r["id"] for r in pending + handed])
+            for r in pending + handed:
+                r["premises"] = counts.get(r["id"], 0)
+        return rows + handed, frozenset(known)
+
+    def _apply(
+        self,
+        rows: Sequence[dict[str, Any]],
+        *,
+        fresh: bool = False,
+        release: bool = False,
+        new: frozenset[str] = frozenset(),
+    ) -> int:
         gone = (Status.ARCHIVED.value, Status.ERASED.value)
         for r in rows:  # archived / erased rows never stay in the index, whatever transition touched them
             if r["index_state"] in ("pending", "stale") and r["status"] in gone:
@@ -309,20 +344,12 @@ class IndexSync:
             # New memories of scopes the exact plan serves: into the in-process legs now (reads see them at once),
             # into Chroma on the background thread, behind the ledger commit (Chroma's add holds the GIL).
             later = self._local_first(upserts)
-            if later:
+            if later:  # the worker writes them from these rows, after a short check that the ledger's still match
+                self._handoff.update((r["id"], dict(r)) for r in upserts if r["id"] in later)
                 upserts = [r for r in upserts if r["id"] not in later]
                 self._deferred.defer(sorted(later))  # already in the in-process legs
         self._apply_exact(exact, dropped, fresh=fresh)
-        if upserts:
-            write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
-            write(
-                [r["id"] for r in upserts],
-                [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in upserts],
-                [{**_held_metadata(r), DOCUMENT_KEY: r["content"]} for r in upserts],  # Chroma keeps the text
-            )
-        if stale:
-            self.index.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
-        removed = self.index.delete([r["id"] for r in removing])
+        removed = self._write_index(upserts, stale, removing, fresh=fresh, release=release, new=new)
         self._lexical_apply(upserts, stale, removing)
         if upserts or stale or removing:
             with self.ledger.transaction() as conn:
@@ -331,6 +358,67 @@ class IndexSync:
                 if removing:
                     self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
         return removed
+
+    def _write_index(
+        self,
+        upserts: Sequence[dict[str, Any]],
+        stale: Sequence[dict[str, Any]],
+        removing: Sequence[dict[str, Any]],
+        *,
+        fresh: bool,
+        release: bool,
+        new: frozenset[str] = frozenset(),
+    ) -> int:
+        """Write one sync's rows to the vector index, in the order their rows were read; returns entries removed.
+
+        ``release``: the caller (the background worker) holds the sync lock once. The index's loaded blocks are
+        brought in line under it, then the wrapped index (Chroma) is written without it
+        (:meth:`~memlineage.index._scoped.ScopedVectorIndex.split_writes`), so the next write's ledger work and
+        the agent's reads do not wait for Chroma. The index-write lock is taken before the sync lock is let go
+        and released before it is taken back: index writes stay in the order their rows were read, and no two
+        threads wait for each other's lock. Rows in ``new`` were never written to the index: Chroma's ``add``
+        (faster than ``upsert``) writes them; a row that an earlier write may have reached is upserted, since
+        ``add`` leaves an existing entry as it was.
+        """
+        if not (upserts or stale or removing):
+            return 0
+        ids = [r["id"] for r in upserts]
+        vectors = [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in upserts]
+        metas = [{**_held_metadata(r), DOCUMENT_KEY: r["content"]} for r in upserts]  # Chroma keeps the text
+        split = getattr(self.index, "split_writes", None) if release else None
+        if split is not None:
+            fresh_rows = [i for i, r in enumerate(upserts) if r["id"] in new]
+            others = [i for i, r in enumerate(upserts) if r["id"] not in new]
+            first = split(([ids[i] for i in fresh_rows], [vectors[i] for i in fresh_rows],
+                           [metas[i] for i in fresh_rows]), ([], []), [], new=True)  # fmt: skip
+            second = split(([ids[i] for i in others], [vectors[i] for i in others], [metas[i] for i in others]),
+                           ([r["id"] for r in stale], [index_metadata(r) for r in stale]),
+                           [r["id"] for r in removing])  # fmt: skip
+
+            def later() -> int:
+                first()
+                return second()
+
+        else:
+
+            def later() -> int:
+                if upserts:
+                    write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
+                    write(ids, vectors, metas)
+                if stale:
+                    self.index.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
+                return self.index.delete([r["id"] for r in removing])
+
+        self._write_lock.acquire()
+        released = split is not None
+        if released:
+            self._lock.release()
+        try:
+            return later()
+        finally:
+            self._write_lock.release()
+            if released:
+                self._lock.acquire()
 
     def _local_first(self, rows: Sequence[dict[str, Any]]) -> set[str]:
         """Put new rows of exact-plan scopes into the in-process legs; return their ids (Chroma is written later)."""
@@ -501,7 +589,8 @@ class IndexSync:
                 self.ledger.update_memories(conn, reupsert, {"index_state": "pending"})
             if restale:
                 self.ledger.update_memories(conn, restale, {"index_state": "stale"})
-        removed = self.index.delete(report.orphans + report.not_removed)
+        with self._write_lock:
+            removed = self.index.delete(report.orphans + report.not_removed)
         self.repair()
         return len(reupsert) + len(restale) + removed + len(report.pending)
 
@@ -543,7 +632,8 @@ class IndexSync:
         with self.ledger.transaction() as conn:
             for target, ids in moved.items():
                 self.ledger.update_memories(conn, ids, {"index_state": target})
-        self.index.reset()
+        with self._write_lock:
+            self.index.reset()
         self.lexical.reset()
         if on_progress is not None:
             on_progress(0, len(live))

@@ -1,0 +1,131 @@
+"""Issue 26: the embedded store's Chroma runs in a child process of its own, which never outlives its parent."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from memlineage import MemoryManager, Scope
+from memlineage.errors import StorageError
+from memlineage.index import ChromaIndex
+from memlineage.index._chroma_process import ENV_CHROMA_PROCESS, ChromaProcess
+from memlineage.testing import FakeEmbedder
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.name != "posix", reason="the child process is POSIX only (elsewhere Chroma runs in process)"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _client(mm: MemoryManager) -> object:
+    """The chromadb client under the store's index (the scoped wrapper holds the Chroma index as ``inner``)."""
+    return mm.index.inner.client  # type: ignore[attr-defined]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by a parent that died) counts as gone
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+
+
+def test_an_open_store_writes_chroma_from_a_child_process(tmp_path: Path) -> None:
+    with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as mm:
+        client = _client(mm)
+        assert isinstance(client, ChromaProcess)
+        alice = Scope(user_id="alice")
+        first = mm.remember("I keep bees on the roof", scope=alice)
+        mm.remember_many([{"content": f"note {i} about hives", "scope": alice} for i in range(20)])
+        mm.retract(first.id, scope=alice)
+        mm.flush_index()
+        assert client.in_child and client._proc is not None and client._proc.poll() is None
+        assert mm.stats()["index_entries"] == 21 and mm.verify().ok  # status changes reached the child's Chroma
+        pid = client._proc.pid
+    assert not _alive(pid)  # close() ended the child
+    with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as again:  # the same files, a new child
+        assert again.verify().ok and again.stats()["index_entries"] == 21
+
+
+def test_a_store_switched_to_one_process_keeps_chroma_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV_CHROMA_PROCESS, "0")
+    with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as mm:
+        assert not isinstance(_client(mm), ChromaProcess)
+        mm.remember("I keep bees", scope="alice")
+        mm.flush_index()
+        assert mm.verify().ok
+    assert isinstance(ChromaIndex.persistent(tmp_path / "c", process=True).client, ChromaProcess)
+
+
+def test_a_child_that_cannot_start_falls_back_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    with caplog.at_level(logging.WARNING), MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as mm:
+        mm.remember("I keep bees", scope="alice")
+        mm.flush_index()
+        assert mm.verify().ok and mm.stats()["index_entries"] == 1
+        assert not _client(mm).in_child  # type: ignore[attr-defined]
+    assert any("Chroma runs in this process" in r.getMessage() for r in caplog.records)
+
+
+def test_a_child_killed_under_the_store_loses_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as mm:
+        alice = Scope(user_id="alice")
+        mm.remember("I keep bees", scope=alice)
+        mm.flush_index()
+        client = _client(mm)
+        assert isinstance(client, ChromaProcess) and client._proc is not None
+        client._proc.kill()
+        client._proc.wait()
+        with caplog.at_level(logging.WARNING):
+            later = mm.remember("I also keep goats", scope=alice)  # never raises into the caller
+            mm.flush_index()
+        assert [h.memory.id for h in mm.recall("goats", scope=alice, k=1).hits] == [later.id]
+        mm.verify(fix=True)  # what the dead child missed is written by the in-process client that took over
+        assert mm.verify().ok and mm.stats()["index_entries"] == 2
+    with pytest.raises(StorageError):  # a call that was in flight when the child died is a typed error
+        dead = ChromaProcess(tmp_path / "t")
+        dead.get_or_create_collection("abc")
+        dead.request("call", "abc", "count", {})  # the child is up now
+        assert dead._proc is not None
+        dead._proc.kill()
+        dead._proc.wait()
+        dead.request("call", "abc", "count", {})
+    dead.close()
+
+
+def test_the_child_never_outlives_its_parent(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import os, sys
+        sys.path[:0] = [{str(ROOT / "core")!r}, {str(ROOT)!r}]
+        from memlineage import MemoryManager
+        from memlineage.testing import FakeEmbedder
+        mm = MemoryManager.open({str(tmp_path / "s")!r}, embedder=FakeEmbedder())
+        mm.remember("I keep bees", scope="alice")
+        mm.flush_index()
+        print(mm.index.inner.client._proc.pid, flush=True)
+        os._exit(0)  # no close(), no atexit: as if the process were killed
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    pid = int(out.stdout.split()[-1])
+    deadline = time.monotonic() + 20
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid)
+    with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as mm:
+        assert mm.verify().ok and mm.stats()["index_entries"] == 1
