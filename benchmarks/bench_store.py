@@ -313,6 +313,47 @@ def bench_recall_after_write(n: int, tmp: Path, rounds: int = 40, *, server: boo
     }
 
 
+def bench_remember_one_by_one(tmp: Path, n: int = 1000) -> dict[str, Any]:
+    """``remember`` one memory per call vs raw Chroma ``add`` one record per call (issue 26: target >= 0.8x).
+
+    Ten users take turns; each call stores one text with a precomputed vector. The store is
+    ``MemoryManager.open()`` with defaults (update detection, policies and the value model on; Chroma in its child
+    process, written behind the ledger commit) and is timed until ``flush_index()`` returns, so every memory is in
+    Chroma. The raw peer adds the same vector, the same flat metadata and the text as document, one call each.
+    """
+    vecs = _vectors(n, seed=23)
+    topics = "flight hotel price seat dinner meeting train budget museum concert".split()
+    texts = [f"note {i}: the {topics[i % 10]} for trip {i // 10} is booked" for i in range(n)]
+    users = [f"user{i % 10}" for i in range(n)]
+    now = time.time()
+    col = _client(tmp / "one_raw").get_or_create_collection(
+        "one", embedding_function=None, metadata={"hnsw:space": "cosine"}
+    )
+    t0 = time.perf_counter()
+    for i in range(n):
+        meta = {
+            "user_id": users[i], "agent_id": "", "session_id": "", "kind": "episodic", "status": "active",
+            "source_kind": "user", "created_at": now, "valid_from": now, "value": 0.5, "content_hash": f"{i:064x}",
+        }  # fmt: skip
+        col.add(ids=[str(i)], embeddings=vecs[i : i + 1], metadatas=[meta], documents=[texts[i]])
+    raw = time.perf_counter() - t0
+    mm = MemoryManager.open(tmp / "one_ml", embedder=LookupEmbedder(dict(zip(texts, vecs.tolist()))))
+    t0 = time.perf_counter()
+    for i in range(n):
+        mm.remember(texts[i], scope=Scope(user_id=users[i]), embedding=vecs[i].tolist())
+    mm.flush_index()
+    ours = time.perf_counter() - t0
+    in_chroma = mm.stats()["index_entries"]
+    mm.close()
+    return {
+        "n": n,
+        "raw_add_per_s": n / raw,
+        "memlineage_remember_per_s": n / ours,
+        "ratio": raw / ours,
+        "in_chroma": in_chroma,
+    }
+
+
 def bench_recall_real_turns(tmp: Path, n: int = 300, queries: int = 60) -> dict[str, Any] | None:
     """Recall p50 at ``n`` real chat turns of one user vs a raw Chroma query of the same texts (issue 26).
 
@@ -423,6 +464,7 @@ def main() -> dict[str, Any]:
         out["recall_after_write"] = bench_recall_after_write(args.n, tmp)
         out["recall_after_write_server"] = bench_recall_after_write(args.n, tmp, server=True)
         out["recall_real_turns"] = bench_recall_real_turns(tmp)
+        out["remember_one_by_one"] = bench_remember_one_by_one(tmp)
         out["cascades"] = [bench_cascade(size, tmp, args.repeats) for size in sizes]
         out["embedder"] = bench_embedder(tmp)
     ir = out["ingest_recall"]
@@ -435,6 +477,12 @@ def main() -> dict[str, Any]:
         " served by the exact plan, written to Chroma behind the ledger commit, timed until flushed); vs raw Chroma"
         f" with that metadata and the text as document {ir['raw_same_record_ingest_per_s']:.0f}/s -> "
         f"{ir['ingest_throughput_ratio_same_record']:.2f}x"
+    )
+    ob = out["remember_one_by_one"]
+    print(
+        f"remember one by one, {ob['n']:,} memories of 10 users (open() defaults, timed until flushed, "
+        f"{ob['in_chroma']:,} in Chroma): {ob['memlineage_remember_per_s']:.0f}/s vs raw Chroma add one by one with "
+        f"the same metadata and document {ob['raw_add_per_s']:.0f}/s -> {ob['ratio']:.2f}x (target >= 0.8)"
     )
     print(
         f"ingest {ir['n']:,} with every memory written to Chroma too (exact_max=0, as for scopes past exact_max): "

@@ -149,6 +149,13 @@ def rows_store() -> Iterator[Row]:
         _num(_get(ir, "ingest_throughput_ratio_same_record"), "{:.2f}x"),
         _pair(ir, "memlineage_ingest_per_s", "raw_same_record_ingest_per_s", "{:,.0f}/s") or "",
     )
+    ob = _get(d, "remember_one_by_one")
+    yield (
+        "store",
+        f"remember one by one vs raw Chroma add one by one ({_num(_get(ob, 'n'), '{:,}')} memories, same record)",
+        _num(_get(ob, "ratio"), "{:.2f}x"),
+        f"{_pair(ob, 'memlineage_remember_per_s', 'raw_add_per_s', '{:,.0f}/s')}; target >= 0.8x",
+    )
     yield (
         "store",
         f"recall p50 / p95 vs raw filtered query ({n} memories / 10 users)",

@@ -72,7 +72,7 @@ def test_a_store_switched_to_one_process_keeps_chroma_in_process(
 def test_a_child_that_cannot_start_falls_back_to_this_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python-that-is-not-there"))
     with caplog.at_level(logging.WARNING), MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as mm:
         mm.remember("I keep bees", scope="alice")
         mm.flush_index()
@@ -129,3 +129,14 @@ def test_the_child_never_outlives_its_parent(tmp_path: Path) -> None:
     assert not _alive(pid)
     with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as mm:
         assert mm.verify().ok and mm.stats()["index_entries"] == 1
+
+
+def test_a_host_that_is_not_python_keeps_chroma_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlineage.index._chroma_process import wanted
+
+    assert wanted()
+    monkeypatch.setattr(sys, "executable", "/usr/bin/uwsgi")  # an embedding host: running it would not run Python
+    assert not wanted()
+    monkeypatch.setattr(sys, "executable", "/opt/app/python3.12")
+    monkeypatch.setattr(sys, "frozen", True, raising=False)  # a frozen application (PyInstaller)
+    assert not wanted()

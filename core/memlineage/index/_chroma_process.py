@@ -53,8 +53,18 @@ class ChildChromaError(Exception):
 
 
 def wanted() -> bool:
-    """Whether an embedded store runs Chroma in a child process: POSIX, and not switched off by the environment."""
-    return os.name == "posix" and os.environ.get(ENV_CHROMA_PROCESS, "1").strip().lower() not in {"0", "false", "no"}
+    """Whether an embedded store runs Chroma in a child process.
+
+    Yes on POSIX under a Python interpreter (not a frozen application, nor a host such as uWSGI whose
+    ``sys.executable`` is not Python), unless ``MEMLINEAGE_CHROMA_PROCESS`` is ``0``, ``false`` or ``no``.
+    """
+    name = Path(sys.executable or "").name.lower()
+    return (
+        os.name == "posix"
+        and not getattr(sys, "frozen", False)
+        and name.startswith(("python", "pypy"))
+        and os.environ.get(ENV_CHROMA_PROCESS, "1").strip().lower() not in {"0", "false", "no"}
+    )
 
 
 class _Collection:
@@ -118,7 +128,7 @@ class ChromaProcess:
 
     def _start(self) -> None:
         script = Path(__file__).with_name("_chroma_child.py")
-        if not wanted() or not sys.executable or not script.exists():
+        if not script.exists():
             return
         ours, theirs = socket.socketpair()
         try:
