@@ -2,14 +2,16 @@
 
 A scripted ``AgentExecutor`` turn says "I live in Paris", the next one "Correction: I live in Lyon, not Paris".
 Printed: the project files on the call stack when the cascade starts (the path the correction travels down; a file
-entered again after another one is a return), and every project file that any call entered from the callback's
-``on_chain_start`` until then (update detection, the gates and the ledger included).
+entered again after another one is a return), every project file that any call entered from the callback's
+``on_chain_start`` until then (update detection, the gates and the ledger included), and the files whose functions
+were handed the correction itself (its text, or a draft or memory holding it), with the returns to a file left.
 
 Run from the repository root: ``.venv/bin/python scripts/correction_route.py``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import traceback
 from collections.abc import Callable
@@ -30,6 +32,7 @@ from tests.unit.langchain.conftest import get_weather, scripted  # noqa: E402
 from tests.unit.langchain.test_agent_executor import executor, memory_for, weather_model  # noqa: E402
 
 SCOPE = Scope(user_id="alice", session_id="s1")
+CORRECTION = "Correction: I live in Lyon, not Paris"
 
 
 def _ours(filename: str) -> bool:
@@ -47,7 +50,7 @@ def _two_turns(mm: MemoryManager) -> Callable[[], object]:
     first = executor(weather_model("Paris", answer="Pack sunglasses."), [get_weather], memory)
     first.invoke({"input": "I live in Paris, what should I pack?"}, config={"callbacks": [handler]})
     second = executor(scripted(AIMessage(content="Noted, Lyon.")), [get_weather], memory)
-    return lambda: second.invoke({"input": "Correction: I live in Lyon, not Paris"}, config={"callbacks": [handler]})
+    return lambda: second.invoke({"input": CORRECTION}, config={"callbacks": [handler]})
 
 
 def stack_route() -> list[tuple[str, str]]:
@@ -99,6 +102,61 @@ def every_file() -> list[str]:
     return seen
 
 
+def _carries(value: object, text: str, depth: int = 0) -> bool:
+    """Whether ``value`` holds the correction's words: the text itself, or a record, list or mapping that does."""
+    if isinstance(value, str):
+        return text in value
+    if depth >= 3:
+        return False
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_carries(x, text, depth + 1) for x in list(value)[:50])
+    if isinstance(value, dict):
+        return any(_carries(x, text, depth + 1) for x in list(value.values())[:50])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(_carries(getattr(value, f.name, None), text, depth + 1) for f in dataclasses.fields(value))
+    fields = getattr(type(value), "model_fields", None)
+    return bool(fields) and any(_carries(getattr(value, k, None), text, depth + 1) for k in fields)
+
+
+def value_route() -> list[tuple[str, list[str]]]:
+    """The files whose functions were handed the correction (its text, a draft or memory holding it), in order.
+
+    The run-time counterpart of following one value through the code: a call counts when one of its arguments
+    (``self`` left out) carries the correction's words; consecutive calls in one file are one stay.
+    """
+    correction = _two_turns(make_manager())
+    seen: list[tuple[str, str]] = []
+    state = {"on": False, "done": False}
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event != "call" or state["done"] or not _ours(frame.f_code.co_filename):
+            return
+        code = frame.f_code
+        state["on"] = state["on"] or (code.co_name == "on_chain_start" and "_callback" in code.co_filename)
+        if not state["on"]:
+            return
+        if code.co_name == "invalidate" and "cascade" in code.co_filename:
+            state["done"] = True
+            seen.append((_rel(code.co_filename), code.co_name))
+            return
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        if any(_carries(frame.f_locals.get(n), CORRECTION) for n in names if n != "self"):
+            seen.append((_rel(code.co_filename), code.co_name))
+
+    sys.setprofile(profile)
+    try:
+        correction()
+    finally:
+        sys.setprofile(None)
+    route: list[tuple[str, list[str]]] = []
+    for file, name in seen:
+        if route and route[-1][0] == file:
+            route[-1][1].append(name)
+        else:
+            route.append((file, [name]))
+    return route
+
+
 def main() -> None:
     """Print both counts."""
     route = stack_route()
@@ -109,6 +167,9 @@ def main() -> None:
     print(f"on the stack: {len(route)} stops, {len(set(files))} files, {len(returns)} returns {returns}")
     seen = every_file()
     print(f"every call until the cascade: {len(seen)} calls in {len(set(seen))} files")
+    stays = [file for file, _ in value_route()]
+    again = sum(1 for i, f in enumerate(stays) if f in stays[:i])
+    print(f"calls handed the correction: {len(stays)} stays in {len(set(stays))} files, {again} returns to a file")
 
 
 if __name__ == "__main__":
