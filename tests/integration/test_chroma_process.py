@@ -140,3 +140,26 @@ def test_a_host_that_is_not_python_keeps_chroma_in_process(monkeypatch: pytest.M
     monkeypatch.setattr(sys, "executable", "/opt/app/python3.12")
     monkeypatch.setattr(sys, "frozen", True, raising=False)  # a frozen application (PyInstaller)
     assert not wanted()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_copy_neither_uses_nor_stops_the_child(tmp_path: Path) -> None:
+    with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as mm:
+        mm.remember("I keep bees", scope="alice")
+        mm.flush_index()
+        client = _client(mm)
+        assert isinstance(client, ChromaProcess)
+        pid = os.fork()
+        if pid == 0:  # the forked copy: a typed error, and its close() leaves the parent's child alone
+            code = 0
+            try:
+                client.request("call", "memlineage", "count", {})
+                code = 1
+            except StorageError:
+                client.close()
+            except BaseException:  # noqa: BLE001 - anything else is a failure, reported by the exit code
+                code = 2
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert mm.stats()["index_entries"] == 1 and mm.verify().ok  # the parent's child still serves it

@@ -117,6 +117,7 @@ class ChromaProcess:
         self._ready = False
         self._local: ClientAPI | None = None  # the in-process fallback client
         self._opens: dict[str, dict[str, object]] = {}  # collections to open once the child is ready
+        self._pid = os.getpid()  # a forked copy of this process must not talk to the child over the same socket
         self._start()
         self._at_exit = functools.partial(_close_at_exit, weakref.ref(self))
         atexit.register(self._at_exit)
@@ -184,6 +185,12 @@ class ChromaProcess:
         Raises:
             ChildChromaError: Chroma raised in the child (``kind`` is its exception type's name).
         """
+        if os.getpid() != self._pid:
+            msg = (
+                f"the store's Chroma process at {self.path} belongs to the process that opened the store (pid "
+                f"{self._pid}); after os.fork(), open the store again in this process"
+            )
+            raise StorageError(msg)
         with self._lock:
             if self._conn is not None and not self._ready:
                 self._wait_ready()
@@ -228,8 +235,14 @@ class ChromaProcess:
         self.request("drop", name, "", {})
 
     def close(self) -> None:
-        """Ask the child to exit and wait for it (10 s, then kill); release the fallback client. Idempotent."""
+        """Ask the child to exit and wait for it (10 s, then kill); release the fallback client. Idempotent.
+
+        In a forked copy of the opening process this only forgets the child: the child serves the original.
+        """
         atexit.unregister(self._at_exit)
+        if os.getpid() != self._pid:
+            self._conn, self._proc, self._local = None, None, None
+            return
         with self._lock:
             self._stop_child(graceful=True)
             if self._local is not None:

@@ -349,8 +349,10 @@ class IndexSync:
                 upserts = [r for r in upserts if r["id"] not in later]
                 self._deferred.defer(sorted(later))  # already in the in-process legs
         self._apply_exact(exact, dropped, fresh=fresh)
-        removed = self._write_index(upserts, stale, removing, fresh=fresh, release=release, new=new)
+        # the in-memory lexical leg first: the worker lets the sync lock go while it writes Chroma, and the leg must
+        # take the rows as they were read, before another writer's newer change to them
         self._lexical_apply(upserts, stale, removing)
+        removed = self._write_index(upserts, stale, removing, fresh=fresh, release=release, new=new)
         if upserts or stale or removing:
             with self.ledger.transaction() as conn:
                 if upserts or stale:  # only rows whose status is still the one written: a newer change stays
