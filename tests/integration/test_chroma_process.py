@@ -163,3 +163,26 @@ def test_a_forked_copy_neither_uses_nor_stops_the_child(tmp_path: Path) -> None:
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         assert mm.stats()["index_entries"] == 1 and mm.verify().ok  # the parent's child still serves it
+
+
+def test_a_call_interrupted_before_its_answer_never_hands_that_answer_to_the_next(tmp_path: Path) -> None:
+    client = ChromaProcess(tmp_path / "c")
+    try:
+        client.get_or_create_collection("abc")
+        client.request("call", "abc", "add", {"ids": ["1"], "embeddings": [[1.0, 0.0]], "documents": ["bees"]})
+        conn = client._conn
+        assert conn is not None
+        real_recv = conn.recv
+
+        def interrupted() -> object:
+            raise KeyboardInterrupt  # Ctrl-C after the request went out, before its answer was read
+
+        conn.recv = interrupted  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt):
+            client.request("call", "abc", "count", {})
+        conn.recv = real_recv  # type: ignore[method-assign]
+        got = client.request("call", "abc", "get", {"ids": ["1"], "include": ["documents"]})
+        assert got["ids"] == ["1"] and got["documents"] == ["bees"]  # its own answer, not the count's
+        assert client.in_child and client._conn is not conn  # a fresh child took over
+    finally:
+        client.close()

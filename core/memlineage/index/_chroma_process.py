@@ -212,6 +212,12 @@ class ChromaProcess:
             msg = f"the Chroma process at {self.path} exited ({type(exc).__name__})"
             self._stop_child()
             raise StorageError(msg) from exc
+        except BaseException:
+            # interrupted between a request and its answer (Ctrl-C in a notebook, an async exception): where the
+            # stream stands is unknown, and the next call must never read this call's answer, so the child is
+            # replaced by a fresh one (a write it had not acknowledged stays pending in the ledger)
+            self._replace_child()
+            raise
         if answer[0] == "err":
             raise ChildChromaError(answer[1], answer[2])
         return answer[1]
@@ -250,6 +256,17 @@ class ChromaProcess:
 
                 close_client(self._local)
                 self._local = None
+
+    def _replace_child(self) -> None:
+        """Kill the child at once and start a fresh one over the same directory (the caller holds the lock)."""
+        conn, proc = self._conn, self._proc
+        self._conn, self._proc, self._ready = None, None, False
+        if conn is not None:
+            conn.close()
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        self._start()
 
     def _stop_child(self, *, graceful: bool = False) -> None:
         conn, proc, ready = self._conn, self._proc, self._ready
