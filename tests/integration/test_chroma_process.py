@@ -94,7 +94,7 @@ def test_a_child_killed_under_the_store_loses_nothing(tmp_path: Path, caplog: py
             later = mm.remember("I also keep goats", scope=alice)  # never raises into the caller
             mm.flush_index()
         assert [h.memory.id for h in mm.recall("goats", scope=alice, k=1).hits] == [later.id]
-        mm.verify(fix=True)  # what the dead child missed is written by the in-process client that took over
+        mm.verify(fix=True)  # what the dead child missed is written by the fresh child that took over
         assert mm.verify().ok and mm.stats()["index_entries"] == 2
     with pytest.raises(StorageError):  # a call that was in flight when the child died is a typed error
         dead = ChromaProcess(tmp_path / "t")
@@ -186,3 +186,50 @@ def test_a_call_interrupted_before_its_answer_never_hands_that_answer_to_the_nex
         assert client.in_child and client._conn is not conn  # a fresh child took over
     finally:
         client.close()
+
+
+def test_an_erasure_whose_chroma_delete_failed_is_finished_by_verify_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log of an entry is purged only once Chroma deleted it: purged first, the later delete was a no-op and the
+    erased text stayed in Chroma."""
+    with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder(), reconciler=None) as mm:
+        mm.remember_many([{"content": f"my colleague Bob{i} plays tennis", "scope": "u1"} for i in range(20)])
+        mm.flush_index()
+        real_delete = ChromaIndex.delete
+        calls = {"n": 0}
+
+        def fails_once(self: ChromaIndex, ids: list[str]) -> int:
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise StorageError("Chroma delete failed: simulated")
+            return real_delete(self, ids)
+
+        monkeypatch.setattr(ChromaIndex, "delete", fails_once)
+        mm.erase(scope="u1")
+        assert not mm.verify().ok  # the entries are still there, pending their removal
+        mm.verify(fix=True)
+        assert mm.verify().ok and mm.index.inner.count() == 0  # type: ignore[attr-defined]
+        docs = mm.index.inner._call("get", "get", include=["documents"])["documents"]  # type: ignore[attr-defined]
+        assert not any("Bob" in (d or "") for d in docs)
+
+
+def test_a_store_opened_by_a_relative_path_keeps_its_chroma_after_a_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with MemoryManager.open("store", embedder=FakeEmbedder()) as mm:
+        mm.remember("I keep bees", scope="alice")
+        mm.flush_index()
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)
+        client = _client(mm)
+        assert isinstance(client, ChromaProcess) and client._proc is not None
+        client._proc.kill()  # its replacement must open the same directory, not one under the new cwd
+        client._proc.wait()
+        mm.remember("I also keep goats", scope="alice")
+        mm.flush_index()
+        mm.verify(fix=True)
+        assert mm.verify().ok and mm.stats()["index_entries"] == 2
+    assert not (elsewhere / "store").exists()

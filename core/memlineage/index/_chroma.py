@@ -121,7 +121,7 @@ class ChromaIndex:
             client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
             index = cls(client, collection)
         index._owns_client = True
-        index._path = Path(path)
+        index._path = Path(path).resolve()
         return index
 
     def purge_log(self, ids: Sequence[str]) -> int:

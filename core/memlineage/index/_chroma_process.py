@@ -10,9 +10,11 @@ for the child, this process runs on.
 
 The child starts in the background (about a second: it imports chromadb); the first call waits for it. If it
 cannot start (no ``sys.executable``, a platform without ``pass_fds``, chromadb failing in the child), the client
-falls back to an in-process ``PersistentClient`` over the same directory and logs it at WARNING. The child exits
-when this process closes the socket: on :meth:`ChromaProcess.close`, at interpreter exit, or when this process
-dies (the socket's end of file), so it never outlives its parent.
+falls back to an in-process ``PersistentClient`` over the same directory and logs it at WARNING. A child that dies
+under the store (killed, out of memory) fails the call in flight with a ``StorageError`` and is replaced by a fresh
+one, as is a child whose call was interrupted before its answer was read. The child exits when this process closes
+the socket: on :meth:`ChromaProcess.close`, at interpreter exit, or when this process dies (the socket's end of
+file), so it never outlives its parent.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ class ChromaProcess:
     """
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        self.path = Path(path).resolve()  # the child, or a fresh one after a chdir, opens this very directory
         self._lock = threading.Lock()
         self._conn: Connection | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -209,8 +211,11 @@ class ChromaProcess:
             self._conn.send((op, name, method, dict(kwargs)))
             answer = self._conn.recv()
         except (EOFError, OSError) as exc:
-            msg = f"the Chroma process at {self.path} exited ({type(exc).__name__})"
-            self._stop_child()
+            # the child died (killed, out of memory): this call fails, the next one goes to a fresh child (the
+            # in-process client serves only when a child cannot start: Chroma's files must not be shared by a
+            # Chroma of this process and the sqlite3 connection that compacts them after an erasure)
+            msg = f"the Chroma process at {self.path} exited ({type(exc).__name__}); a new one is started"
+            self._replace_child()
             raise StorageError(msg) from exc
         except BaseException:
             # interrupted between a request and its answer (Ctrl-C in a notebook, an async exception): where the

@@ -274,6 +274,9 @@ class IndexSync:
         release: bool = False,
     ) -> int:
         new: frozenset[str] = frozenset()
+        if states is None:  # a foreground sync reads these rows itself; the worker then reads them in full too
+            for i in ids:
+                self._handoff.pop(i, None)
         if rows is None:
             rows, new = self._rows_for(ids, states)
         try:
@@ -359,7 +362,20 @@ class IndexSync:
                     self.ledger.mark_indexed(conn, [(r["id"], r["status"]) for r in upserts + stale])  # stale
                 if removing:
                     self.ledger.update_memories(conn, [r["id"] for r in removing], {"index_state": "removed"})
+        self._purge([r["id"] for r in removing if r["status"] == Status.ERASED.value])
         return removed
+
+    def _purge(self, ids: Sequence[str]) -> None:
+        """Drop what the index's write log still holds of entries it just deleted (embedded Chroma; erasures).
+
+        Only after the delete succeeded: a log stripped of an entry's records while the entry stays makes a later
+        delete of it a no-op in Chroma, and the erased text would stay. So an erasure whose delete failed is
+        purged by the repair or ``verify(fix=True)`` that deletes it.
+        """
+        purge = getattr(self.index, "purge_log", None)
+        if callable(purge) and ids:
+            with self._write_lock:
+                purge(ids)
 
     def _write_index(
         self,
@@ -593,6 +609,7 @@ class IndexSync:
                 self.ledger.update_memories(conn, restale, {"index_state": "stale"})
         with self._write_lock:
             removed = self.index.delete(report.orphans + report.not_removed)
+        self._purge(report.orphans + report.not_removed)
         self.repair()
         return len(reupsert) + len(restale) + removed + len(report.pending)
 

@@ -422,7 +422,7 @@ class Lifecycle:
         self.syncer.sync([*ids, *dict.fromkeys(suspects)])  # descendants made suspect need a sync too
         if successors:  # their indexed words drew on the erased versions: indexed again without them
             self.syncer.reindex_words(successors)
-        self._compact(ids)
+        self._compact()
         clear_text_caches()  # process-wide caches keyed by text (clauses, slots, stems, features, vectors)
         return ErasureReceipt(
             user_id=user,
@@ -461,15 +461,13 @@ class Lifecycle:
         rows = self.ledger.memory_rows(sorted(set(found) - set(ids)), embedding=False)
         return [r["id"] for r in rows if r and r["source_kind"] == SourceKind.CONSOLIDATION.value]
 
-    def _compact(self, ids: Sequence[str] = ()) -> None:
-        """Make redactions physical after an erasure.
+    def _compact(self) -> None:
+        """Make redactions physical after an erasure: checkpoint and truncate SQLite's WAL.
 
-        Drops the index's log records of ``ids`` (embedded Chroma), then checkpoints and truncates SQLite's WAL
-        (``secure_delete`` zeroes freed cells).
+        ``secure_delete`` zeroes freed cells. The index's log records of the erased entries (embedded Chroma) are
+        dropped by the index sync once Chroma deleted them (``IndexSync._purge``), not before: a log stripped of an
+        entry that Chroma still holds would make the later delete of that entry a no-op.
         """
-        purge = getattr(self.index, "purge_log", None)
-        if callable(purge) and ids:
-            purge(ids)
         if self.ledger.is_sqlite and not self.ledger.shared_connection:
             # an in-memory database has no write-ahead log; its one connection is shared with other threads
             try:
