@@ -612,10 +612,11 @@ class LexicalIndex:
                 return []
             slots, scores = ui.scores(list(dict.fromkeys(terms)), self.k1, self.b)
             # the filter runs on the scored documents only, before the cut: cost follows the matches
+            # a slot whose document was removed keeps its postings until the next compaction: it has no metadata
             found = [
                 (float(sc), ui.ids[j])
                 for j, sc in zip(slots.tolist(), scores.tolist(), strict=True)
-                if sc > 0 and where.matches(ui.meta[ui.ids[j]])
+                if sc > 0 and (meta := ui.meta.get(ui.ids[j])) is not None and where.matches(meta)
             ]
         found.sort(key=lambda x: (-x[0], x[1]))
         return [LexicalHit(mid, sc) for sc, mid in found[:k]]
