@@ -274,3 +274,12 @@ def test_users_queried_least_recently_are_evicted_beyond_max_docs_and_reload() -
     unbounded = LexicalIndex(max_docs=1)  # without a loader nothing is evicted: nothing could bring it back
     unbounded.upsert(["x", "y"], ["one", "two"], [{"user_id": "u"}, {"user_id": "v"}])
     assert unbounded.count() == 2
+
+
+def test_a_scored_document_without_metadata_is_skipped_not_raised() -> None:
+    """A removed document's slot left alive by an interleaving writer has no metadata: recall must not fail on it."""
+    idx = LexicalIndex()
+    idx.upsert(["a", "b"], ["bees on the roof", "bees in the garden"], [meta(), meta()])
+    user = next(iter(idx._users.values()))
+    user.meta.pop("a")  # the state a concurrent removal left behind in the field
+    assert [h.id for h in idx.query("bees", 5, where())] == ["b"]
