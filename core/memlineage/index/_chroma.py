@@ -1,4 +1,6 @@
-"""Chroma-backed vector index (embedded ``PersistentClient`` or an injected client such as ``HttpClient``).
+"""Chroma-backed vector index: an embedded ``PersistentClient`` or an injected client such as ``HttpClient``.
+
+The embedded client runs in a child process of its own by default (:mod:`memlineage.index._chroma_process`).
 
 chromadb is imported lazily, inside this module's functions, so that ``import memlineage`` stays light.
 """
