@@ -250,8 +250,8 @@ class MemoryManager(WriteVerbs, ReadVerbs, ActivityVerbs):
 
         Embedded default: ``path`` (default ``$MEMLINEAGE_HOME`` or ``./.memlineage``) holds ``ledger.db``
         (SQLite, WAL) and ``chroma/`` (Chroma ``PersistentClient``, run in a child process of its own: see
-        :meth:`ChromaIndex.persistent <memlineage.index.ChromaIndex.persistent>`), guarded by a cross-process writer lock
-        (``.writer.lock``; one writer process at a time, use server mode for more). Server mode: pass
+        :meth:`ChromaIndex.persistent <memlineage.index.ChromaIndex.persistent>`), guarded by a cross-process writer
+        lock (``.writer.lock``; one writer process at a time, use server mode for more). Server mode: pass
         ``ledger_url="postgresql+psycopg://..."`` and ``chroma_client=chromadb.HttpClient(...)``; no lock is taken
         then unless some part still lives in ``path``.
 
