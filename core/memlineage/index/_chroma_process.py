@@ -8,7 +8,8 @@ write, update detection and the agent's own turn wait for Chroma. :class:`Chroma
 pickled messages; no network port is opened, so no other local process can reach the store. While a call waits
 for the child, this process runs on.
 
-The child starts in the background (about a second: it imports chromadb); the first call waits for it. If it
+The child starts with the first call that needs Chroma (the index sync's background write of a store's first
+memories, or a read of Chroma itself) and takes about a second to import chromadb; that call waits for it. If it
 cannot start (no ``sys.executable``, a platform without ``pass_fds``, chromadb failing in the child), the client
 falls back to an in-process ``PersistentClient`` over the same directory and logs it at WARNING. A child that dies
 under the store (killed, out of memory) fails the call in flight with a ``StorageError`` and is replaced by a fresh
@@ -120,7 +121,7 @@ class ChromaProcess:
         self._local: ClientAPI | None = None  # the in-process fallback client
         self._opens: dict[str, dict[str, object]] = {}  # collections to open once the child is ready
         self._pid = os.getpid()  # a forked copy of this process must not talk to the child over the same socket
-        self._start()
+        self._started = False  # the child starts with the first request: a store closed before it wrote starts none
         self._at_exit = functools.partial(_close_at_exit, weakref.ref(self))
         atexit.register(self._at_exit)
 
@@ -194,6 +195,9 @@ class ChromaProcess:
             )
             raise StorageError(msg)
         with self._lock:
+            if not self._started:
+                self._started = True
+                self._start()
             if self._conn is not None and not self._ready:
                 self._wait_ready()
             opens = list(self._opens.items())
@@ -235,7 +239,7 @@ class ChromaProcess:
         del embedding_function  # vectors always come from the caller
         request: dict[str, object] = {"metadata": dict(metadata) if metadata else None}
         with self._lock:
-            if self._conn is not None and not self._ready:  # the child is starting: open it with the first call
+            if not self._started or (self._conn is not None and not self._ready):  # opened with the first call
                 self._opens[name] = request
                 return _Collection(self, name)
         local = self.request("open", name, "", request)
