@@ -66,6 +66,14 @@ def _client(path: Path) -> Any:
     return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
 
 
+def _flat_meta(user: str, i: int, now: float) -> dict[str, Any]:
+    """The flat metadata MemLineage gives a Chroma entry, for the raw peers (``i`` makes the content hash)."""
+    return {
+        "user_id": user, "agent_id": "", "session_id": "", "kind": "episodic", "status": "active",
+        "source_kind": "user", "created_at": now, "valid_from": now, "value": 0.5, "content_hash": f"{i:064x}",
+    }  # fmt: skip
+
+
 def bench_ingest_and_recall(n: int, tmp: Path) -> dict[str, Any]:
     vecs = _vectors(n)
     texts = [f"memory number {i} about topic {i % 97}" for i in range(n)]
@@ -92,15 +100,8 @@ def bench_ingest_and_recall(n: int, tmp: Path) -> dict[str, Any]:
     now = time.time()
     raw, raw_ingest = raw_add("raw", lambda i: {"user_id": users[i], "status": "active", "kind": "episodic"})
 
-    def flat(i: int) -> dict[str, Any]:
-        return {
-            "user_id": users[i], "agent_id": "", "session_id": "", "kind": "episodic", "status": "active",
-            "source_kind": "user", "created_at": now, "valid_from": now, "value": 0.5,
-            "content_hash": f"{i:064x}",
-        }  # fmt: skip
-
-    _, raw_full_ingest = raw_add("rawfull", flat)
-    _, raw_record_ingest = raw_add("rawrecord", flat, documents=True)
+    _, raw_full_ingest = raw_add("rawfull", lambda i: _flat_meta(users[i], i, now))
+    _, raw_record_ingest = raw_add("rawrecord", lambda i: _flat_meta(users[i], i, now), documents=True)
 
     # MemoryManager: the default (each user's scope fits the exact plan: reads from the in-process block, Chroma
     # written behind the ledger commit, timed until flushed), every memory to Chroma in the write (exact_max=0:
@@ -331,10 +332,7 @@ def bench_remember_one_by_one(tmp: Path, n: int = 1000) -> dict[str, Any]:
     )
     t0 = time.perf_counter()
     for i in range(n):
-        meta = {
-            "user_id": users[i], "agent_id": "", "session_id": "", "kind": "episodic", "status": "active",
-            "source_kind": "user", "created_at": now, "valid_from": now, "value": 0.5, "content_hash": f"{i:064x}",
-        }  # fmt: skip
+        meta = _flat_meta(users[i], i, now)
         col.add(ids=[str(i)], embeddings=vecs[i : i + 1], metadatas=[meta], documents=[texts[i]])
     raw = time.perf_counter() - t0
     mm = MemoryManager.open(tmp / "one_ml", embedder=LookupEmbedder(dict(zip(texts, vecs.tolist()))))

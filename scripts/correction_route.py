@@ -79,29 +79,6 @@ def stack_route() -> list[tuple[str, str]]:
     return route
 
 
-def every_file() -> list[str]:
-    """Every project file a call entered from the callback's ``on_chain_start`` until the cascade, in call order."""
-    correction = _two_turns(make_manager())
-    seen: list[str] = []
-    state = {"on": False, "done": False}
-
-    def profile(frame: FrameType, event: str, arg: object) -> None:
-        if event != "call" or state["done"] or not _ours(frame.f_code.co_filename):
-            return
-        name, filename = frame.f_code.co_name, frame.f_code.co_filename
-        state["on"] = state["on"] or (name == "on_chain_start" and "_callback" in filename)
-        if state["on"]:
-            seen.append(_rel(filename))
-            state["done"] = name == "invalidate" and "cascade" in filename
-
-    sys.setprofile(profile)
-    try:
-        correction()
-    finally:
-        sys.setprofile(None)
-    return seen
-
-
 def _carries(value: object, text: str, depth: int = 0) -> bool:
     """Whether ``value`` holds the correction's words: the text itself, or a record, list or mapping that does."""
     if isinstance(value, str):
@@ -118,14 +95,15 @@ def _carries(value: object, text: str, depth: int = 0) -> bool:
     return bool(fields) and any(_carries(getattr(value, k, None), text, depth + 1) for k in fields)
 
 
-def value_route() -> list[tuple[str, list[str]]]:
-    """The files whose functions were handed the correction (its text, a draft or memory holding it), in order.
+def calls() -> list[tuple[str, bool]]:
+    """Every project call from the callback's ``on_chain_start`` until the cascade starts, in call order.
 
-    The run-time counterpart of following one value through the code: a call counts when one of its arguments
-    (``self`` left out) carries the correction's words; consecutive calls in one file are one stay.
+    Each is ``(file, handed)``: ``handed`` when one of its arguments (``self`` left out) carries the correction (its
+    text, or a draft or memory holding it), the run-time counterpart of following one value through the code. The
+    cascade's own ``invalidate`` counts as handed.
     """
     correction = _two_turns(make_manager())
-    seen: list[tuple[str, str]] = []
+    seen: list[tuple[str, bool]] = []
     state = {"on": False, "done": False}
 
     def profile(frame: FrameType, event: str, arg: object) -> None:
@@ -135,39 +113,31 @@ def value_route() -> list[tuple[str, list[str]]]:
         state["on"] = state["on"] or (code.co_name == "on_chain_start" and "_callback" in code.co_filename)
         if not state["on"]:
             return
-        if code.co_name == "invalidate" and "cascade" in code.co_filename:
-            state["done"] = True
-            seen.append((_rel(code.co_filename), code.co_name))
-            return
+        state["done"] = code.co_name == "invalidate" and "cascade" in code.co_filename
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-        if any(_carries(frame.f_locals.get(n), CORRECTION) for n in names if n != "self"):
-            seen.append((_rel(code.co_filename), code.co_name))
+        handed = state["done"] or any(_carries(frame.f_locals.get(n), CORRECTION) for n in names if n != "self")
+        seen.append((_rel(code.co_filename), handed))
 
     sys.setprofile(profile)
     try:
         correction()
     finally:
         sys.setprofile(None)
-    route: list[tuple[str, list[str]]] = []
-    for file, name in seen:
-        if route and route[-1][0] == file:
-            route[-1][1].append(name)
-        else:
-            route.append((file, [name]))
-    return route
+    return seen
 
 
 def main() -> None:
-    """Print both counts."""
+    """Print the three counts."""
     route = stack_route()
     files = [file for file, _ in route]
     returns = [f for i, f in enumerate(files) if f in files[:i]]
     for file, functions in route:
         print(f"  {file}: {functions}")
     print(f"on the stack: {len(route)} stops, {len(set(files))} files, {len(returns)} returns {returns}")
-    seen = every_file()
-    print(f"every call until the cascade: {len(seen)} calls in {len(set(seen))} files")
-    stays = [file for file, _ in value_route()]
+    seen = calls()
+    print(f"every call until the cascade: {len(seen)} calls in {len({f for f, _ in seen})} files")
+    handed = [file for file, carried in seen if carried]
+    stays = [f for i, f in enumerate(handed) if i == 0 or handed[i - 1] != f]  # consecutive calls in a file: one stay
     again = sum(1 for i, f in enumerate(stays) if f in stays[:i])
     print(f"calls handed the correction: {len(stays)} stays in {len(set(stays))} files, {again} returns to a file")
 

@@ -41,6 +41,18 @@ def _import_chromadb() -> Any:
     return chromadb
 
 
+def persistent_client(path: str | Path) -> ClientAPI:
+    """An in-process ``PersistentClient`` at ``path`` with anonymized telemetry off.
+
+    Raises:
+        MissingDependencyError: chromadb is not installed.
+    """
+    chromadb = _import_chromadb()
+    from chromadb.config import Settings  # deferred with chromadb (above)
+
+    return cast("ClientAPI", chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False)))
+
+
 def _matrix(vectors: Sequence[Sequence[float]]) -> npt.NDArray[np.float32]:
     """Vectors as one float32 array (Chroma's native input; no per-float Python conversion)."""
     return np.asarray(vectors, dtype=np.float32)
@@ -114,14 +126,9 @@ class ChromaIndex:
         """
         from memlineage.index._chroma_process import ChromaProcess, wanted
 
-        if process if process is not None else wanted():
-            index = cls(cast("ClientAPI", ChromaProcess(path)), collection)
-        else:
-            chromadb = _import_chromadb()
-            from chromadb.config import Settings  # deferred with chromadb (above)
-
-            client = chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-            index = cls(client, collection)
+        in_child = process if process is not None else wanted()
+        client = cast("ClientAPI", ChromaProcess(path)) if in_child else persistent_client(path)
+        index = cls(client, collection)
         index._owns_client = True
         index._path = Path(path).resolve()
         return index

@@ -127,7 +127,7 @@ class ChromaProcess:
 
     @property
     def in_child(self) -> bool:
-        """Whether calls go to the child process (False after a fallback or :meth:`close`)."""
+        """Whether calls go to a child process now (False before the first call, after a fallback or :meth:`close`)."""
         return self._conn is not None
 
     def _start(self) -> None:
@@ -161,10 +161,9 @@ class ChromaProcess:
 
     def _local_client(self) -> ClientAPI:
         if self._local is None:
-            import chromadb  # deferred: chromadb is heavy and only the fallback needs it here
-            from chromadb.config import Settings
+            from memlineage.index._chroma import persistent_client  # deferred: that module imports this one
 
-            self._local = chromadb.PersistentClient(path=str(self.path), settings=Settings(anonymized_telemetry=False))
+            self._local = persistent_client(self.path)
         return self._local
 
     def _wait_ready(self) -> None:
@@ -267,21 +266,16 @@ class ChromaProcess:
                 self._local = None
 
     def _replace_child(self) -> None:
-        """Kill the child at once and start a fresh one over the same directory (the caller holds the lock)."""
-        conn, proc = self._conn, self._proc
-        self._conn, self._proc, self._ready = None, None, False
-        if conn is not None:
-            conn.close()
-        if proc is not None:
-            proc.kill()
-            proc.wait()
+        """End the child at once and start a fresh one over the same directory (the caller holds the lock)."""
+        self._ready = False  # whatever it was doing is not awaited
+        self._stop_child()
         self._start()
 
     def _stop_child(self, *, graceful: bool = False) -> None:
         conn, proc, ready = self._conn, self._proc, self._ready
         self._conn, self._proc, self._ready = None, None, False
         if proc is not None and not ready and conn is not None:
-            # never asked anything: nothing of this store is in flight there, so it need not finish starting
+            # still starting, or replaced after a broken call: nothing it holds is awaited, so it need not finish
             conn.close()
             proc.terminate()
             proc.wait()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -352,7 +352,7 @@ class ScopedVectorIndex:
         updates: tuple[Sequence[str], Sequence[Mapping[str, Any]]],
         deletes: Sequence[str],
         *,
-        new: bool = False,
+        new: Collection[str] = (),
     ) -> Callable[[], int]:
         """Apply a batch of writes to the loaded blocks now; return the wrapped index's part, to run later.
 
@@ -364,8 +364,8 @@ class ScopedVectorIndex:
             upserts: ``(ids, vectors, metadatas)`` to insert or replace.
             updates: ``(ids, metadatas)`` to merge into existing entries.
             deletes: Ids to remove.
-            new: The upserts were never written to the wrapped index: its ``add`` is used (Chroma's is about twice
-                as fast as its ``upsert``, and leaves an entry that exists unchanged).
+            new: Ids of upserts never written to the wrapped index: its ``add`` writes them (Chroma's is about twice
+                as fast as its ``upsert``, and leaves an entry that exists unchanged); the others are upserted.
 
         Returns:
             A callable that writes the wrapped index and returns how many entries it removed.
@@ -379,10 +379,18 @@ class ScopedVectorIndex:
         if deletes:
             self.drop_local(deletes)
 
+        add = getattr(self.inner, "add", None)
+        added = {i for i, mid in enumerate(up_ids) if mid in new} if add is not None else set()
+        upserted = [i for i in range(len(up_ids)) if i not in added]
+
+        def write(to: Callable[..., object], rows: Sequence[int]) -> None:
+            if rows:
+                to([up_ids[i] for i in rows], [up_vectors[i] for i in rows], _public([up_metas[i] for i in rows]))
+
         def wrapped() -> int:
-            if up_ids:
-                write = (getattr(self.inner, "add", None) if new else None) or self.inner.upsert
-                write(up_ids, up_vectors, _public(up_metas))
+            if add is not None:
+                write(add, sorted(added))
+            write(self.inner.upsert, upserted)
             if st_ids:
                 self.inner.update_metadata(st_ids, _public(st_metas))
             return int(self.inner.delete(deletes)) if deletes else 0

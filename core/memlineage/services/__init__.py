@@ -121,9 +121,8 @@ def wire(parts: Parts, *, write_mutex: threading.RLock, previous: Services | Non
         value=value, cascade=cascade, syncer=index_sync, reads=reads, clock=clock, write_mutex=write_mutex,
     )  # fmt: skip
     lifecycle = Lifecycle(
-        ledger=ledger, index=index, reads=reads, policy=policy, cascade=cascade, syncer=index_sync, value=value,
-        clock=clock,
-    )  # fmt: skip
+        ledger=ledger, reads=reads, policy=policy, cascade=cascade, syncer=index_sync, value=value, clock=clock
+    )
     recall = Recall(
         ledger=ledger, index=index, lexical=parts.lexical, embedding=embedding, cascade=cascade, policy=policy,
         value=value, retrieval=parts.retrieval, read_filter=parts.read_filter, clock=clock,

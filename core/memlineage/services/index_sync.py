@@ -405,18 +405,10 @@ class IndexSync:
         metas = [{**_held_metadata(r), DOCUMENT_KEY: r["content"]} for r in upserts]  # Chroma keeps the text
         split = getattr(self.index, "split_writes", None) if release else None
         if split is not None:
-            fresh_rows = [i for i, r in enumerate(upserts) if r["id"] in new]
-            others = [i for i, r in enumerate(upserts) if r["id"] not in new]
-            first = split(([ids[i] for i in fresh_rows], [vectors[i] for i in fresh_rows],
-                           [metas[i] for i in fresh_rows]), ([], []), [], new=True)  # fmt: skip
-            second = split(([ids[i] for i in others], [vectors[i] for i in others], [metas[i] for i in others]),
-                           ([r["id"] for r in stale], [index_metadata(r) for r in stale]),
-                           [r["id"] for r in removing])  # fmt: skip
-
-            def later() -> int:
-                first()
-                return second()
-
+            later: Callable[[], int] = split(
+                (ids, vectors, metas), ([r["id"] for r in stale], [index_metadata(r) for r in stale]),
+                [r["id"] for r in removing], new=new,
+            )  # fmt: skip
         else:
 
             def later() -> int:

@@ -33,7 +33,7 @@ from memlineage.models import (
     new_id,
     to_epoch,
 )
-from memlineage.ports import Clock, IndexSyncer, PolicyGatePort, ValueGatePort, VectorIndex
+from memlineage.ports import Clock, IndexSyncer, PolicyGatePort, ValueGatePort
 from memlineage.reconcile import Action
 from memlineage.services._rows import LIVE, edge_row, event_row, row_activity
 from memlineage.services.cascade import Cascade
@@ -49,7 +49,6 @@ class Lifecycle:
 
     Args:
         ledger: The ledger.
-        index: The vector index (an erasure purges its log).
         reads: Scope-checked reads.
         policy: Update / delete policies.
         cascade: Invalidation with its cascade, and archiving.
@@ -62,7 +61,6 @@ class Lifecycle:
         self,
         *,
         ledger: Ledger,
-        index: VectorIndex,
         reads: Reads,
         policy: PolicyGatePort,
         cascade: Cascade,
@@ -71,7 +69,6 @@ class Lifecycle:
         clock: Clock,
     ) -> None:
         self.ledger = ledger
-        self.index = index
         self.reads = reads
         self.policy = policy
         self.cascade = cascade
