@@ -196,6 +196,8 @@ SPLITS = (
     "test51",
     "test52",
     "test53",
+    "test54",
+    "test55",
 )
 
 

@@ -476,6 +476,17 @@ def test_a_question_for_the_date_of_something_asks_for_a_time() -> None:
     assert answer_type("What's the date of our housewarming?") == "time"
     assert answer_type("What is my dentist appointment time?") == "time"
     assert answer_type("What's my time zone?") == "entity"
+    # ... and so does one for the night or weekday of a standing event
+    assert answer_type("what night is my pottery class?") == answer_type("Which evenings is choir?") == "time"
+
+
+def test_a_request_to_the_assistant_asks_what_holds_now() -> None:
+    from memlineage.reconcile._signals import asks_about_events
+
+    # "would you" / "could u" ask the assistant to do something; "would she" asks what would happen
+    assert not asks_about_events("how would you describe the way I eat now?")
+    assert not asks_about_events("Could u remind me where I live?")
+    assert asks_about_events("What would she pursue?") and asks_about_events("When did Caroline go?")
 
 
 def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:

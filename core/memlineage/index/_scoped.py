@@ -558,6 +558,19 @@ class ScopedVectorIndex:
         telemetry.current().set(plan="ann")
         return list(self.inner.query(vector, k, where))
 
+    def held_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Unit vectors (float32, shape ``(dims,)``) of those ``ids`` that the scope's loaded block holds.
+
+        Reads neither the ledger nor the wrapped index and loads no block: an id the block lacks is left out (the
+        caller reads it from the ledger). A memory's vector never changes, so a block that lags a status change
+        still holds the right one.
+        """
+        with self._lock:
+            block = self._blocks.get(user_id)
+            if block is None:
+                return {}
+            return {mid: block.vecs[block.row[mid]].copy() for mid in ids if mid in block.row}
+
     def plan(self, user_id: str) -> str:
         """``"exact"`` or ``"ann"``: how a query in this scope is answered now (loads the block if due)."""
         with self._lock:

@@ -40,6 +40,7 @@ from memlineage.ledger import _versions
 from memlineage.ledger._activity_log import ActivityLog
 from memlineage.ledger._graph import GraphQueries, _chunks
 from memlineage.ledger._locks import Locks
+from memlineage.ledger._memory_cache import MemoryReader
 from memlineage.ledger._rows import Event, memory_to_row, row_to_memory
 from memlineage.ledger._schema import (
     NOT_INDEXED,
@@ -109,6 +110,8 @@ class Ledger(GraphQueries, Locks, ActivityLog):
     ) -> None:
         self.url = url
         self._lock = threading.RLock()
+        # Memories built from rows, reused while a row reads the same (see _memory_cache)
+        self._reader = MemoryReader(lambda ids, c: self.premises(ids, c, support=0))
         kwargs: dict[str, Any] = {"echo": echo, "future": True}
         self.is_sqlite = url.startswith("sqlite")
         self._schema = schema
@@ -358,10 +361,8 @@ class Ledger(GraphQueries, Locks, ActivityLog):
 
     def memories(self, ids: Sequence[str], conn: Connection | None = None) -> list[Memory | None]:
         """Memories for ``ids`` in input order (``None`` for misses), with their original premises."""
-        rows = self.memory_rows(ids, conn, embedding=False)  # a Memory carries no vector: never read it here
-        present = [r["id"] for r in rows if r is not None]
-        premises = self.premises(present, conn, support=0)
-        return [row_to_memory(r, premises.get(r["id"], ())) if r is not None else None for r in rows]
+        with self._maybe(conn) as c:
+            return self._reader.read(c, ids)
 
     def find_duplicates(
         self, user_id: str, agent_id: str | None, pairs: Iterable[tuple[str, str]], conn: Connection | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, case, select, update
+from sqlalchemy import ColumnElement, Connection, Double, bindparam, case, select, update
 
 from memlineage.ledger._schema import memories
 
@@ -110,13 +110,18 @@ def record_use(conn: Connection, ids: Sequence[str], at: float | None) -> None:
 
 
 def reinforce_values(conn: Connection, bumps: Sequence[tuple[str, float]]) -> None:
-    """Raise the stored value of each memory by its bump, capped at 1 (one ``UPDATE`` per ``(id, bump)``)."""
-    for memory_id, bump in bumps:
-        conn.execute(
-            update(memories)
-            .where(memories.c.id == memory_id)
-            .values(value=case((memories.c.value + bump > 1.0, 1.0), else_=memories.c.value + bump))
-        )
+    """Raise the stored value of each memory by its bump, capped at 1 (one ``UPDATE`` run for every ``(id, bump)``)."""
+    if bumps:
+        conn.execute(_REINFORCE, [{"mid": memory_id, "bump": bump} for memory_id, bump in bumps])
+
+
+_BUMP = bindparam("bump", type_=Double())
+#: One statement for a batch of bumps (an executemany), compiled once.
+_REINFORCE = (
+    update(memories)
+    .where(memories.c.id == bindparam("mid"))
+    .values(value=case((memories.c.value + _BUMP > 1.0, 1.0), else_=memories.c.value + _BUMP))
+)
 
 
 def active_rows(

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from memlineage._forget import text_cache
 from memlineage.extractors._rules import transcript_speaker
 from memlineage.models import Memory
 from memlineage.reconcile._about import _COMMON_CJK, _words
@@ -145,6 +146,7 @@ def _nearest(
     return out
 
 
+@text_cache(maxsize=8192)
 def _content_words(text: str) -> frozenset[str]:
     """A statement's content words and keys (Chinese bigrams not of two common characters)."""
     terms = frozenset().union(*(c.terms | c.keys for c in clauses_of(text)))

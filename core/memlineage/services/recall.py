@@ -12,9 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from memlineage import telemetry
 from memlineage.errors import StorageError
-from memlineage.index import IndexFilter
+from memlineage.index import IndexFilter, ScopedVectorIndex
 from memlineage.ledger import Ledger
 from memlineage.ledger._queries_memories import record_use
 from memlineage.models import (
@@ -181,7 +183,11 @@ class Recall:
         # reconcile._compete); the user's own statements only
         reserve = [h for h in hits[window:] if h.memory.source.kind is SourceKind.USER][:RESERVE]
         links = self.ledger.possible_updates(scope.user_id, [h.memory.id for h in head]) if len(head) > 1 else {}
-        vectors = self.ledger.vectors([h.memory.id for h in (*head, *reserve)]) if len(head) + len(reserve) > 1 else {}
+        vectors = (
+            self._vectors(scope.user_id, [h.memory.id for h in (*head, *reserve)])
+            if len(head) + len(reserve) > 1
+            else {}
+        )
         head, tr.conflicts = resolve_conflicts(
             query, head, links=links, vectors=vectors, older_weight=self.retrieval.older_weight, reserve=reserve,
             served=k,
@@ -194,6 +200,12 @@ class Recall:
             **{f"withheld.{stage}": n for stage, n in tr.withheld.items()}
         )
         return RecallResult(hits, tr)
+
+    def _vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors of ``ids``: from the scope's exact block where it holds them, the rest from the ledger."""
+        held = self.index.held_vectors(user_id, ids) if isinstance(self.index, ScopedVectorIndex) else {}
+        missing = [i for i in ids if i not in held]
+        return {**held, **self.ledger.vectors(missing)} if missing else held
 
     def _mark_used(self, mems: Sequence[Memory], activity_id: str | None, now: datetime) -> None:
         t = to_epoch(now)
