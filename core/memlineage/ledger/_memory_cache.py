@@ -83,8 +83,8 @@ class MemoryReader:
         """Memories for ``ids`` in input order (``None`` for ids that do not exist), read in ``conn``."""
         found: dict[str, tuple[Any, ...]] = {}
         for chunk in _chunks(list(dict.fromkeys(ids))):
-            for values in conn.execute(_SELECT.where(memories.c.id.in_(chunk))):
-                found[values[0]] = tuple(values)
+            for row in conn.execute(_SELECT.where(memories.c.id.in_(chunk))):
+                found[row[0]] = tuple(row)
         premises = self._premises(list(found), conn) if found else {}
         out: dict[str, Memory] = {}
         with self._lock:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Double, bindparam, case, select, update
+from sqlalchemy import BindParameter, ColumnElement, Connection, Double, bindparam, case, select, update
 
 from memlineage.ledger._schema import memories
 
@@ -115,7 +115,7 @@ def reinforce_values(conn: Connection, bumps: Sequence[tuple[str, float]]) -> No
         conn.execute(_REINFORCE, [{"mid": memory_id, "bump": bump} for memory_id, bump in bumps])
 
 
-_BUMP = bindparam("bump", type_=Double())
+_BUMP: BindParameter[float] = bindparam("bump", type_=Double())
 #: One statement for a batch of bumps (an executemany), compiled once.
 _REINFORCE = (
     update(memories)
