@@ -19,7 +19,7 @@ from typing import Any
 from memlineage._draft import Draft
 from memlineage.extractors import InfoType, content_terms
 from memlineage.extractors._patterns import has_cjk
-from memlineage.index import IndexFilter, VectorIndex
+from memlineage.index import IndexFilter, IndexHit, ScopedVectorIndex, VectorIndex
 from memlineage.ledger import Ledger, row_to_memory
 from memlineage.ledger._queries_memories import active_rows, reinforce_values
 from memlineage.models import Memory, MemoryKind, Scope
@@ -111,35 +111,53 @@ class ValueGate:
             return list(drafts)
         return [dataclasses.replace(d, features=vm.extract(d.content, goal=d.goal)) for d in drafts]
 
-    def _nearest_similarity(self, d: Draft) -> float | None:
-        """Similarity of the nearest live memory in the draft's scope, ignoring the draft's own slot.
+    def _nearest_similarities(self, drafts: Sequence[Draft]) -> dict[str, float | None]:
+        """Per draft id, the similarity of the nearest live memory in the draft's scope, ignoring its own slot.
 
         Cosine of the embeddings in general; for Chinese text the word overlap (CJK bigram Jaccard) of the nearest
         candidates instead, because the default English MiniLM scores unrelated Chinese sentences as similar
-        (about 0.56 for "我喜欢喝咖啡。" vs "我住在上海浦东。").
+        (about 0.56 for "我喜欢喝咖啡。" vs "我住在上海浦东。"). None where the draft has no embedding or the scope
+        no live memory. The drafts of one scope ask the index at once (:meth:`ScopedVectorIndex.query_many`) and
+        the ledger once for the statuses of every neighbour: one by one, a batch of ``m`` drafts into a scope of
+        ``n`` memories cost ``m`` passes over the scope and ``m`` reads.
         """
-        if d.embedding is None:
-            return None
-        where = IndexFilter(user_id=d.scope.user_id, agent_id=d.scope.agent_id, statuses=("active",))
-        hits = self.index.query(d.embedding, 5, where)
-        if hits:  # the index may lag a cascade's status changes: the ledger decides what is still active
-            statuses = self.ledger.statuses([h.id for h in hits])
-            hits = [h for h in hits if statuses.get(h.id) == "active"]
-        if not hits:
-            return None
-        cjk = has_cjk(d.content)
-        if d.slot or cjk:
-            rows = self.ledger.memory_rows([h.id for h in hits])
-            # A new value for a slot is new information even when it is worded like the old one.
-            pairs = [
-                (h, r) for h, r in zip(hits, rows, strict=True) if r is None or not d.slot or r.get("slot") != d.slot
-            ]
-            if cjk:
-                return max(
-                    (_bigram_similarity(d.content, r["content"]) for _, r in pairs if r is not None), default=None
-                )
-            hits = [h for h, _ in pairs]
-        return max((h.similarity for h in hits), default=None)
+        asked = [d for d in drafts if d.embedding is not None]
+        groups: dict[tuple[str, str | None], list[Draft]] = {}
+        for d in asked:
+            groups.setdefault((d.scope.user_id, d.scope.agent_id), []).append(d)
+        found: dict[str, list[IndexHit]] = {}
+        for (user_id, agent_id), members in groups.items():
+            where = IndexFilter(user_id=user_id, agent_id=agent_id, statuses=("active",))
+            vectors = [d.embedding for d in members if d.embedding is not None]
+            if isinstance(self.index, ScopedVectorIndex):
+                answers = self.index.query_many(vectors, 5, where)
+            else:
+                answers = [self.index.query(v, 5, where) for v in vectors]
+            found.update((d.id, hits) for d, hits in zip(members, answers, strict=True))
+        # the index may lag a cascade's status changes: the ledger decides what is still active
+        statuses = self.ledger.statuses(sorted({h.id for hits in found.values() for h in hits}))
+        live = {mid: [h for h in hits if statuses.get(h.id) == "active"] for mid, hits in found.items()}
+        # a slot's drafts and Chinese ones read their neighbours' rows (slot, content): one read for the batch
+        wanted = sorted({h.id for d in asked if d.slot or has_cjk(d.content) for h in live[d.id]})
+        rows = dict(zip(wanted, self.ledger.memory_rows(wanted), strict=True)) if wanted else {}
+        out: dict[str, float | None] = {d.id: None for d in drafts}
+        for d in asked:
+            hits = live[d.id]
+            if not hits:
+                continue
+            cjk = has_cjk(d.content)
+            if d.slot or cjk:
+                # A new value for a slot is new information even when it is worded like the old one.
+                pairs = [(h, rows.get(h.id)) for h in hits]
+                pairs = [(h, r) for h, r in pairs if r is None or not d.slot or r.get("slot") != d.slot]
+                if cjk:
+                    out[d.id] = max(
+                        (_bigram_similarity(d.content, r["content"]) for _, r in pairs if r is not None), default=None
+                    )
+                    continue
+                hits = [h for h, _ in pairs]
+            out[d.id] = max((h.similarity for h in hits), default=None)
+        return out
 
     def gate(
         self, drafts: Sequence[Draft], todo: Sequence[Draft], results: list[Memory | None], now: datetime
@@ -171,12 +189,13 @@ class ValueGate:
         keep: list[Draft] = []
         position = {d.id: i for i, d in enumerate(drafts)}
         targets = {d.supersedes["id"] for d in todo if d.supersedes} | {d.retracts for d in todo if d.retracts}
+        # A new value for a held slot is new information by definition (its restatements in summaries and the old
+        # value are worded alike), so novelty is not measured against the index then.
+        novelty = self._nearest_similarities([d for d in todo if d.supersedes is None])
         for d in todo:
             features = d.features or vm.extract(d.content, goal=d.goal)
             profile = vm.profile_for(d.scope)
-            # A new value for a held slot is new information by definition (its restatements in summaries and the
-            # old value are worded alike), so novelty is not measured against the index then.
-            nearest = None if d.supersedes is not None else self._nearest_similarity(d)
+            nearest = novelty.get(d.id)
             assessment = vm.score(features, nearest_similarity=nearest, trust=d.trust, profile=profile)
             forced = (
                 d.force

@@ -96,6 +96,10 @@ class _Codes:
         return [self._codes[v] for v in ("" if x is None else str(x) for x in values) if v in self._codes]
 
 
+#: Cells of one (queries x block rows) similarity product in :meth:`_Block.query_many` (4M float32 = 16 MB).
+_PRODUCT_CELLS = 4_000_000
+
+
 class _Block:
     """One scope's vectors (rows ``0..n``; deleted rows masked until compaction) and filter columns."""
 
@@ -188,10 +192,9 @@ class _Block:
         self.n = int(keep.size)
         self.row = {mid: i for i, mid in enumerate(self.ids)}
 
-    def query(self, q: np.ndarray, k: int, where: IndexFilter, codes: _Codes) -> list[IndexHit]:
+    def _rows(self, where: IndexFilter, codes: _Codes) -> np.ndarray:
+        """The rows that pass ``where`` (alive, status, kind, agent, session, tags)."""
         n = self.n
-        if n == 0 or q.shape[0] != self.vecs.shape[1]:
-            return []
         mask = self.alive[:n].copy()
         mask &= np.isin(self.cols["status"][:n], codes.known(where.statuses))
         if where.kinds is not None:
@@ -204,19 +207,45 @@ class _Block:
             for i in np.flatnonzero(mask).tolist():
                 if not all(t in self.tags[i] for t in where.tags):
                     mask[i] = False
-        rows = np.flatnonzero(mask)
-        if rows.size == 0:
-            return []
-        # One pass over the block (the filter picks from it). einsum, not BLAS: a multi-threaded BLAS gemv is
-        # several times slower on a loaded machine (thread hand-offs), and one core reads the block at memory speed.
-        sims_rows = np.einsum("ij,j->i", self.vecs[:n], q, optimize=False)[rows]
-        if rows.size > k:  # keep every row tied with the k-th similarity so the id tie-break is deterministic
+        return np.flatnonzero(mask)
+
+    def _top(self, rows: np.ndarray, sims_rows: np.ndarray, k: int) -> list[IndexHit]:
+        """The top-``k`` of ``rows`` by similarity, ties broken by id (every row tied with the k-th is weighed)."""
+        if rows.size > k:
             kth = np.partition(sims_rows, rows.size - k)[rows.size - k]
             pick = np.flatnonzero(sims_rows >= kth)
         else:
             pick = np.arange(rows.size)
         ranked = sorted(pick.tolist(), key=lambda j: (-float(sims_rows[j]), self.ids[int(rows[j])]))[:k]
         return [IndexHit(self.ids[int(rows[j])], float(sims_rows[j])) for j in ranked]
+
+    def query(self, q: np.ndarray, k: int, where: IndexFilter, codes: _Codes) -> list[IndexHit]:
+        n = self.n
+        if n == 0 or q.shape[0] != self.vecs.shape[1]:
+            return []
+        rows = self._rows(where, codes)
+        if rows.size == 0:
+            return []
+        # One pass over the block (the filter picks from it). einsum, not BLAS: a multi-threaded BLAS gemv is
+        # several times slower on a loaded machine (thread hand-offs), and one core reads the block at memory speed.
+        sims_rows = np.einsum("ij,j->i", self.vecs[:n], q, optimize=False)[rows]
+        return self._top(rows, sims_rows, k)
+
+    def query_many(self, qs: np.ndarray, k: int, where: IndexFilter, codes: _Codes) -> list[list[IndexHit]]:
+        """:meth:`query` for each row of ``qs`` (unit vectors, shape ``(m, dims)``): one filter, few matrix products."""
+        n = self.n
+        if n == 0 or qs.shape[1] != self.vecs.shape[1]:
+            return [[] for _ in range(qs.shape[0])]
+        rows = self._rows(where, codes)
+        if rows.size == 0:
+            return [[] for _ in range(qs.shape[0])]
+        held = self.vecs[rows]
+        step = max(1, _PRODUCT_CELLS // rows.size)  # bounds the (queries x rows) product's memory
+        out: list[list[IndexHit]] = []
+        for lo in range(0, qs.shape[0], step):
+            sims = qs[lo : lo + step] @ held.T
+            out.extend(self._top(rows, sims[i], k) for i in range(sims.shape[0]))
+        return out
 
 
 class ScopedVectorIndex:
@@ -557,6 +586,24 @@ class ScopedVectorIndex:
         self.ann_queries += 1
         telemetry.current().set(plan="ann")
         return list(self.inner.query(vector, k, where))
+
+    def query_many(self, vectors: Sequence[Vector], k: int, where: IndexFilter) -> list[list[IndexHit]]:
+        """:meth:`query` for each vector, in input order: one pass over the scope's exact block where it has one.
+
+        The write gate asks the nearest memories of every draft of a batch at once; asked one by one, a batch of
+        ``m`` drafts into a scope of ``n`` memories read the whole block ``m`` times. A scope on the ANN plan asks
+        the wrapped index once per vector.
+        """
+        if not vectors:
+            return []
+        expected = self._stamp(where.user_id) if self._stamp is not None else None
+        with self._lock:
+            block = self._block(where.user_id, expected)
+            units = [_unit(v) for v in vectors]
+            if block is not None and len({u.shape for u in units}) == 1:
+                self.exact_queries += len(vectors)
+                return block.query_many(np.stack(units), k, where, self._codes)
+        return [self.query(v, k, where) for v in vectors]  # the ANN plan, or vectors of mixed sizes
 
     def held_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Unit vectors (float32, shape ``(dims,)``) of those ``ids`` that the scope's loaded block holds.
