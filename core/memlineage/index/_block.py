@@ -177,10 +177,10 @@ class Block:
         rows = self._rows(where, codes)
         if rows.size == 0:
             return [[] for _ in range(qs.shape[0])]
-        held = self.vecs[rows]
-        step = max(1, _PRODUCT_CELLS // rows.size)  # bounds the (queries x rows) product's memory
+        # the block is read in place (a view); the filter picks columns of the product, as query() picks rows
+        step = max(1, _PRODUCT_CELLS // n)  # bounds the (queries x block rows) product's memory
         out: list[list[IndexHit]] = []
         for lo in range(0, qs.shape[0], step):
-            sims = qs[lo : lo + step] @ held.T
+            sims = (qs[lo : lo + step] @ self.vecs[:n].T)[:, rows]
             out.extend(self._top(rows, sims[i], k) for i in range(sims.shape[0]))
         return out
