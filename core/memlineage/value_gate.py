@@ -19,7 +19,8 @@ from typing import Any
 from memlineage._draft import Draft
 from memlineage.extractors import InfoType, content_terms
 from memlineage.extractors._patterns import has_cjk
-from memlineage.index import IndexFilter, IndexHit, ScopedVectorIndex, VectorIndex
+from memlineage.index import IndexFilter, IndexHit, VectorIndex
+from memlineage.index._base import query_many
 from memlineage.ledger import Ledger, row_to_memory
 from memlineage.ledger._queries_memories import active_rows, reinforce_values
 from memlineage.models import Memory, MemoryKind, Scope
@@ -117,7 +118,7 @@ class ValueGate:
         Cosine of the embeddings in general; for Chinese text the word overlap (CJK bigram Jaccard) of the nearest
         candidates instead, because the default English MiniLM scores unrelated Chinese sentences as similar
         (about 0.56 for "我喜欢喝咖啡。" vs "我住在上海浦东。"). None where the draft has no embedding or the scope
-        no live memory. The drafts of one scope ask the index at once (:meth:`ScopedVectorIndex.query_many`) and
+        no live memory. The drafts of one scope ask the index at once (:func:`memlineage.index._base.query_many`) and
         the ledger once for the statuses of every neighbour: one by one, a batch of ``m`` drafts into a scope of
         ``n`` memories cost ``m`` passes over the scope and ``m`` reads.
         """
@@ -129,17 +130,14 @@ class ValueGate:
         for (user_id, agent_id), members in groups.items():
             where = IndexFilter(user_id=user_id, agent_id=agent_id, statuses=("active",))
             vectors = [d.embedding for d in members if d.embedding is not None]
-            if isinstance(self.index, ScopedVectorIndex):
-                answers = self.index.query_many(vectors, 5, where)
-            else:
-                answers = [self.index.query(v, 5, where) for v in vectors]
+            answers = query_many(self.index, vectors, 5, where)
             found.update((d.id, hits) for d, hits in zip(members, answers, strict=True))
         # the index may lag a cascade's status changes: the ledger decides what is still active
         statuses = self.ledger.statuses(sorted({h.id for hits in found.values() for h in hits}))
         live = {mid: [h for h in hits if statuses.get(h.id) == "active"] for mid, hits in found.items()}
         # a slot's drafts and Chinese ones read their neighbours' rows (slot, content): one read for the batch
         wanted = sorted({h.id for d in asked if d.slot or has_cjk(d.content) for h in live[d.id]})
-        rows = dict(zip(wanted, self.ledger.memory_rows(wanted), strict=True)) if wanted else {}
+        rows = dict(zip(wanted, self.ledger.memory_rows(wanted, embedding=False), strict=True)) if wanted else {}
         out: dict[str, float | None] = {d.id: None for d in drafts}
         for d in asked:
             hits = live[d.id]

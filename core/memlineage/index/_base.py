@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeAlias, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -157,6 +157,18 @@ def _scalar(value: _T | None) -> _T | str:
 #: Metadata key under which a writer hands an entry's text to an index that stores documents (Chroma); the index
 #: stores it as the entry's document, never as metadata, and other indexes drop it.
 DOCUMENT_KEY = "_document"
+
+
+def query_many(index: VectorIndex, vectors: Sequence[Vector], k: int, where: IndexFilter) -> list[list[IndexHit]]:
+    """``index.query`` for each vector, in input order; at once where the index can (``query_many``).
+
+    :class:`~memlineage.index.ScopedVectorIndex` answers a batch with one pass over a scope's exact block; any
+    other :class:`VectorIndex` is asked once per vector.
+    """
+    many = getattr(index, "query_many", None)
+    if callable(many):
+        return cast("list[list[IndexHit]]", many(vectors, k, where))
+    return [index.query(v, k, where) for v in vectors]
 
 
 def index_metadata(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -111,7 +111,7 @@ class Ledger(GraphQueries, Locks, ActivityLog):
         self.url = url
         self._lock = threading.RLock()
         # Memories built from rows, reused while a row reads the same (see _memory_cache)
-        self._reader = MemoryReader(lambda ids, c: self.premises(ids, c, support=0))
+        self._reader = MemoryReader()
         kwargs: dict[str, Any] = {"echo": echo, "future": True}
         self.is_sqlite = url.startswith("sqlite")
         self._schema = schema
@@ -362,7 +362,10 @@ class Ledger(GraphQueries, Locks, ActivityLog):
     def memories(self, ids: Sequence[str], conn: Connection | None = None) -> list[Memory | None]:
         """Memories for ``ids`` in input order (``None`` for misses), with their original premises."""
         with self._maybe(conn) as c:
-            return self._reader.read(c, ids)
+            return self._reader.read(c, ids, self._original_premises)
+
+    def _original_premises(self, ids: Sequence[str], conn: Connection) -> dict[str, tuple[str, ...]]:
+        return self.premises(ids, conn, support=0)
 
     def find_duplicates(
         self, user_id: str, agent_id: str | None, pairs: Iterable[tuple[str, str]], conn: Connection | None = None

@@ -30,13 +30,9 @@ from memlineage.models import Memory
 
 __all__ = ["MemoryReader"]
 
-#: The columns :func:`~memlineage.ledger.row_to_memory` reads.
-_NAMES = (
-    "id", "user_id", "agent_id", "session_id", "kind", "content", "status", "source_kind", "source_name",
-    "activity_id", "parent_activity_id", "confidence", "trust", "context_hash", "tags", "meta", "created_at",
-    "recorded_at", "valid_from", "valid_to", "expires_at", "invalidated_at", "version", "supersedes", "slot", "value",
-    "assessment", "last_used_at", "use_count",
-)  # fmt: skip
+#: Columns a ``Memory`` does not carry: not read (the index sync's state changes cost no rebuild).
+_NOT_CARRIED = frozenset({"content_hash", "embedder", "index_state", "stamp_key"})
+_NAMES = tuple(c.name for c in memories.c if c.name not in _NOT_CARRIED)
 _JSON = frozenset(c.name for c in memories.c if isinstance(c.type, JSON))
 #: JSON columns as text: SQLite hands the stored text, which compares and hashes cheaply; PostgreSQL's driver
 #: decodes them either way (dicts and lists compare too).
@@ -59,15 +55,13 @@ class MemoryReader:
     """Builds ``Memory`` objects from ledger rows, reusing the last one built for an unchanged row.
 
     Args:
-        premises: ``(ids, conn) -> {id: original premise ids}`` (support group 0), read with the rows.
         maxsize: Memories kept, least recently read dropped first (≥ 1; about 5 KB each, so 2,048 hold ~11 MB).
 
     A reused ``Memory`` is the same (frozen) object as before; a caller must not change its ``metadata`` or
     ``tags`` in place (pydantic's ``frozen`` guards the fields, not what they hold).
     """
 
-    def __init__(self, premises: Premises, *, maxsize: int = 2048) -> None:
-        self._premises = premises
+    def __init__(self, *, maxsize: int = 2048) -> None:
         self._maxsize = max(1, maxsize)
         self._built: OrderedDict[str, tuple[tuple[Any, ...], Memory]] = OrderedDict()
         self._lock = threading.Lock()
@@ -79,13 +73,16 @@ class MemoryReader:
         with self._lock:
             self._built.clear()
 
-    def read(self, conn: Connection, ids: Sequence[str]) -> list[Memory | None]:
-        """Memories for ``ids`` in input order (``None`` for ids that do not exist), read in ``conn``."""
+    def read(self, conn: Connection, ids: Sequence[str], premises_of: Premises) -> list[Memory | None]:
+        """Memories for ``ids`` in input order (``None`` for ids that do not exist), read in ``conn``.
+
+        ``premises_of(ids, conn)`` gives each found id's original premises (support group 0).
+        """
         found: dict[str, tuple[Any, ...]] = {}
         for chunk in _chunks(list(dict.fromkeys(ids))):
             for row in conn.execute(_SELECT.where(memories.c.id.in_(chunk))):
                 found[row[0]] = tuple(row)
-        premises = self._premises(list(found), conn) if found else {}
+        premises = premises_of(list(found), conn) if found else {}
         out: dict[str, Memory] = {}
         with self._lock:
             for mid, values in found.items():

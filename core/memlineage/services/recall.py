@@ -16,7 +16,7 @@ import numpy as np
 
 from memlineage import telemetry
 from memlineage.errors import StorageError
-from memlineage.index import IndexFilter, ScopedVectorIndex
+from memlineage.index import IndexFilter
 from memlineage.ledger import Ledger
 from memlineage.ledger._queries_memories import record_use
 from memlineage.models import (
@@ -203,7 +203,8 @@ class Recall:
 
     def _vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of ``ids``: from the scope's exact block where it holds them, the rest from the ledger."""
-        held = self.index.held_vectors(user_id, ids) if isinstance(self.index, ScopedVectorIndex) else {}
+        held_vectors = getattr(self.index, "held_vectors", None)  # ScopedVectorIndex: the exact plan's block
+        held: dict[str, np.ndarray] = held_vectors(user_id, ids) if callable(held_vectors) else {}
         missing = [i for i in ids if i not in held]
         return {**held, **self.ledger.vectors(missing)} if missing else held
 
