@@ -352,6 +352,29 @@ def test_a_question_after_a_dash_and_back_in_a_range_state_the_present() -> None
     (lab,) = clauses_of("Got my results: cholesterol is 180 now, back in the healthy range!")
     assert lab.asserts_present and not lab.past
     assert clauses_of("Back in my twenties I waited tables.")[0].past
+    assert clauses_of("back in college i ran 50+ miles a week for xc")[0].past
+
+
+def test_a_clock_time_is_no_number_asked_for() -> None:
+    from memlineage.reconcile._compete import competes
+
+    (yoga,) = clauses_of("i do yoga mondays at 6pm")
+    assert values_of(yoga, "number") == frozenset() and values_of(yoga, "time") == {"mondays", "6pm"}
+    (dose,) = clauses_of("Dose went up to 40mg at 7:30 every night")
+    assert values_of(dose, "number") == {"40"}
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    old = manager.require(
+        _say(manager, clock, "I take 10mg of melatonin at night, can I skip it on weekends?", 0), scope="alice"
+    )
+    new = manager.require(
+        _say(manager, clock, "i do spin class tuesdays at 6pm, should i eat before", 20), scope="alice"
+    )
+    # both among the speaker's best matches and close in meaning: still, 6pm is no other dose than 10mg
+    assert (
+        competes("What dose of melatonin do I take?", old, new, cosine=0.44, relevance=(0.6, 0.2), contenders=True)
+        is None
+    )
 
 
 def test_someone_who_only_reports_a_change_is_not_what_it_is_about() -> None:

@@ -475,6 +475,8 @@ _TIME = re.compile(
     r"(?:周|星期|礼拜)[一二三四五六日天]|[零一二两三四五六七八九十\d]{1,3}(?:点(?:半|[零一二三四五六七八九十\d]{1,3}分?)?|月(?:[零一二三四五六七八九十\d]{1,3}[日号])?|[日号])",
     re.IGNORECASE,
 )
+#: A clock time ("6pm", "7:30 a.m.", "18:45"): the first two forms of :data:`_TIME`.
+_CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b", re.IGNORECASE)
 _CJK_PLACE = re.compile(
     r"(?:在|到|去|回|住|搬到|搬去|调到|定居)([\u4e00-\u9fff]{2,4}?)(?=市|省|区|县|了|的|，|。|工作|上班|住|生活|定居|买|租|$)"
 )
@@ -495,8 +497,8 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
     text = clause.text
     if kind == "time":
         return frozenset(m.group(0).casefold() for m in _TIME.finditer(text))
-    if kind == "number":
-        return numbers_in(text)
+    if kind == "number":  # a clock time counts nothing ("yoga mondays at 6pm" gives no dose)
+        return numbers_in(_CLOCK.sub(" ", text)) if _CLOCK.search(text) else numbers_in(text)
     # a time word ("早上", "Monday") is a time, never the place or thing asked for
     named = {
         k for k in clause.keys if not DIGITS.fullmatch(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)
