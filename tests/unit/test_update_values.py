@@ -1190,3 +1190,19 @@ def test_the_user_named_in_the_third_person_is_the_speaker() -> None:
     assert asks_about_speaker(as_speaker("Which city does the user live in now?"))
     assert as_speaker("用户现在住在哪个城市？") == "我现在住在哪个城市？"
     assert as_speaker("How do I add a user to the team?") == "How do I add a user to the team?"  # no speaker named
+
+
+def test_an_implicit_update_close_in_meaning_contends_though_less_close_to_the_query() -> None:
+    from memlineage.reconcile._compete import competes
+
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    old = manager.require(_say(manager, clock, "I'm a junior data analyst at an insurance company.", 0), scope="alice")
+    text = "They made me team lead for the analytics group last month, so I manage four people now."
+    new = manager.require(_say(manager, clock, text, 40), scope="alice")
+    query = "What's my role at work?"
+    # a third as close to the query as the older one, but close in meaning to it: it contends
+    assert competes(query, old, new, cosine=0.42, relevance=(0.64, 0.23), contenders=True) is not None
+    # ... not when it is far less close to the query (another topic of the same user)
+    assert competes(query, old, new, cosine=0.42, relevance=(0.64, 0.15), contenders=True) is None
+    assert competes(query, old, new, cosine=0.22, relevance=(0.64, 0.23), contenders=True) is None

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -84,6 +84,7 @@ from memlineage.reconcile._about import (
     weighs,
 )
 from memlineage.reconcile._numbers import units_of
+from memlineage.reconcile._placing import Conflict, _earlier_first, _served_newer
 from memlineage.reconcile._query import as_speaker
 from memlineage.reconcile._signals import (
     Clause,
@@ -136,26 +137,9 @@ ANCHOR_COSINE = 0.4
 #: them. With MiniLM, implicit updates lie at 0.16-0.5 ("renting in Denver" / "unpacked in our new Portland
 #: apartment" 0.26; the few below 0.2 are lost) and other topics of one user mostly below 0.2.
 UNRELATED_COSINE = 0.2
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """Two recalled memories competing for one query; ``newer`` ranks first, ``older`` is demoted.
-
-    Attributes:
-        older: Id of the demoted (earlier) memory.
-        newer: Id of the later memory that ranks first.
-        reason: Why they compete, in words.
-        similarity: Word similarity of their clauses that match the query, in [0, 1] (None for a recorded
-            possible update).
-        decision: Id of the ``possible_update`` decision that linked them, when one did.
-    """
-
-    older: str
-    newer: str
-    reason: str
-    similarity: float | None = None
-    decision: str | None = None
+#: Cosine at or above which the weakest rule lets a newer statement contend although it is less than half as close to
+#: the query as the older one (but a third at least): an implicit update is said in other words than the query's.
+IMPLICIT_COSINE = 0.3
 
 
 def _may_outrank(newer: Memory, older: Memory) -> bool:
@@ -459,8 +443,17 @@ def competes(
         )
         # ... and so does a newer message that names the older value ("the XPS is going in the donation box"): it is
         # about what the older one said though its words are not the query's
+        # ... and so does a newer statement close in meaning to the older one, if not far less close to the query: an
+        # implicit update is said in other words than the query's ("They made me team lead for the analytics group"
+        # for "What's my role at work?"); another topic of the same user is mostly below that closeness
         close_enough = relevant or (
-            (valued and tied or echoes and novel) and relevance is not None and relevance[1] >= 0.2 * relevance[0]
+            relevance is not None
+            and (
+                (valued and tied or echoes and novel)
+                and relevance[1] >= 0.2 * relevance[0]
+                or (cosine or 0.0) >= IMPLICIT_COSINE
+                and relevance[1] >= 0.3 * relevance[0]
+            )
         )
         # the weakest rule (the query alone says what both are about): one speaker's statements only, never an
         # answer of the assistant's demoted by what the user said later
@@ -534,47 +527,9 @@ def competes(
     return reason, round(sim, 3)
 
 
-def _served_newer(
-    kept: list[RecallHit], hits: Sequence[RecallHit], rivals: Mapping[int, Conflict], served: int
-) -> list[RecallHit]:
-    """Move each newer hit that replaced a demoted one up to the last place served (see :func:`resolve_conflicts`)."""
-    out = list(kept)
-    for i, c in sorted(rivals.items()):
-        at = next((n for n, h in enumerate(out) if h.memory.id == c.newer), None)
-        above = {h.memory.id for h in hits[:i]}
-        place = sum(1 for h in out if h.memory.id in above)  # the older one's place among the kept hits
-        target = max(place, served - 1)
-        if at is None or at <= target:
-            continue
-        h = out.pop(at)
-        score = out[target].score
-        out.insert(target, replace(h, score=score, scores={**h.scores, "newer": 1.0, "final": score}))
-    return out
-
-
 def _names_asked(subject: str | None, wanted: frozenset[str]) -> bool:
     """Whether a clause's subject is a thing the query names ("dentist" for "When is my dentist appointment?")."""
     return subject is not None and bool(query_terms(subject) & wanted)
-
-
-def _earlier_first(hits: Sequence[RecallHit], rivals: Mapping[int, Conflict]) -> list[RecallHit]:
-    """For a question about the past: each earlier statement ranks just ahead of the later one that replaced it.
-
-    "What did I drive before the Maverick?" matches the statement naming the Maverick best; the one it replaced
-    ("My Jeep's soft top leaks") is the answer. An earlier statement already ahead stays where it is; a moved one
-    takes the later one's score (the order stays monotone in score) and the flag ``"earlier"``.
-    """
-    position = {h.memory.id: n for n, h in enumerate(hits)}
-    order = list(range(len(hits)))
-    moved: dict[int, RecallHit] = {}
-    for i, j in sorted(((i, position[c.newer]) for i, c in rivals.items()), key=lambda ij: ij[1]):
-        if order.index(i) < order.index(j):
-            continue
-        order.remove(i)
-        order.insert(order.index(j), i)
-        h = hits[i]
-        moved[i] = replace(h, score=hits[j].score, flags=(*h.flags, "earlier"), scores={**h.scores, "earlier": 1.0})
-    return [moved.get(i, hits[i]) for i in order]
 
 
 def resolve_conflicts(
