@@ -92,7 +92,11 @@ after test48's run was dropped), ``test50`` and ``test51`` (first run in session
 changes tried on test50's failures and the earlier suites were all dropped, so both ran on the same code),
 ``test52`` (first run after a later statement that ends what an earlier one said started to replace it, a change
 diagnosed on test50, test51 and all earlier suites), ``test53`` (first run at session 19's last code, the same
-update handling as test52).
+update handling as test52), ``test54`` (first run at session 20's last code), ``test55`` (first run after a request to
+the assistant stopped asking about events and "what night" started asking for a time, changes diagnosed on test54),
+``test56`` (first run after clock times stopped being numbers asked for, "back in college" started stating a past and
+an implicit update close in meaning started contending at a third of the older statement's closeness to the query,
+changes diagnosed on test55 and all earlier suites).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -112,7 +116,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test53|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test56|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -198,6 +202,7 @@ SPLITS = (
     "test53",
     "test54",
     "test55",
+    "test56",
 )
 
 

@@ -381,6 +381,11 @@ def test_someone_who_only_reports_a_change_is_not_what_it_is_about() -> None:
     from memlineage.reconcile._about import _names_someone
 
     assert not _names_someone("例会改到周四了，经理说周二会议室不够用。")
+    # whom the speaker gives something to, or does something for: the thing was or is the speaker's
+    assert not _names_someone("Sold the Civic to my neighbor's kid last weekend.")
+    assert not _names_someone("Finally caved and got an iPhone 15 so I can FaceTime my mom.")
+    assert _names_someone("Bought a used Civic for my son, he starts driving in May.")
+    assert _names_someone("My sister just moved to Austin, so I'll be flying to Texas a lot.")
     assert not _names_someone("My doctor said the follow-up moved to June 3.")
     assert _names_someone("我妈下个月搬去杭州。") and _names_someone("My sister moved to Rome.")
 

@@ -99,9 +99,10 @@ def _names_someone(text: str) -> bool:
 
     The table's ``others``, or any role of its ``people`` ("my cousin", "our landlord"). A person named as company
     ("we decided with my wife", "跟老婆商量了两个晚上", "my wife and I"), as the source of what is said
-    ("领导说周一大家都太忙", "my doctor said ..."), as someone acting on the speaker ("my doctor took me off it")
-    or as whose place it is ("at my cousin's place") does not count, unless a third-person pronoun follows ("with my
-    girlfriend. She hates horror"): the statement is still the speaker's own.
+    ("领导说周一大家都太忙", "my doctor said ..."), as someone acting on the speaker ("my doctor took me off it"),
+    as whose place it is ("at my cousin's place") or as whom the speaker gives something to or does something for
+    ("sold the car to my nephew", "so I can FaceTime my mom") does not count, unless a third-person pronoun follows
+    ("with my girlfriend. She hates horror"): the statement is still the speaker's own.
     """
     table = tables_for(text)[0]
     for pattern in (*table.others, *table.people):
@@ -115,6 +116,7 @@ def _names_someone(text: str) -> bool:
                 or _SAYS.search(after)
                 or _ACTS_ON_ME.search(after)
                 or (_PLACE_BEFORE.search(before) and _PLACE_AFTER.search(after))
+                or _GIVEN_TO.search(before)
             )
             # ... unless the text goes on about them ("with my girlfriend. She hates horror")
             if not company or THIRD_PERSON.search(after):
@@ -134,6 +136,13 @@ _SAYS = re.compile(
 _ACTS_ON_ME = re.compile(r"^\s+(?:[a-z]+\s+){1,2}(?:me|us)\b|^\s*[帮给替带把]我", re.IGNORECASE)
 #: A person whose place is named ("at my cousin's place", "送我妈那儿去了"): a place, not whom it is about.
 _PLACE_BEFORE = re.compile(r"\b(?:at|to|from|in|near|by)\s+$|[在去到送回]\s*$", re.IGNORECASE)
+#: A person the speaker hands something to or does something for ("sold the car to my nephew", "got an iPhone so I
+#: can FaceTime my mom"): the thing was, or is, the speaker's.
+_GIVEN_TO = re.compile(
+    r"\b(?:sold|gave|given|lent|handed|passed|donated|sent)\b[^.!?;]*\bto\s+(?:(?:my|our)\s+)?$"
+    r"|\bso (?:that )?(?:i|we) can \w+\s+(?:(?:my|our)\s+)?$",
+    re.IGNORECASE,
+)
 _PLACE_AFTER = re.compile(r"^(?:'|’)s\b|^(?:那儿|那里|那边|家|的)")
 
 
