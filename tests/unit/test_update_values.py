@@ -1211,3 +1211,26 @@ def test_an_implicit_update_close_in_meaning_contends_though_less_close_to_the_q
     # ... not when it is far less close to the query (another topic of the same user)
     assert competes(query, old, new, cosine=0.42, relevance=(0.64, 0.15), contenders=True) is None
     assert competes(query, old, new, cosine=0.22, relevance=(0.64, 0.23), contenders=True) is None
+
+
+def test_several_earlier_statements_of_one_later_one_keep_their_order_ahead_of_it() -> None:
+    from memlineage.reconcile._placing import Conflict, _earlier_first
+
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    texts = [
+        "cholesterol didn't drop enough so now I'm on 40 of the atorvastatin",
+        "started atorvastatin 20mg today, any foods to avoid?",
+        "my landlord wants another $100 a month",
+        "tore my calf, had to drop out of the half marathon",
+    ]
+    hits = [
+        RecallHit(memory=manager.require(_say(manager, clock, t, d), scope="alice"), score=s)
+        for t, d, s in zip(texts, (40, 0, 10, 20), (0.8, 0.6, 0.3, 0.2), strict=True)
+    ]
+    ids = [h.memory.id for h in hits]
+    # "what dose was I on originally?": the dose started with and, loosely, two other topics are earlier than the
+    # dose now; the best ranked of them ends first
+    rivals = {i: Conflict(ids[i], ids[0], "earlier") for i in (3, 1, 2)}
+    order = [h.memory.id for h in _earlier_first(hits, rivals)]
+    assert order == [ids[1], ids[2], ids[3], ids[0]]

@@ -63,7 +63,9 @@ def _earlier_first(hits: Sequence[RecallHit], rivals: Mapping[int, Conflict]) ->
     position = {h.memory.id: n for n, h in enumerate(hits)}
     order = list(range(len(hits)))
     moved: dict[int, RecallHit] = {}
-    for i, j in sorted(((i, position[c.newer]) for i, c in rivals.items()), key=lambda ij: ij[1]):
+    # several earlier statements of one later one ("what dose was I on originally?" pairs the dose started with and,
+    # loosely, other topics of the user): each goes just ahead of it, so the best ranked is taken first and ends first
+    for i, j in sorted(((i, position[c.newer]) for i, c in rivals.items()), key=lambda ij: (ij[1], ij[0])):
         if order.index(i) < order.index(j):
             continue
         order.remove(i)
