@@ -96,7 +96,10 @@ update handling as test52), ``test54`` (first run at session 20's last code), ``
 the assistant stopped asking about events and "what night" started asking for a time, changes diagnosed on test54),
 ``test56`` (first run after clock times stopped being numbers asked for, "back in college" started stating a past and
 an implicit update close in meaning started contending at a third of the older statement's closeness to the query,
-changes diagnosed on test55 and all earlier suites).
+changes diagnosed on test55 and all earlier suites; a person the speaker gives something to stopped counting as someone
+else the statement is about, dealt in with the older suites at the same code before its first run), ``test57`` (first
+run after several earlier statements moved ahead of a later one for a question about the past kept their rank order, a
+change diagnosed on test56).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -116,7 +119,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test56|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test57|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -203,6 +206,7 @@ SPLITS = (
     "test54",
     "test55",
     "test56",
+    "test57",
 )
 
 

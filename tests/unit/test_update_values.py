@@ -1234,3 +1234,18 @@ def test_several_earlier_statements_of_one_later_one_keep_their_order_ahead_of_i
     rivals = {i: Conflict(ids[i], ids[0], "earlier") for i in (3, 1, 2)}
     order = [h.memory.id for h in _earlier_first(hits, rivals)]
     assert order == [ids[1], ids[2], ids[3], ids[0]]
+
+
+def test_a_value_put_in_place_for_another_thing_replaces_nothing(mm: tuple[MemoryManager, Clock]) -> None:
+    manager, clock = mm
+    scope = {"user_id": "alice", "session_id": "s1"}
+    flight = manager.remember("booked my flight to Boise for the 9th, any rental car tips?", scope=scope)
+    clock.now += timedelta(minutes=2)
+    manager.remember(
+        "wait actually the hotel is the 10th not the 9th, so I need a place for the first night", scope=scope
+    )
+    assert manager.require(flight.id, scope="alice").status.value == "active"
+    applied = [
+        a for a in manager.activities(Scope(user_id="alice"), kinds=["update_detection"]) if a.outcome == "applied"
+    ]
+    assert not applied

@@ -191,7 +191,10 @@ def _own_thing(ca: Clause, cb: Clause) -> bool:
         return True
     words = {w.casefold() for w in ca.terms} | {k.casefold() for k in ca.keys}
     things = [m.group(1).casefold() for m in _THING.finditer(cb.text)]
-    if things and not any(t in words or t.rstrip("s") in words for t in things):
+    # the clause's terms are stems ("confirm" for "confirmation")
+    if things and not any(
+        t in words or t.rstrip("s") in words or any(t.startswith(w) for w in words if len(w) >= 4) for t in things
+    ):
         return True
     owners = {m.group(1)[-2:] for m in _OWNER_ZH.finditer(cb.text)} - _SELF_ZH
     return any(o not in ca.text for o in owners)

@@ -14,7 +14,7 @@ from memlineage.extractors._rules import (
     transcript_speaker,
 )
 from memlineage.reconcile._about import _COMMON_CJK
-from memlineage.reconcile._generic import repair_update, signal_update
+from memlineage.reconcile._generic import _own_thing, repair_update, signal_update
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._signals import (
     THIRD_PERSON,
@@ -318,6 +318,12 @@ class RuleReconciler:
             named = key_parts(strip_transcript_prefix(c.content))
             if not (old & named) or new <= named:
                 continue  # names neither the replaced value, or names both (options weighed: "5 or 6?")
+            # the correction names a thing the statement with the old value does not ("the hotel is the 10th not the
+            # 9th" after "booked my flight for the 9th"): another thing's value
+            ca = next((x for x in clauses_of(c.content) if key_parts(x.text) & old), None)
+            cb = next((x for x in clauses_of(text) if key_parts(x.text) & new), None)
+            if ca is not None and cb is not None and _own_thing(ca, cb):
+                continue
             # a short number is everywhere ("Meet me at 5 not 6" corrects nothing in "I have 6 cats"): the two share
             # the conversation or a word besides the values, unless the replaced value is itself specific ("0182")
             specific = any(len(v) >= 4 for v in old & named)
