@@ -446,15 +446,10 @@ def competes(
         # ... and so does a newer statement close in meaning to the older one, if not far less close to the query: an
         # implicit update is said in other words than the query's ("They made me team lead for the analytics group"
         # for "What's my role at work?"); another topic of the same user is mostly below that closeness
-        close_enough = relevant or (
-            relevance is not None
-            and (
-                (valued and tied or echoes and novel)
-                and relevance[1] >= 0.2 * relevance[0]
-                or (cosine or 0.0) >= IMPLICIT_COSINE
-                and relevance[1] >= 0.3 * relevance[0]
-            )
-        )
+        older_rel, newer_rel = relevance if relevance is not None else (0.0, 0.0)  # None: ``relevant`` holds
+        valued_close = (valued and tied or echoes and novel) and newer_rel >= 0.2 * older_rel
+        implicit = (cosine or 0.0) >= IMPLICIT_COSINE and newer_rel >= 0.3 * older_rel
+        close_enough = relevant or valued_close or implicit
         # the weakest rule (the query alone says what both are about): one speaker's statements only, never an
         # answer of the assistant's demoted by what the user said later
         # ... nor when the older statement names words of the query the newer message says none of ("What's my unit

@@ -38,7 +38,10 @@ class Conflict:
 def _served_newer(
     kept: list[RecallHit], hits: Sequence[RecallHit], rivals: Mapping[int, Conflict], served: int
 ) -> list[RecallHit]:
-    """Move each newer hit that replaced a demoted one up to the last place served (see :func:`resolve_conflicts`)."""
+    """Move each newer hit that replaced a demoted one up to the last place served.
+
+    See :func:`~memlineage.reconcile._compete.resolve_conflicts`.
+    """
     out = list(kept)
     for i, c in sorted(rivals.items()):
         at = next((n for n, h in enumerate(out) if h.memory.id == c.newer), None)
