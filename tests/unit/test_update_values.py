@@ -1249,3 +1249,21 @@ def test_a_value_put_in_place_for_another_thing_replaces_nothing(mm: tuple[Memor
         a for a in manager.activities(Scope(user_id="alice"), kinds=["update_detection"]) if a.outcome == "applied"
     ]
     assert not applied
+
+
+def test_a_chain_of_earlier_statements_keeps_the_order_monotone_in_score() -> None:
+    from memlineage.reconcile._placing import Conflict, _earlier_first
+
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    texts = ["I drive a Tesla Model 3 now", "my old car was a Prius", "before the Prius I had a Civic"]
+    hits = [
+        RecallHit(memory=manager.require(_say(manager, clock, t, d), scope="alice"), score=s)
+        for t, d, s in zip(texts, (60, 30, 0), (0.9, 0.5, 0.2), strict=True)
+    ]
+    ids = [h.memory.id for h in hits]
+    # the Prius statement is earlier than the Tesla one, the Civic statement earlier than the Prius one
+    rivals = {1: Conflict(ids[1], ids[0], "earlier"), 2: Conflict(ids[2], ids[1], "earlier")}
+    out = _earlier_first(hits, rivals)
+    assert [h.memory.id for h in out] == [ids[2], ids[1], ids[0]]
+    assert [h.score for h in out] == [0.9, 0.9, 0.9] and all("earlier" in h.flags for h in out[:2])

@@ -74,5 +74,11 @@ def _earlier_first(hits: Sequence[RecallHit], rivals: Mapping[int, Conflict]) ->
         order.remove(i)
         order.insert(order.index(j), i)
         h = hits[i]
-        moved[i] = replace(h, score=hits[j].score, flags=(*h.flags, "earlier"), scores={**h.scores, "earlier": 1.0})
-    return [moved.get(i, hits[i]) for i in order]
+        moved[i] = replace(h, flags=(*h.flags, "earlier"), scores={**h.scores, "earlier": 1.0})
+    out = [moved.get(i, hits[i]) for i in order]
+    # a moved hit takes the score of the hit now after it, read from the end: along a chain of moves (the earlier
+    # statement of an earlier statement) too, the order stays monotone in score
+    for p in range(len(out) - 2, -1, -1):
+        if order[p] in moved:
+            out[p] = replace(out[p], score=out[p + 1].score)
+    return out
