@@ -39,6 +39,7 @@ def test_query_many_answers_as_query_does(exact_max):
     owners = {m.id: m.scope.user_id for m in mm.find(scope="alice")}
     assert all(h.id in owners for hits in many for h in hits)  # bob's memories never answer for alice
     assert index.query_many([], 5, where) == []
+    assert index.query_many(asks[:2], 0, where) == [[], []]  # as query() answers k = 0
 
 
 def test_query_many_takes_vectors_of_mixed_sizes_one_by_one():

@@ -426,16 +426,21 @@ class ScopedVectorIndex:
         ``m`` drafts into a scope of ``n`` memories read the whole block ``m`` times. A scope on the ANN plan asks
         the wrapped index once per vector.
         """
-        if not vectors:
-            return []
-        expected = self._stamp(where.user_id) if self._stamp is not None else None
+        if k <= 0 or not vectors:
+            return [[] for _ in vectors]
+        expected = self._stamp(where.user_id) if self._stamp is not None else None  # read once for the batch
         with self._lock:
             block = self._block(where.user_id, expected)
-            units = [_unit(v) for v in vectors]
-            if block is not None and len({u.shape for u in units}) == 1:
+            if block is not None:
                 self.exact_queries += len(vectors)
-                return block.query_many(np.stack(units), k, where, self._codes)
-        return [self.query(v, k, where) for v in vectors]  # the ANN plan, or vectors of mixed sizes
+                telemetry.current().set(plan="exact")
+                units = [_unit(v) for v in vectors]
+                if len({u.shape for u in units}) == 1:
+                    return block.query_many(np.stack(units), k, where, self._codes)
+                return [block.query(u, k, where, self._codes) for u in units]  # vectors of mixed sizes
+        self.ann_queries += len(vectors)
+        telemetry.current().set(plan="ann")
+        return [list(self.inner.query(v, k, where)) for v in vectors]
 
     def held_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Unit vectors (float32, shape ``(dims,)``) of those ``ids`` that the scope's loaded block holds.

@@ -65,7 +65,7 @@ def _earlier_first(hits: Sequence[RecallHit], rivals: Mapping[int, Conflict]) ->
     """
     position = {h.memory.id: n for n, h in enumerate(hits)}
     order = list(range(len(hits)))
-    moved: dict[int, RecallHit] = {}
+    moved: set[int] = set()
     # several earlier statements of one later one ("what dose was I on originally?" pairs the dose started with and,
     # loosely, other topics of the user): each goes just ahead of it, so the best ranked is taken first and ends first
     for i, j in sorted(((i, position[c.newer]) for i, c in rivals.items()), key=lambda ij: (ij[1], ij[0])):
@@ -73,12 +73,14 @@ def _earlier_first(hits: Sequence[RecallHit], rivals: Mapping[int, Conflict]) ->
             continue
         order.remove(i)
         order.insert(order.index(j), i)
-        h = hits[i]
-        moved[i] = replace(h, flags=(*h.flags, "earlier"), scores={**h.scores, "earlier": 1.0})
-    out = [moved.get(i, hits[i]) for i in order]
+        moved.add(i)
+    out = [hits[i] for i in order]
     # a moved hit takes the score of the hit now after it, read from the end: along a chain of moves (the earlier
     # statement of an earlier statement) too, the order stays monotone in score
     for p in range(len(out) - 2, -1, -1):
         if order[p] in moved:
-            out[p] = replace(out[p], score=out[p + 1].score)
+            h = out[p]
+            out[p] = replace(
+                h, score=out[p + 1].score, flags=(*h.flags, "earlier"), scores={**h.scores, "earlier": 1.0}
+            )
     return out

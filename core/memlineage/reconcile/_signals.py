@@ -468,15 +468,16 @@ def answer_type(query: str) -> str | None:
     return None
 
 
+#: A clock time ("6pm", "7:30 a.m.", "18:45").
+_CLOCK_TIME = r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b"
+_CLOCK = re.compile(_CLOCK_TIME, re.IGNORECASE)
 _TIME = re.compile(
-    r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|"
+    _CLOCK_TIME + r"|\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|"
     r"june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b(?:\s+\d{1,2}(?:st|nd|rd|th)?)?|"
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b\d{4}-\d{2}-\d{2}\b|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|"
     r"(?:周|星期|礼拜)[一二三四五六日天]|[零一二两三四五六七八九十\d]{1,3}(?:点(?:半|[零一二三四五六七八九十\d]{1,3}分?)?|月(?:[零一二三四五六七八九十\d]{1,3}[日号])?|[日号])",
     re.IGNORECASE,
 )
-#: A clock time ("6pm", "7:30 a.m.", "18:45"): the first two forms of :data:`_TIME`.
-_CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b", re.IGNORECASE)
 _CJK_PLACE = re.compile(
     r"(?:在|到|去|回|住|搬到|搬去|调到|定居)([\u4e00-\u9fff]{2,4}?)(?=市|省|区|县|了|的|，|。|工作|上班|住|生活|定居|买|租|$)"
 )
@@ -498,7 +499,7 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
     if kind == "time":
         return frozenset(m.group(0).casefold() for m in _TIME.finditer(text))
     if kind == "number":  # a clock time counts nothing ("yoga mondays at 6pm" gives no dose)
-        return numbers_in(_CLOCK.sub(" ", text)) if _CLOCK.search(text) else numbers_in(text)
+        return numbers_in(_CLOCK.sub(" ", text))
     # a time word ("早上", "Monday") is a time, never the place or thing asked for
     named = {
         k for k in clause.keys if not DIGITS.fullmatch(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)
