@@ -1267,3 +1267,75 @@ def test_a_chain_of_earlier_statements_keeps_the_order_monotone_in_score() -> No
     out = _earlier_first(hits, rivals)
     assert [h.memory.id for h in out] == [ids[2], ids[1], ids[0]]
     assert [h.score for h in out] == [0.9, 0.9, 0.9] and all("earlier" in h.flags for h in out[:2])
+
+
+def _unit(*parts: float) -> np.ndarray:
+    """A unit vector in 8 dimensions from its first coordinates."""
+    v = np.zeros(8, dtype=np.float32)
+    v[: len(parts)] = parts
+    return v / np.linalg.norm(v)
+
+
+def test_nearest_pairs_keeps_each_statements_nearest_later_and_earlier_ones_of_its_speaker() -> None:
+    from memlineage.reconcile._successors import nearest_pairs
+
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    ids = [_say(manager, clock, f"statement number {n}", 10 * n) for n in range(4)]
+    clock.now = T0 + timedelta(days=50)
+    agent = manager.remember("an answer of the assistant", scope=Scope(user_id="alice"), source="agent").id
+    hits = [RecallHit(memory=manager.require(m, scope="alice"), score=0.5) for m in [*ids, agent]]
+    # cosines: 0-3 0.98, 1-3 0.61, 0-1 0.45, 1-2 0.09, 2-3 0.02, 0-2 0; the agent's statement is nearest to 0 of all
+    unit = {
+        ids[0]: _unit(1.0),
+        ids[1]: _unit(0.5, 1.0),
+        ids[2]: _unit(0.0, 0.1, 1.0),
+        ids[3]: _unit(1.0, 0.2),
+        agent: _unit(1.0, 0.01),
+    }
+    # each statement with its nearest later one (0-3, 1-3, 2-3) and its nearest earlier one (0-1, 1-2, 0-3); the
+    # agent's statement is another speaker's: it pairs with none
+    assert nearest_pairs(hits, unit, k=1) == {(0, 3), (1, 3), (2, 3), (0, 1), (1, 2)}
+    # 2 is far from 0 on both sides; with two neighbours per side 0 is among 2's two nearest earlier statements
+    assert nearest_pairs(hits, unit, k=2) == {(0, 3), (1, 3), (2, 3), (0, 1), (1, 2), (0, 2)}
+
+
+def test_the_weakest_rule_pairs_statements_near_each_other_among_the_speakers_hits() -> None:
+    """Two statements that are a user's best answers only for want of others compete only if near in meaning."""
+    from memlineage.reconcile._compete import competes
+
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    old = _say(manager, clock, "I'm a junior data analyst at an insurance company.", 0)
+    others = [
+        _say(manager, clock, "My cat knocked a plant off the shelf again last night.", 10),
+        _say(manager, clock, "Thinking about repainting the kitchen a pale green this spring.", 20),
+    ]
+    text = "They made me team lead for the analytics group last month, so I manage four people now."
+    new = _say(manager, clock, text, 40)
+    query = "What's my role at work?"
+    assert competes(
+        query, manager.require(old, scope="alice"), manager.require(new, scope="alice"), cosine=0.42,
+        relevance=(0.64, 0.23), contenders=True, nearest=False,
+    ) is None  # fmt: skip
+
+    def conflicts_of(ids: list[str], unit: dict[str, np.ndarray]) -> set[tuple[str, str]]:
+        rel = {old: 0.64, new: 0.23}
+        hits = [
+            RecallHit(
+                memory=manager.require(m, scope="alice"), score=0.9 - 0.1 * n,
+                scores={"vector": (1 + rel.get(m, 0.1)) / 2, "vector_rank": float(n + 1)},
+            )
+            for n, m in enumerate(ids)
+        ]  # fmt: skip
+        _, found = resolve_conflicts(query, hits, vectors=unit)
+        return {(c.older, c.newer) for c in found}
+
+    unit = {old: _unit(1.0), new: _unit(0.42, float(np.sqrt(1 - 0.42**2)))}
+    # the user's only two statements near the question: the later one replaces the earlier
+    assert (old, new) in conflicts_of([old, new], unit)
+    # two statements said between them are nearer each of the two (cosine 0.6 with the older, 0.66 with the newer):
+    # neither is among the other's two nearest on its side of time, so they do not compete
+    unit[others[0]] = _unit(0.6, 0.45, 0.661)
+    unit[others[1]] = _unit(0.6, 0.45, 0.0, 0.661)
+    assert (old, new) not in conflicts_of([old, new, *others], unit)

@@ -14,12 +14,15 @@ written.
 the speaker's :data:`CONTENDERS` best-ranked statements compete without shared words or close meaning, provided
 something beyond ranking ties them (a shared key, a differing time, place or number, vectors not unrelated, the newer
 message naming a name the older one gave: "the XPS is going in the donation box"; for Chinese a shared content bigram)
-and the newer one gives a value the older does not. Implicit updates ("The skylight in our new Portland apartment is
-loud") share nothing else with what they replace. A contender's *successor* contends with it too, however the query
-ranks it: the speaker's later statement whose vector is nearest its own among the hits that share a content word with
-it alone (:mod:`memlineage.reconcile._successors`; "我住在上海浦东" / "来杭州之后房租省了一半，每周回上海开会": the
-query's words are in the older one only). Recall's candidates below the window (``reserve``) are searched for it too,
-and a later statement that replaces one of the answers served moves up into them (never above an answer ranked higher).
+and the newer one gives a value the older does not; for English, one must also be among the other's
+:data:`~memlineage.reconcile._successors.NEAREST` nearest statements of the speaker in meaning on its side of time
+(:func:`~memlineage.reconcile._successors.nearest_pairs`). Implicit updates ("The skylight in our new Portland
+apartment is loud") share nothing else with what they replace. A contender's *successor* contends with it too,
+however the query ranks it: the speaker's later statement whose vector is nearest its own among the hits that share a
+content word with it alone (:mod:`memlineage.reconcile._successors`; "我住在上海浦东" /
+"来杭州之后房租省了一半，每周回上海开会": the query's words are in the older one only). Recall's
+candidates below the window (``reserve``) are searched for it too, and a later statement that replaces one of the
+answers served moves up into them (never above an answer ranked higher).
 A later statement that *ends* what an older one said ("sold the jeep!!!", 吉普卖了: an ``ending`` cue of the tables and
 a word of the older statement, :func:`~memlineage.reconcile._about.ends`) replaces it, told in any tense.
 
@@ -115,6 +118,7 @@ from memlineage.reconcile._successors import (
     _predecessors,
     _successors,
     _when,
+    nearest_pairs,
     speaker,
     speaker_ranks,
 )
@@ -181,6 +185,7 @@ def competes(
     relevance: tuple[float, float] | None = None,
     linked: bool = False,
     contenders: bool = False,
+    nearest: bool = True,
 ) -> tuple[str, float] | None:
     """Whether ``newer`` answers ``query`` the way ``older`` does, as a later statement of the same speaker.
 
@@ -198,6 +203,9 @@ def competes(
         contenders: Both are among the :data:`CONTENDERS` statements of their speaker that best match the query
             (as recall ranked them): the query itself says what they are about. When the query asks the speaker
             about themselves and the clauses pass every check, they compete without shared words or close meaning.
+        nearest: For English text, that weakest rule also asks that each be near the other in meaning among the
+            speaker's hits (:func:`~memlineage.reconcile._successors.nearest_pairs`); False when they are not.
+            Default True (no hits to compare with).
 
     Returns:
         ``(reason, similarity)`` when they compete, else None. Similarity is in [0, 1], higher = closer.
@@ -460,6 +468,8 @@ def competes(
         # ... and never two English statements whose vectors say they are about unrelated things ("I work at
         # Google" / "oops, meant Dallas, Austin's where I grew up"), unless they share a key or swap a value
         unrelated = not cjk and cosine is not None and cosine < UNRELATED_COSINE and not (keyed or swapped)
+        # ... nor, in English, two statements that each have statements nearer in meaning on the other's side of time
+        # ("I live in Montreal" / "i teach 8th grade science at Millbrook Middle": the user's only two answers)
         if (
             eligible
             and contenders
@@ -470,6 +480,7 @@ def competes(
             and about_me
             and same_speaker
             and not unrelated
+            and (nearest or cjk)
             and not other_slot
             and not weighs(newer.content, kind)
         ):
@@ -597,6 +608,7 @@ def resolve_conflicts(
             who = speaker(h.memory)
             valued_rank[i] = valued_seen.get(who, 0)
             valued_seen[who] = valued_rank[i] + 1
+    near = nearest_pairs(hits, unit)
     newest_rival: dict[int, Conflict] = {}
     for pos, i in enumerate(order):
         for j in order[pos + 1 :]:
@@ -614,7 +626,10 @@ def resolve_conflicts(
                 # "来杭州之后房租省了一半，每周回上海开会"), it is still what the speaker said of it next
                 or (speaker_rank[i] < CONTENDERS and successor.get(a.id) == b.id)
             )
-            verdict = competes(query, a, b, cosine=cosine, relevance=rel, linked=decision is not None, contenders=top)
+            verdict = competes(
+                query, a, b, cosine=cosine, relevance=rel, linked=decision is not None, contenders=top,
+                nearest=(i, j) in near,
+            )  # fmt: skip
             found = Conflict(a.id, b.id, verdict[0], verdict[1], decision) if verdict else None
             if found is not None:
                 newest_rival[i] = found  # later j overwrite: the newest competitor wins

@@ -27,6 +27,9 @@ CONTENDERS = 3
 #: Cosine at or above which a contender's nearest later statement of the same speaker (among the hits) contends
 #: with it although the query ranks it lower (see :func:`memlineage.reconcile._compete.resolve_conflicts`).
 SUCCESSOR_COSINE = 0.5
+#: How many of a statement's nearest later (and earlier) statements of the same speaker by vector, among the hits,
+#: it may compete with under the weakest rule (the query alone says what both are about; see :func:`nearest_pairs`).
+NEAREST = 2
 #: Cosine at or above which a contender's nearest earlier statement of the same speaker answers a question about
 #: the past (see :func:`_predecessors`).
 PREDECESSOR_COSINE = 0.2
@@ -163,3 +166,40 @@ def _closeness(hit: RecallHit) -> float:
     if vector is not None and hit.scores.get("vector_rank", 0.0) > 0:
         return max(0.0, 2.0 * float(vector) - 1.0)
     return float(hit.score)
+
+
+def nearest_pairs(hits: Sequence[RecallHit], unit: Mapping[str, np.ndarray], k: int = NEAREST) -> set[tuple[int, int]]:
+    """Pairs ``(earlier, later)`` of hits of one speaker that are near each other in meaning among the hits.
+
+    ``(i, j)`` is in the set when hit ``j`` is among the ``k`` later hits of ``i``'s speaker nearest to ``i`` by
+    vector, or ``i`` among the ``k`` earlier ones nearest to ``j``. An update is what its speaker says next *of the
+    same thing*: "I live in Montreal, in the Plateau" and a later "i teach 8th grade science at Millbrook Middle" may
+    both rank high for "where's home for me?" when nothing else the user said is about home, yet each has later or
+    earlier statements nearer in meaning than the other. Hits without a vector take no part.
+
+    Args:
+        hits: The hits, any order.
+        unit: Unit vectors by memory id.
+        k: Neighbours kept on each side, >= 1.
+
+    Returns:
+        Positions ``(i, j)`` in ``hits``, ``i`` said before ``j``.
+    """
+    out: set[tuple[int, int]] = set()
+    for i, h in enumerate(hits):
+        va = unit.get(h.memory.id)
+        if va is None:
+            continue
+        who, when = speaker(h.memory), _when(h.memory)
+        later: list[tuple[float, int]] = []
+        earlier: list[tuple[float, int]] = []
+        for j, g in enumerate(hits):
+            vb = unit.get(g.memory.id)
+            if j == i or vb is None or vb.shape != va.shape or speaker(g.memory) != who:
+                continue
+            at = _when(g.memory)
+            if at != when:
+                (later if at > when else earlier).append((float(va @ vb), j))
+        out.update((i, j) for _, j in sorted(later, reverse=True)[:k])
+        out.update((j, i) for _, j in sorted(earlier, reverse=True)[:k])
+    return out
