@@ -203,9 +203,10 @@ def competes(
         contenders: Both are among the :data:`CONTENDERS` statements of their speaker that best match the query
             (as recall ranked them): the query itself says what they are about. When the query asks the speaker
             about themselves and the clauses pass every check, they compete without shared words or close meaning.
-        nearest: For English text, that weakest rule also asks that each be near the other in meaning among the
-            speaker's hits (:func:`~memlineage.reconcile._successors.nearest_pairs`); False when they are not.
-            Default True (no hits to compare with).
+        nearest: For English text, that weakest rule also asks that one be among the other's nearest statements
+            of the speaker in meaning on its side of time, among the hits
+            (:func:`~memlineage.reconcile._successors.nearest_pairs`); False when neither is. Default True (no hits
+            to compare with; also passed when either has no vector).
 
     Returns:
         ``(reason, similarity)`` when they compete, else None. Similarity is in [0, 1], higher = closer.
@@ -628,7 +629,7 @@ def resolve_conflicts(
             )
             verdict = competes(
                 query, a, b, cosine=cosine, relevance=rel, linked=decision is not None, contenders=top,
-                nearest=(i, j) in near,
+                nearest=(i, j) in near or cosine is None,
             )  # fmt: skip
             found = Conflict(a.id, b.id, verdict[0], verdict[1], decision) if verdict else None
             if found is not None:

@@ -175,7 +175,8 @@ def nearest_pairs(hits: Sequence[RecallHit], unit: Mapping[str, np.ndarray], k: 
     vector, or ``i`` among the ``k`` earlier ones nearest to ``j``. An update is what its speaker says next *of the
     same thing*: "I live in Montreal, in the Plateau" and a later "i teach 8th grade science at Millbrook Middle" may
     both rank high for "where's home for me?" when nothing else the user said is about home, yet each has later or
-    earlier statements nearer in meaning than the other. Hits without a vector take no part.
+    earlier statements nearer in meaning than the other. Hits without a vector take no part; vectors of different
+    shapes are not compared.
 
     Args:
         hits: The hits, any order.
@@ -185,21 +186,20 @@ def nearest_pairs(hits: Sequence[RecallHit], unit: Mapping[str, np.ndarray], k: 
     Returns:
         Positions ``(i, j)`` in ``hits``, ``i`` said before ``j``.
     """
-    out: set[tuple[int, int]] = set()
+    groups: dict[tuple[int, ...], list[int]] = {}  # vectors of one shape only are compared
     for i, h in enumerate(hits):
-        va = unit.get(h.memory.id)
-        if va is None:
-            continue
-        who, when = speaker(h.memory), _when(h.memory)
-        later: list[tuple[float, int]] = []
-        earlier: list[tuple[float, int]] = []
-        for j, g in enumerate(hits):
-            vb = unit.get(g.memory.id)
-            if j == i or vb is None or vb.shape != va.shape or speaker(g.memory) != who:
-                continue
-            at = _when(g.memory)
-            if at != when:
-                (later if at > when else earlier).append((float(va @ vb), j))
-        out.update((i, j) for _, j in sorted(later, reverse=True)[:k])
-        out.update((j, i) for _, j in sorted(earlier, reverse=True)[:k])
+        if h.memory.id in unit:
+            groups.setdefault(unit[h.memory.id].shape, []).append(i)
+    out: set[tuple[int, int]] = set()
+    for have in groups.values():
+        matrix = np.stack([unit[hits[i].memory.id] for i in have])
+        sims = matrix @ matrix.T
+        who = [speaker(hits[i].memory) for i in have]
+        when = [_when(hits[i].memory) for i in have]
+        for x, i in enumerate(have):
+            mine = [y for y in range(len(have)) if who[y] == who[x]]
+            later = sorted(((float(sims[x, y]), have[y]) for y in mine if when[y] > when[x]), reverse=True)
+            earlier = sorted(((float(sims[x, y]), have[y]) for y in mine if when[y] < when[x]), reverse=True)
+            out.update((i, j) for _, j in later[:k])
+            out.update((j, i) for _, j in earlier[:k])
     return out
