@@ -609,7 +609,7 @@ def resolve_conflicts(
             who = speaker(h.memory)
             valued_rank[i] = valued_seen.get(who, 0)
             valued_seen[who] = valued_rank[i] + 1
-    near = nearest_pairs(hits, unit)
+    near: set[tuple[int, int]] | None = None  # computed at the first pair that reaches competes
     newest_rival: dict[int, Conflict] = {}
     for pos, i in enumerate(order):
         for j in order[pos + 1 :]:
@@ -627,6 +627,8 @@ def resolve_conflicts(
                 # "来杭州之后房租省了一半，每周回上海开会"), it is still what the speaker said of it next
                 or (speaker_rank[i] < CONTENDERS and successor.get(a.id) == b.id)
             )
+            if near is None:
+                near = nearest_pairs(hits, unit)
             verdict = competes(
                 query, a, b, cosine=cosine, relevance=rel, linked=decision is not None, contenders=top,
                 nearest=(i, j) in near or cosine is None,
