@@ -37,6 +37,7 @@ from memlineage.index._base import (
     VectorIndex,
     index_metadata,
 )
+from memlineage.index._base import query_many as query_each
 from memlineage.index._block import Block, Codes
 
 __all__ = ["IN_ANN", "ScopedVectorIndex", "VectorLedger"]
@@ -424,7 +425,7 @@ class ScopedVectorIndex:
 
         The write gate asks the nearest memories of every draft of a batch at once; asked one by one, a batch of
         ``m`` drafts into a scope of ``n`` memories read the whole block ``m`` times. A scope on the ANN plan asks
-        the wrapped index once per vector.
+        the wrapped index, at once where it can (:func:`~memlineage.index._base.query_many`).
         """
         if k <= 0 or not vectors:
             return [[] for _ in vectors]
@@ -440,7 +441,7 @@ class ScopedVectorIndex:
                 return [block.query(u, k, where, self._codes) for u in units]  # vectors of mixed sizes
         self.ann_queries += len(vectors)
         telemetry.current().set(plan="ann")
-        return [list(self.inner.query(v, k, where)) for v in vectors]
+        return [list(hits) for hits in query_each(self.inner, vectors, k, where)]
 
     def held_vectors(self, user_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Unit vectors (float32, shape ``(dims,)``) of those ``ids`` that the scope's loaded block holds.

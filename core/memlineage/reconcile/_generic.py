@@ -27,6 +27,7 @@ from typing import Any
 
 from memlineage.extractors._patterns import has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix, transcript_speaker
+from memlineage.index.lexical import tokenize
 from memlineage.reconcile._about import _names_someone
 from memlineage.reconcile._model import Action, Candidate, Statement, UpdateDecision
 from memlineage.reconcile._numbers import bare_numbers, units_of
@@ -191,10 +192,8 @@ def _own_thing(ca: Clause, cb: Clause) -> bool:
         return True
     words = {w.casefold() for w in ca.terms} | {k.casefold() for k in ca.keys}
     things = [m.group(1).casefold() for m in _THING.finditer(cb.text)]
-    # the clause's terms are stems ("confirm" for "confirmation")
-    if things and not any(
-        t in words or t.rstrip("s") in words or any(t.startswith(w) for w in words if len(w) >= 4) for t in things
-    ):
+    # the clause's terms are stems: a thing is stemmed as they are ("confirmation" / "confirm", "flights" / "flight")
+    if things and not any(t in words or not words.isdisjoint(tokenize(t, dates=False)) for t in things):
         return True
     owners = {m.group(1)[-2:] for m in _OWNER_ZH.finditer(cb.text)} - _SELF_ZH
     return any(o not in ca.text for o in owners)
