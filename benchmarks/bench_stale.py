@@ -574,6 +574,7 @@ class CachedEmbedder:
         self.base = base
         self.name = getattr(base, "name", type(base).__name__)
         self.dims: int | None = getattr(base, "dims", None)
+        self.english_only: bool = getattr(base, "english_only", False)
         self._cache: dict[str, list[float]] = {}
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

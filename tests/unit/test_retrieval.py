@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 from memlineage import Scope
+from memlineage.errors import ConfigurationError
 from memlineage.index import InMemoryIndex
 from memlineage.index._base import IndexFilter
 from memlineage.index.lexical import LexicalIndex
@@ -167,3 +168,52 @@ def test_contiguity_boosts_the_answer_next_to_the_match() -> None:
     res = mm.recall("telescope job city", scope=ALICE, k=3, trace=True)
     hit = next(h for h in res if h.id == answer.id)
     assert hit.scores["contiguity"] > 0
+
+
+class _ScriptedEmbedder:
+    """Vectors by text: the query's vector is the one of an unrelated memory (a loose reading of a script)."""
+
+    name = "scripted"
+
+    def __init__(self, vectors: dict[str, list[float]], *, english_only: bool) -> None:
+        self.vectors = vectors
+        self.english_only = english_only
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self.vectors.get(t, [0.0, 0.0, 1.0]) for t in texts]
+
+
+@pytest.mark.parametrize("english_only", [False, True])
+def test_english_only_embedder_weighs_less_for_a_chinese_query(english_only: bool) -> None:
+    # the vector leg says "字节" answers "住在哪", the lexical leg says "杭州" (住): with an English-only embedder
+    # the lexical leg decides for a Chinese query, and an English query ranks as before
+    near, far = [1.0, 0.0, 0.0], [0.6, 0.8, 0.0]
+    vectors = {
+        "我在字节上班": far, "我住杭州": [0.0, 1.0, 0.0], "我住在哪？": near,
+        "I work at ByteDance": far, "I reside in Hangzhou": [0.0, 1.0, 0.0], "where do I reside?": near,
+    }  # fmt: skip
+    mm = make_manager(
+        embedder=_ScriptedEmbedder(vectors, english_only=english_only), retrieval=RetrievalConfig(vector_weight=3.0)
+    )
+    for text in ("我在字节上班", "我住杭州", "I work at ByteDance", "I reside in Hangzhou"):
+        mm.remember(text, scope=ALICE, source="user")
+    zh = [h.content for h in mm.recall("我住在哪？", scope=ALICE, k=2)]
+    en = [h.content for h in mm.recall("where do I reside?", scope=ALICE, k=4)]
+    assert zh[0] == ("我住杭州" if english_only else "我在字节上班")
+    assert en.index("I work at ByteDance") < en.index("I reside in Hangzhou")
+
+
+def test_cjk_vector_weight_resolution() -> None:
+    cfg = RetrievalConfig(vector_weight=2.0)
+    assert cfg.for_embedder(False) is cfg
+    assert cfg.for_embedder(True).cjk_vector_weight == pytest.approx(0.5)
+    set_weight = RetrievalConfig(cjk_vector_weight=0.8)
+    assert set_weight.for_embedder(True).cjk_vector_weight == 0.8  # a weight the user set is kept
+    resolved = cfg.for_embedder(True)
+    assert resolved.for_query("where do I live?").vector_weight == 2.0
+    assert resolved.for_query("我住在哪？").vector_weight == pytest.approx(0.5)
+    assert resolved.for_query("東京に住んでいます").vector_weight == pytest.approx(0.5)
+    with pytest.raises(ConfigurationError):
+        RetrievalConfig(cjk_vector_weight=-0.1)
+    with pytest.raises(ConfigurationError):
+        RetrievalConfig(lexical_weight=0.0, cjk_vector_weight=0.0)

@@ -44,6 +44,8 @@ class Embedder(Protocol):
 
     ``embed(texts)`` returns ``list[list[float]]``: one row per input text, each of length ``dims``. Vectors should
     be unit-normalised (cosine similarity is then a dot product); MemLineage normalises whatever it receives.
+    An embedder may also set ``english_only = True`` (as the default one does): recall then weighs the vector leg
+    less for a query in Chinese, Japanese or Korean script (``RetrievalConfig.cjk_vector_weight``).
     """
 
     name: str
@@ -110,6 +112,9 @@ class OnnxMiniLMEmbedder:
 
     name = "onnx-all-MiniLM-L6-v2"
     dims = 384
+    #: Trained on English only: it reads Chinese, Japanese and Korean as loose characters. Recall weighs its leg
+    #: less for a query in those scripts (``RetrievalConfig.cjk_vector_weight``).
+    english_only = True
 
     def __init__(
         self,

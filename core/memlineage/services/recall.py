@@ -152,7 +152,10 @@ class Recall:
         # Expire what is past its TTL first, so conclusions derived from it are already suspect when ranked.
         self.cascade.expire_due(scope=scope)
         hits = hybrid_recall(
-            RecallQuery(text=query, k=k, where=where, scope=scope, now=now, config=self.retrieval),
+            RecallQuery(
+                text=query, k=k, where=where, scope=scope, now=now,
+                config=self.retrieval.for_embedder(getattr(self.embedding.embedder, "english_only", False)),
+            ),  # fmt: skip
             RecallLegs(
                 query_vector=lambda: self.embedding.embed([query])[0],
                 vector_index=self.index,
