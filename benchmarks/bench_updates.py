@@ -100,7 +100,9 @@ changes diagnosed on test55 and all earlier suites; a person the speaker gives s
 else the statement is about, dealt in with the older suites at the same code before its first run), ``test57`` (first
 run after several earlier statements moved ahead of a later one for a question about the past kept their rank order, a
 change diagnosed on test56), ``test58`` (first run after the weakest rule started pairing only two statements near each
-other in meaning among the speaker's hits, a change diagnosed on every English suite through test57).
+other in meaning among the speaker's hits, a change diagnosed on every English suite through test57), ``test59``
+(first run after the vector leg started weighing a quarter for a query in Chinese script with the English-only
+default embedder, a change diagnosed on every Chinese suite through test58).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -120,7 +122,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test58|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test59|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -209,6 +211,7 @@ SPLITS = (
     "test56",
     "test57",
     "test58",
+    "test59",
 )
 
 

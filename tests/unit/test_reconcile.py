@@ -41,6 +41,8 @@ def statuses(mm: MemoryManager, *ids: str) -> list[Status]:
         ("My dog is called Rex", "user.dog.name"),
         ("I've just moved to Munich", "user.residence"),
         ("I joined Siemens last month", "user.employer"),
+        ("my company is Acme Robotics now", "user.employer"),
+        ("My commute is cycling", "user.commute"),
         ("I'm a senior accountant at Deloitte", "user.employer"),
         ("I'm a student advisor at Brightline", "user.employer"),
         ("I'm pescatarian now", "user.diet"),
@@ -72,6 +74,9 @@ def test_slots_are_keyed_by_subject_and_attribute(text: str, slot: str) -> None:
         "I'm a sophomore at UT Austin, civil engineering.",
         "I'm a senior at Ohio State",
         "I'm a second-year PhD student at MIT",
+        # a verb after "is" says what the company or the job does, not which it is
+        "I dropped Spanish, my company is relocating me to Seoul next year",
+        "my job is killing me this week",
     ],
 )
 def test_no_slot_for_multi_valued_or_empty_attributes(text: str) -> None:

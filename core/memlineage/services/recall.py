@@ -151,11 +151,10 @@ class Recall:
         now = self.clock()
         # Expire what is past its TTL first, so conclusions derived from it are already suspect when ranked.
         self.cascade.expire_due(scope=scope)
+        # an English-only embedder's leg weighs less for a query in CJK script (RetrievalConfig.cjk_vector_weight)
+        config = self.retrieval.for_embedder(getattr(self.embedding.embedder, "english_only", False))
         hits = hybrid_recall(
-            RecallQuery(
-                text=query, k=k, where=where, scope=scope, now=now,
-                config=self.retrieval.for_embedder(getattr(self.embedding.embedder, "english_only", False)),
-            ),  # fmt: skip
+            RecallQuery(text=query, k=k, where=where, scope=scope, now=now, config=config),
             RecallLegs(
                 query_vector=lambda: self.embedding.embed([query])[0],
                 vector_index=self.index,
