@@ -207,10 +207,10 @@ class RetrievalConfig:
         cjk_vector_weight: Weight of the vector leg for a query written in Chinese, Japanese or Korean script,
             >= 0. Default None: :data:`ENGLISH_ONLY_CJK_VECTOR_WEIGHT` × ``vector_weight`` when the embedder
             declares ``english_only`` (the default all-MiniLM-L6-v2 reads those scripts as loose characters; see
-            :meth:`for_embedder`), else ``vector_weight``. On every
-            Chinese update suite in one deal (``bench_updates.py --suites all --lang zh``), weights 1 / 0.5 / 0.25
-            / 0 for that leg served a stale statement in the top 3 for 157 / 156 / 152 / 147 of 593 updates, the
-            current one for 399 / 411 / 414 / 417 of 591, and kept 268 / 268 / 265 / 263 of 391 non-updates.
+            :meth:`for_embedder`), else ``vector_weight``. On every Chinese update suite in one deal
+            (``bench_updates.py --suites all --lang zh``), weights 1 / 0.5 / 0.25 / 0 for that leg served a stale
+            statement in the top 3 for 157 / 156 / 152 / 147 of 593 updates, the current one for 399 / 411 /
+            414 / 417 of 591, and kept 268 / 268 / 265 / 263 of 391 non-updates.
         candidates: Candidates fetched per leg, >= 1 (at least ``4 * k`` are fetched; more while fewer than ``k``
             pass the filters). Default 40: every candidate is read from the ledger before ranking, and at 100
             that read was about 40 % of a recall at 300 chat turns; LoCoMo evidence recall@5/10/20 and every

@@ -187,10 +187,11 @@ class _ScriptedEmbedder:
 def test_english_only_embedder_weighs_less_for_a_chinese_query(english_only: bool) -> None:
     # the vector leg says "字节" answers "住在哪", the lexical leg says "杭州" (住): with an English-only embedder
     # the lexical leg decides for a Chinese query, and an English query ranks as before
+    # (the English statements sit apart from the Chinese ones, so no two candidates tie on the vector leg)
     near, far = [1.0, 0.0, 0.0], [0.6, 0.8, 0.0]
     vectors = {
         "我在字节上班": far, "我住杭州": [0.0, 1.0, 0.0], "我住在哪？": near,
-        "I work at ByteDance": far, "I reside in Hangzhou": [0.0, 1.0, 0.0], "where do I reside?": near,
+        "I work at ByteDance": [0.5, 0.0, 0.866], "I reside in Hangzhou": [0.0, 1.0, 0.0], "where do I reside?": near,
     }  # fmt: skip
     mm = make_manager(
         embedder=_ScriptedEmbedder(vectors, english_only=english_only), retrieval=RetrievalConfig(vector_weight=3.0)
