@@ -1339,3 +1339,14 @@ def test_the_weakest_rule_pairs_statements_near_each_other_among_the_speakers_hi
     unit[others[0]] = _unit(0.6, 0.45, 0.661)
     unit[others[1]] = _unit(0.6, 0.45, 0.0, 0.661)
     assert (old, new) not in conflicts_of([old, new, *others], unit)
+
+
+def test_a_child_named_without_its_sex_is_the_son_or_daughter_asked_about(mm: tuple[MemoryManager, Clock]) -> None:
+    # 孩子 points back at 女儿 as 她 would; asked about the husband, it points at nobody
+    manager, clock = mm
+    old = _say(manager, clock, "我女儿在滨江第一小学上四年级，英语老跟不上", 0)
+    _say(manager, clock, "周末带娃去哪玩比较好", 1)
+    new = _say(manager, clock, "孩子转去外国语小学了，离家近多了，早上能多睡半小时", 30)
+    result = manager.recall("我女儿现在在哪个小学上学？", scope="alice", k=3, trace=True)
+    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
+    assert result.ids.index(new) < (result.ids.index(old) if old in result.ids else 99)

@@ -31,7 +31,7 @@ from memlineage.reconcile._signals import (
     times_in,
     values_of,
 )
-from memlineage.reconcile._text import _TIME_WORDS
+from memlineage.reconcile._text import _TIME_WORDS, points_at_child
 from memlineage.retrieval import is_question
 
 #: Characters that make a Chinese bigram a grammatical seam rather than a word ("我儿", "的婚").
@@ -160,7 +160,7 @@ def _refers_back(
     said = message if message is not None and has_cjk(message) else cb.text
     if _names_someone(said):  # "My brother's wedding: they moved it" is about the brother
         return False
-    if not mentions(ca, people) or not THIRD_PERSON.search(said):
+    if not mentions(ca, people) or not (THIRD_PERSON.search(said) or points_at_child(said, people)):
         return False
     if _words(ca.terms & frozenset().union(*(c.terms for c in clauses_of(said)))):
         return True
