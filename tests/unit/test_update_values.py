@@ -786,14 +786,20 @@ def test_chinese_measure_words_of_doses_and_things_count_numbers() -> None:
     assert numbers_in("提前还了一部分") == frozenset()  # 一部分 is "a part", no number
 
 
-def test_a_correction_that_names_nobody_goes_on_with_the_person_asked_about(mm: tuple[MemoryManager, Clock]) -> None:
+def _newer_wins(mm: tuple[MemoryManager, Clock], said: tuple[str, str, str], days: float, query: str) -> None:
+    """An earlier statement, a filler a day later, a later statement ``days`` after: the later one wins ``query``."""
     manager, clock = mm
-    old = _say(manager, clock, "我爸生日是8月3号，记得提醒我订蛋糕", 0)
-    _say(manager, clock, "蛋糕店推荐一家", 1)
-    new = _say(manager, clock, "不对不对，记错了，是8月13号，我老是记混", 15)
-    result = manager.recall("我爸生日是几号？", scope="alice", k=3, trace=True)
+    old = _say(manager, clock, said[0], 0)
+    _say(manager, clock, said[1], 1)
+    new = _say(manager, clock, said[2], days)
+    result = manager.recall(query, scope="alice", k=3, trace=True)
     assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
     assert result.ids.index(new) < (result.ids.index(old) if old in result.ids else 99)
+
+
+def test_a_correction_that_names_nobody_goes_on_with_the_person_asked_about(mm: tuple[MemoryManager, Clock]) -> None:
+    said = ("我爸生日是8月3号，记得提醒我订蛋糕", "蛋糕店推荐一家", "不对不对，记错了，是8月13号，我老是记混")
+    _newer_wins(mm, said, 15, "我爸生日是几号？")
 
 
 def test_a_chinese_clause_is_past_only_where_its_values_are() -> None:
@@ -1342,11 +1348,10 @@ def test_the_weakest_rule_pairs_statements_near_each_other_among_the_speakers_hi
 
 
 def test_a_child_named_without_its_sex_is_the_son_or_daughter_asked_about(mm: tuple[MemoryManager, Clock]) -> None:
-    # 孩子 points back at 女儿 as 她 would; asked about the husband, it points at nobody
-    manager, clock = mm
-    old = _say(manager, clock, "我女儿在滨江第一小学上四年级，英语老跟不上", 0)
-    _say(manager, clock, "周末带娃去哪玩比较好", 1)
-    new = _say(manager, clock, "孩子转去外国语小学了，离家近多了，早上能多睡半小时", 30)
-    result = manager.recall("我女儿现在在哪个小学上学？", scope="alice", k=3, trace=True)
-    assert any(c.older == old and c.newer == new for c in result.trace.conflicts)
-    assert result.ids.index(new) < (result.ids.index(old) if old in result.ids else 99)
+    # 孩子 points back at 女儿 as 她 would (points_at_child)
+    said = (
+        "我女儿在滨江第一小学上四年级，英语老跟不上",
+        "周末带娃去哪玩比较好",
+        "孩子转去外国语小学了，离家近多了，早上能多睡半小时",
+    )
+    _newer_wins(mm, said, 30, "我女儿现在在哪个小学上学？")
