@@ -13,6 +13,7 @@ LoCoMo dev figures in ``benchmarks/bench_locomo.py``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -283,7 +284,7 @@ class RetrievalConfig:
         """
         if self.cjk_vector_weight is not None or not english_only:
             return self
-        return replace(self, cjk_vector_weight=ENGLISH_ONLY_CJK_VECTOR_WEIGHT * self.vector_weight)
+        return _english_only(self)
 
     def for_query(self, text: str) -> RetrievalConfig:
         """The config a query ``text`` is ranked with: ``cjk_vector_weight`` for one in CJK script, if set.
@@ -295,6 +296,12 @@ class RetrievalConfig:
         if self.cjk_vector_weight is None or not _CJK_TEXT.search(text):
             return self
         return replace(self, vector_weight=self.cjk_vector_weight, cjk_vector_weight=None)
+
+
+@functools.lru_cache(maxsize=16)
+def _english_only(cfg: RetrievalConfig) -> RetrievalConfig:
+    """``cfg`` resolved for an English-only embedder, built once per config (recall asks it on every call)."""
+    return replace(cfg, cjk_vector_weight=ENGLISH_ONLY_CJK_VECTOR_WEIGHT * cfg.vector_weight)
 
 
 @dataclass
@@ -564,6 +571,7 @@ def hybrid_recall(
     trace.timed("embed", time.perf_counter() - t0)
     statuses = set(where.statuses)
     fetch = max(cfg.candidates, 4 * k)
+    fusion = cfg.for_query(query.text)  # the leg weights for this query's script
     while True:
         t1 = time.perf_counter()
         vhits = vector_index.query(qvec, fetch, where)
@@ -573,7 +581,7 @@ def hybrid_recall(
         trace.legs["vector"], trace.legs["lexical"] = len(vhits), len(lhits)
         trace.timed("vector", t2 - t1)
         trace.timed("lexical", t3 - t2)
-        fused = fuse(vhits, lhits, cfg.for_query(query.text))
+        fused = fuse(vhits, lhits, fusion)
         mems = load([f.id for f in fused])
         trace.excluded.clear()
         trace.withheld.clear()
