@@ -916,6 +916,8 @@ def test_a_role_asked_about_goes_on_with_the_name_said_again() -> None:
          "What address should go on my invoice?", "My address for the invoice is 86 Harbor Rd, Portsmouth NH 03801."),
         ("Our flight confirmation number is QX7HTR.", "typo earlier, the confirmation code is QX7HTP not QX7HTR",
          "What's our flight confirmation code?", "Our flight confirmation number is QX7HTP."),
+        ("My flight to Oslo lands at 9:40 on Friday.", "The flight lands at 10:40 not 9:40",
+         "When does my flight land?", "My flight to Oslo lands at 10:40 on Friday."),  # a clock time is one value
     ],
 )  # fmt: skip
 def test_a_value_put_in_place_of_the_one_it_names_supersedes_it_in_one_conversation(
@@ -959,11 +961,14 @@ def test_not_before_a_value_supersedes_nothing_it_does_not_name(
 
 
 def test_swapped_values_reads_a_value_then_not_and_another_of_its_shape() -> None:
-    from memlineage.reconcile._text import substituted, swapped_values
+    from memlineage.reconcile._text import rejected_values, substituted, swapped_values
 
     assert swapped_values("ugh typo, its 86 Harbor Rd not 88.") == ({"86"}, {"88"})
     assert swapped_values("the confirmation code is QX7HTP not QX7HTR") == ({"qx7htp"}, {"qx7htr"})
     assert swapped_values("I'm going to Lyon not Paris") == ({"lyon"}, {"paris"})
+    # a number written with separators is one value ("4,200" is not "4")
+    assert swapped_values("it's $3,950 take-home, not 4,200.") == ({"3950"}, {"4200"})
+    assert rejected_values("it's $3,950 take-home, not 4,200.") == {"4200"}
     for text in (
         "I'm not sure about 88 Harbor Rd",
         "It is not 88.",
@@ -976,6 +981,29 @@ def test_swapped_values_reads_a_value_then_not_and_another_of_its_shape() -> Non
     assert fixed == "Call 415-555-0128 after 5"
     assert substituted("Code QX7HTR", "it's QX7HTP not QX7HTR", "qx7htr", "qx7htp") == "Code QX7HTP"
     assert substituted("Code QX7HTR", "no value here", "qx7htr", "qx7htp") is None
+    fixed = substituted("I take home $4,200 a month.", "$3,950, not 4,200", "4200", "3950")
+    assert fixed == "I take home $3,950 a month."
+    assert substituted("Serial 14,2001", "x", "4200", "3950") is None  # inside another number
+
+
+def test_a_correction_ruling_out_a_number_changes_that_number_and_keeps_the_rest(
+    mm: tuple[MemoryManager, Clock],
+) -> None:
+    """ "…it's $3,950 take-home, not 4,200" replaces the take-home pay, not the rent said beside it."""
+    manager, clock = mm
+    scope = {"user_id": "alice", "session_id": "s1"}
+    before = manager.remember("Help me build a budget. I take home $4,200 a month and rent is $1,500.", scope=scope)
+    clock.now += timedelta(minutes=3)
+    manager.remember(
+        "Actually scratch that, I looked at my last paystub and after the new withholding it's $3,950 take-home, "
+        "not 4,200.",
+        scope=scope,
+    )
+    assert manager.require(before.id, scope="alice").status.value == "superseded"
+    (decision,) = manager.activities(Scope(user_id="alice"), kinds=["update_detection"])
+    assert "4200 → 3950" in (decision.metadata or {})["reason"]
+    served = {h.memory.content for h in manager.recall("What's my monthly take-home pay?", scope="alice", k=3)}
+    assert "Help me build a budget. I take home $3,950 a month and rent is $1,500." in served
 
 
 _FILLERS_ZH = ("我在哪里可以买到便宜的机票？", "我住的小区停车位太少了", "我哪天有空去看电影？")

@@ -54,12 +54,19 @@ CLOSE_WORDS = 0.3
 CLOSE_MEANING = 0.55
 
 
-def _changed(ca: Clause, cb: Clause) -> tuple[list[str], list[str]] | None:
-    """The values each clause names and the other does not (both non-empty), or None when no value changed."""
-    old, new = ca.keys - cb.keys, cb.keys - ca.keys
+def _changed(ca: Clause, cb: Clause, rejected: frozenset[str] = frozenset()) -> tuple[list[str], list[str]] | None:
+    """The values each clause names and the other does not (both non-empty), or None when no value changed.
+
+    A value the new statement rules out (``rejected``: "$3,950 take-home, not 4,200") is none of its own; when the old
+    clause names one, it is the old value ("4200", not the rent's "1500" said beside it).
+    """
+    keys = cb.keys - rejected
+    old, new = ca.keys - keys, keys - ca.keys
     if not (old and new):
-        na, nb = numbers_in(ca.text), numbers_in(cb.text)
+        na, nb = numbers_in(ca.text), numbers_in(cb.text) - rejected
         old, new = na - nb, nb - na
+    if old & rejected:
+        old = old & rejected
     if old and new:
         return sorted(old), sorted(new)
     return None
@@ -146,7 +153,7 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
                     continue  # a statement about a known subject on both sides ("Wow, Caroline!" states nothing)
                 if not (ca.substantive and cb.substantive):
                     continue
-                changed = _changed(ca, cb)
+                changed = _changed(ca, cb, rejected)
                 if changed is None:
                     continue
                 event = table.is_event(ca.text) or table.is_event(cb.text)
@@ -157,15 +164,19 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
     if best is None:
         return None
     score, cand, ca, cb, (old, new) = best
+    evidence: dict[str, Any] = {
+        "old_clause": ca.text[:200], "new_clause": cb.text[:200], "old_values": old[:10], "new_values": new[:10],
+        "words": round(clause_similarity(ca, cb), 3),
+        "cosine": None if cand.similarity is None else round(float(cand.similarity), 3), "cue": cue,
+    }  # fmt: skip
+    if len(old) == 1 and len(new) == 1 and old[0] in rejected and spells(ca.text, old[0]) and spells(cb.text, new[0]):
+        # the value ruled out by name is put right in the old statement; its other clauses stay as they were
+        evidence.update(replaced=old[0], replacement=new[0])
     return UpdateDecision(
         action=Action.UPDATE,
         target=cand.id,
         reason=f"a later statement of the same speaker changes {'/'.join(old)[:40]} → {'/'.join(new)[:40]}",
-        evidence={
-            "old_clause": ca.text[:200], "new_clause": cb.text[:200], "old_values": old[:10], "new_values": new[:10],
-            "words": round(clause_similarity(ca, cb), 3),
-            "cosine": None if cand.similarity is None else round(float(cand.similarity), 3), "cue": cue,
-        },
+        evidence=evidence,
         decided_by="signals",
         confidence=round(score, 3),
     )  # fmt: skip

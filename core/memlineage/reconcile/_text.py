@@ -249,8 +249,12 @@ def _key_parts(keys: set[str]) -> set[str]:
 
 
 _GROUPS = re.compile(r"[-./:,\s]+")
-#: "not" before a value: "86 Harbor Rd not 88", "QX7HTP not QX7HTR", "it's the 14th not the 12th".
-_NOT_VALUE = re.compile(r"\bnot\s+(?:the\s+|a\s+|an\s+)?(?P<old>[^\s,.;:!?]+(?:\s+[A-Z][^\s,.;:!?]*)?)", re.IGNORECASE)
+#: "not" before a value: "86 Harbor Rd not 88", "QX7HTP not QX7HTR", "it's the 14th not the 12th"; a number with
+#: separators is one value ("not 4,200", "not 9:40").
+_NOT_VALUE = re.compile(
+    r"\bnot\s+(?:the\s+|a\s+|an\s+)?(?P<old>[$€£]?\d+(?:[.,:]\d+)+|[^\s,.;:!?]+(?:\s+[A-Z][^\s,.;:!?]*)?)",
+    re.IGNORECASE,
+)
 #: Where a clause of a sentence starts, looking back from a "not" (a sentence end or a semicolon).
 _CLAUSE_START = re.compile(r"[.;!?\n](?:\s|$)")
 
@@ -319,7 +323,13 @@ def spells(text: str, value: str) -> re.Match[str] | None:
 
 
 def _whole_value(value: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", re.IGNORECASE)
+    """``value`` as a whole value; a number of four digits or more also as written with thousands separators."""
+    spelled = re.escape(value)
+    if value.isdigit() and len(value) > 3:  # "4200" as "4,200"
+        head = len(value) % 3 or 3
+        groups = [value[:head]] + [value[i : i + 3] for i in range(head, len(value), 3)]
+        spelled = f"(?:{spelled}|{','.join(groups)})"
+    return re.compile(rf"(?<![A-Za-z0-9,]){spelled}(?![A-Za-z0-9]|,\d)", re.IGNORECASE)
 
 
 def codes(keys: frozenset[str]) -> frozenset[str]:
