@@ -487,6 +487,22 @@ def test_a_fact_asked_about_in_the_same_sentence_is_what_a_correction_revises(ol
     assert mm.require(stated.id, scope=alice).status is Status.SUPERSEDED
 
 
+def test_a_chinese_statement_typed_with_a_space_or_comma_before_its_question_states() -> None:
+    """Chat messages type a space for a comma, and 啥/咋 ask as 什么/怎么 do: the part before the question states."""
+    from memlineage.reconcile._signals import clauses_of
+
+    for text, stated in (
+        ("工资卡是招行的 跨行取钱收手续费吗", "工资卡是招行的"),
+        ("每天骑电动车上班，冬天风吹得脸疼，有啥保暖装备推荐", "每天骑电动车上班，冬天风吹得脸疼"),
+        ("科目二约在11月8号了 倒库老是压线 咋办", "科目二约在11月8号了 倒库老是压线"),
+    ):
+        first, asked = clauses_of(text)
+        assert first.text == stated and first.asserts_present and not first.question
+        assert asked.question
+    (whole,) = clauses_of("30 岁开始学吉他还来得及吗？")  # a space beside a digit is no seam: one question
+    assert whole.question
+
+
 def test_only_asks_reads_the_parts_before_a_question() -> None:
     from memlineage.retrieval import only_asks
 

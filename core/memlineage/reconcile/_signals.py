@@ -246,11 +246,12 @@ _QUESTION_OPENER = re.compile(
     r"who|where|when|why|how|any)\b",
     re.IGNORECASE,
 )
-#: Where a sentence's question may start: its last comma, or a dash ("My son is 11 — what's a good first phone?").
-_ASK_SEAM = re.compile(r"[,，]|\s[—–-]\s|—")
+#: Where a sentence's question may start: its last comma, a dash ("My son is 11 — what's a good first phone?"), or a
+#: space between Chinese characters, which chat messages type for a comma ("工资卡是招行的 跨行取钱收手续费吗").
+_ASK_SEAM = re.compile(r"[,，]|\s[—–-]\s|—|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 #: The second half of an alternative question ("..., or is it not worth it?", "……，还是再等等？").
 _ALTERNATIVE = re.compile(r"or\b|还是", re.IGNORECASE)
-_CJK_QUESTION_WORD = re.compile(r"怎么|什么|哪|吗|呢|多少|几|如何|为什么|是不是|能不能|可不可以|要不要|有没有")
+_CJK_QUESTION_WORD = re.compile(r"怎么|什么|哪|吗|呢|多少|几|如何|为什么|是不是|能不能|可不可以|要不要|有没有|啥|咋")
 
 
 def _statement_then_question(sentence: str) -> list[tuple[str, bool | None]]:
