@@ -488,13 +488,17 @@ def test_a_fact_asked_about_in_the_same_sentence_is_what_a_correction_revises(ol
 
 
 def test_a_chinese_statement_typed_with_a_space_or_comma_before_its_question_states() -> None:
-    """Chat messages type a space for a comma, and 啥/咋 ask as 什么/怎么 do: the part before the question states."""
+    """Chat messages type a space for a comma; 啥/咋 ask as 什么/怎么 do, and so does a verb said as "V not V" (会不会).
+
+    The part before the question states.
+    """
     from memlineage.reconcile._signals import clauses_of
 
     for text, stated in (
         ("工资卡是招行的 跨行取钱收手续费吗", "工资卡是招行的"),
         ("每天骑电动车上班，冬天风吹得脸疼，有啥保暖装备推荐", "每天骑电动车上班，冬天风吹得脸疼"),
         ("科目二约在11月8号了 倒库老是压线 咋办", "科目二约在11月8号了 倒库老是压线"),
+        ("我们婚礼定在明年五一，现在开始准备会不会太晚？", "我们婚礼定在明年五一"),  # "V not V" asks
     ):
         first, asked = clauses_of(text)
         assert first.text == stated and first.asserts_present and not first.question

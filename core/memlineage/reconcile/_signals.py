@@ -251,7 +251,8 @@ _QUESTION_OPENER = re.compile(
 _ASK_SEAM = re.compile(r"[,，]|\s[—–-]\s|—|(?<=[\u4e00-\u9fff])\s+(?=[\u4e00-\u9fff])")
 #: The second half of an alternative question ("..., or is it not worth it?", "……，还是再等等？").
 _ALTERNATIVE = re.compile(r"or\b|还是", re.IGNORECASE)
-_CJK_QUESTION_WORD = re.compile(r"怎么|什么|哪|吗|呢|多少|几|如何|为什么|是不是|能不能|可不可以|要不要|有没有|啥|咋")
+#: A Chinese question word, or a verb asked as "V not V" (会不会, 能不能, 可不可以, 有没有, 值不值得).
+_CJK_QUESTION_WORD = re.compile(r"怎么|什么|哪|吗|呢|多少|几|如何|为什么|啥|咋|([\u4e00-\u9fff])[不没]\1")
 
 
 def _statement_then_question(sentence: str) -> list[tuple[str, bool | None]]:
