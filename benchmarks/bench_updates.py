@@ -102,7 +102,10 @@ run after several earlier statements moved ahead of a later one for a question a
 change diagnosed on test56), ``test58`` (first run after the weakest rule started pairing only two statements near each
 other in meaning among the speaker's hits, a change diagnosed on every English suite through test57), ``test59``
 (first run after the vector leg started weighing a quarter for a query in Chinese script with the English-only
-default embedder, a change diagnosed on every Chinese suite through test58).
+default embedder, a change diagnosed on every Chinese suite through test58), ``test60`` (first run after a Chinese
+message that types a space for a comma before its question started stating in the part before it, and a correction
+that rules out a number written with separators ("not 4,200") started ruling out the whole value; diagnosed on the
+suites through test59).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -122,7 +125,7 @@ the top 3); ``leaks`` (another user's memory served; must be 0); automatic decis
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
 recorded.
 
-Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test59|all] [--lang en|zh]
+Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test60|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
 language only, so its figures differ from those of a deal of both.
 """
@@ -212,6 +215,7 @@ SPLITS = (
     "test57",
     "test58",
     "test59",
+    "test60",
 )
 
 
