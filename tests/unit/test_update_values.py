@@ -986,6 +986,31 @@ def test_swapped_values_reads_a_value_then_not_and_another_of_its_shape() -> Non
     assert substituted("Serial 14,2001", "x", "4200", "3950") is None  # inside another number
 
 
+def test_a_correction_with_a_question_after_it_keeps_its_clauses_apart(mm: tuple[MemoryManager, Clock]) -> None:
+    """What a statement asserts, its question left out, is cut into the same clauses as the statement was.
+
+    Joined without the comma, "it's the 14th not the 12th" and "I just double-checked the invitation" read as one
+    clause that names a thing of its own (the invitation), and the correction was taken for another thing's date.
+    """
+    from memlineage.reconcile._signals import asserting_text
+
+    new = (
+        "sorry, it's the 14th not the 12th, I just double-checked the invitation. "
+        "Does a 3-minute toast sound about right?"
+    )
+    assert asserting_text(new) == "sorry, it's the 14th not the 12th, I just double-checked the invitation."
+    said = "我老公生日是5月12号，想给他准备个惊喜，有什么点子？"
+    assert asserting_text(said) == "我老公生日是5月12号，想给他准备个惊喜"
+    manager, clock = mm
+    old = "My sister's wedding is on June 12th and I'm the maid of honor. Can you help me outline a toast?"
+    before = manager.remember(old, scope={"user_id": "alice", "session_id": "d3"}, valid_from=clock.now)
+    clock.now += timedelta(days=1)
+    manager.remember(new, scope={"user_id": "alice", "session_id": "d4"}, valid_from=clock.now)
+    assert manager.require(before.id, scope="alice").status.value == "superseded"
+    (decision,) = manager.activities(Scope(user_id="alice"), kinds=["update_detection"])
+    assert (decision.metadata or {})["reason"].startswith("names the value it replaces: 12 → 14")
+
+
 def test_a_correction_ruling_out_a_number_changes_that_number_and_keeps_the_rest(
     mm: tuple[MemoryManager, Clock],
 ) -> None:

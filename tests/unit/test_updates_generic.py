@@ -185,6 +185,24 @@ def test_rules_never_pair_statements_about_different_people() -> None:
 
 
 @pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("我生日是 7 月 20 号。", "我老公生日是 7 月 28 号，送他什么礼物好？他喜欢钓鱼。"),
+        ("我每天吃二甲双胍，一天500mg", "我爸也吃二甲双胍，他一天吃1500mg，这个量是不是太大了？"),
+        ("My birthday is July 20.", "My husband's birthday is July 28, he loves fishing."),
+    ],
+)
+def test_a_pronoun_after_a_named_person_points_back_at_them_not_at_the_speaker(old: str, new: str) -> None:
+    # 他 is the husband (the father) the statement named first: it is about another person than the speaker
+    clock = Clock()
+    mm = minilm_manager(clock)
+    first = mm.remember(old, scope=Scope(user_id="alice", session_id="d1"))
+    clock.now += timedelta(days=30)
+    mm.remember(new, scope=Scope(user_id="alice", session_id="d31"))
+    assert mm.require(first.id, scope="alice").status is Status.ACTIVE
+
+
+@pytest.mark.parametrize(
     "new",
     [
         "Sorry, I got that wrong: his birthday is actually May 21.",

@@ -420,8 +420,9 @@ def _other_subjects(new: str, old: str) -> bool:
 
     It is when the opening clauses of the two name different people and none of ``new``'s statements (its clauses
     that state something) is about ``old``'s person, unless none names anyone or one speaks of someone by a
-    pronoun: "Sorry, I got that wrong: his birthday is May 21" may go on about "my husband"; "My son is 10 years
-    old" is about another person than "My daughter is 7 years old".
+    pronoun before any of them names a person: "Sorry, I got that wrong: his birthday is May 21" may go on about "my
+    husband"; "My son is 10 years old" is about another person than "My daughter is 7 years old", and so is
+    "我老公生日是 7 月 28 号，他喜欢钓鱼" than "我生日是 7 月 20 号" (他 is the husband).
     """
     # a colon opens what a cue announces ("Sorry, I got that wrong: his birthday is May 21"): read apart here
     ca = [c for part in _COLON.split(new) for c in clauses_of(part)]
@@ -436,7 +437,12 @@ def _other_subjects(new: str, old: str) -> bool:
     subjects = {c.subject for c in stating}
     if subject is None or subject in subjects or subjects == {None}:
         return False
-    return not any(c.subject is None and THIRD_PERSON.search(c.text) for c in stating)
+    named = False  # a pronoun after a clause that names someone ("我老公生日是7月28号，他喜欢钓鱼") points back at them
+    for c in stating:
+        if c.subject is None and not named and THIRD_PERSON.search(c.text):
+            return False
+        named = named or c.subject not in (None, "self")
+    return True
 
 
 #: Negations that state a change ("no longer", "anymore", 不再): one word of the old fact is enough.

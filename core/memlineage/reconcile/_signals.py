@@ -641,6 +641,10 @@ def asks_unmarked(text: str) -> bool:
     return bool(_UNMARKED_QUESTION.search(strip_transcript_prefix(text).strip()))
 
 
+#: A clause that ends a sentence or a part of one.
+_CLAUSE_END = re.compile(r"[.!?;。！？；，,]\s*$")
+
+
 @text_cache(maxsize=16384)
 def asserting_text(text: str) -> str:
     """``text`` without its clauses that assert nothing about the present.
@@ -665,7 +669,9 @@ def asserting_text(text: str) -> str:
         return ""
     body = strip_transcript_prefix(text)
     prefix = text[: len(text) - len(body)]
-    return prefix + " ".join(c.text for c in keep)
+    # clauses cut at a comma keep it ("it's the 14th not the 12th, I just checked"): read again, they are two clauses
+    cut = [c.text if _CLAUSE_END.search(c.text) else c.text + ("，" if has_cjk(c.text) else ",") for c in keep[:-1]]
+    return prefix + " ".join([*cut, keep[-1].text])
 
 
 @text_cache(maxsize=32768)
