@@ -983,7 +983,10 @@ def test_swapped_values_reads_a_value_then_not_and_another_of_its_shape() -> Non
     assert substituted("Code QX7HTR", "no value here", "qx7htr", "qx7htp") is None
     fixed = substituted("I take home $4,200 a month.", "$3,950, not 4,200", "4200", "3950")
     assert fixed == "I take home $3,950 a month."
-    assert substituted("Serial 14,2001", "x", "4200", "3950") is None  # inside another number
+    assert substituted("Serial 14,2001", "it's 3,950", "4200", "3950") is None  # inside another number
+    assert substituted("Worth 4,200,000 now", "it's 3,950", "4200", "3950") is None  # a group of a longer number
+    assert substituted("Paid 4,200 in May", "it's 300", "200", "300") is None
+    assert substituted("We fly Paris,Lyon", "it's Nice", "lyon", "nice") == "We fly Paris,Nice"  # a word after a comma
 
 
 def test_a_correction_with_a_question_after_it_keeps_its_clauses_apart(mm: tuple[MemoryManager, Clock]) -> None:

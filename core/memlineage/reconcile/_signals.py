@@ -642,7 +642,7 @@ def asks_unmarked(text: str) -> bool:
 
 
 #: A clause that ends a sentence or a part of one.
-_CLAUSE_END = re.compile(r"[.!?;。！？；，,]\s*$")
+_CLAUSE_END = re.compile(r"[.!?;:。！？；：，,]\s*$")
 
 
 @text_cache(maxsize=16384)

@@ -323,13 +323,15 @@ def spells(text: str, value: str) -> re.Match[str] | None:
 
 
 def _whole_value(value: str) -> re.Pattern[str]:
-    """``value`` as a whole value; a number of four digits or more also as written with thousands separators."""
-    spelled = re.escape(value)
-    if value.isdigit() and len(value) > 3:  # "4200" as "4,200"
-        head = len(value) % 3 or 3
-        groups = [value[:head]] + [value[i : i + 3] for i in range(head, len(value), 3)]
-        spelled = f"(?:{spelled}|{','.join(groups)})"
-    return re.compile(rf"(?<![A-Za-z0-9,]){spelled}(?![A-Za-z0-9]|,\d)", re.IGNORECASE)
+    """``value`` as a whole value; a number also as written with thousands separators, never a group of another.
+
+    "4200" is found in "$4,200" and neither "200" nor "4,200" inside "4,200,000".
+    """
+    if not value.isdigit():
+        return re.compile(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", re.IGNORECASE)
+    head = len(value) % 3 or 3
+    grouped = ",".join([value[:head]] + [value[i : i + 3] for i in range(head, len(value), 3)])
+    return re.compile(rf"(?<![A-Za-z0-9])(?<!\d,)(?:{value}|{grouped})(?![A-Za-z0-9])(?!,\d)")
 
 
 def codes(keys: frozenset[str]) -> frozenset[str]:
