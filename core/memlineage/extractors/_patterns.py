@@ -133,6 +133,11 @@ class LanguageTable:
     #: A message that opens by taking back what was just said ("argh no, 415-555-0129", "wait, it went to $2,350",
     #: 不对不对): within one conversation its new time or number replaces the one said last (reconcile._generic).
     repair: tuple[re.Pattern[str], ...] = ()
+    #: A child named without its sex (孩子, 娃, "the kid"): it points back at a son or daughter a query asks about
+    #: (:attr:`child_roles`), as a pronoun would (``reconcile._text.points_at_child``).
+    any_child: tuple[re.Pattern[str], ...] = ()
+    #: The roles of a child of one sex ("son", "daughter", 儿子, 闺女), case-folded.
+    child_roles: frozenset[str] = frozenset()
 
     def synonyms(self, role: str) -> frozenset[str]:
         """``role`` and every name sharing a :attr:`same_person` group with it (case-folded)."""
@@ -234,6 +239,8 @@ def _load(language: str) -> LanguageTable:
         ending=_compile(data.get("ending"), f"{language}:ending"),
         reported=_compile(data.get("reported"), f"{language}:reported"),
         repair=_compile(data.get("repair"), f"{language}:repair"),
+        any_child=_compile(data.get("any_child"), f"{language}:any_child"),
+        child_roles=frozenset(str(w).casefold() for w in data.get("child_roles") or ()),
         answer_types=tuple(
             (str(name), _compile([pattern], f"{language}:answer_types")[0])
             for name, pattern in (data.get("answer_types") or {}).items()

@@ -169,7 +169,7 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
         "words": round(clause_similarity(ca, cb), 3),
         "cosine": None if cand.similarity is None else round(float(cand.similarity), 3), "cue": cue,
     }  # fmt: skip
-    if len(old) == 1 and len(new) == 1 and old[0] in rejected and spells(ca.text, old[0]) and spells(cb.text, new[0]):
+    if old[0] in rejected and _one_for_one(ca, cb, old, new):
         # the value ruled out by name is put right in the old statement; its other clauses stay as they were
         evidence.update(replaced=old[0], replacement=new[0])
     return UpdateDecision(
@@ -180,6 +180,11 @@ def signal_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
         decided_by="signals",
         confidence=round(score, 3),
     )  # fmt: skip
+
+
+def _one_for_one(ca: Clause, cb: Clause, old: Sequence[str], new: Sequence[str]) -> bool:
+    """Whether one value replaces one, spelled in both clauses: the old statement can be written again put right."""
+    return len(old) == 1 and len(new) == 1 and bool(spells(ca.text, old[0])) and bool(spells(cb.text, new[0]))
 
 
 #: Confidence of a repair (:func:`repair_update`): applied (:data:`~memlineage.reconcile._model.APPLY_CONFIDENCE`).
@@ -294,7 +299,7 @@ def repair_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision |
                 # one value for one, spelled as in both texts: the statement taken back is put right with it
                 # ("My dentist appointment is on the 19th. I prefer morning slots."); else the clause that held
                 # the old values goes and the statement's other clauses stay (write path, carried over)
-                if len(old) == 1 and len(new) == 1 and spells(ca.text, old[0]) and spells(cb.text, new[0]):
+                if _one_for_one(ca, cb, old, new):
                     evidence.update(replaced=old[0], replacement=new[0])
                 else:
                     evidence["withdrawn"] = " ".join(old)

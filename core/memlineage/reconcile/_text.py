@@ -79,20 +79,21 @@ def tool_slot(tool_source: str, arguments: object) -> str | None:
 _SLOT_TRIGGER = re.compile(r"\b(?:i|i'm|i've|i'd|my|me|we|we're|our|home|the best|the worst)\b|'s\b|我", re.IGNORECASE)
 
 
-#: A child named without its sex (孩子, 娃, 小孩, "the kid"): the son or daughter the query asks about, as a pronoun
-#: would be ("孩子转到育才小学了" after "我儿子在实验小学读三年级", asked "我儿子现在在哪个学校上学？").
-_ANY_CHILD = re.compile(r"孩子|小孩|娃|\bthe (?:kid|child)\b", re.IGNORECASE)
-_CHILD_ROLES = frozenset({"儿子", "女儿", "闺女", "儿砸", "son", "daughter"})
-
-
 def points_at_child(text: str, people: frozenset[str]) -> bool:
     """Whether ``text`` names a child without its sex while ``people`` (the query's) holds a son or daughter.
+
+    The words are the tables' ``any_child`` and ``child_roles`` ("孩子转到育才小学了" for "我儿子…", "the kid" for
+    "my son").
 
     Example:
         >>> points_at_child("孩子转到育才小学了", frozenset({"儿子"})), points_at_child("孩子转学了", frozenset())
         (True, False)
+        >>> points_at_child("给女儿买了个娃娃", frozenset({"女儿"}))  # a doll
+        False
     """
-    return bool(people & _CHILD_ROLES) and bool(_ANY_CHILD.search(text))
+    return any(
+        people & table.child_roles and any(p.search(text) for p in table.any_child) for table in tables_for(text)
+    )
 
 
 @text_cache(maxsize=16384)
