@@ -1411,3 +1411,36 @@ def test_a_child_named_without_its_sex_is_the_son_or_daughter_asked_about(mm: tu
         "孩子转去外国语小学了，离家近多了，早上能多睡半小时",
     )
     _newer_wins(mm, said, 30, "我女儿现在在哪个小学上学？")
+
+
+@pytest.mark.parametrize(
+    ("text", "times"),
+    [
+        ("以前我一点都不爱做饭", set()),  # "not at all"
+        ("这家便宜一点，就是远", set()),  # "a bit cheaper"
+        ("给自己一点时间", set()),  # "a little time"
+        ("有一点贵", set()),
+        ("凌晨一点才睡", {"一点"}),  # a time of day goes with it
+        ("一点半开会", {"一点半"}),  # minutes go with it
+        ("每天加班到十一点", {"十一点"}),  # 一 after another numeral
+        ("下午1点见", {"1点"}),
+        ("婚礼定在五月二十号", {"五月二十号"}),
+    ],
+)
+def test_yi_dian_alone_is_a_bit_not_one_oclock(text: str, times: set[str]) -> None:
+    assert {v for c in clauses_of(text) for v in values_of(c, "time")} == times
+
+
+def test_a_bit_of_the_past_gives_no_time_that_replaces_a_date() -> None:
+    """"一点都不爱做饭" gave the time 一点 (one o'clock), which replaced the wedding anniversary's date."""
+    from memlineage.reconcile._compete import competes
+
+    c = Clock()
+    mm = make_manager(clock=c)
+    old = mm.remember("我们的结婚纪念日是6月8号，想订个餐厅", scope=Scope(user_id="alice", session_id="a"))
+    c.now = T0 + timedelta(days=30)
+    new = mm.remember(
+        "以前我一点都不爱做饭，现在真是变了，天天下厨。有什么快手菜推荐？", scope=Scope(user_id="alice", session_id="b")
+    )
+    query = "我的结婚纪念日是哪天？"
+    assert competes(query, old, new, relevance=(0.5, 0.3), contenders=True) is None

@@ -125,3 +125,18 @@ def units_of(text: str) -> frozenset[str]:
 def bare_numbers(text: str) -> bool:
     """Whether ``text`` names numbers and none of them carries a unit ("说错了，是5400", "no, 4417")."""
     return bool(numbers_in(text)) and _UNIT.search(text) is None
+
+
+#: A clock time ("6pm", "7:30 a.m.", "18:45").
+_CLOCK_TIME = r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b"
+_CLOCK = re.compile(_CLOCK_TIME, re.IGNORECASE)
+_TIME = re.compile(
+    _CLOCK_TIME + r"|\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|"
+    r"june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b(?:\s+\d{1,2}(?:st|nd|rd|th)?)?|"
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b\d{4}-\d{2}-\d{2}\b|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|"
+    # 一点 alone is "a bit" (一点都不, 便宜一点, 一点时间) unless a time of day or minutes go with it (凌晨一点, 一点半)
+    r"(?:周|星期|礼拜)[一二三四五六日天]|(?:(?<=[晨午上里夜])一点(?![都也儿些])|一点(?=[半钟多分零]|左右)|"
+    r"[零一二两三四五六七八九十\d]{1,3}(?<!(?<![零一二两三四五六七八九十\d])一)点)(?:半|[零一二三四五六七八九十\d]{1,3}分?)?|"
+    r"[零一二两三四五六七八九十\d]{1,3}(?:月(?:[零一二三四五六七八九十\d]{1,3}[日号])?|[日号])",
+    re.IGNORECASE,
+)

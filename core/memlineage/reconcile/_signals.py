@@ -22,7 +22,7 @@ from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix
 from memlineage.index.lexical import STOPWORDS, tokenize
-from memlineage.reconcile._numbers import DIGITS, numbers_in
+from memlineage.reconcile._numbers import _CLOCK, _TIME, DIGITS, numbers_in
 from memlineage.reconcile._text import _TIME_WORDS, _key_tokens, clauses, codes
 from memlineage.retrieval import is_question, is_request
 
@@ -470,16 +470,6 @@ def answer_type(query: str) -> str | None:
     return None
 
 
-#: A clock time ("6pm", "7:30 a.m.", "18:45").
-_CLOCK_TIME = r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b"
-_CLOCK = re.compile(_CLOCK_TIME, re.IGNORECASE)
-_TIME = re.compile(
-    _CLOCK_TIME + r"|\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|"
-    r"june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b(?:\s+\d{1,2}(?:st|nd|rd|th)?)?|"
-    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b\d{4}-\d{2}-\d{2}\b|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|"
-    r"(?:周|星期|礼拜)[一二三四五六日天]|[零一二两三四五六七八九十\d]{1,3}(?:点(?:半|[零一二三四五六七八九十\d]{1,3}分?)?|月(?:[零一二三四五六七八九十\d]{1,3}[日号])?|[日号])",
-    re.IGNORECASE,
-)
 _CJK_PLACE = re.compile(
     r"(?:在|到|去|回|住|搬到|搬去|调到|定居)([\u4e00-\u9fff]{2,4}?)(?=市|省|区|县|了|的|，|。|工作|上班|住|生活|定居|买|租|$)"
 )
