@@ -105,7 +105,9 @@ other in meaning among the speaker's hits, a change diagnosed on every English s
 default embedder, a change diagnosed on every Chinese suite through test58), ``test60`` (first run after a Chinese
 message that types a space for a comma before its question started stating in the part before it, and a correction
 that rules out a number written with separators ("not 4,200") started ruling out the whole value; diagnosed on the
-suites through test59).
+suites through test59), ``test61`` (first run after a Chinese 一点 alone stopped being one o'clock, a title's period
+stopped cutting an event from the week it happens in, and a thing the query names as the older statement's subject
+started to be the speaker's own, changes diagnosed on every suite through test60).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -216,6 +218,7 @@ SPLITS = (
     "test58",
     "test59",
     "test60",
+    "test61",
 )
 
 

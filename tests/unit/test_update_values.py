@@ -830,6 +830,8 @@ def test_a_stay_is_stated_by_a_statement_not_by_a_question_or_a_lasting_change()
     # the week an event happened or starts in says when, not for how long
     assert not for_a_while_at_value("Noah started at Lakeview Middle this week, he already likes it.")
     assert not for_a_while_at_value("Starting at the Denver office next week, desk on the 3rd floor.")
+    # a title's period ends no sentence: the event and its week are one
+    assert not for_a_while_at_value("Clinic assigned me to Dr. Osei, my first visit is next week. What should I bring?")
     assert for_a_while_at_value("This week I'm working out of the Denver office, back in Boston on the 14th.")
 
 
@@ -1444,3 +1446,23 @@ def test_a_bit_of_the_past_gives_no_time_that_replaces_a_date() -> None:
     )
     query = "我的结婚纪念日是哪天？"
     assert competes(query, old, new, relevance=(0.5, 0.3), contenders=True) is None
+
+
+def test_a_thing_the_query_names_as_subject_is_the_speakers_own() -> None:
+    """"Wedding's booked" reads the wedding as its subject: asked about "my wedding", the speaker's later slot replaces
+    its date. Someone else's wedding stays someone else's."""
+    from memlineage.reconcile._compete import competes
+
+    c = Clock()
+    mm = make_manager(clock=c)
+
+    def said(text: str, days: int) -> Memory:
+        c.now = T0 + timedelta(days=days)
+        return mm.remember(text, scope=Scope(user_id="alice", session_id=f"d{days}"))
+
+    old = said("Wedding's booked: May 9 at the Riverside mill in Bend!", 0)
+    new = said("We took their October 4 slot with a discount, so I have to redo all the invites.", 30)
+    assert competes("What's the date of my wedding?", old, new, relevance=(0.5, 0.4), contenders=True) is not None
+    sisters = said("My sister's wedding is May 9 in Bend.", 40)
+    ours = said("We took the October 4 slot at the mill for our party.", 70)
+    assert competes("When is my sister's wedding?", sisters, ours, relevance=(0.5, 0.4), contenders=True) is None

@@ -508,7 +508,8 @@ _LASTING = re.compile(
 #: up a used Mazda this weekend", "Starting at the admissions office next week" say when, not for how long.
 _HAPPENED = re.compile(
     r"\b(?:[a-z]{3,}ed|got|took|began|begun|bought|sold|found|made|went|came|brought|left|starting|starts?)\b"
-    r"[^.!?;]*?\b(?:this|next|last) (?:week|weekend|month)\b",
+    # (a title's period ends no sentence: "assigned me to Dr. Nguyen, first visit is next week")
+    r"(?:[^.!?;]|(?<=\bDr)\.|(?<=\bMr)\.|(?<=\bMs)\.|(?<=\bMrs)\.|(?<=\bSt)\.)*?\b(?:this|next|last) (?:week|weekend|month)\b",
     re.IGNORECASE,
 )
 

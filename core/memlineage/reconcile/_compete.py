@@ -289,7 +289,10 @@ def competes(
                     and mentions(ca, asked_about)
                     and named_before_value(cb, asked_about, kind, values_of(ca, kind) if kind else frozenset())
                 )
-                if not both and not (ca.subject == "self" and _names_asked(cb.subject, wanted)):
+                # ... or the newer one is the speaker's and the older one's subject is a thing the query names, asked
+                # of nobody ("Wedding's booked: June 14" / "We took their September 20 slot", for "my wedding")
+                thing = not asked_about and cb.subject == "self" and _names_asked(ca.subject, wanted)
+                if not both and not thing and not (ca.subject == "self" and _names_asked(cb.subject, wanted)):
                     continue
             qa = wanted & (ca.terms | ca.keys | key_terms(ca))
             qb = wanted & (cb.terms | cb.keys | key_terms(cb))
