@@ -125,7 +125,8 @@ Metrics at k = 3, per suite and system: updates: ``stale@3`` (top 3 holds an out
 ``withdrawn`` (an automatic decision superseded or retracted it); past questions: ``past@3`` (the earlier value is in
 the top 3); ``leaks`` (another user's memory served; must be 0); automatic decisions: applied and how many were
 right (an update or withdrawal of a stale turn by a later turn of the same scenario), and the possible updates
-recorded.
+recorded. With more than one suite, a ``total`` row per system sums every suite (:func:`totals`, also in the JSON
+as ``systems.<name>.totals``) and gives its stale count as a share of raw Chroma's.
 
 Run: ``.venv/bin/python benchmarks/bench_updates.py [--suites dev|dev2|test|...|test60|all] [--lang en|zh]
 [--systems ...] [--failures]``; writes ``benchmarks/results/bench_updates.json``. ``--lang`` deals the suites of one
@@ -386,10 +387,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{s['kept@3']:>4}/{s['non_update']:<3}{s['withdrawn']:>10}{s['past@3']:>5}/{s['past']:<2}{dec:>25}"
                 f"{pos:>10}"
             )
+    for r in report["systems"].values():
+        r["totals"] = totals(r["suites"])
+    peer = report["systems"].get("chroma", {}).get("totals")
+    if len({sc["suite"] for sc in scenarios}) > 1:
+        for name, r in report["systems"].items():
+            t = r["totals"]
+            ratio = f"  stale {t['stale@3'] / peer['stale@3']:.0%} of chroma's" if peer and peer["stale@3"] else ""
+            print(
+                f"{'total':<9}{name:<16}{t['stale@3']:>5}/{t['update']:<3}{t['current@3']:>7}/{t['with_current']:<3}"
+                f"{t['kept@3']:>4}/{t['non_update']:<3}{t['withdrawn']:>10}{t['past@3']:>5}/{t['past']:<2}"
+                + (f"{t.get('applied_right', 0):>21}/{t.get('applied', 0)}" if name.startswith("ml") else "")
+                + ratio
+            )
     print("leaks: " + ", ".join(f"{n} {r['leaks']}" for n, r in report["systems"].items()))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=1, default=str))
     return 0
+
+
+def totals(suites: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Every count of the per-suite rows of :func:`score` summed: ``{"stale@3": 517, "update": 2028, ...}``."""
+    out: dict[str, int] = {}
+    for row in suites.values():
+        for key, n in row.items():
+            out[key] = out.get(key, 0) + int(n)
+    return out
 
 
 def _print_failures(system: System, asks: Sequence[dict[str, Any]]) -> None:

@@ -349,6 +349,15 @@ def rows_updates() -> Iterator[Row]:
                 notes.append(f"decisions {m.get('applied_right', 0)}/{m.get('applied', 0)} right")
                 notes.append(f"withdrawn non-updates {m['withdrawn']}")
             yield ("updates", f"{suite}: {name}", value, "; ".join(notes))
+        t = _get(s, "totals")
+        if t and "update" in t and len(_get(s, "suites") or {}) > 1:
+            yield (
+                "updates",
+                f"every suite: {name}",
+                f"stale {t['stale@3']}/{t['update']}, current {t['current@3']}/{t['with_current']}, "
+                f"kept {t['kept@3']}/{t['non_update']}",
+                f"past {t['past@3']}/{t['past']}",
+            )
 
 
 def rows_longmemeval() -> Iterator[Row]:

@@ -81,3 +81,17 @@ def test_the_real_turn_recall_row_comes_from_bench_store(results: Path) -> None:
             "11.2 vs 2.4 ms p50, same vectors / with the query embedded on both sides; target <= 1.0x",
         )
     ]
+
+
+def test_the_update_suites_get_a_total_row_per_system(results: Path) -> None:
+    """Totals over every suite come from bench_updates' own sums, not from a script beside it."""
+    bench_updates = runpy.run_path(str(Path(__file__).resolve().parents[2] / "benchmarks" / "bench_updates.py"))
+    row = {"update": 34, "stale@3": 8, "current@3": 31, "with_current": 34, "non_update": 20, "kept@3": 17,
+           "withdrawn": 0, "past": 6, "past@3": 6}  # fmt: skip
+    suites = {"a": row, "b": {**row, "stale@3": 5}, "(unlabelled)": {"applied": 1, "applied_right": 0}}
+    totals = bench_updates["totals"](suites)
+    assert totals["update"] == 68 and totals["stale@3"] == 13 and totals["kept@3"] == 34 and totals["applied"] == 1
+    report = {"systems": {"ml-core": {"suites": suites, "totals": totals, "leaks": 0}}}
+    (results / "bench_updates.json").write_text(json.dumps(report), encoding="utf-8")
+    rows = [r for r in run_all.rows_updates() if r[1].startswith("every suite")]
+    assert rows == [("updates", "every suite: ml-core", "stale 13/68, current 62/68, kept 34/40", "past 12/12")]
