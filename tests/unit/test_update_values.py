@@ -1434,7 +1434,7 @@ def test_yi_dian_alone_is_a_bit_not_one_oclock(text: str, times: set[str]) -> No
 
 
 def test_a_bit_of_the_past_gives_no_time_that_replaces_a_date() -> None:
-    """"一点都不爱做饭" gave the time 一点 (one o'clock), which replaced the wedding anniversary's date."""
+    """ "一点都不爱做饭" gave the time 一点 (one o'clock), which replaced the wedding anniversary's date."""
     from memlineage.reconcile._compete import competes
 
     c = Clock()
@@ -1449,7 +1449,7 @@ def test_a_bit_of_the_past_gives_no_time_that_replaces_a_date() -> None:
 
 
 def test_a_thing_the_query_names_as_subject_is_the_speakers_own() -> None:
-    """"Wedding's booked" reads the wedding as its subject: asked about "my wedding", the speaker's later slot replaces
+    """ "Wedding's booked" reads the wedding as its subject: asked about "my wedding", the speaker's later slot replaces
     its date. Someone else's wedding stays someone else's."""
     from memlineage.reconcile._compete import competes
 
