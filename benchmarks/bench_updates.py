@@ -395,9 +395,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             t = r["totals"]
             ratio = f"  stale {t['stale@3'] / peer['stale@3']:.0%} of chroma's" if peer and peer["stale@3"] else ""
             print(
-                f"{'total':<9}{name:<16}{t['stale@3']:>5}/{t['update']:<3}{t['current@3']:>7}/{t['with_current']:<3}"
-                f"{t['kept@3']:>4}/{t['non_update']:<3}{t['withdrawn']:>10}{t['past@3']:>5}/{t['past']:<2}"
-                + (f"{t.get('applied_right', 0):>21}/{t.get('applied', 0)}" if name.startswith("ml") else "")
+                f"{'total':<9}{name:<16}{t['stale@3']:>5}/{t['update']:<5}{t['current@3']:>5}/{t['with_current']:<5}"
+                f"{t['kept@3']:>4}/{t['non_update']:<5}{t['withdrawn']:>6}{t['past@3']:>5}/{t['past']:<4}"
+                + (f"{t.get('applied_right', 0):>17}/{t.get('applied', 0)}" if name.startswith("ml") else "")
                 + ratio
             )
     print("leaks: " + ", ".join(f"{n} {r['leaks']}" for n, r in report["systems"].items()))

@@ -1466,3 +1466,28 @@ def test_a_thing_the_query_names_as_subject_is_the_speakers_own() -> None:
     sisters = said("My sister's wedding is May 9 in Bend.", 40)
     ours = said("We took the October 4 slot at the mill for our party.", 70)
     assert competes("When is my sister's wedding?", sisters, ours, relevance=(0.5, 0.4), contenders=True) is None
+
+
+def test_a_correction_cue_ties_a_number_said_in_other_words() -> None:
+    """ "Scratch that number … capping it at $9,500" names none of the query's words: the cue and a number of the asked
+    kind tie it to the budget it revises. Without the cue, a number far from the query stays another thing's."""
+    from memlineage.reconcile._compete import competes
+
+    c = Clock()
+    mm = make_manager(clock=c)
+
+    def said(text: str, days: int) -> Memory:
+        c.now = T0 + timedelta(days=days)
+        return mm.remember(text, scope=Scope(user_id="alice", session_id=f"d{days}"))
+
+    old = said("Our budget for the bathroom redo is $12,000. Is that enough for tile?", 0)
+    corrected = said("Scratch that number. We talked it over and we're capping it at $9,500. Where do we start?", 20)
+    other = said("We talked it over and we're capping the patio at $9,500. Where do we start?", 40)
+    query = "What's my bathroom redo budget?"
+    assert competes(query, old, corrected, cosine=0.29, relevance=(0.8, 0.3), contenders=True) is not None
+    assert competes(query, old, other, cosine=0.29, relevance=(0.8, 0.3), contenders=True) is None
+    # ... and a cue before a number of another unit revises that other thing ("14 it is": a screen size)
+    laptop = said("My budget for a laptop is $1,200, mostly for schoolwork.", 50)
+    size = said("Should I get the 14 inch or the 16? wait scratch that, the 16 is too heavy. 14 it is.", 60)
+    laptop_query = "What's my laptop budget?"
+    assert competes(laptop_query, laptop, size, cosine=0.25, relevance=(0.8, 0.3), contenders=True) is None

@@ -93,6 +93,13 @@ def test_clauses_know_who_they_are_about_and_what_they_assert() -> None:
     (dose,) = clauses_of("My doctor just put me on 10mg of lisinopril.")
     (visit,) = clauses_of("My sister took me to her new place in Denver.")
     assert (dose.subject, visit.subject) == ("self", "sister")
+    # "X and I" is one subject with the speaker among it, not a clause about X and another about the speaker
+    (together,) = clauses_of("My husband and I talked it over, so the budget is $18,000.")[:1]
+    (split,) = clauses_of("Jake and I split up last month.")
+    assert (together.text, together.subject) == ("My husband and I talked it over", "self")
+    assert (split.text, split.subject) == ("Jake and I split up last month.", "self")
+    sisters, me = clauses_of("My sister lives in Miami and I live in Denver.")
+    assert (sisters.subject, me.subject) == ("sister", "self")
 
 
 def test_a_new_dose_from_the_doctor_replaces_the_old_one_in_recall(clock: Clock) -> None:

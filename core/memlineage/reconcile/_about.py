@@ -509,7 +509,8 @@ _LASTING = re.compile(
 _HAPPENED = re.compile(
     r"\b(?:[a-z]{3,}ed|got|took|began|begun|bought|sold|found|made|went|came|brought|left|starting|starts?)\b"
     # (a title's period ends no sentence: "assigned me to Dr. Nguyen, first visit is next week")
-    r"(?:[^.!?;]|(?<=\bDr)\.|(?<=\bMr)\.|(?<=\bMs)\.|(?<=\bMrs)\.|(?<=\bSt)\.)*?\b(?:this|next|last) (?:week|weekend|month)\b",
+    r"(?:[^.!?;]|(?<=\bDr)\.|(?<=\bMr)\.|(?<=\bMs)\.|(?<=\bMrs)\.|(?<=\bSt)\.)*?"
+    r"\b(?:this|next|last) (?:week|weekend|month)\b",
     re.IGNORECASE,
 )
 

@@ -449,6 +449,10 @@ def competes(
         tied = (
             kind not in ("time", "number")
             or shaped
+            # ... or the newer message says it corrects something and gives another value of the kind in the same
+            # unit ("Scratch that number. … we're capping it at $18,000" after "Our budget … is $25,000"; not "scratch
+            # that, … 14 it is" of a screen size after a budget)
+            or (cue and other_value is not None and bool(units_of(older.content) & units_of(newer.content)))
             or anchored
             or cjk
             or (cosine is not None and cosine >= ANCHOR_COSINE)

@@ -153,6 +153,8 @@ _NOT_NAMES = STOPWORDS | _GENERIC | {"here", "let", "there", "that", "what", "wh
 #: Someone acting on the speaker right after being named ("My doctor just put me on 10mg", "我老板给我涨了工资"): the
 #: clause states the speaker's own state, unless it goes on about that person ("took me to her new place").
 _ON_ME = re.compile(r"^\s+(?:[a-z]+\s+){1,2}(?:me|us)\b|^\s*[帮给替带把]我", re.IGNORECASE)
+_AND_ME = re.compile(r"\s+and\s+(?:i|me)\b", re.IGNORECASE)
+_NAME_AND_ME = re.compile(r"[A-Z][a-z]+\s+and\s+I\b")
 #: A third-person pronoun standing for someone named elsewhere ("They moved the wedding", "his birthday", "他生日").
 THIRD_PERSON = re.compile(r"\b(?:he|she|they|him|her|them|his|their|hers|theirs)\b|[他她]们?", re.IGNORECASE)
 
@@ -163,12 +165,14 @@ def _subject(table: LanguageTable, text: str) -> str | None:
         m = pattern.match(head)
         if m:
             rest = head[m.end() :]
-            if _ON_ME.match(rest) and not THIRD_PERSON.search(rest):
-                return "self"
+            if (_ON_ME.match(rest) and not THIRD_PERSON.search(rest)) or _AND_ME.match(rest):
+                return "self"  # acting on the speaker, or the speaker among the subject ("My wife and I ...")
             return str(m.group("who")).casefold().rstrip("s") if table.language == "en" else str(m.group("who"))
     for pattern in table.self_subject:
         if pattern.match(head):
             return "self"
+    if _NAME_AND_ME.match(head):
+        return "self"  # "Jake and I split up": the speaker among the subject
     named = _POSSESSIVE_NAME.match(head)  # "Dan's birthday is May 19", "Jake's landlord raised his rent"
     # ... unless what follows is a person of theirs: "Leo's best friend turned 10" is about the friend
     theirs = person_owned(table, head[named.end() :]) if named else None

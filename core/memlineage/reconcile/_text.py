@@ -155,7 +155,10 @@ def clauses(text: str) -> list[str]:
         parts = [piece for part in parts for piece in pattern.split(part)]
     out: list[str] = []
     for piece in (p.strip() for p in parts if p and p.strip()):
-        if out and _APPOSED.fullmatch(out[-1]):
+        if out and _WITH_ME.fullmatch(out[-1]) and f"{out[-1]} and {piece}" in text:
+            # "My husband and I talked it over": one subject, the speaker among it
+            out[-1] = f"{out[-1]} and {piece}"
+        elif out and _APPOSED.fullmatch(out[-1]):
             # a name alone before a comma is no clause: "Luna, my cat, eats salmon" says one thing about Luna
             out[-1] = f"{out[-1]}, {piece}"
         else:
@@ -163,6 +166,8 @@ def clauses(text: str) -> list[str]:
     return out
 
 
+#: Someone named alone before "and I" ("My husband", "Jake"): the two are one subject.
+_WITH_ME = re.compile(r"(?:(?:[Mm]y|[Oo]ur)\s+[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?|[A-Z][a-z]+)")
 #: A name of one or two words alone before a break at a comma ("Luna", "Aunt May"): an apposition, no clause.
 _APPOSED = re.compile(r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?")
 
