@@ -4,6 +4,7 @@ another of its names, identifiers in mixed Chinese text."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -1448,17 +1449,24 @@ def test_a_bit_of_the_past_gives_no_time_that_replaces_a_date() -> None:
     assert competes(query, old, new, relevance=(0.5, 0.3), contenders=True) is None
 
 
-def test_a_thing_the_query_names_as_subject_is_the_speakers_own() -> None:
-    """ "Wedding's booked" reads the wedding as its subject: asked about "my wedding", the speaker's later slot replaces
-    its date. Someone else's wedding stays someone else's."""
-    from memlineage.reconcile._compete import competes
-
+def _alice_on_a_clock() -> Callable[[str, int], Memory]:
+    """A store with the fake embedder; the returned call has alice say ``text`` on day ``days``."""
     c = Clock()
     mm = make_manager(clock=c)
 
     def said(text: str, days: int) -> Memory:
         c.now = T0 + timedelta(days=days)
         return mm.remember(text, scope=Scope(user_id="alice", session_id=f"d{days}"))
+
+    return said
+
+
+def test_a_thing_the_query_names_as_subject_is_the_speakers_own() -> None:
+    """ "Wedding's booked" reads the wedding as its subject: asked about "my wedding", the speaker's later slot replaces
+    its date. Someone else's wedding stays someone else's."""
+    from memlineage.reconcile._compete import competes
+
+    said = _alice_on_a_clock()
 
     old = said("Wedding's booked: May 9 at the Riverside mill in Bend!", 0)
     new = said("We took their October 4 slot with a discount, so I have to redo all the invites.", 30)
@@ -1473,12 +1481,7 @@ def test_a_correction_cue_ties_a_number_said_in_other_words() -> None:
     kind tie it to the budget it revises. Without the cue, a number far from the query stays another thing's."""
     from memlineage.reconcile._compete import competes
 
-    c = Clock()
-    mm = make_manager(clock=c)
-
-    def said(text: str, days: int) -> Memory:
-        c.now = T0 + timedelta(days=days)
-        return mm.remember(text, scope=Scope(user_id="alice", session_id=f"d{days}"))
+    said = _alice_on_a_clock()
 
     old = said("Our budget for the bathroom redo is $12,000. Is that enough for tile?", 0)
     corrected = said("Scratch that number. We talked it over and we're capping it at $9,500. Where do we start?", 20)
