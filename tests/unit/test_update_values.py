@@ -1438,13 +1438,9 @@ def test_a_bit_of_the_past_gives_no_time_that_replaces_a_date() -> None:
     """ "一点都不爱做饭" gave the time 一点 (one o'clock), which replaced the wedding anniversary's date."""
     from memlineage.reconcile._compete import competes
 
-    c = Clock()
-    mm = make_manager(clock=c)
-    old = mm.remember("我们的结婚纪念日是6月8号，想订个餐厅", scope=Scope(user_id="alice", session_id="a"))
-    c.now = T0 + timedelta(days=30)
-    new = mm.remember(
-        "以前我一点都不爱做饭，现在真是变了，天天下厨。有什么快手菜推荐？", scope=Scope(user_id="alice", session_id="b")
-    )
+    said = _alice_on_a_clock()
+    old = said("我们的结婚纪念日是6月8号，想订个餐厅", 0)
+    new = said("以前我一点都不爱做饭，现在真是变了，天天下厨。有什么快手菜推荐？", 30)
     query = "我的结婚纪念日是哪天？"
     assert competes(query, old, new, relevance=(0.5, 0.3), contenders=True) is None
 

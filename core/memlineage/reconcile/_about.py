@@ -31,7 +31,7 @@ from memlineage.reconcile._signals import (
     times_in,
     values_of,
 )
-from memlineage.reconcile._text import _TIME_WORDS, points_at_child
+from memlineage.reconcile._text import _TIME_WORDS, AND_ME, TITLES, points_at_child
 from memlineage.retrieval import is_question
 
 #: Characters that make a Chinese bigram a grammatical seam rather than a word ("我儿", "的婚").
@@ -90,7 +90,7 @@ def _tying(ca: Clause, cb: Clause) -> bool:
 _COMPANY_BEFORE = re.compile(
     r"(?:\bwith|\balong with|\btogether with|[跟和与同陪])\s*(?:我的|我们|我)?\s*$", re.IGNORECASE
 )
-_COMPANY_AFTER = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\b|^一起", re.IGNORECASE)
+_COMPANY_AFTER = re.compile(rf"{AND_ME.pattern}|^一起", re.IGNORECASE)
 
 
 @text_cache(maxsize=16384)
@@ -509,7 +509,7 @@ _LASTING = re.compile(
 _HAPPENED = re.compile(
     r"\b(?:[a-z]{3,}ed|got|took|began|begun|bought|sold|found|made|went|came|brought|left|starting|starts?)\b"
     # (a title's period ends no sentence: "assigned me to Dr. Nguyen, first visit is next week")
-    r"(?:[^.!?;]|(?<=\bDr)\.|(?<=\bMr)\.|(?<=\bMs)\.|(?<=\bMrs)\.|(?<=\bSt)\.)*?"
+    r"(?:[^.!?;]|" + "|".join(rf"(?<=\b{t})\." for t in TITLES) + r")*?"
     r"\b(?:this|next|last) (?:week|weekend|month)\b",
     re.IGNORECASE,
 )

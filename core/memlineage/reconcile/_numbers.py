@@ -129,8 +129,9 @@ def bare_numbers(text: str) -> bool:
 
 #: A clock time ("6pm", "7:30 a.m.", "18:45").
 _CLOCK_TIME = r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b"
-_CLOCK = re.compile(_CLOCK_TIME, re.IGNORECASE)
-_TIME = re.compile(
+CLOCK = re.compile(_CLOCK_TIME, re.IGNORECASE)
+#: A time or date ("6pm", "June 14", "Mondays", "the 5th", 周三, 凌晨一点, 五月二十号).
+TIME = re.compile(
     _CLOCK_TIME + r"|\b(?:jan(?:uary)?|feb(?:ruary)?|march|april|may|"
     r"june|july|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b(?:\s+\d{1,2}(?:st|nd|rd|th)?)?|"
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b\d{4}-\d{2}-\d{2}\b|\bthe\s+\d{1,2}(?:st|nd|rd|th)\b|"

@@ -22,8 +22,8 @@ from memlineage._forget import text_cache
 from memlineage.extractors._patterns import LanguageTable, has_cjk, tables_for
 from memlineage.extractors._rules import strip_transcript_prefix
 from memlineage.index.lexical import STOPWORDS, tokenize
-from memlineage.reconcile._numbers import _CLOCK, _TIME, DIGITS, numbers_in
-from memlineage.reconcile._text import _TIME_WORDS, _key_tokens, clauses, codes
+from memlineage.reconcile._numbers import CLOCK, DIGITS, TIME, numbers_in
+from memlineage.reconcile._text import _TIME_WORDS, AND_ME, TITLES, _key_tokens, clauses, codes, with_me
 from memlineage.retrieval import is_question, is_request
 
 __all__ = [
@@ -59,7 +59,7 @@ _CJK_GENERIC = frozenset(
 #: Sentence ends: punctuation (not after a title: "Dr. Alvarez"), CJK punctuation, a line break, or an emoji that
 #: closes a statement ("down to 77 this morning 🎉 should I adjust calories?").
 _SENTENCE = re.compile(
-    r"(?<=[.!?;])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bvs\.)\s+|(?<=[。！？；])\s*|\n+"
+    r"(?<=[.!?;])" + "".join(rf"(?<!\b{t}\.)" for t in TITLES) + r"\s+|(?<=[。！？；])\s*|\n+"
     r"|(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF])\s+"
 )
 
@@ -153,8 +153,6 @@ _NOT_NAMES = STOPWORDS | _GENERIC | {"here", "let", "there", "that", "what", "wh
 #: Someone acting on the speaker right after being named ("My doctor just put me on 10mg", "我老板给我涨了工资"): the
 #: clause states the speaker's own state, unless it goes on about that person ("took me to her new place").
 _ON_ME = re.compile(r"^\s+(?:[a-z]+\s+){1,2}(?:me|us)\b|^\s*[帮给替带把]我", re.IGNORECASE)
-_AND_ME = re.compile(r"\s+and\s+(?:i|me)\b", re.IGNORECASE)
-_NAME_AND_ME = re.compile(r"[A-Z][a-z]+\s+and\s+I\b")
 #: A third-person pronoun standing for someone named elsewhere ("They moved the wedding", "his birthday", "他生日").
 THIRD_PERSON = re.compile(r"\b(?:he|she|they|him|her|them|his|their|hers|theirs)\b|[他她]们?", re.IGNORECASE)
 
@@ -165,13 +163,13 @@ def _subject(table: LanguageTable, text: str) -> str | None:
         m = pattern.match(head)
         if m:
             rest = head[m.end() :]
-            if (_ON_ME.match(rest) and not THIRD_PERSON.search(rest)) or _AND_ME.match(rest):
+            if (_ON_ME.match(rest) and not THIRD_PERSON.search(rest)) or AND_ME.match(rest):
                 return "self"  # acting on the speaker, or the speaker among the subject ("My wife and I ...")
             return str(m.group("who")).casefold().rstrip("s") if table.language == "en" else str(m.group("who"))
     for pattern in table.self_subject:
         if pattern.match(head):
             return "self"
-    if _NAME_AND_ME.match(head):
+    if with_me(head):
         return "self"  # "Jake and I split up": the speaker among the subject
     named = _POSSESSIVE_NAME.match(head)  # "Dan's birthday is May 19", "Jake's landlord raised his rent"
     # ... unless what follows is a person of theirs: "Leo's best friend turned 10" is about the friend
@@ -359,7 +357,7 @@ def query_people(query: str) -> frozenset[str]:
         out |= {
             k[:-2] if k.endswith(("'s", "’s")) else k
             for k in c.keys
-            if not DIGITS.search(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)  # 早上 is no one
+            if not DIGITS.search(k) and not TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)  # 早上 is no one
         }
     # a name is written like one ("Ava", "Lily's"; not "TV", "Wi-Fi"), and one after a preposition of place is a
     # place ("my train to Glasgow", "the flat in Porto")
@@ -493,12 +491,12 @@ def values_of(clause: Clause, kind: str) -> frozenset[str]:
     """
     text = clause.text
     if kind == "time":
-        return frozenset(m.group(0).casefold() for m in _TIME.finditer(text))
+        return frozenset(m.group(0).casefold() for m in TIME.finditer(text))
     if kind == "number":  # a clock time counts nothing ("yoga mondays at 6pm" gives no dose)
-        return numbers_in(_CLOCK.sub(" ", text))
+        return numbers_in(CLOCK.sub(" ", text))
     # a time word ("早上", "Monday") is a time, never the place or thing asked for
     named = {
-        k for k in clause.keys if not DIGITS.fullmatch(k) and not _TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)
+        k for k in clause.keys if not DIGITS.fullmatch(k) and not TIME.fullmatch(k) and not _TIME_WORDS.fullmatch(k)
     }
     named = {k[:-2] if k.endswith(("'s", "’s")) else k for k in named}
     named |= {m.group(1) for m in _CJK_PLACE.finditer(text)}

@@ -166,8 +166,20 @@ def clauses(text: str) -> list[str]:
     return out
 
 
+#: Titles whose period ends no sentence ("Dr. Alvarez is out").
+TITLES = ("Dr", "Mr", "Ms", "Mrs", "St", "vs")
+#: "and I" right after someone named: the speaker is among the subject ("My wife and I moved", "with Sam and me").
+AND_ME = re.compile(r"^\s*(?:and|&)\s+(?:i|me)\b", re.IGNORECASE)
 #: Someone named alone before "and I" ("My husband", "Jake"): the two are one subject.
 _WITH_ME = re.compile(r"(?:(?:[Mm]y|[Oo]ur)\s+[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?|[A-Z][a-z]+)")
+
+
+def with_me(text: str) -> bool:
+    """Whether ``text`` opens with someone named alone and "and I" ("Jake and I split up"): the speaker's clause."""
+    named = _WITH_ME.match(text)
+    return named is not None and AND_ME.match(text[named.end() :]) is not None
+
+
 #: A name of one or two words alone before a break at a comma ("Luna", "Aunt May"): an apposition, no clause.
 _APPOSED = re.compile(r"[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?")
 
