@@ -1490,3 +1490,94 @@ def test_a_correction_cue_ties_a_number_said_in_other_words() -> None:
     size = said("Should I get the 14 inch or the 16? wait scratch that, the 16 is too heavy. 14 it is.", 60)
     laptop_query = "What's my laptop budget?"
     assert competes(laptop_query, laptop, size, cosine=0.25, relevance=(0.8, 0.3), contenders=True) is None
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "kept"),
+    [
+        # an option weighed and turned down, the kept thing named or said on its own after a turn
+        (
+            "I drive a 2018 Subaru Outback.",
+            "Test drove a Model 3. Tempting, but the Outback is paid off so I'm keeping it.",
+            True,
+        ),  # noqa: E501
+        (
+            "I'm on T-Mobile, unlimited plan.",
+            "Looked at switching to Verizon, but their offer to keep me won, so I'm staying.",
+            True,
+        ),  # noqa: E501
+        (
+            "I take metformin, 500 mg twice a day.",
+            "Insurance denied the Ozempic, so I'm sticking with the metformin.",
+            True,
+        ),  # noqa: E501
+        (
+            "I make 92k as a civil engineer.",
+            "Got an offer for 105k but the commute is 75 min. I'm probably turning it down.",
+            True,
+        ),  # noqa: E501
+        ("My number is 555-0143.", "Switched to Verizon but keeping my number.", True),
+        ("我开的是卡罗拉", "看了一圈特斯拉，还是觉得卡罗拉省心，不换了", True),
+        ("我用的是招行的卡", "工行利率高一点，不过我不打算换", True),
+        # ... not a staying of another thing, nor a staying after a change the message makes
+        ("I live in Austin.", "Moved to Denver last week! Keeping my job remotely though.", False),
+        ("I use Verizon.", "Switched to T-Mobile, kept my number.", False),
+        ("I drink almond milk.", "Switched to oat milk, I'm sticking with it.", False),
+        ("我住在上海浦东", "搬到杭州了，工作还是继续用上海的", False),
+        # "还是用" often turns back, "留着" keeps a thing for another use: the value changed
+        ("以后回答我用繁体字吧", "算了，还是用简体吧，繁体看着太累了。", False),
+        ("我工资卡是招行的。", "公司统一要求办建行的卡发工资，招行那张就留着还信用卡了。", False),
+        ("I drive a Civic.", "Should I stick with the Civic or get a Model 3?", False),
+        ("I drive a Civic.", "My sister is keeping her Civic, I got a Model 3.", False),
+    ],
+)
+def test_keeps_reads_an_option_turned_down(older: str, newer: str, kept: bool) -> None:
+    """A later message that says the speaker keeps what they have keeps the older statement, whatever else it names."""
+    from memlineage.reconcile._endings import keeps
+
+    assert keeps(older, newer) is kept
+
+
+def test_an_option_turned_down_replaces_nothing_at_read_time() -> None:
+    """The car test-driven and not bought never outranks the car kept; the car bought does."""
+    from memlineage.reconcile._compete import competes
+
+    said = _alice_on_a_clock()
+    old = said("I drive a 2018 Subaru Outback.", 0)
+    kept = said("Test drove a Model 3 today. Tempting, but the Outback is paid off so I'm keeping it.", 30)
+    bought = said("Traded the Outback in, picked up a Model 3 today!", 60)
+    query = "What car do I drive?"
+    assert competes(query, old, kept, cosine=0.45, relevance=(0.6, 0.5), contenders=True) is None
+    assert competes(query, old, bought, cosine=0.45, relevance=(0.6, 0.5), contenders=True) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "subject"),
+    [
+        ("Husband wears an 11, want to get him running shoes.", "husband"),
+        ("The kids named the puppy Juniper, so she's Juniper now.", None),
+        ("my gf is vegan and coming over for dinner", "gf"),
+        ("My in-laws are in Columbus, Ohio.", "in-law"),
+        ("my twin wants to do a joint celebration", "twin"),
+        ("my twin brother lives in Denver", "brother"),
+        ("Baby number three arrived Tuesday!", None),
+        ("I live in Denver", "self"),
+    ],
+)
+def test_family_said_without_my_is_the_subject(text: str, subject: str | None) -> None:
+    """Casual chat drops the "my" ("Husband wears an 11"): the clause is about them. "The kids" and "baby" are as often
+    the household the speaker speaks for."""
+    from memlineage.reconcile._signals import clauses_of
+
+    assert clauses_of(text)[0].subject == subject
+
+
+def test_a_stay_stated_before_a_question_in_one_sentence_is_for_a_while() -> None:
+    """ "this week I'm in Boston for a conference, where should I eat?" states a stay before it asks; a question with
+    no value before it ("first appt next week, what should I bring?") and a move ("I moved to Boston this week") state
+    none."""
+    from memlineage.reconcile._about import for_a_while_at_value
+
+    assert for_a_while_at_value("this week I'm in Boston for a conference, where should I eat near the seaport?")
+    assert not for_a_while_at_value("first appt next week, what should I bring?")
+    assert not for_a_while_at_value("I moved to Boston this week, where should I eat?")

@@ -21,8 +21,9 @@ from memlineage.reconcile import (
     Statement,
     using_reconciler,
 )
-from memlineage.reconcile._about import _another_thing, _moved, _names_someone, _owner_of_value, _someone_in, ends
+from memlineage.reconcile._about import _another_thing, _moved, _names_someone, _owner_of_value, _someone_in
 from memlineage.reconcile._compete import competes
+from memlineage.reconcile._endings import ends
 from memlineage.reconcile._generic import signal_update
 from memlineage.reconcile._signals import (
     answer_type,

@@ -126,6 +126,9 @@ class LanguageTable:
     removal: tuple[re.Pattern[str], ...] = ()
     #: What ends a thing the speaker had or did ("sold the jeep", 吉普卖了): read-time conflicts (``_about.ends``).
     ending: tuple[re.Pattern[str], ...] = ()
+    #: What says the speaker keeps a thing they have ("I'm keeping it", "sticking with", 还是继续用): an option
+    #: weighed in the same message was turned down (read-time conflicts, ``reconcile._endings.keeps``).
+    staying: tuple[re.Pattern[str], ...] = ()
     #: What someone believes or keeps telling others about the speaker, or what the speaker once thought ("my mom
     #: keeps telling her friends I work at Apple", "我奶奶逢人就说我在阿里上班", "I thought I was allergic"):
     #: searched at the end of the sentence before a slot's match, which then states no value of the speaker's.
@@ -237,6 +240,7 @@ def _load(language: str) -> LanguageTable:
         rescaled=_compile(data.get("rescaled"), f"{language}:rescaled"),
         removal=_compile(data.get("removal"), f"{language}:removal"),
         ending=_compile(data.get("ending"), f"{language}:ending"),
+        staying=_compile(data.get("staying"), f"{language}:staying"),
         reported=_compile(data.get("reported"), f"{language}:reported"),
         repair=_compile(data.get("repair"), f"{language}:repair"),
         any_child=_compile(data.get("any_child"), f"{language}:any_child"),

@@ -490,10 +490,12 @@ def for_a_while_at_value(text: str) -> bool:
     if has_cjk(text):
         valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or times_in(seg))]
         return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
-    # a question asks, it states no stay ("first appt next week, what should I bring?"); a sentence states a value
-    # with digits or a name ("No yoga this week. Back next Wednesday." states none: a weekday is no name)
+    # a question asks, it states no stay ("first appt next week, what should I bring?"), unless a value is stated
+    # before it in the sentence ("this week I'm in Boston for a conference, where should I eat?"); a sentence states
+    # a value with digits or a name ("No yoga this week. Back next Wednesday." states none: a weekday is no name)
     stated = [seg for seg in _SENTENCE.split(text) if seg and seg.strip() and not is_question(seg)]
-    valued = [seg for seg in stated if DIGITS.search(seg) or _NAME.search(_TIME_WORDS.sub(" ", seg[1:]))]
+    asked = [c.text for s in _SENTENCE.split(text) if is_question(s) for c in clauses_of(s) if not c.asks]
+    valued = [s for s in stated + asked if DIGITS.search(s) or _NAME.search(_TIME_WORDS.sub(" ", s[1:]))]
     return any(_for_a_while_en(seg) for seg in (valued or stated))
 
 
@@ -662,37 +664,3 @@ def weighs(message: str, kind: str | None) -> bool:
     return any(values_of(c, kind) for c in clauses if c.asks) and not any(
         values_of(c, kind) for c in clauses if not c.asks
     )
-
-
-def _clause_words(clause: Clause) -> frozenset[str]:
-    """A clause's topic words and keys, without digits or words of when (they recur across topics)."""
-    keys = {k for key in clause.keys for k in tokenize(key, dates=False) if not any(ch.isdigit() for ch in k)}
-    return frozenset(w for w in _topic_words(clause.terms) | keys if not _TIME_WORDS.search(w))
-
-
-def _own_words(match: re.Match[str]) -> frozenset[str]:
-    """The words of an ending's match that are the ending's own ("put", "sleep"), not its ``obj`` ("Mochi")."""
-    obj = match.groupdict().get("obj")
-    return frozenset(tokenize(match.group(0), dates=False)) - frozenset(tokenize(obj or "", dates=False))
-
-
-@text_cache(maxsize=16384)
-def ends(older: str, newer: str) -> bool:
-    """Whether a newer message ends a thing an older statement said the speaker had or did.
-
-    A clause of ``newer`` that says an ending (the ``ending`` table: "sold the jeep", "we had to put Mochi to sleep",
-    "gave up on keto", 吉普卖了) and a word a stated clause of ``older`` holds, beyond the ending's own words:
-    "paying $180 a month to park my jeep downtown" / "sold the jeep!!! doing a year carless". An ending is told as
-    an event, in any tense; the clause comparison of :func:`~memlineage.reconcile._compete.competes` reads such a
-    clause as the past and skips it. A clause asked, supposed or said of another person ends nothing here; whether
-    the newer message is the same speaker's, and about the speaker, is the caller's check.
-    """
-    table = tables_for(newer)[0]
-    said = frozenset().union(*(_clause_words(c) for c in clauses_of(older) if not c.question))
-    for c in clauses_of(newer):
-        if c.asks or c.hypothetical or c.subject not in (None, "self"):
-            continue  # "if I ever quit nursing ...", "should I quit ...?", "my sister sold hers"
-        found = [m for p in table.ending for m in p.finditer(c.text)]
-        if found and (_clause_words(c) - frozenset().union(*map(_own_words, found))) & said:
-            return True
-    return False

@@ -78,7 +78,6 @@ from memlineage.reconcile._about import (
     _words,
     added_before,
     continued_subject,
-    ends,
     for_a_while_at_value,
     named_before_value,
     number_of_another_thing,
@@ -86,6 +85,7 @@ from memlineage.reconcile._about import (
     said_in,
     weighs,
 )
+from memlineage.reconcile._endings import ends, keeps
 from memlineage.reconcile._numbers import units_of
 from memlineage.reconcile._placing import Conflict, _earlier_first, _served_newer
 from memlineage.reconcile._query import as_speaker
@@ -255,6 +255,8 @@ def competes(
     echoes = _echoes([c for c in clauses_of(older.content) if not c.question], newer.content, wanted)
     if contenders and same_speaker and about_me and not others and ends(older.content, newer.content):
         return "a later statement of the same speaker ends what the earlier one said", round(cosine or 0.0, 3)
+    if same_speaker and keeps(older.content, newer.content):
+        return None  # "Test drove a Model 3. Tempting, but the Outback is paid off so I'm keeping it": turned down
     for cb in _answering(newer.content, wanted, kind):
         if not cb.asserts_present or cb.additive or not cb.substantive:
             continue  # a question (also one typed without "?": "is oat milk better"), a supposition, the past
