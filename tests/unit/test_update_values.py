@@ -1585,7 +1585,8 @@ def test_a_stay_stated_before_a_question_in_one_sentence_is_for_a_while() -> Non
 
 def test_a_chinese_message_that_opens_with_a_stay_is_for_a_while() -> None:
     """ "这周公交改线，没办法只能打车，一天好几十块" opens with 这周: the whole message is for this week, though
-    its part with a number names none. A stay said of someone else inside the message ("医生出差，给我挪到…") frames nothing."""
+    its part with a number names none. A stay said of someone else inside the message ("医生出差，给我挪到…")
+    frames nothing."""
     from memlineage.reconcile._about import for_a_while_at_value
 
     assert for_a_while_at_value("这周公交改线，没办法只能打车，一天好几十块，心疼")
