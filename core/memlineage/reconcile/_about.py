@@ -485,22 +485,19 @@ def for_a_while_at_value(text: str) -> bool:
     sentence that states something with digits ("They offered September 20th and we took it. Invitations get
     reprinted this week.").
     """
-    # Chinese: comma-separated parts, or a marker the message opens with ("这周公交改线，只能打车，一天好几十块");
-    # English: sentences ("They offered September 20th. Invitations get reprinted this week." states the date), or
-    # the first ("The rail line is shut this week, so I'm driving in. Parking is $25 a day": the rest is this week's)
+    # Chinese: comma-separated parts; English: sentences ("They offered September 20th. Invitations get reprinted
+    # this week." states the date). A marker the message opens with frames no more than its part: "这周真是忙疯了…
+    # 对了，周会挪到周四上午十点了", "So this weekend was chaos. … the Civic is gone" change something for good.
     if has_cjk(text):
         valued = [seg for seg in _CJK_SEGMENT.split(text) if seg and (numbers_in(seg) or times_in(seg))]
-        opens = any(p.match(text.lstrip()) for p in tables_for(text)[0].temporary)
-        return opens or (any(for_a_while(seg) for seg in valued) if valued else for_a_while(text))
+        return any(for_a_while(seg) for seg in valued) if valued else for_a_while(text)
     # a question asks, it states no stay ("first appt next week, what should I bring?"), unless a value is stated
     # before it in the sentence ("this week I'm in Boston for a conference, where should I eat?"); a sentence states
     # a value with digits or a name ("No yoga this week. Back next Wednesday." states none: a weekday is no name)
     stated = [seg for seg in _SENTENCE.split(text) if seg and seg.strip() and not is_question(seg)]
     asked = [c.text for s in _SENTENCE.split(text) if is_question(s) for c in clauses_of(s) if not c.asks]
     valued = [s for s in stated + asked if DIGITS.search(s) or _NAME.search(_TIME_WORDS.sub(" ", s[1:]))]
-    first = next((seg for seg in _SENTENCE.split(text) if seg.strip()), "")
-    opens = not is_question(first) and _for_a_while_en(first) and not _DONE.search(first)
-    return opens or any(_for_a_while_en(seg) for seg in (valued or stated))
+    return any(_for_a_while_en(seg) for seg in (valued or stated))
 
 
 #: A change of a price or a rank: "this month" after it says when it happened, not for how long ("rent went up to
@@ -519,10 +516,6 @@ _HAPPENED = re.compile(
     r"\b(?:this|next|last) (?:week|weekend|month)\b",
     re.IGNORECASE,
 )
-
-
-#: A change told as done, in either order with its week ("This week I switched to decaf"): it says when, not how long.
-_DONE = re.compile(r"\b(?:[a-z]{3,}ed|got|took|began|begun|bought|sold|found|made|went|came|brought|left)\b", re.I)
 
 
 def _for_a_while_en(sentence: str) -> bool:
