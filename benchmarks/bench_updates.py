@@ -111,7 +111,8 @@ started to be the speaker's own, changes diagnosed on every suite through test60
 option weighed and turned down in the same message ("Tempting, but the Outback is paid off so I'm keeping it") stopped
 replacing the older statement, a relative named without "my" ("Husband wears an 11") became a clause's subject, and a
 stay said before a question in one sentence ("this week I'm in Boston for a conference, where should I eat?") became a
-stay for a while; changes diagnosed on every suite through test58).
+stay for a while; changes diagnosed on every suite through test58), ``test63`` (first run at the same code as
+test62's, after test62's run; written by another helper who read no code).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -225,6 +226,7 @@ SPLITS = (
     "test60",
     "test61",
     "test62",
+    "test63",
 )
 
 

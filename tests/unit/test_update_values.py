@@ -1596,3 +1596,29 @@ def test_a_message_that_opens_with_a_stay_may_move_a_value_for_good() -> None:
     assert not for_a_while_at_value(
         "So this weekend was chaos. My sister's dinner got moved. Anyway, I sold the Civic, I drive a RAV4 now."
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "supposed"),
+    [
+        ("almost switched to Apple Music for the free trial but nah, my playlists are too good", True),
+        ("I was going to move to Denver but the job fell through.", True),
+        ("We nearly bought the Tacoma, then the dealer added fees.", True),
+        ("I almost never eat meat.", False),
+        ("I switched to Apple Music last week.", False),
+    ],
+)
+def test_a_change_that_almost_happened_is_supposed(text: str, supposed: bool) -> None:
+    """ "almost switched", "was going to move": the change did not happen, so the clause states no new value."""
+    from memlineage.reconcile._signals import clauses_of
+
+    assert clauses_of(text)[0].hypothetical is supposed
+
+
+def test_this_weeks_one_time_is_for_a_while_though_something_happened() -> None:
+    """ "studio's closed Tuesday … so this week's class is Wednesday" moves one class; "Jamie started at Brookside this
+    week" says when a lasting change happened."""
+    from memlineage.reconcile._about import for_a_while_at_value
+
+    assert for_a_while_at_value("studio's closed Tuesday for the holiday so this week's class is Wednesday")
+    assert not for_a_while_at_value("Jamie started at Brookside this week")

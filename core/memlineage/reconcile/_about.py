@@ -518,8 +518,13 @@ _HAPPENED = re.compile(
 )
 
 
+#: One time of a standing thing: "so this week's class is Wednesday" (after "studio's closed Tuesday").
+_ONE_OFF = re.compile(r"\b(?:this|next) (?:week|weekend|month)[’']s\b", re.IGNORECASE)
+
+
 def _for_a_while_en(sentence: str) -> bool:
-    return for_a_while(sentence) and not _LASTING.search(sentence) and not _HAPPENED.search(sentence)
+    happened = _HAPPENED.search(sentence) and not _ONE_OFF.search(sentence)
+    return for_a_while(sentence) and not _LASTING.search(sentence) and not happened
 
 
 def added_before(clause: Clause, message: str) -> bool:
