@@ -124,9 +124,9 @@ class LanguageTable:
     rescaled: tuple[re.Pattern[str], ...] = ()
     #: Something given up or gone ("netflix is gone too", 也戒了): an "also" then adds no new thing.
     removal: tuple[re.Pattern[str], ...] = ()
-    #: What ends a thing the speaker had or did ("sold the jeep", 吉普卖了): read-time conflicts (``_about.ends``).
+    #: What ends a thing the speaker had or did ("sold the jeep", 吉普卖了): read-time conflicts (``_endings.ends``).
     ending: tuple[re.Pattern[str], ...] = ()
-    #: What says the speaker keeps a thing they have ("I'm keeping it", "sticking with", 还是继续用): an option
+    #: What says the speaker keeps a thing they have ("I'm keeping it", "sticking with", 不换了): an option
     #: weighed in the same message was turned down (read-time conflicts, ``reconcile._endings.keeps``).
     staying: tuple[re.Pattern[str], ...] = ()
     #: What someone believes or keeps telling others about the speaker, or what the speaker once thought ("my mom

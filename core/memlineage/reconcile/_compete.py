@@ -24,26 +24,28 @@ content word with it alone (:mod:`memlineage.reconcile._successors`; "我住在�
 candidates below the window (``reserve``) are searched for it too, and a later statement that replaces one of the
 answers served moves up into them (never above an answer ranked higher).
 A later statement that *ends* what an older one said ("sold the jeep!!!", 吉普卖了: an ``ending`` cue of the tables and
-a word of the older statement, :func:`~memlineage.reconcile._about.ends`) replaces it, told in any tense.
+a word of the older statement, :func:`~memlineage.reconcile._endings.ends`) replaces it, told in any tense.
 
-What never competes: a clause that does not state the present (a question, a request, a supposition, a past state: "I
-used to live in Phoenix"), an addition ("we also got a kitten"; a name of the older statement said to still be: "We
-adopted a kitten! ... Rufus is confused"), a state for a while only ("this week", "loaner", 临时), another thing of the
-kind a qualifier picks ("What's my personal number?" / "Work gave me a phone, 617-555-0190"; the table's ``contexts``),
-a question asking for several things ("What pets do we have?"), clauses about different people ("my daughter is 7" / "my
-son is 10"; for a query about the speaker, a newer message naming another person the older one does not, outside a
-question or request), an older clause that answers more of the query than the newer one ("how old is my daughter?"), the
-value of another owner or of another thing ("reception's extension is 4417" for the speaker's extension, "Toured a
-2-bed for $2,100" for the rent), a number of another unit ("500mg" / "two days"), the name of a pet just added ("a
-hamster too. His name is Peanut"), a place said as a past state ("I used to live in Minneapolis, so ... 55"), a
-newer statement from a source that may not update the older (an agent never outranks what the user said; a tool's result
-only an earlier result of the same tool for the same arguments). A query about the past ("where did I live before
-Minneapolis?", "what was the first quote?") turns the rule round: the earlier statement of each competing pair ranks
-just ahead of the later one, which matched the question's words best; memories that are a transcript of named speakers
-(``[8 May 2023] Caroline: ...``, a conversation between other people kept as memory) are dialogue, reordered by recorded
-possible updates only; and for a question about what happened ("When did I go…?", ``event_query`` cues) two events never
-compete. A query that names "the user" (as an agent's memory tool writes it: "Where does the user live now?") asks
-about the speaker (:func:`~memlineage.reconcile._query.as_speaker`).
+What never competes: a clause that does not state the present (a question, a request, a supposition, a past state:
+"I used to live in Phoenix"), an option weighed and turned down ("Tempting, but the Outback is paid off so I'm
+keeping it": :func:`~memlineage.reconcile._endings.keeps`), an addition ("we also got a kitten"; a name of the older
+statement said to still be: "We adopted a kitten! ... Rufus is confused"), a state for a while only ("this week",
+"loaner", 临时), another thing of the kind a qualifier picks ("What's my personal number?" / "Work gave me a phone,
+617-555-0190"; the table's ``contexts``), a question asking for several things ("What pets do we have?"), clauses
+about different people ("my daughter is 7" / "my son is 10"; for a query about the speaker, a newer message naming
+another person the older one does not, outside a question or request), an older clause that answers more of the
+query than the newer one ("how old is my daughter?"), the value of another owner or of another thing ("reception's
+extension is 4417" for the speaker's extension, "Toured a 2-bed for $2,100" for the rent), a number of another unit
+("500mg" / "two days"), the name of a pet just added ("a hamster too. His name is Peanut"), a place said as a past
+state ("I used to live in Minneapolis, so ... 55"), a newer statement from a source that may not update the older
+(an agent never outranks what the user said; a tool's result only an earlier result of the same tool for the same
+arguments). A query about the past ("where did I live before Minneapolis?", "what was the first quote?") turns the
+rule round: the earlier statement of each competing pair ranks just ahead of the later one, which matched the
+question's words best; memories that are a transcript of named speakers (``[8 May 2023] Caroline: ...``, a
+conversation between other people kept as memory) are dialogue, reordered by recorded possible updates only; and for
+a question about what happened ("When did I go…?", ``event_query`` cues) two events never compete. A query that
+names "the user" (as an agent's memory tool writes it: "Where does the user live now?") asks about the speaker
+(:func:`~memlineage.reconcile._query.as_speaker`).
 """
 
 from __future__ import annotations

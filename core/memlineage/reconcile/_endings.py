@@ -69,7 +69,7 @@ def keeps(older: str, newer: str) -> bool:
     """Whether a newer message says the speaker keeps what an older statement said: an option turned down.
 
     A clause of ``newer``, stated or supposed by the speaker, that says a staying (the ``staying`` table: "I'm
-    keeping it", "sticking with", "staying put", 还是继续用) keeps the older statement when:
+    keeping it", "sticking with", "staying put", 不换了) keeps the older statement when:
 
     - the thing it keeps is named and a stated clause of ``older`` holds its word ("Insurance denied the Ozempic, so
       I'm sticking with the metformin" keeps "I take metformin, 500 mg"; "keeping my job" after a move keeps the
