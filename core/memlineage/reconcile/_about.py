@@ -494,8 +494,9 @@ def for_a_while_at_value(text: str) -> bool:
     # a question asks, it states no stay ("first appt next week, what should I bring?"), unless a value is stated
     # before it in the sentence ("this week I'm in Boston for a conference, where should I eat?"); a sentence states
     # a value with digits or a name ("No yoga this week. Back next Wednesday." states none: a weekday is no name)
-    stated = [seg for seg in _SENTENCE.split(text) if seg and seg.strip() and not is_question(seg)]
-    asked = [c.text for s in _SENTENCE.split(text) if is_question(s) for c in clauses_of(s) if not c.asks]
+    sentences = [seg for seg in _SENTENCE.split(text) if seg and seg.strip()]
+    stated = [seg for seg in sentences if not is_question(seg)]
+    asked = [c.text for s in sentences if is_question(s) for c in clauses_of(s) if not c.asks]
     valued = [s for s in stated + asked if DIGITS.search(s) or _NAME.search(_TIME_WORDS.sub(" ", s[1:]))]
     return any(_for_a_while_en(seg) for seg in (valued or stated))
 

@@ -31,7 +31,9 @@ def _own_words(match: re.Match[str]) -> frozenset[str]:
     return frozenset(tokenize(match.group(0), dates=False)) - frozenset(tokenize(obj or "", dates=False))
 
 
+@text_cache(maxsize=16384)
 def _said(older: str) -> frozenset[str]:
+    """The words of ``older``'s stated clauses (:func:`_clause_words`), shared by :func:`ends` and :func:`keeps`."""
     return frozenset().union(*(_clause_words(c) for c in clauses_of(older) if not c.question))
 
 
@@ -82,6 +84,8 @@ def keeps(older: str, newer: str) -> bool:
     Whether the newer message ends the older state (:func:`ends`) is the caller's check, made first.
     """
     table = tables_for(newer)[0]
+    if not any(p.search(newer) for p in table.staying):
+        return False  # most messages say no staying: nothing to read (recall asks per pair)
     said = _said(older)
     moved = table.is_correction(newer)
     for c in clauses_of(newer):
