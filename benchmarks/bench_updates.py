@@ -112,7 +112,10 @@ option weighed and turned down in the same message ("Tempting, but the Outback i
 replacing the older statement, a relative named without "my" ("Husband wears an 11") became a clause's subject, and a
 stay said before a question in one sentence ("this week I'm in Boston for a conference, where should I eat?") became a
 stay for a while; changes diagnosed on every suite through test58), ``test63`` (first run at the same code as
-test62's, after test62's run; written by another helper who read no code).
+test62's, after test62's run; written by another helper who read no code), ``test64`` (first run after a question
+about someone else (a child, a pet) started letting the speaker's two best answers compete when the older one names
+them, and two statements sharing a content word stopped counting as about different things when the newer one never
+says the query's words; changes diagnosed on test63).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
@@ -227,6 +230,7 @@ SPLITS = (
     "test61",
     "test62",
     "test63",
+    "test64",
 )
 
 

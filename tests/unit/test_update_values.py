@@ -226,6 +226,12 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
             "G87停运了，改成周六上午的G651，行李还没收拾。",
             "我去西安坐哪个车次？",
         ),
+        # asked about someone else (a child, a pet): the speaker's two best answers, the older one naming them
+        (
+            "Ava goes to Hillcrest Primary and loves her teacher there.",
+            "first week at St Mary's went fine, Ava already made a friend called Noor. the drop-off queue is awful",
+            "What school does Ava go to?",
+        ),
         (
             "Nursery pickup for Mia is at 4:30, so keep my calls before four.",
             "Mia's nursery changed its hours, I have to be there by a quarter past five now.",
@@ -247,6 +253,25 @@ def test_the_later_value_ranks_first_and_the_older_is_marked(
     assert any(c.older == old_id and c.newer == new_id for c in result.trace.conflicts)
     # nothing is written: the older statement is still active, and a question about the past finds it
     assert manager.require(old_id, scope="alice").status.value == "active"
+
+
+def test_a_newer_statement_sharing_a_content_word_competes_without_the_querys_words(
+    mm: tuple[MemoryManager, Clock],
+) -> None:
+    """The newer message never says "work", but it speaks of the older one's canal: one topic, not a stray."""
+    manager, clock = mm
+    old_id = _say(manager, clock, "I walk to work along the canal, about 25 minutes each way. good waterproof shoes?", 0)
+    _say(manager, clock, "Any tips for keeping basil alive indoors?", 4)
+    new_id = _say(
+        manager,
+        clock,
+        "they fenced off the canal path for a year of repairs, so I'm on the number 12 bus in the mornings. is a monthly "
+        "pass worth it?",
+        30,
+    )
+    result = manager.recall("How do I get to work these days?", scope="alice", k=3, trace=True)
+    assert result[result.ids.index(old_id)].newer == new_id
+    assert result.ids.index(new_id) < result.ids.index(old_id)
 
 
 @pytest.mark.parametrize(

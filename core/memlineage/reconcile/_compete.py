@@ -236,6 +236,8 @@ def competes(
     anchored = False  # some eligible pair's newer clause names a word of the query or a key of the older clause
     paired = False  # some eligible pair shares a content word or key, and both clauses name a word of the query
     keyed = False  # some eligible pair shares a key (an entity, number or date)
+    kin = False  # some eligible pair shares a content word or key
+    both_asked = False  # some eligible pair's older clause names the person the query asks about (the newer goes on)
     novel = False  # some eligible pair's newer clause gives a value of the asked kind the older does not, or none
     asked_about = query_people(query)
     # a question that names nobody asks the speaker about their own world ("How many guests are coming to the
@@ -365,6 +367,8 @@ def competes(
             # Chinese clauses are whole sentences; one content word (bigram) they share anchors them ("羽毛球")
             shared = (tie := _tying(ca, cb)) or bool(_topic_words(ca.terms & cb.terms))
             keyed = keyed or tie
+            kin = kin or shared
+            both_asked = both_asked or (bool(asked_about) and mentions(ca, asked_about))
             anchored = anchored or bool(_words(qb)) or shared
             paired = paired or (shared and bool(_words(qa)) and bool(_words(qb)))
             if kind is not None:
@@ -476,7 +480,7 @@ def competes(
         # number?": "I'm in unit 4B" / "management changed the door code to 7741" is about something else), unless
         # a key or an identifier ties them (a new address says no "email")
         said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
-        strays = not cjk and bool(said_before) and not said_now and not (ided or shaped or keyed or echoes)
+        strays = not cjk and bool(said_before) and not said_now and not (ided or shaped or keyed or echoes or kin)
         # ... and never two English statements whose vectors say they are about unrelated things ("I work at
         # Google" / "oops, meant Dallas, Austin's where I grew up"), unless they share a key or swap a value
         unrelated = not cjk and cosine is not None and cosine < UNRELATED_COSINE and not (keyed or swapped)
@@ -489,7 +493,7 @@ def competes(
             and close_enough
             and related
             and novel
-            and about_me
+            and (about_me or both_asked)
             and same_speaker
             and not unrelated
             and (nearest or cjk)
