@@ -260,13 +260,13 @@ def test_a_newer_statement_sharing_a_content_word_competes_without_the_querys_wo
 ) -> None:
     """The newer message never says "work", but it speaks of the older one's canal: one topic, not a stray."""
     manager, clock = mm
-    old_id = _say(manager, clock, "I walk to work along the canal, about 25 minutes each way. good waterproof shoes?", 0)
+    old_id = _say(manager, clock, "I walk to work by the canal, about 25 minutes each way. good waterproof shoes?", 0)
     _say(manager, clock, "Any tips for keeping basil alive indoors?", 4)
     new_id = _say(
         manager,
         clock,
-        "they fenced off the canal path for a year of repairs, so I'm on the number 12 bus in the mornings. is a monthly "
-        "pass worth it?",
+        "they fenced off the canal path for a year of repairs, so I'm on the number 12 bus in the mornings. is a "
+        "monthly pass worth it?",
         30,
     )
     result = manager.recall("How do I get to work these days?", scope="alice", k=3, trace=True)
