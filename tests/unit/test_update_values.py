@@ -255,21 +255,32 @@ def test_the_later_value_ranks_first_and_the_older_is_marked(
     assert manager.require(old_id, scope="alice").status.value == "active"
 
 
-def test_a_newer_statement_sharing_a_content_word_competes_without_the_querys_words(
-    mm: tuple[MemoryManager, Clock],
+@pytest.mark.parametrize(
+    ("old", "new", "query"),
+    [
+        # the newer message never says "work", but it speaks of the older one's canal: one topic, not a stray
+        (
+            "I walk to work by the canal, about 25 minutes each way. good waterproof shoes?",
+            "they fenced off the canal path for a year of repairs, so I'm on the number 12 bus in the mornings. is a "
+            "monthly pass worth it?",
+            "How do I get to work these days?",
+        ),
+        # both name the query's "work" and share it: related although their vectors are not close
+        (
+            "I catch the 7 bus to work, it takes about 35 minutes. any good podcasts?",
+            "bought a road bike!! I get to work in 20 min now and I'm way less cranky",
+            "How do I get to work now?",
+        ),
+    ],
+)
+def test_a_newer_statement_sharing_a_content_word_competes_without_close_vectors(
+    mm: tuple[MemoryManager, Clock], old: str, new: str, query: str
 ) -> None:
-    """The newer message never says "work", but it speaks of the older one's canal: one topic, not a stray."""
     manager, clock = mm
-    old_id = _say(manager, clock, "I walk to work by the canal, about 25 minutes each way. good waterproof shoes?", 0)
+    old_id = _say(manager, clock, old, 0)
     _say(manager, clock, "Any tips for keeping basil alive indoors?", 4)
-    new_id = _say(
-        manager,
-        clock,
-        "they fenced off the canal path for a year of repairs, so I'm on the number 12 bus in the mornings. is a "
-        "monthly pass worth it?",
-        30,
-    )
-    result = manager.recall("How do I get to work these days?", scope="alice", k=3, trace=True)
+    new_id = _say(manager, clock, new, 30)
+    result = manager.recall(query, scope="alice", k=3, trace=True)
     assert result[result.ids.index(old_id)].newer == new_id
     assert result.ids.index(new_id) < result.ids.index(old_id)
 

@@ -448,9 +448,11 @@ def competes(
             # a shared word; or a value that moved (see _moved) in statements sharing a less common character
             moved = _moved(kind, other_value)
             related = anchored or echoes or (moved and _share_char(changed_pair, query))
-        else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only
+        else:  # a query word alone is weak in English ("food" in "I can taste food again"): with some closeness only,
+            # or where both clauses name the query's words and share one ("I catch the 7 bus to work" / "bought a road
+            # bike, I get to work in 20 min now")
             near = cosine is not None and cosine >= ANCHOR_COSINE
-            related = near or keyed or valued or echoes or swapped or (anchored and (cosine or 0.0) >= 0.3)
+            related = near or keyed or valued or echoes or swapped or paired or (anchored and (cosine or 0.0) >= 0.3)
         # a changed value lets a statement far less close to the query contend; a time or a number only when
         # something beyond the kind of value ties the two ("Yoga is every Wednesday at 7pm" / "My knee surgery is
         # booked for November 4th" are two times and nothing more; a city is specific, a time is everywhere)
