@@ -114,8 +114,9 @@ stay said before a question in one sentence ("this week I'm in Boston for a conf
 stay for a while; changes diagnosed on every suite through test58), ``test63`` (first run at the same code as
 test62's, after test62's run; written by another helper who read no code), ``test64`` (first run after a question
 about someone else (a child, a pet) started letting the speaker's two best answers compete when the older one names
-them, and two statements sharing a content word stopped counting as about different things when the newer one never
-says the query's words; changes diagnosed on test63).
+them, two statements sharing a content word stopped counting as about different things when the newer one never
+says the query's words, and two English clauses naming the query's words and sharing one became related without close
+vectors; changes diagnosed on test63 and every suite through test58).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
