@@ -336,6 +336,20 @@ def test_someone_elses_value_demotes_nothing(
     assert not [c for c in result.trace.conflicts if c.older == kept_id]
 
 
+def test_a_contrast_replaces_nothing_the_older_message_only_asked() -> None:
+    """A question of the older message ("worth it?") is nothing that "not worth it" replaces."""
+    clock = Clock()
+    manager = make_manager(clock=clock)
+    _say(manager, clock, "I'm on Fios and my upload at home is awful, why?", 0)
+    offer = _say(manager, clock, "Comcast is offering $300 to switch, worth it?", 3)
+    _say(manager, clock, "read the fine print, not worth it. staying with Fios and getting a mesh router", 5)
+    assert manager.require(offer, scope="alice").status.value == "active"
+    # a value the older message states is still replaced by the same contrast
+    trip = _say(manager, clock, "I'm flying to Porto on the 3rd, what should I pack?", 10)
+    _say(manager, clock, "Actually I'm flying to Faro, not Porto.", 12)
+    assert manager.require(trip, scope="alice").status.value == "superseded"
+
+
 def test_a_contrast_about_someone_else_replaces_nothing_of_the_speaker() -> None:
     clock = Clock()
     manager = make_manager(clock=clock)

@@ -219,7 +219,10 @@ class RuleReconciler:
                     continue
                 if _other_subjects(st.content, c.content):
                     continue  # "My daughter's test: peanuts, not shellfish like me" corrects nothing of mine
-                terms = content_terms(strip_transcript_prefix(c.content))
+                # what the candidate states, not what it asks ("Verizon is offering $500 to switch, worth it?" states
+                # no "worth it" for "read the fine print, not worth it" to replace)
+                said = strip_transcript_prefix(c.content)
+                terms = content_terms(" ".join(cl.text for cl in clauses_of(said) if not cl.question))
                 share = _overlap(old, terms)
                 if len(old) > 1 and len(old & terms) < 2:
                     # one shared word of several ("going back to school" / "I teach high school chemistry") names
