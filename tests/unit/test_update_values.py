@@ -13,6 +13,7 @@ from memlineage import Memory, MemoryManager, Scope
 from memlineage.reconcile import Conflict, resolve_conflicts
 from memlineage.reconcile._about import (
     _new_kind,
+    _someone_in,
     added_before,
     named_before_value,
     number_of_another_thing,
@@ -87,6 +88,15 @@ def test_identifiers_in_mixed_chinese_text_are_keys_and_time_words_no_places() -
     assert values_of(booked, "entity") == {"ca4112"}  # 早上 is a time, not the thing asked for
     (units,) = clauses_of("Meet me on the 21st at 5pm, bring the 256GB drive")
     assert not any(ch.isalpha() for k in units.keys for ch in k if k[0].isdigit())  # 5pm, 21st: no identifiers
+
+
+def test_a_person_said_in_passing_later_in_the_first_sentence_is_a_side_detail() -> None:
+    deferred = "I've moved the driving test to June 2nd, too much going on with my mum in hospital"
+    assert not _someone_in("I've moved the driving test to June 2nd", deferred)
+    # the sentence opens with them (past an interjection): what follows may be theirs
+    moved = "My brother just moved to Perth, so I'll be flying to Australia a lot"
+    assert _someone_in("so I'll be flying to Australia a lot", moved)
+    assert _someone_in("her third is due in May", "Big news, my cousin is pregnant again, her third is due in May")
 
 
 def test_a_time_word_is_nobody_the_query_asks_about() -> None:

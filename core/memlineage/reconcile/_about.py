@@ -278,11 +278,25 @@ def _identifiers(values: tuple[frozenset[str], frozenset[str]]) -> bool:
 _THIRD_PERSON = re.compile(r"^\W*(?:(?:he|she|they|his|her|their)\b|[他她])", re.IGNORECASE)
 
 
+#: Where a sentence's opening part ends: a comma, semicolon, colon or dash (Chinese ones too), or "so".
+_HEAD_CUT = re.compile(r"[,;:\u2014\u2013\uff0c\uff1b\uff1a]|\s-\s|\bso\b", re.IGNORECASE)
+
+
+def _opening(sentence: str) -> str:
+    """The opening part of ``sentence``: up to its first comma, colon or dash, past an interjection of one or two words
+    ("Big news, my sister is pregnant" opens with "my sister is pregnant")."""
+    parts = _HEAD_CUT.split(sentence)
+    for part in parts:
+        if has_cjk(part) or len(part.split()) > 2:
+            return part
+    return sentence
+
+
 def _someone_in(clause: str, message: str) -> bool:
     """Whether a clause of ``message`` is said of another person than the speaker.
 
-    The clause names someone, the message's first sentence does ("My sister just moved to Austin, so I'll be flying
-    to Texas a lot"), or the clause's sentence opens with a third person. A person named elsewhere in the message is
+    The clause names someone, the opening part of the message's first sentence does ("My sister just moved to Austin,
+    so I'll be flying to Texas a lot"), or the clause's sentence opens with a third person. A person named elsewhere in the message is
     a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the speaker's phone; "提了辆比亚迪海豹！
     卡罗拉卖给我表弟了" is the speaker's car). A Chinese clause that gives a value is decided by the person nearest
     before it (:func:`_owner_of_value`).
@@ -294,7 +308,9 @@ def _someone_in(clause: str, message: str) -> bool:
     if _names_someone(clause):
         return True
     sentences = [seg for seg in _SENTENCE.split(message) if seg and seg.strip()]
-    if sentences and _names_someone(sentences[0]):
+    # ... where the first sentence opens with them: a person said in passing later in it ("I've deferred the bar to
+    # February, too much going on with my dad's surgery") is a side detail
+    if sentences and _names_someone(_opening(sentences[0])):
         return True
     return any(clause in sent and _THIRD_PERSON.match(sent) for sent in sentences)
 
