@@ -283,8 +283,11 @@ _HEAD_CUT = re.compile(r"[,;:\u2014\u2013\uff0c\uff1b\uff1a]|\s-\s|\bso\b", re.I
 
 
 def _opening(sentence: str) -> str:
-    """The opening part of ``sentence``: up to its first comma, colon or dash, past an interjection of one or two words
-    ("Big news, my sister is pregnant" opens with "my sister is pregnant")."""
+    """The opening part of ``sentence``: up to its first comma, colon or dash.
+
+    An interjection of one or two words is passed over ("Big news, my sister is pregnant" opens with "my sister is
+    pregnant"); Chinese parts are taken as they are.
+    """
     parts = _HEAD_CUT.split(sentence)
     for part in parts:
         if has_cjk(part) or len(part.split()) > 2:
@@ -296,10 +299,10 @@ def _someone_in(clause: str, message: str) -> bool:
     """Whether a clause of ``message`` is said of another person than the speaker.
 
     The clause names someone, the opening part of the message's first sentence does ("My sister just moved to Austin,
-    so I'll be flying to Texas a lot"), or the clause's sentence opens with a third person. A person named elsewhere in the message is
-    a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the speaker's phone; "提了辆比亚迪海豹！
-    卡罗拉卖给我表弟了" is the speaker's car). A Chinese clause that gives a value is decided by the person nearest
-    before it (:func:`_owner_of_value`).
+    so I'll be flying to Texas a lot"; :func:`_opening`), or the clause's sentence opens with a third person. A person
+    named elsewhere in the message is a side detail ("Finally got an iPhone 15 so I can FaceTime my mom" is the
+    speaker's phone; "提了辆比亚迪海豹！卡罗拉卖给我表弟了" is the speaker's car). A Chinese clause that gives a
+    value is decided by the person nearest before it (:func:`_owner_of_value`).
     """
     if has_cjk(clause):
         owner = _owner_of_value(clause)
