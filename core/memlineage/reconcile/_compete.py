@@ -204,7 +204,8 @@ def competes(
             clauses pass every check but similarity.
         contenders: Both are among the :data:`CONTENDERS` statements of their speaker that best match the query
             (as recall ranked them): the query itself says what they are about. When the query asks the speaker
-            about themselves and the clauses pass every check, they compete without shared words or close meaning.
+            about themselves, or about someone the older statement names ("How old is Leo now?"), and the clauses
+            pass every check, they compete without shared words or close meaning.
         nearest: For English text, that weakest rule also asks that one be among the other's nearest statements
             of the speaker in meaning on its side of time, among the hits
             (:func:`~memlineage.reconcile._successors.nearest_pairs`); False when neither is. Default True (no hits
@@ -480,7 +481,8 @@ def competes(
         # answer of the assistant's demoted by what the user said later
         # ... nor when the older statement names words of the query the newer message says none of ("What's my unit
         # number?": "I'm in unit 4B" / "management changed the door code to 7741" is about something else), unless
-        # a key or an identifier ties them (a new address says no "email")
+        # a key, an identifier or a shared content word ties them (a new address says no "email"; "I walk to work by
+        # the canal" / "they fenced off the canal path")
         said_before = _words(wanted & frozenset().union(*(c.terms | c.keys for c in focus(older.content, wanted))))
         strays = not cjk and bool(said_before) and not said_now and not (ided or shaped or keyed or echoes or kin)
         # ... and never two English statements whose vectors say they are about unrelated things ("I work at
