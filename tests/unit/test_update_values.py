@@ -31,7 +31,7 @@ from memlineage.reconcile._signals import (
     values_around,
     values_of,
 )
-from memlineage.retrieval import RecallHit
+from memlineage.retrieval import RecallHit, RecallResult
 from memlineage.testing import make_manager
 
 T0 = datetime(2025, 1, 1, 9, tzinfo=timezone.utc)
@@ -160,6 +160,15 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
     return mm.remember(text, scope=Scope(user_id="alice", session_id=f"d{days}")).id
 
 
+def _old_then_new(mm: tuple[MemoryManager, Clock], old: str, new: str, query: str) -> tuple[str, str, RecallResult]:
+    """``old`` on day 0, an unrelated turn on day 4, ``new`` on day 30, then ``query`` traced: both ids and the hits."""
+    manager, clock = mm
+    old_id = _say(manager, clock, old, 0)
+    _say(manager, clock, "Any tips for keeping basil alive indoors?", 4)
+    new_id = _say(manager, clock, new, 30)
+    return old_id, new_id, manager.recall(query, scope="alice", k=3, trace=True)
+
+
 @pytest.mark.parametrize(
     ("old", "new", "query"),
     [
@@ -252,11 +261,8 @@ def _say(mm: MemoryManager, clock: Clock, text: str, days: float) -> str:
 def test_the_later_value_ranks_first_and_the_older_is_marked(
     mm: tuple[MemoryManager, Clock], old: str, new: str, query: str
 ) -> None:
-    manager, clock = mm
-    old_id = _say(manager, clock, old, 0)
-    _say(manager, clock, "Any tips for keeping basil alive indoors?", 4)
-    new_id = _say(manager, clock, new, 30)
-    result = manager.recall(query, scope="alice", k=3, trace=True)
+    manager, _ = mm
+    old_id, new_id, result = _old_then_new(mm, old, new, query)
     assert result.ids[0] == new_id
     demoted = [h for h in result if h.memory.id == old_id]
     assert not demoted or demoted[0].newer == new_id
@@ -286,11 +292,7 @@ def test_the_later_value_ranks_first_and_the_older_is_marked(
 def test_a_newer_statement_sharing_a_content_word_competes_without_close_vectors(
     mm: tuple[MemoryManager, Clock], old: str, new: str, query: str
 ) -> None:
-    manager, clock = mm
-    old_id = _say(manager, clock, old, 0)
-    _say(manager, clock, "Any tips for keeping basil alive indoors?", 4)
-    new_id = _say(manager, clock, new, 30)
-    result = manager.recall(query, scope="alice", k=3, trace=True)
+    old_id, new_id, result = _old_then_new(mm, old, new, query)
     assert result[result.ids.index(old_id)].newer == new_id
     assert result.ids.index(new_id) < result.ids.index(old_id)
 

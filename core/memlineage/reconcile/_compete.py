@@ -286,15 +286,14 @@ def competes(
                 continue  # nothing to replace
             if ca.hypothetical:
                 settles = True  # a plan or option weighed before: a later statement on the topic settles it
+            ca_asked = bool(asked_about) and mentions(ca, asked_about)  # it names whom the query asks about
             if ca.subject is not None and cb.subject is not None and ca.subject != cb.subject:
                 # about different people, unless both name the one the query asks about ("My brother Sam pointed out
                 # mom's birthday is the 16th" after "My mom's birthday is June 14", asked "When is Mom's birthday?"),
                 # or the newer one's subject is the thing the query names and the older is the speaker's ("My
                 # dermatologist appointment is March 3rd" / "Dermatologist's office called, they pushed me to the 10th")
-                both = (
-                    asked_about
-                    and mentions(ca, asked_about)
-                    and named_before_value(cb, asked_about, kind, values_of(ca, kind) if kind else frozenset())
+                both = ca_asked and named_before_value(
+                    cb, asked_about, kind, values_of(ca, kind) if kind else frozenset()
                 )
                 # ... or the newer one is the speaker's and the older one's subject is a thing the query names, asked
                 # of nobody ("Wedding's booked: June 14" / "We took their September 20 slot", for "my wedding")
@@ -327,8 +326,7 @@ def competes(
             ):
                 continue  # asked what happened: two events are two events
             if (
-                asked_about
-                and mentions(ca, asked_about)
+                ca_asked
                 and not mentions(cb, asked_about)
                 and not _refers_back(ca, cb, asked_about, kind, newer.content)
             ):
@@ -369,7 +367,7 @@ def competes(
             shared = (tie := _tying(ca, cb)) or bool(_topic_words(ca.terms & cb.terms))
             keyed = keyed or tie
             kin = kin or shared
-            both_asked = both_asked or (bool(asked_about) and mentions(ca, asked_about))
+            both_asked = both_asked or ca_asked
             anchored = anchored or bool(_words(qb)) or shared
             paired = paired or (shared and bool(_words(qa)) and bool(_words(qb)))
             if kind is not None:
