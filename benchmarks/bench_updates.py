@@ -232,6 +232,7 @@ SPLITS = (
     "test62",
     "test63",
     "test64",
+    "test65",
 )
 
 
