@@ -821,6 +821,12 @@ def test_two_times_of_unrelated_things_do_not_compete(mm: tuple[MemoryManager, C
             "How old is Noah?",
             id="the person asked about named after another's age",
         ),
+        pytest.param(
+            "We live in Victoria now, right by the harbour.",
+            "When we lived in Calgary the snow was a whole other level, minus 30 every January.",
+            "Where do we live?",
+            id="a place said as a past state after 'when we lived'",
+        ),
     ],
 )
 def test_look_alikes_of_an_update_keep_the_standing_fact_first(
@@ -1684,3 +1690,11 @@ def test_this_weeks_one_time_is_for_a_while_though_something_happened() -> None:
 
     assert for_a_while_at_value("studio's closed Tuesday for the holiday so this week's class is Wednesday")
     assert not for_a_while_at_value("Jamie started at Brookside this week")
+
+
+
+def test_when_i_lived_there_is_a_past_state() -> None:
+    (clause,) = clauses_of("When we lived in Calgary the snow was a whole other level.")
+    assert clause.past and not clause.asserts_present
+    (now,) = clauses_of("When I moved to Calgary the snow surprised me.")
+    assert not now.past  # a move is no state that ended
