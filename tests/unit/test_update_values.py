@@ -1692,7 +1692,6 @@ def test_this_weeks_one_time_is_for_a_while_though_something_happened() -> None:
     assert not for_a_while_at_value("Jamie started at Brookside this week")
 
 
-
 def test_when_i_lived_there_is_a_past_state() -> None:
     (clause,) = clauses_of("When we lived in Calgary the snow was a whole other level.")
     assert clause.past and not clause.asserts_present
