@@ -116,7 +116,8 @@ test62's, after test62's run; written by another helper who read no code), ``tes
 about someone else (a child, a pet) started letting the speaker's two best answers compete when the older one names
 them, two statements sharing a content word stopped counting as about different things when the newer one never
 says the query's words, and two English clauses naming the query's words and sharing one became related without close
-vectors; changes diagnosed on test63 and every suite through test58).
+vectors; changes diagnosed on test63 and every suite through test58), ``test65`` (first run after "when I lived in …"
+became a past state; written by a helper who read no code).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 
