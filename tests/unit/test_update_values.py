@@ -827,6 +827,12 @@ def test_two_times_of_unrelated_things_do_not_compete(mm: tuple[MemoryManager, C
             "Where do we live?",
             id="a place said as a past state after 'when we lived'",
         ),
+        pytest.param(
+            "Ceramics class is every Wednesday at 6pm, it's my favourite hour of the week.",
+            "This Wednesday only, the studio moved ceramics to 8pm for a kiln repair. Back to normal next week.",
+            "When is my ceramics class?",
+            id="this weekday only",
+        ),
     ],
 )
 def test_look_alikes_of_an_update_keep_the_standing_fact_first(
@@ -1697,3 +1703,19 @@ def test_when_i_lived_there_is_a_past_state() -> None:
     assert clause.past and not clause.asserts_present
     (now,) = clauses_of("When I moved to Calgary the snow surprised me.")
     assert not now.past  # a move is no state that ended
+
+
+@pytest.mark.parametrize(
+    ("text", "one_off"),
+    [
+        ("This Saturday only, my teacher moved piano to 2pm because she has a recital.", True),
+        ("Only this Friday the gym opens at 9, they're waxing the floors.", True),
+        ("The pool opens at 7 today, back to normal from Monday.", True),
+        ("Piano moved to Saturdays at 2pm for good, the teacher changed her schedule.", False),
+        ("Things are back to normal at work, finally.", False),
+    ],
+)
+def test_one_weekday_only_is_for_a_while(text: str, one_off: bool) -> None:
+    from memlineage.reconcile._about import for_a_while_at_value
+
+    assert for_a_while_at_value(text) is one_off
