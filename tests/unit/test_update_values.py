@@ -15,6 +15,7 @@ from memlineage.reconcile._about import (
     _new_kind,
     _someone_in,
     added_before,
+    for_a_while_at_value,
     named_before_value,
     number_of_another_thing,
     owned_by_another,
@@ -581,8 +582,6 @@ def test_a_request_to_the_assistant_asks_what_holds_now() -> None:
 
 
 def test_a_stay_for_a_while_counts_only_where_a_value_is_stated() -> None:
-    from memlineage.reconcile._about import for_a_while_at_value
-
     # the new date is stated for good; "this week" is about printing
     assert not for_a_while_at_value("They could do March 9th instead, so we took it. Cards go out this week.")
     # no sentence states a value with digits: the marker counts wherever it is
@@ -895,8 +894,6 @@ def test_a_clause_without_a_value_of_the_asked_kind_joins_no_comparison() -> Non
 
 
 def test_a_stay_is_stated_by_a_statement_not_by_a_question_or_a_lasting_change() -> None:
-    from memlineage.reconcile._about import for_a_while_at_value
-
     assert not for_a_while_at_value(
         "Dr. Lin left, so the practice moved me to Dr. Ruiz. First visit next week, what to bring?"
     )
@@ -1650,8 +1647,6 @@ def test_a_stay_stated_before_a_question_in_one_sentence_is_for_a_while() -> Non
     """ "this week I'm in Boston for a conference, where should I eat?" states a stay before it asks; a question with
     no value before it ("first appt next week, what should I bring?") and a move ("I moved to Boston this week") state
     none."""
-    from memlineage.reconcile._about import for_a_while_at_value
-
     assert for_a_while_at_value("this week I'm in Boston for a conference, where should I eat near the seaport?")
     assert not for_a_while_at_value("first appt next week, what should I bring?")
     assert not for_a_while_at_value("I moved to Boston this week, where should I eat?")
@@ -1661,8 +1656,6 @@ def test_a_message_that_opens_with_a_stay_may_move_a_value_for_good() -> None:
     """ "这周真是忙疯了…对了，周会挪到周四上午十点了" opens with 这周 about the week, then moves the meeting for
     good: an opening marker frames no more than its own part (tried as a frame of the whole message: 7 Chinese
     updates and 2 English ones lost, "So this weekend was chaos. …")."""
-    from memlineage.reconcile._about import for_a_while_at_value
-
     assert not for_a_while_at_value(
         "这周真的忙疯了：客户又改需求，晚上还得陪孩子写作业。对了，周会挪到周四上午十点了，因为新来的总监周三要飞上海。"
     )
@@ -1692,8 +1685,6 @@ def test_a_change_that_almost_happened_is_supposed(text: str, supposed: bool) ->
 def test_this_weeks_one_time_is_for_a_while_though_something_happened() -> None:
     """ "studio's closed Tuesday … so this week's class is Wednesday" moves one class; "Jamie started at Brookside this
     week" says when a lasting change happened."""
-    from memlineage.reconcile._about import for_a_while_at_value
-
     assert for_a_while_at_value("studio's closed Tuesday for the holiday so this week's class is Wednesday")
     assert not for_a_while_at_value("Jamie started at Brookside this week")
 
@@ -1716,6 +1707,4 @@ def test_when_i_lived_there_is_a_past_state() -> None:
     ],
 )
 def test_one_weekday_only_is_for_a_while(text: str, one_off: bool) -> None:
-    from memlineage.reconcile._about import for_a_while_at_value
-
     assert for_a_while_at_value(text) is one_off

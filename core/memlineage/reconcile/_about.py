@@ -283,7 +283,7 @@ _HEAD_CUT = re.compile(r"[,;:\u2014\u2013\uff0c\uff1b\uff1a]|\s-\s|\bso\b", re.I
 
 
 def _opening(sentence: str) -> str:
-    """The opening part of ``sentence``: up to its first comma, colon or dash.
+    """The opening part of ``sentence``: up to its first comma, semicolon, colon, dash or "so" (:data:`_HEAD_CUT`).
 
     An interjection of one or two words is passed over ("Big news, my sister is pregnant" opens with "my sister is
     pregnant"); Chinese parts are taken as they are.
