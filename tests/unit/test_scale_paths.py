@@ -626,6 +626,36 @@ def test_an_erasure_during_a_hand_over_counts_what_search_could_return() -> None
         assert mm.verify().ok
 
 
+def test_stamp_keys_follow_creation_time_above_random_bits() -> None:
+    """``stamp_key`` is the creation slot (1/32 s, an ~18-hour cycle) above 10 random bits: rows written one after
+    another sit next to each other in ``ix_ml_memories_stamp``, so a cascade's status change rewrites neighbouring
+    index pages (random keys put each row's entry on a random page)."""
+    from memlineage.ledger._ledger import STAMP_RANDOM_BITS, STAMP_SLOTS_PER_S, STAMP_TIME_BITS, new_stamp_key
+
+    t0 = 1_796_678_243 * 10**9
+    slot_ns = 10**9 // STAMP_SLOTS_PER_S
+    keys = [new_stamp_key(t0 + i * slot_ns) for i in range(200)]
+    assert all(0 <= k < 2**31 for k in keys)
+    assert keys == sorted(keys)  # one slot apart: in creation order whatever the random bits
+    same_slot = {new_stamp_key(t0) for _ in range(64)}
+    assert len(same_slot) > 32  # the low bits are random
+    assert {k >> STAMP_RANDOM_BITS for k in same_slot} == {keys[0] >> STAMP_RANDOM_BITS}
+    cycle_ns = (1 << STAMP_TIME_BITS) * slot_ns
+    assert new_stamp_key(t0 + cycle_ns) >> STAMP_RANDOM_BITS == keys[0] >> STAMP_RANDOM_BITS  # wraps, still 31 bits
+
+
+def test_rows_written_later_get_later_stamp_keys() -> None:
+    mm = make_manager()
+    first = mm.remember("the first note", scope=ALICE)
+    time.sleep(0.1)  # a few 1/32 s slots
+    second = mm.remember("the second note", scope=ALICE)
+    with mm.ledger.read() as conn:
+        rows = dict(conn.execute(select(memories.c.id, memories.c.stamp_key)).all())
+    cycle = 1 << 21
+    gap = ((rows[second.id] >> 10) - (rows[first.id] >> 10)) % cycle
+    assert 1 <= gap <= 32  # at least one slot later (modulo the cycle), not a random key
+
+
 def test_own_writes_keep_the_in_memory_legs_in_step_with_the_ledger_stamp() -> None:
     """Server mode checks the ledger's stamp before each query; this process's own writes must never trigger a
     reload (a leg whose tally drifted from the ledger would reload the scope on every query)."""

@@ -203,8 +203,9 @@ class GraphQueries:
     def scope_stamp(self, user_id: str, conn: Connection | None = None) -> tuple[int, int, int]:
         """``(indexable rows, sum of their stamp keys, sum of the active ones' keys)`` for one user.
 
-        Each row's ``stamp_key`` is a random 31-bit number, so the stamp changes with any insert or removal and
-        with any change into or out of ``active`` (a miss needs keys that cancel exactly: about 1 in 2^31).
+        Each row's ``stamp_key`` is a 31-bit number, its creation time above random bits
+        (:func:`memlineage.ledger._ledger.new_stamp_key`), so the stamp changes with any insert or removal and with
+        any change into or out of ``active`` (a miss needs keys that cancel exactly: about 1 in 2^31).
         One index-only read (``ix_ml_memories_stamp``).
         """
         key = func.coalesce(memories.c.stamp_key, 0)

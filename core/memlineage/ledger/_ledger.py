@@ -11,6 +11,7 @@ import logging
 import random
 import re
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, cast
@@ -557,12 +558,34 @@ def _without_embedding(row: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def new_stamp_key() -> int:
-    """A random 31-bit ``stamp_key`` for a new memory row (summed per scope by ``Ledger.scope_stamp``).
+#: ``stamp_key`` layout (31 bits, a PostgreSQL ``integer``): the creation time in slots of 1/32 s, modulo 2^21 (a
+#: cycle of about 18 hours), above 10 random bits.
+STAMP_SLOTS_PER_S = 32
+STAMP_TIME_BITS = 21
+STAMP_RANDOM_BITS = 10
+
+
+def new_stamp_key(now_ns: int | None = None) -> int:
+    """A 31-bit ``stamp_key`` for a new memory row (summed per scope by ``Ledger.scope_stamp``).
+
+    The high 21 bits are the creation time (1/32 s slots, wrapping every ~18 hours), the low 10 bits random. Keys
+    in creation order keep ``ix_ml_memories_stamp`` (``user_id, index_state, status, stamp_key``) in the order the
+    rows were written, so a status change over many rows written together (a cascade) rewrites neighbouring index
+    pages instead of pages at random (measured on 100k descendants: the cascade's ``UPDATE`` 1.3 s with random keys,
+    0.65 s with keys in creation order). Two rows get the same key only when written in the same slot of the cycle
+    with the same random bits, so a stamp still misses a removal plus an insert about once in 2^31.
 
     A row stored without one counts as 0 on both sides of the comparison (the SQL sums and the in-memory tallies).
+
+    Args:
+        now_ns: The creation time in nanoseconds since the epoch (default: now).
+
+    Returns:
+        An integer in ``[0, 2**31)``.
     """
-    return random.getrandbits(31)
+    ns = time.time_ns() if now_ns is None else now_ns
+    slot = (ns * STAMP_SLOTS_PER_S // 1_000_000_000) % (1 << STAMP_TIME_BITS)
+    return (slot << STAMP_RANDOM_BITS) | random.getrandbits(STAMP_RANDOM_BITS)
 
 
 def _agent_eq(agent_id: str | None) -> ColumnElement[bool]:
