@@ -20,7 +20,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable
 
-__all__ = ["DeferredIndexSync"]
+__all__ = ["DeferredIndexSync", "InFlightWrite"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,72 @@ def _flush_at_exit(ref: weakref.ReferenceType[DeferredIndexSync]) -> None:
             logger.warning("deferred index writes not applied at exit; repair() on open finishes them", exc_info=True)
 
 
+class InFlightWrite:
+    """One background index write running on a thread of its own while the worker reads the next batch.
+
+    The deferred worker's own work per batch (reading the rows, building their metadata, marking them ``indexed``
+    afterwards) used to wait for Chroma's write of the batch, and Chroma's child process waited for that work in
+    turn. The worker now starts each write on its own thread and finishes the previous one (its ledger marks)
+    while the next runs: at most one write is in flight, and writes start in the order their rows were read.
+
+    Args:
+        write: Writes the batch to the index; returns nothing worth keeping (an exception is kept in
+            :attr:`error`, for the finisher to log).
+        marks: ``(memory_id, status)`` to mark ``indexed`` once the write succeeded (compare-and-set on the status).
+        gone: Ids whose entries the write deleted, to mark ``removed``.
+        purge: Erased ids among ``gone`` whose index log is purged after the delete.
+        on_end: Called on the write's thread once it has ended (wakes the worker waiting for it).
+    """
+
+    def __init__(
+        self,
+        write: Callable[[], object],
+        *,
+        marks: list[tuple[str, str]],
+        gone: list[str],
+        purge: list[str],
+        on_end: Callable[[], object] | None = None,
+    ) -> None:
+        self.marks = marks
+        self.gone = gone
+        self.purge = purge
+        self.error: BaseException | None = None
+        self._write = write
+        self._on_end = on_end
+        self._thread: threading.Thread | None = None
+        self._ended = threading.Event()
+
+    @property
+    def running(self) -> bool:
+        """Whether the write has not ended yet."""
+        return not self._ended.is_set()
+
+    def start(self) -> None:
+        """Run the write on a new thread (in the calling thread where none can start: interpreter shutdown)."""
+        thread = threading.Thread(target=self._run, name="memlineage-index-write", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:
+            self._run()
+            return
+        self._thread = thread
+
+    def join(self) -> None:
+        """Wait until the write has ended (successfully or not)."""
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            self._write()
+        except Exception as exc:  # noqa: BLE001 - kept for the finisher, which logs it; the rows stay for repair
+            self.error = exc
+        finally:
+            self._ended.set()
+            if self._on_end is not None:
+                self._on_end()
+
+
 class DeferredIndexSync:
     """Apply index syncs for memory ids on one background thread, coalescing ids deferred meanwhile.
 
@@ -55,12 +121,24 @@ class DeferredIndexSync:
             what a burst of writes deferred (an agent turn's memories); :meth:`flush`, :meth:`close` and a full
             batch cut it short. Ids still queued when the interpreter exits are applied then. Default 0 (no
             gathering); the embedded store's single writer uses :data:`LINGER_S`.
+        settle: Finishes what ``apply`` left in flight (an :class:`InFlightWrite`): called by :meth:`flush` before
+            it returns, and by the worker when its queue is still empty once the write has ended (new ids first:
+            their batch finishes the previous write while its own runs). Its errors are logged.
+        writing: Whether a write ``apply`` started is still running (the worker waits for it or for new ids).
     """
 
     def __init__(
-        self, apply: Callable[[list[str]], object], *, name: str = "memlineage-index-sync", linger: float = 0.0
+        self,
+        apply: Callable[[list[str]], object],
+        *,
+        name: str = "memlineage-index-sync",
+        linger: float = 0.0,
+        settle: Callable[[], object] | None = None,
+        writing: Callable[[], bool] | None = None,
     ) -> None:
         self._apply = apply
+        self._settle = settle
+        self._writing = writing
         self._name = name
         self._linger = max(0.0, float(linger))
         self._pending: dict[str, None] = {}
@@ -100,8 +178,15 @@ class DeferredIndexSync:
                 while self._busy:
                     self._cond.wait()
                 if not self._pending:
-                    return
-                batch = self._take()
+                    if self._settle is None:
+                        return
+                    self._busy = True  # the worker waits while this thread finishes the write in flight
+                    batch = None
+                else:
+                    batch = self._take()
+            if batch is None:
+                self._finish(settle=True)
+                return
             self._run_batch(batch)
 
     def close(self) -> None:
@@ -127,6 +212,24 @@ class DeferredIndexSync:
                 self._apply(batch[start : start + BATCH])
         except Exception:  # the ledger is safe; repair() on open and verify(fix=True) finish the entries
             logger.warning("deferred index sync of %d entries failed; left for repair", len(batch), exc_info=True)
+        with self._cond:  # until new ids come (their batch finishes this write) or the write ends
+            while self._writing is not None and not self._pending and not self._closed and self._writing():
+                self._cond.wait()
+            idle = not self._pending
+        self._finish(settle=idle)
+
+    def wake(self) -> None:
+        """Wake the worker waiting for a write in flight (called when the write ends)."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def _finish(self, *, settle: bool) -> None:
+        """Settle the write in flight when asked, then let the next batch (or a flush) run."""
+        try:
+            if settle and self._settle is not None:
+                self._settle()
+        except Exception:  # the ledger is safe; repair() on open and verify(fix=True) finish the entries
+            logger.warning("finishing a deferred index write failed; left for repair", exc_info=True)
         finally:
             with self._cond:
                 self._busy = False

@@ -90,3 +90,127 @@ def test_only_the_embedded_single_writer_gathers(tmp_path) -> None:
         assert embedded.services.index_sync._deferred._linger == LINGER_S > 0
     finally:
         embedded.close()
+
+
+# ------------------------------------------------------------------ the worker's write pipelined (issue 26)
+class GatedIndex:
+    """An in-memory index whose first ``add`` waits for ``gate`` (a slow Chroma write), recording every write."""
+
+    def __new__(cls, fail: bool = False):  # noqa: ANN204 - a subclass built at call time, InMemoryIndex is lazy
+        from memlineage.index import InMemoryIndex
+
+        class _Gated(InMemoryIndex):
+            def __init__(self) -> None:
+                super().__init__()
+                self.calls: list[tuple[str, list[str]]] = []
+                self.entered = threading.Event()
+                self.gate = threading.Event()
+                self.fail = fail
+
+            def add(self, ids, vectors, metadatas) -> None:  # noqa: ANN001
+                self.calls.append(("add", list(ids)))
+                if not self.entered.is_set():
+                    self.entered.set()
+                    assert self.gate.wait(10)
+                    if self.fail:
+                        raise RuntimeError("chroma is down")
+                InMemoryIndex.upsert(self, ids, vectors, metadatas)  # InMemoryIndex.add calls self.upsert
+
+            def upsert(self, ids, vectors, metadatas) -> None:  # noqa: ANN001
+                self.calls.append(("upsert", list(ids)))
+                super().upsert(ids, vectors, metadatas)
+
+            def delete(self, ids) -> int:  # noqa: ANN001
+                self.calls.append(("delete", list(ids)))
+                return super().delete(ids)
+
+        return _Gated()
+
+
+def _states(mm, ids: list[str]) -> set[str]:  # noqa: ANN001
+    return {state for _, state in mm.ledger.index_states(ids).values()}
+
+
+def test_the_worker_reads_the_next_batch_while_the_index_writes_the_previous_one() -> None:
+    """The worker hands each batch's index write to a thread of its own: while Chroma writes batch A, the worker
+    already reads batch B and brings the in-memory legs in line; B's write starts only after A's has ended, and
+    a flush returns once both are written and marked ``indexed``."""
+    from memlineage import Scope
+    from memlineage.testing import make_manager
+
+    inner = GatedIndex()
+    mm = make_manager(index=inner)
+    split = mm.index.split_writes
+    prepared: list[list[str]] = []
+
+    def recording(upserts, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        prepared.append(list(upserts[0]))
+        return split(upserts, *args, **kwargs)
+
+    mm.index.split_writes = recording
+    scope = Scope(user_id="alice")
+    a = mm.remember_many([{"content": f"first batch note {i}", "scope": scope} for i in range(3)])
+    assert inner.entered.wait(10)  # A's write is in flight, held at the gate
+    b = mm.remember_many([{"content": f"second batch note {i}", "scope": scope} for i in range(3)])
+    deadline = time.monotonic() + 10
+    while len(prepared) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ids_a, ids_b = sorted(m.id for m in a), sorted(m.id for m in b)
+    assert [sorted(p) for p in prepared] == [ids_a, ids_b]  # B read while A's write waits
+    assert [c for c in inner.calls if c[0] == "add"] == [("add", prepared[0])]  # B's write has not started
+    assert recall_ids(mm, "second batch note", scope)  # the in-memory legs serve B already
+    inner.gate.set()
+    mm.flush_index()
+    assert [(kind, sorted(ids)) for kind, ids in inner.calls] == [("add", ids_a), ("add", ids_b)]
+    assert _states(mm, ids_a + ids_b) == {"indexed"}
+    mm.close()
+
+
+def recall_ids(mm, text: str, scope) -> list[str]:  # noqa: ANN001
+    return mm.recall(text, scope=scope, k=10).ids
+
+
+def test_a_foreground_index_write_waits_for_the_write_in_flight() -> None:
+    """An erasure's delete must come after the worker's add of the same entry, or the add would bring it back."""
+    from memlineage import Scope
+    from memlineage.testing import make_manager
+
+    inner = GatedIndex()
+    mm = make_manager(index=inner)
+    scope = Scope(user_id="alice")
+    [doomed] = mm.remember_many([{"content": "the door code is 4417", "scope": scope}])
+    assert inner.entered.wait(10)
+    eraser = threading.Thread(target=mm.erase, args=(doomed.id,), kwargs={"scope": scope})
+    eraser.start()
+    time.sleep(0.2)
+    assert [kind for kind, _ in inner.calls] == ["add"]  # the delete waits for the add in flight
+    inner.gate.set()
+    eraser.join(10)
+    mm.flush_index()
+    assert [kind for kind, _ in inner.calls] == ["add", "delete"]
+    assert doomed.id not in inner.ids()
+    mm.close()
+
+
+def test_a_failed_write_in_flight_leaves_its_rows_for_repair(caplog) -> None:  # noqa: ANN001
+    import logging
+
+    from memlineage import Scope
+    from memlineage.testing import make_manager
+
+    inner = GatedIndex(fail=True)
+    mm = make_manager(index=inner)
+    scope = Scope(user_id="alice")
+    mems = mm.remember_many([{"content": f"note {i} kept in the ledger", "scope": scope} for i in range(3)])
+    ids = [m.id for m in mems]
+    assert inner.entered.wait(10)
+    with caplog.at_level(logging.WARNING):
+        inner.gate.set()
+        mm.flush_index()  # never raises: the ledger is safe
+    assert "chroma is down" in caplog.text
+    assert _states(mm, ids) == {"pending"}
+    assert set(ids) - inner.ids() == set(ids)
+    mm.repair()
+    assert _states(mm, ids) == {"indexed"}
+    assert set(ids) <= inner.ids()
+    mm.close()

@@ -133,6 +133,12 @@ class ChromaIndex:
         index._path = Path(path).resolve()
         return index
 
+    def prestart(self) -> None:
+        """Start the client's Chroma child process now, without waiting for it (other clients: nothing to do)."""
+        start = getattr(self.client, "prestart", None)
+        if callable(start):
+            start()
+
     def purge_log(self, ids: Sequence[str]) -> int:
         """Physically remove what Chroma's write log still holds about deleted entries (embedded client only).
 

@@ -8,8 +8,9 @@ write, update detection and the agent's own turn wait for Chroma. :class:`Chroma
 pickled messages; no network port is opened, so no other local process can reach the store. While a call waits
 for the child, this process runs on.
 
-The child starts with the first call that needs Chroma (the index sync's background write of a store's first
-memories, or a read of Chroma itself) and takes about a second to import chromadb; that call waits for it. If it
+The child starts with the first call that needs Chroma (a read of Chroma itself), or as soon as the index sync
+queues the store's first Chroma write (:meth:`ChromaProcess.prestart`), and takes about a second to import
+chromadb; the first request waits for what is left of that. If it
 cannot start (no ``sys.executable``, a platform without ``pass_fds``, chromadb failing in the child), the client
 falls back to an in-process ``PersistentClient`` over the same directory and logs it at WARNING. A child that dies
 under the store (killed, out of memory) fails the call in flight with a ``StorageError`` and is replaced by a fresh
@@ -205,6 +206,19 @@ class ChromaProcess:
                 if (opened, op) != (name, "open"):
                     self._send("open", opened, "", request)
             return self._send(op, name, method, kwargs)
+
+    def prestart(self) -> None:
+        """Start the child now without waiting for it (a no-op once started, after a fallback, or in a fork).
+
+        The index sync calls this when it first queues a Chroma write, so the child imports chromadb while the
+        write's ledger work runs instead of after it: the first request finds it ready, or waits less.
+        """
+        if os.getpid() != self._pid:
+            return
+        with self._lock:
+            if not self._started:
+                self._started = True
+                self._start()
 
     def _send(self, op: str, name: str, method: str, kwargs: Mapping[str, object]) -> Any:
         """One request, to the child or (after a fallback) to the in-process client; the caller holds the lock."""

@@ -16,20 +16,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, Field
 
-from memlineage._indexsync import LINGER_S, DeferredIndexSync
+from memlineage._indexsync import LINGER_S, DeferredIndexSync, InFlightWrite
 from memlineage.errors import StorageError
 from memlineage.index import index_metadata
-from memlineage.index._base import DOCUMENT_KEY, STAMP_KEY
 from memlineage.index._scoped import IN_ANN
 from memlineage.ledger import Ledger, encode_vector
 from memlineage.ledger._queries_index import INDEXABLE_STATES, lexical_rows
 from memlineage.models import Relation, Status
 from memlineage.ports import LexicalIndexPort, VectorIndex
+from memlineage.services._index_writes import OrderedWrites, held_metadata, stored_vectors
 from memlineage.services.embedding import Embedding
 
 __all__ = ["ConsistencyReport", "IndexSync", "ledger_loader", "lexical_texts"]
@@ -90,16 +89,9 @@ def ledger_loader(ledger: Ledger) -> Callable[[str], list[tuple[str, str, dict[s
     def load(user_id: str) -> list[tuple[str, str, dict[str, Any]]]:
         with ledger.transaction() as conn:
             rows = lexical_rows(conn, user_id)
-        return [(r["id"], text, _held_metadata(r)) for r, text in zip(rows, lexical_texts(ledger, rows))]
+        return [(r["id"], text, held_metadata(r)) for r, text in zip(rows, lexical_texts(ledger, rows))]
 
     return load
-
-
-def _held_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Index metadata plus the row's stamp key, for the legs that hold documents in memory (stripped for Chroma)."""
-    meta = index_metadata(row)
-    meta[STAMP_KEY] = row.get("stamp_key") or 0
-    return meta
 
 
 def lexical_texts(ledger: Ledger, rows: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -143,7 +135,7 @@ def lexical_texts(ledger: Ledger, rows: Sequence[Mapping[str, Any]]) -> list[str
 LOCAL_STATUSES_MAX = 256
 
 
-class IndexSync:
+class IndexSync(OrderedWrites):
     """Keeps the vector index and the lexical leg in line with the ledger (port :class:`~memlineage.ports.IndexSyncer`).
 
     Args:
@@ -179,8 +171,15 @@ class IndexSync:
         # Index writes in the order their rows were read (the background worker writes Chroma without _lock).
         self._write_lock = threading.Lock()
         self._handoff: dict[str, dict[str, Any]] = {}  # new rows deferred to the worker, by id (under _lock)
-        self._deferred = DeferredIndexSync(self._sync_deferred, linger=LINGER_S if gather else 0.0)
+        self._in_flight: InFlightWrite | None = None  # the worker's Chroma write still running (under _write_lock)
+        self._deferred = DeferredIndexSync(
+            self._sync_deferred,
+            linger=LINGER_S if gather else 0.0,
+            settle=self._settle,
+            writing=lambda: (w := self._in_flight) is not None and w.running,
+        )
         self._shared = shared
+        self._prestarted = False
 
     def initial_state(self, user_ids: Sequence[str], *, rebuild: bool = False) -> dict[str, str]:
         """The ``index_state`` new memories of each user are written with: always ``pending``.
@@ -253,7 +252,7 @@ class IndexSync:
             ]
             if rows:
                 self.lexical.upsert([r["id"] for r in rows], lexical_texts(self.ledger, rows),
-                                    [_held_metadata(r) for r in rows])  # fmt: skip
+                                    [held_metadata(r) for r in rows])  # fmt: skip
 
     def _sync_deferred(self, ids: Sequence[str]) -> int:
         """The background sync: status changes (``stale``, ``exact``) and new rows (``pending``) only.
@@ -350,12 +349,17 @@ class IndexSync:
             if later:  # the worker writes them from these rows, after a short check that the ledger's still match
                 self._handoff.update((r["id"], dict(r)) for r in upserts if r["id"] in later)
                 upserts = [r for r in upserts if r["id"] not in later]
+                self._prestart()
                 self._deferred.defer(sorted(later))  # already in the in-process legs
         self._apply_exact(exact, dropped, fresh=fresh)
         # the in-memory lexical leg first: the worker lets the sync lock go while it writes Chroma, and the leg must
         # take the rows as they were read, before another writer's newer change to them
         self._lexical_apply(upserts, stale, removing)
-        removed = self._write_index(upserts, stale, removing, fresh=fresh, release=release, new=new)
+        split = getattr(self.index, "split_writes", None) if release else None
+        if split is not None and (upserts or stale or removing):
+            self._launch(split, upserts, stale, removing, new)
+            return 0
+        removed = self._write_index(upserts, stale, removing, fresh=fresh)
         if upserts or stale or removing:
             with self.ledger.transaction() as conn:
                 if upserts or stale:  # only rows whose status is still the one written: a newer change stays
@@ -365,70 +369,18 @@ class IndexSync:
         self._purge([r["id"] for r in removing if r["status"] == Status.ERASED.value])
         return removed
 
-    def _purge(self, ids: Sequence[str]) -> None:
-        """Drop what the index's write log still holds of entries it just deleted (embedded Chroma; erasures).
+    def _prestart(self) -> None:
+        """Start the vector index's backend now if it starts lazily (the embedded Chroma child process).
 
-        Only after the delete succeeded: a log stripped of an entry's records while the entry stays makes a later
-        delete of it a no-op in Chroma, and the erased text would stay. So an erasure whose delete failed is
-        purged by the repair or ``verify(fix=True)`` that deletes it.
+        Called when the first new rows are queued for the background Chroma write: the child imports chromadb
+        while the writer's ledger work and the worker's gathering run, not after them.
         """
-        purge = getattr(self.index, "purge_log", None)
-        if callable(purge) and ids:
-            with self._write_lock:
-                purge(ids)
-
-    def _write_index(
-        self,
-        upserts: Sequence[dict[str, Any]],
-        stale: Sequence[dict[str, Any]],
-        removing: Sequence[dict[str, Any]],
-        *,
-        fresh: bool,
-        release: bool,
-        new: frozenset[str] = frozenset(),
-    ) -> int:
-        """Write one sync's rows to the vector index, in the order their rows were read; returns entries removed.
-
-        ``release``: the caller (the background worker) holds the sync lock once. The index's loaded blocks are
-        brought in line under it, then the wrapped index (Chroma) is written without it
-        (:meth:`~memlineage.index._scoped.ScopedVectorIndex.split_writes`), so the next write's ledger work and
-        the agent's reads do not wait for Chroma. The index-write lock is taken before the sync lock is let go
-        and released before it is taken back: index writes stay in the order their rows were read, and no two
-        threads wait for each other's lock. Rows in ``new`` were never written to the index: Chroma's ``add``
-        (faster than ``upsert``) writes them; a row that an earlier write may have reached is upserted, since
-        ``add`` leaves an existing entry as it was.
-        """
-        if not (upserts or stale or removing):
-            return 0
-        ids = [r["id"] for r in upserts]
-        vectors = [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in upserts]
-        metas = [{**_held_metadata(r), DOCUMENT_KEY: r["content"]} for r in upserts]  # Chroma keeps the text
-        split = getattr(self.index, "split_writes", None) if release else None
-        if split is not None:
-            later: Callable[[], int] = split(
-                (ids, vectors, metas), ([r["id"] for r in stale], [index_metadata(r) for r in stale]),
-                [r["id"] for r in removing], new=new,
-            )  # fmt: skip
-        else:
-
-            def later() -> int:
-                if upserts:
-                    write = self.index.add if fresh and hasattr(self.index, "add") else self.index.upsert
-                    write(ids, vectors, metas)
-                if stale:
-                    self.index.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
-                return self.index.delete([r["id"] for r in removing])
-
-        self._write_lock.acquire()
-        released = split is not None
-        if released:
-            self._lock.release()
-        try:
-            return later()
-        finally:
-            self._write_lock.release()
-            if released:
-                self._lock.acquire()
+        if self._prestarted:
+            return
+        self._prestarted = True
+        start = getattr(self.index, "prestart", None)
+        if callable(start):
+            start()
 
     def _local_first(self, rows: Sequence[dict[str, Any]]) -> set[str]:
         """Put new rows of exact-plan scopes into the in-process legs; return their ids (Chroma is written later)."""
@@ -439,8 +391,8 @@ class IndexSync:
         local = [r for r in rows if not ann.get(r["user_id"], True)]
         if not local:
             return set()
-        metas = [{**_held_metadata(r), IN_ANN: False} for r in local]
-        vectors = [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in local]
+        metas = [{**held_metadata(r), IN_ANN: False} for r in local]
+        vectors = stored_vectors(local)
         self._local("put_local", [r["id"] for r in local], vectors, metas, new=True)
         self.lexical.upsert([r["id"] for r in local], lexical_texts(self.ledger, local), metas)
         return {r["id"] for r in local}
@@ -455,10 +407,10 @@ class IndexSync:
         put = [r for r in exact if r.get("embedding") is not None]
         moved = [r for r in exact if r.get("embedding") is None]
         if put:
-            vectors = [cast(Sequence[float], np.frombuffer(r["embedding"], dtype="<f4")) for r in put]
-            self._local("put_local", [r["id"] for r in put], vectors, [_held_metadata(r) for r in put], new=fresh)
+            vectors = stored_vectors(put)
+            self._local("put_local", [r["id"] for r in put], vectors, [held_metadata(r) for r in put], new=fresh)
             self.lexical.upsert(
-                [r["id"] for r in put], lexical_texts(self.ledger, put), [_held_metadata(r) for r in put]
+                [r["id"] for r in put], lexical_texts(self.ledger, put), [held_metadata(r) for r in put]
             )
         if moved:
             self._local("update_local", [r["id"] for r in moved], [index_metadata(r) for r in moved])
@@ -491,7 +443,7 @@ class IndexSync:
         """Mirror an index write into the lexical leg (in memory; rebuilt from the ledger if lost)."""
         if upserts:
             self.lexical.upsert(
-                [r["id"] for r in upserts], lexical_texts(self.ledger, upserts), [_held_metadata(r) for r in upserts]
+                [r["id"] for r in upserts], lexical_texts(self.ledger, upserts), [held_metadata(r) for r in upserts]
             )
         if stale:
             self.lexical.update_metadata([r["id"] for r in stale], [index_metadata(r) for r in stale])
@@ -599,7 +551,7 @@ class IndexSync:
                 self.ledger.update_memories(conn, reupsert, {"index_state": "pending"})
             if restale:
                 self.ledger.update_memories(conn, restale, {"index_state": "stale"})
-        with self._write_lock:
+        with self._ordered():
             removed = self.index.delete(report.orphans + report.not_removed)
         self._purge(report.orphans + report.not_removed)
         self.repair()
@@ -643,7 +595,7 @@ class IndexSync:
         with self.ledger.transaction() as conn:
             for target, ids in moved.items():
                 self.ledger.update_memories(conn, ids, {"index_state": target})
-        with self._write_lock:
+        with self._ordered():
             self.index.reset()
         self.lexical.reset()
         if on_progress is not None:
