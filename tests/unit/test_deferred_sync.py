@@ -214,3 +214,27 @@ def test_a_failed_write_in_flight_leaves_its_rows_for_repair(caplog) -> None:  #
     assert _states(mm, ids) == {"indexed"}
     assert set(ids) <= inner.ids()
     mm.close()
+
+
+def test_a_block_loaded_while_the_write_was_in_flight_hands_its_scope_over_once_written() -> None:
+    """A scope's block loaded while its rows were still on their way to the ANN index counts them as awaited; once
+    the write is finished they are not, and a scope past ``exact_max`` goes to the ANN index as it would have."""
+    from memlineage import Scope
+    from memlineage.testing import make_manager
+
+    inner = GatedIndex()
+    mm = make_manager(index=inner, exact_max=20)
+    scope = Scope(user_id="alice")
+    mm.remember_many([{"content": f"alice note {i}", "scope": scope} for i in range(15)])
+    assert inner.entered.wait(10)  # the first write is held at the gate
+    assert mm.index.plan("alice") == "exact"  # loaded now: its 15 rows are awaited
+    later = [{"content": f"alice later {i}", "scope": scope} for i in range(10)]  # 25 > exact_max
+    writer = threading.Thread(target=mm.remember_many, args=(later,))
+    writer.start()  # its index write waits for the one in flight
+    time.sleep(0.2)
+    inner.gate.set()
+    writer.join(10)
+    mm.flush_index()
+    assert mm.index.plan("alice") == "ann"
+    assert recall_ids(mm, "alice later 3", scope)[0] in inner.ids()
+    mm.close()

@@ -313,6 +313,27 @@ class ScopedVectorIndex:
                 self._sizes[user_id] = known
         return known > self.exact_max
 
+    def written_to_inner(self, ids: Sequence[str]) -> None:
+        """Record that the wrapped index now holds ``ids`` (written behind the ledger commit, marked ``indexed``).
+
+        A block loaded while they were still awaited counts them as ``local``, and a scope past ``exact_max`` keeps
+        the exact plan while any is; the write that reached the wrapped index may have run before the load. A block
+        past ``exact_max`` left with nothing awaited hands its scope to the wrapped index, as :meth:`_put` does.
+        """
+        with self._lock:
+            touched: set[str] = set()
+            for mid in ids:
+                user = self._owner.get(mid)
+                block = self._blocks.get(user) if user is not None else None
+                if user is not None and block is not None and mid in block.local:
+                    block.local.discard(mid)
+                    touched.add(user)
+            for user in touched:
+                block = self._blocks[user]
+                if block.live > self.exact_max and not block.local:
+                    self.invalidate(user)
+                    self._large.add(user)
+
     def update_local(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into the loaded blocks' entries only (status changes of memories held by the ledger)."""
         self._update_blocks(ids, metadatas)

@@ -165,6 +165,9 @@ class OrderedWrites:
                     self.ledger.mark_indexed(conn, done.marks)
                 if done.gone:
                     self.ledger.update_memories(conn, done.gone, {"index_state": "removed"})
+        written = getattr(self.index, "written_to_inner", None)
+        if callable(written) and done.marks:  # a block loaded while they were awaited counts them as local
+            written([mid for mid, _ in done.marks])
         self._purge(done.purge)
 
     def _purge(self, ids: Sequence[str]) -> None:
