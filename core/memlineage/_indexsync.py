@@ -101,7 +101,7 @@ class InFlightWrite:
     def _run(self) -> None:
         try:
             self._write()
-        except Exception as exc:  # noqa: BLE001 - kept for the finisher, which logs it; the rows stay for repair
+        except BaseException as exc:  # noqa: BLE001 - kept for the finisher, which logs it; the rows stay for repair
             self.error = exc
         finally:
             self._ended.set()
