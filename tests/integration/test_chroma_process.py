@@ -57,6 +57,20 @@ def test_an_open_store_writes_chroma_from_a_child_process(tmp_path: Path) -> Non
         assert again.verify().ok and again.stats()["index_entries"] == 21
 
 
+def test_the_child_starts_when_the_first_write_is_queued_and_a_reading_store_starts_none(tmp_path: Path) -> None:
+    """The child imports chromadb while the first write's ledger work and the worker's gathering run: it is started
+    when ``remember`` returns, before the worker's first request (the worker waits ``LINGER_S`` for more ids)."""
+    with MemoryManager.open(tmp_path / "s", embedder=FakeEmbedder()) as mm:
+        client = _client(mm)
+        assert isinstance(client, ChromaProcess) and client._proc is None
+        mm.recall("anything", scope=Scope(user_id="alice"))  # served by the exact plan: no Chroma read
+        assert client._proc is None
+        mm.remember("I keep bees on the roof", scope=Scope(user_id="alice"))
+        assert client._proc is not None  # started, not awaited
+        mm.flush_index()
+        assert client.in_child and mm.stats()["index_entries"] == 1
+
+
 def test_a_store_switched_to_one_process_keeps_chroma_in_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
