@@ -75,7 +75,6 @@ class InFlightWrite:
         self.error: BaseException | None = None
         self._write = write
         self._on_end = on_end
-        self._thread: threading.Thread | None = None
         self._ended = threading.Event()
 
     @property
@@ -90,13 +89,10 @@ class InFlightWrite:
             thread.start()
         except RuntimeError:
             self._run()
-            return
-        self._thread = thread
 
     def join(self) -> None:
         """Wait until the write has ended (successfully or not)."""
-        if self._thread is not None:
-            self._thread.join()
+        self._ended.wait()
 
     def _run(self) -> None:
         try:
@@ -185,7 +181,7 @@ class DeferredIndexSync:
                 else:
                     batch = self._take()
             if batch is None:
-                self._finish(settle=True)
+                self._end_batch(settle=True)
                 return
             self._run_batch(batch)
 
@@ -216,14 +212,14 @@ class DeferredIndexSync:
             while self._writing is not None and not self._pending and not self._closed and self._writing():
                 self._cond.wait()
             idle = not self._pending
-        self._finish(settle=idle)
+        self._end_batch(settle=idle)
 
     def wake(self) -> None:
         """Wake the worker waiting for a write in flight (called when the write ends)."""
         with self._cond:
             self._cond.notify_all()
 
-    def _finish(self, *, settle: bool) -> None:
+    def _end_batch(self, *, settle: bool) -> None:
         """Settle the write in flight when asked, then let the next batch (or a flush) run."""
         try:
             if settle and self._settle is not None:

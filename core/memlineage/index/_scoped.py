@@ -318,7 +318,7 @@ class ScopedVectorIndex:
 
         A block loaded while they were still awaited counts them as ``local``, and a scope past ``exact_max`` keeps
         the exact plan while any is; the write that reached the wrapped index may have run before the load. A block
-        past ``exact_max`` left with nothing awaited hands its scope to the wrapped index, as :meth:`_put` does.
+        past ``exact_max`` left with nothing awaited hands its scope over (:meth:`_hand_over_if_complete`).
         """
         with self._lock:
             touched: set[str] = set()
@@ -329,10 +329,13 @@ class ScopedVectorIndex:
                     block.local.discard(mid)
                     touched.add(user)
             for user in touched:
-                block = self._blocks[user]
-                if block.live > self.exact_max and not block.local:
-                    self.invalidate(user)
-                    self._large.add(user)
+                self._hand_over_if_complete(user, self._blocks[user])
+
+    def _hand_over_if_complete(self, user: str, block: Block) -> None:
+        """A block past ``exact_max`` whose memories the wrapped index all holds: its scope goes to that index."""
+        if block.live > self.exact_max and not block.local:
+            self.invalidate(user)
+            self._large.add(user)
 
     def update_local(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
         """Merge metadata into the loaded blocks' entries only (status changes of memories held by the ledger)."""
@@ -412,9 +415,7 @@ class ScopedVectorIndex:
                 self._owner[mid] = user
                 if local:
                     block.local.add(mid)
-                if block.live > self.exact_max and not block.local:  # outgrew the exact plan; inner holds it all
-                    self.invalidate(user)
-                    self._large.add(user)
+                self._hand_over_if_complete(user, block)
             self._evict()
 
     def _drop(self, mid: str) -> bool:

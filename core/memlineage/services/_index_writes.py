@@ -125,34 +125,37 @@ class OrderedWrites:
             purge=[r["id"] for r in removing if r["status"] == Status.ERASED.value],
             on_end=self._deferred.wake,
         )
-        self._write_lock.acquire()
-        self._lock.release()
-        try:
-            previous, self._in_flight = self._in_flight, None
-            if previous is not None:
-                previous.join()
-            self._in_flight = write
-            write.start()
-        finally:
-            self._write_lock.release()
-            self._lock.acquire()
+        previous = self._swap(write)
         if previous is not None:
             self._finish(previous)
 
     def _settle(self) -> None:
         """Wait for the worker's write in flight and mark its rows (the queue is idle, or a flush asked)."""
         with self._lock:
-            self._write_lock.acquire()
-            self._lock.release()
-            try:
-                done, self._in_flight = self._in_flight, None
-                if done is not None:
-                    done.join()
-            finally:
-                self._write_lock.release()
-                self._lock.acquire()
+            done = self._swap(None)
             if done is not None:
                 self._finish(done)
+
+    def _swap(self, start: InFlightWrite | None) -> InFlightWrite | None:
+        """Wait for the write in flight to end, start ``start`` in its place (if any); return the ended write.
+
+        The caller holds the sync lock once. The index-write lock is taken before the sync lock is let go and
+        released before it is taken back, so the wait holds up neither readers nor a foreground sync's ledger work,
+        and a foreground index write that comes after it waits for ``start`` (:meth:`_ordered`).
+        """
+        self._write_lock.acquire()
+        self._lock.release()
+        try:
+            ended, self._in_flight = self._in_flight, None
+            if ended is not None:
+                ended.join()
+            if start is not None:
+                self._in_flight = start
+                start.start()
+        finally:
+            self._write_lock.release()
+            self._lock.acquire()
+        return ended
 
     def _finish(self, done: InFlightWrite) -> None:
         """Mark what an ended write wrote (caller holds the sync lock); a failed write leaves its rows for repair."""
