@@ -46,6 +46,10 @@ def _said(first: str, then: str, *, gap: timedelta = timedelta(minutes=2), same_
         ("The building gate code is 4471.", "hang on, it's 4417"),
         ("新房子的房租每月4500元。", "说错了，是5400"),  # a bare number takes the unit it corrects
         ("我妈生日是5月12号", "不对不对 我记错了 是5月21"),
+        # an interjection or an apology may open the repair, as "ugh, no" does in English
+        ("帮我记一下我手机号 139 0012 3456", "啊打错了，是139 0012 3465"),
+        ("老公生日是5月12号，帮我记着", "哎不对，我刚才说错了，他生日是5月21号"),
+        ("房租每月4500", "不好意思打错了，是5400"),
     ],
 )
 def test_a_repair_in_the_same_conversation_replaces_the_value_just_said(first: str, then: str) -> None:
@@ -118,6 +122,10 @@ def test_only_the_latest_statement_with_a_value_of_the_kind_is_taken_back() -> N
         ("argh no, 415-555-0129", True),
         ("Wait, they moved it to Thursdays", True),
         ("不对不对 是5月21", True),
+        ("啊打错了，是139 0012 3465", True),
+        ("哎我刚说错了，是3号", True),
+        ("啊这家店不错，是5号开的", False),  # an interjection alone takes nothing back
+        ("嗯嗯好的，是3点对吧", False),
         ("No worries, see you at 5", False),
         ("No, I cancelled it", False),  # no number or day: the withdrawal rules read it
         ("I moved it to the 19th", False),  # no repair opening (the correction cue rules read it)

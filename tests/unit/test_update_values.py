@@ -1708,3 +1708,22 @@ def test_when_i_lived_there_is_a_past_state() -> None:
 )
 def test_one_weekday_only_is_for_a_while(text: str, one_off: bool) -> None:
     assert for_a_while_at_value(text) is one_off
+
+
+def test_a_chinese_statement_with_no_value_of_the_asked_kind_needs_a_shared_topic() -> None:
+    """The default embedder is English: for Chinese, the speaker's two best answers to a question that asks for a
+    kind of value compete only when the newer gives a value of that kind the older does not, or shares a topic word
+    with it. "我平时都用微信读书" says nothing of where the speaker works; "日语先放一边了…现在每天下班啃德语" shares
+    日语 and replaces it. A question about the past names the newer value itself ("搬到大连之前")."""
+    from memlineage.reconcile._compete import competes
+
+    said = _alice_on_a_clock()
+    work = said("我平时在望京上班，离家四站地铁", 0)
+    reading = said("我平时都用微信读书，书架都几百本了", 30)
+    assert competes("我平时在哪儿上班？", work, reading, relevance=(0.5, 0.3), contenders=True) is None
+    japanese = said("我在学日语，打算年底考N2。", 40)
+    german = said("日语先放一边了，公司要派我去慕尼黑常驻，现在每天下班啃德语。", 70)
+    assert competes("我现在在学什么语言？", japanese, german, relevance=(0.5, 0.3), contenders=True) is not None
+    tianjin = said("我住在天津河西区，楼下就是煎饼果子摊。", 80)
+    dalian = said("搬到大连一个月了，海鲜便宜得不像话。", 120)
+    assert competes("我搬到大连之前住在哪儿？", tianjin, dalian, relevance=(0.5, 0.3), contenders=True) is not None

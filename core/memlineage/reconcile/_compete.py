@@ -240,6 +240,7 @@ def competes(
     kin = False  # some eligible pair shares a content word or key
     both_asked = False  # some eligible pair's older clause names the person the query asks about (the newer goes on)
     novel = False  # some eligible pair's newer clause gives a value of the asked kind the older does not, or none
+    fresh = False  # ... gives a value of the asked kind the older does not (not merely none to compare)
     asked_about = query_people(query)
     # a question that names nobody asks the speaker about their own world ("How many guests are coming to the
     # wedding?" is the speaker's wedding): it is about the speaker as much as "my wedding" would be
@@ -410,7 +411,8 @@ def competes(
                 )
                 # ... or another code of letters and digits ("QX7HTR" / "QX7HTP" for a confirmation number)
                 recoded = bool(codes(cb.keys) - codes(ca.keys)) and bool(codes(ca.keys))
-                novel = novel or (not vb and loose) or bool(vb and not vb <= va) or renumbered or recoded
+                fresh = fresh or bool(vb and not vb <= va) or renumbered or recoded
+                novel = novel or (not vb and loose) or fresh
                 gave = gave or bool(vb) or loose
             else:
                 novel = True
@@ -499,6 +501,10 @@ def competes(
             and same_speaker
             and not unrelated
             and (nearest or cjk)
+            # ... and, for Chinese (the default embedder says nothing of it), a newer statement that gives no value of
+            # the asked kind replaces one only when they share a topic word ("住南京" is not replaced by "我和小李分了");
+            # a question about the past names the newer value itself ("搬到大连之前住在哪儿？")
+            and (not cjk or kind is None or fresh or kin or echoes or asks_about_past(query))
             and not other_slot
             and not weighs(newer.content, kind)
         ):
