@@ -117,10 +117,10 @@ about someone else (a child, a pet) started letting the speaker's two best answe
 them, two statements sharing a content word stopped counting as about different things when the newer one never
 says the query's words, and two English clauses naming the query's words and sharing one became related without close
 vectors; changes diagnosed on test63 and every suite through test58), ``test65`` (first run after "when I lived in …"
-became a past state; written by a helper who read no code), ``test66`` (first run after a Chinese statement that gives no
-value of the asked kind started needing a shared topic word to replace the speaker's other best answer, and a Chinese
-repair started opening with an interjection or an apology (啊打错了); changes diagnosed on the Chinese suites through
-test58; written by a helper who read no code).
+became a past state; written by a helper who read no code), ``test66`` (first run after a Chinese statement that gives
+no value of the asked kind started needing a topic word shared with the older one or the query to replace the
+speaker's other best answer, and a Chinese repair started opening with an interjection or an apology (啊打错了);
+changes diagnosed on the Chinese suites through test58; written by a helper who read no code).
 ``make bench`` runs them all in one store (``--suites all``), so its per-suite figures differ slightly from
 separate runs.
 

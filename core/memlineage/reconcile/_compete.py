@@ -241,6 +241,7 @@ def competes(
     both_asked = False  # some eligible pair's older clause names the person the query asks about (the newer goes on)
     novel = False  # some eligible pair's newer clause gives a value of the asked kind the older does not, or none
     fresh = False  # ... gives a value of the asked kind the older does not (not merely none to compare)
+    topical = False  # some eligible pair's newer clause names a word of the query that names a topic (not 平时, 现在)
     asked_about = query_people(query)
     # a question that names nobody asks the speaker about their own world ("How many guests are coming to the
     # wedding?" is the speaker's wedding): it is about the speaker as much as "my wedding" would be
@@ -370,6 +371,7 @@ def competes(
             kin = kin or shared
             both_asked = both_asked or ca_asked
             anchored = anchored or bool(_words(qb)) or shared
+            topical = topical or bool(_topic_words(qb))
             paired = paired or (shared and bool(_words(qa)) and bool(_words(qb)))
             if kind is not None:
                 # the values the question names itself ("How old is Theo?") are not its answer
@@ -501,10 +503,11 @@ def competes(
             and same_speaker
             and not unrelated
             and (nearest or cjk)
-            # ... and, for Chinese (the default embedder says nothing of it), a newer statement that gives no value of
-            # the asked kind replaces one only when they share a topic word ("住南京" is not replaced by "我和小李分了");
-            # a question about the past names the newer value itself ("搬到大连之前住在哪儿？")
-            and (not cjk or kind is None or fresh or kin or echoes or asks_about_past(query))
+            # ... and, for Chinese (the default embedder says nothing of it), a newer statement that gives no value
+            # of the asked kind replaces one only when it shares a topic word with the older one or the query ("住南京"
+            # is not replaced by "我和小李分了"; "药已经停了" is about 过敏药); a question about the past names the
+            # newer value itself ("搬到大连之前住在哪儿？")
+            and (not cjk or kind is None or fresh or kin or topical or echoes or asks_about_past(query))
             and not other_slot
             and not weighs(newer.content, kind)
         ):
