@@ -14,7 +14,9 @@ written.
 the speaker's :data:`CONTENDERS` best-ranked statements compete without shared words or close meaning, provided
 something beyond ranking ties them (a shared key, a differing time, place or number, vectors not unrelated, the newer
 message naming a name the older one gave: "the XPS is going in the donation box"; for Chinese a shared content bigram)
-and the newer one gives a value the older does not; for English, one must also be among the other's
+and the newer one gives a value the older does not (for Chinese, one that gives no value of the asked kind must share
+a topic word with the older statement or the query: "我平时都用微信读书" never replaces "我平时在望京上班");
+for English, one must also be among the other's
 :data:`~memlineage.reconcile._successors.NEAREST` nearest statements of the speaker in meaning on its side of time
 (:func:`~memlineage.reconcile._successors.nearest_pairs`). Implicit updates ("The skylight in our new Portland
 apartment is loud") share nothing else with what they replace. A contender's *successor* contends with it too,
