@@ -50,6 +50,8 @@ def _said(first: str, then: str, *, gap: timedelta = timedelta(minutes=2), same_
         ("帮我记一下我手机号 139 0012 3456", "啊打错了，是139 0012 3465"),
         ("老公生日是5月12号，帮我记着", "哎不对，我刚才说错了，他生日是5月21号"),
         ("房租每月4500", "不好意思打错了，是5400"),
+        # an e-mail address is compared whole (its digits are no number of anything)
+        ("帮我写个求职邮件的落款，邮箱写 wang.lei@163.com", "不好意思打错了，是 wanglei_2021@163.com，中间没有点"),
     ],
 )
 def test_a_repair_in_the_same_conversation_replaces_the_value_just_said(first: str, then: str) -> None:
@@ -79,6 +81,8 @@ def test_a_repair_in_the_same_conversation_replaces_the_value_just_said(first: s
         ("The car rental is $45 a day.", "ugh sorry, the hotel is $180 a night."),  # a thing of its own
         ("The kids' dentist visit is at 11:00 on the 5th.", "no, sorry, I can't talk now. I'll be back at 4."),
         ("女儿的钢琴课在周六上午九点。", "不对，儿子的足球课是周六上午十点。"),  # another owner
+        ("Put dana.k@lumenhealth.com on the form", "no wait, cc dana.k@lumenhealth.com too"),  # the same address
+        ("Put dana.k@lumenhealth.com on the form", "No, my husband's is sam.k@lumenhealth.com"),  # another person's
         # "actually" opens talk as often as a repair (LongMemEval: "Actually, I've been thinking about a 16-35mm")
         ("I'll go with the Urban Disguise 40L bag.", "Actually, I've been thinking about a 16-35mm lens."),
         # a correction cue later in the message is no repair (LongMemEval: a 5K time, then a tennis tournament)
@@ -125,6 +129,7 @@ def test_only_the_latest_statement_with_a_value_of_the_kind_is_taken_back() -> N
         ("啊打错了，是139 0012 3465", True),
         ("哎我刚说错了，是3号", True),
         ("啊这家店不错，是5号开的", False),  # an interjection alone takes nothing back
+        ("oops, typo: dana.kim@lumenhealth.com", True),  # an address is a value a repair gives
         ("嗯嗯好的，是3点对吧", False),
         ("No worries, see you at 5", False),
         ("No, I cancelled it", False),  # no number or day: the withdrawal rules read it

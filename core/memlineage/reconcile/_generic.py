@@ -41,7 +41,7 @@ from memlineage.reconcile._signals import (
     query_people,
     values_of,
 )
-from memlineage.reconcile._text import _naive, may_correct, rejected_values, repairs, spells
+from memlineage.reconcile._text import EMAIL, _naive, may_correct, rejected_values, repairs, spells
 from memlineage.retrieval import is_request
 
 __all__ = ["repair_update", "signal_update"]
@@ -221,14 +221,19 @@ def _digit_class(value: str) -> str:
 
 
 def _repaired(ca: Clause, cb: Clause) -> tuple[str, list[str], list[str]] | None:
-    """The kind (``time`` or ``number``) and the values a repair clause changes in the clause it takes back.
+    """The kind (``e-mail address``, ``time``, ``number``) and the values a repair clause changes in the clause.
 
-    Both give values of the kind and each names one the other does not (a value the repair rules out, "not 5", is
-    none of its own); numbers also count the same thing (the same units, or a repair whose numbers carry none) and
-    are of one class ("415-555-0192" / "415-555-0129", not "415-555-0192" / "2").
+    The clause is the one it takes back. Both give values of the kind and each names one the other does not (a value
+    the repair rules out, "not 5", is none of its own); numbers also count the same thing (the same units, or a repair
+    whose numbers carry none) and are of one class ("415-555-0192" / "415-555-0129", not "415-555-0192" / "2"). An
+    address is compared whole ("wang.lei@163.com" / "wanglei_2021@163.com"), before its digits are read as numbers.
     """
-    # a repair that gives a time is about a time ("sorry, it's 9:45"): its digits are no number of anything else
     ruled_out = rejected_values(cb.text)  # "wait, 7.5 ml, not 5": 5 is the value taken back, not a new one
+    mails = ({m.casefold() for m in EMAIL.findall(ca.text)}, {m.casefold() for m in EMAIL.findall(cb.text)})
+    old, new = mails[0] - mails[1], mails[1] - mails[0] - {v.casefold() for v in ruled_out}
+    if old and new:
+        return "e-mail address", sorted(old), sorted(new)
+    # a repair that gives a time is about a time ("sorry, it's 9:45"): its digits are no number of anything else
     for kind in ("time",) if values_of(cb, "time") else ("time", "number"):
         va, vb = values_of(ca, kind), values_of(cb, kind) - ruled_out
         if not (va - vb and vb - va):
@@ -244,7 +249,7 @@ def _repaired(ca: Clause, cb: Clause) -> tuple[str, list[str], list[str]] | None
 
 
 def repair_update(st: Statement, cands: Sequence[Candidate]) -> UpdateDecision | None:
-    """A message that takes back what was just said in the same conversation, with the new time or number.
+    """A message that takes back what was just said in the same conversation, with the new time, number or address.
 
     "new number: 415-555-0192" then "argh no, 415-555-0129. swapped the last two"; "Our rent is $2,150 a month" then
     "Wait, I misremembered, it went to $2,350"; "我妈生日是5月12号" then "不对不对 我记错了 是5月21". The repair rarely

@@ -136,12 +136,14 @@ _REPAIR_VALUE = re.compile(
 
 
 def repairs(text: str) -> bool:
-    """Whether ``text`` opens by taking back what was just said ("argh no, ...", 不对不对) and names a number or time.
+    """Whether ``text`` opens by taking back what was just said ("argh no, ...", 不对不对) and names a value.
+
+    The value is a number, a time or an e-mail address.
 
     Such a statement is compared with the speaker's recent statements (``reconcile._generic.repair_update``).
     """
     body = strip_transcript_prefix(text)
-    return bool(tables_for(body)[0].any_of("repair")(body)) and bool(_REPAIR_VALUE.search(body))
+    return bool(tables_for(body)[0].any_of("repair")(body)) and bool(_REPAIR_VALUE.search(body) or EMAIL.search(body))
 
 
 def clauses(text: str) -> list[str]:
