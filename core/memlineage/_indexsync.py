@@ -97,8 +97,10 @@ class InFlightWrite:
     def _run(self) -> None:
         try:
             self._write()
-        except BaseException as exc:  # noqa: BLE001 - kept for the finisher, which logs it; the rows stay for repair
+        except BaseException as exc:  # kept for the finisher, which logs it and leaves the rows for repair
             self.error = exc
+            if not isinstance(exc, Exception):
+                raise  # an interrupt or an exit still ends the caller (a write run in the caller's thread at shutdown)
         finally:
             self._ended.set()
             if self._on_end is not None:

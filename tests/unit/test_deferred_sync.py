@@ -5,7 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from memlineage._indexsync import DeferredIndexSync
+import pytest
+from memlineage._indexsync import DeferredIndexSync, InFlightWrite
 
 
 class Recorder:
@@ -238,3 +239,30 @@ def test_a_block_loaded_while_the_write_was_in_flight_hands_its_scope_over_once_
     assert mm.index.plan("alice") == "ann"
     assert recall_ids(mm, "alice later 3", scope)[0] in inner.ids()
     mm.close()
+
+
+def test_a_write_run_in_the_callers_thread_keeps_its_error_and_lets_an_interrupt_through(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At interpreter shutdown no thread starts and the write runs in the caller's thread: a failure is kept for the
+    finisher (its rows are not marked written), and an interrupt still reaches the caller."""
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+
+    def fail() -> None:
+        raise OSError("chroma went away")
+
+    failed = InFlightWrite(fail, marks=[], gone=[], purge=[])
+    failed.start()
+    assert isinstance(failed.error, OSError) and not failed.running
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    stopped = InFlightWrite(interrupted, marks=[], gone=[], purge=[])
+    with pytest.raises(KeyboardInterrupt):
+        stopped.start()
+    assert isinstance(stopped.error, KeyboardInterrupt) and not stopped.running

@@ -41,7 +41,7 @@ from memlineage.reconcile._signals import (
     query_people,
     values_of,
 )
-from memlineage.reconcile._text import EMAIL, _naive, may_correct, rejected_values, repairs, spells
+from memlineage.reconcile._text import _naive, may_correct, rejected_values, repairs, spells
 from memlineage.retrieval import is_request
 
 __all__ = ["repair_update", "signal_update"]
@@ -229,7 +229,8 @@ def _repaired(ca: Clause, cb: Clause) -> tuple[str, list[str], list[str]] | None
     address is compared whole ("wang.lei@163.com" / "wanglei_2021@163.com"), before its digits are read as numbers.
     """
     ruled_out = rejected_values(cb.text)  # "wait, 7.5 ml, not 5": 5 is the value taken back, not a new one
-    mails = ({m.casefold() for m in EMAIL.findall(ca.text)}, {m.casefold() for m in EMAIL.findall(cb.text)})
+    # the clauses' keys hold their addresses, case-folded (reconcile._text._key_tokens)
+    mails = ({k for k in ca.keys if "@" in k}, {k for k in cb.keys if "@" in k})
     old, new = mails[0] - mails[1], mails[1] - mails[0] - {v.casefold() for v in ruled_out}
     if old and new:
         return "e-mail address", sorted(old), sorted(new)
